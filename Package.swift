@@ -1,0 +1,38 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Every target is built in Swift 6 language mode with warnings treated as errors,
+/// so concurrency diagnostics can never slip in as "just warnings".
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "agentrpc",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "agentrpc", targets: ["agentrpc"]),
+        .library(name: "AgentRPC", targets: ["AgentRPC"]),
+        .library(name: "AgentRPCProtocol", targets: ["AgentRPCProtocol"]),
+    ],
+    targets: [
+        .target(
+            name: "AgentRPCProtocol", path: "Sources/Protocol", swiftSettings: strict,
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
+        ),
+        .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol"], path: "Sources/AgentRPC", swiftSettings: strict),
+        .executableTarget(name: "agentrpc", dependencies: ["AgentRPC"], path: "Sources/agentrpc", swiftSettings: strict),
+        .executableTarget(name: "agentrpc-bench", dependencies: ["AgentRPCProtocol"], path: "Benchmarks/agentrpc-bench", swiftSettings: strict),
+        .testTarget(name: "ProtocolTests", dependencies: ["AgentRPCProtocol"], path: "Tests/ProtocolTests", swiftSettings: strict),
+        .testTarget(
+            name: "AgentRPCTests",
+            dependencies: ["AgentRPC", "AgentRPCProtocol", "agentrpc"],
+            path: "Tests/AgentRPCTests",
+            resources: [],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,254 @@
+import AgentRPCProtocol
+
+/// The seam between the turn loop and a model API. A provider turns one
+/// `ModelRequest` into a stream of `ProviderEvent`s and knows nothing about
+/// sessions, tools execution or the protocol; the loop knows nothing about HTTP.
+public protocol ModelProvider: Sendable {
+    /// Provider name as reported in events (`"openai"`, `"anthropic"`, `"scripted"`).
+    var name: String { get }
+    /// What this provider/model can do; checked in pre-flight.
+    var capabilities: ProviderCapabilities { get }
+    /// Streams one round trip. The stream finishes after `.end`, or throws a
+    /// `ProviderError` (or `ProviderContractViolation`). Cancelling the consuming
+    /// task must stop the underlying work promptly.
+    func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error>
+}
+
+/// What a provider can take. Pre-flight uses this (`toolChoiceUnsupported`);
+/// schema down-conversion uses `adaptToolSchemas`.
+public struct ProviderCapabilities: Sendable, Hashable {
+    public var supportsToolChoice: Bool
+    public var supportsImages: Bool
+    public var supportsReasoning: Bool
+    public var supportsParallelToolCalls: Bool
+    public var supportsStructuredOutput: Bool
+    public var contextWindowTokens: Int?
+
+    public init(
+        supportsToolChoice: Bool = true, supportsImages: Bool = true, supportsReasoning: Bool = true,
+        supportsParallelToolCalls: Bool = true, supportsStructuredOutput: Bool = true, contextWindowTokens: Int? = nil
+    ) {
+        self.supportsToolChoice = supportsToolChoice
+        self.supportsImages = supportsImages
+        self.supportsReasoning = supportsReasoning
+        self.supportsParallelToolCalls = supportsParallelToolCalls
+        self.supportsStructuredOutput = supportsStructuredOutput
+        self.contextWindowTokens = contextWindowTokens
+    }
+}
+
+/// A tool as the model sees it.
+public struct ModelToolDefinition: Sendable, Hashable {
+    public var name: String
+    public var description: String
+    public var inputSchema: JSONValue
+    public init(name: String, description: String, inputSchema: JSONValue) {
+        self.name = name
+        self.description = description
+        self.inputSchema = inputSchema
+    }
+}
+
+/// How the model is asked to use tools on this request.
+public enum ModelToolChoice: Sendable, Hashable {
+    case auto
+    case none
+    case required
+    case tool(String)
+}
+
+/// An image attached to a user message, already read and checked at the send boundary.
+public enum ModelImage: Sendable, Hashable {
+    /// Raw bytes (from `path` or `data`) with their MIME type.
+    case data(bytes: [UInt8], mimeType: String)
+    case url(String)
+}
+
+/// One tool call as the model made it.
+public struct ModelToolCall: Sendable, Hashable {
+    public var id: String
+    public var name: String
+    /// The arguments as the model wrote them: JSON text, possibly invalid
+    /// (the loop turns invalid text into a `failed` output for the model).
+    public var argumentsJSON: String
+    public init(id: String, name: String, argumentsJSON: String) {
+        self.id = id
+        self.name = name
+        self.argumentsJSON = argumentsJSON
+    }
+}
+
+/// One message of the conversation as a provider receives it. Providers map
+/// these into their own shapes (OpenAI messages, Anthropic content blocks).
+public enum ModelMessage: Sendable, Hashable {
+    case user(text: String, images: [ModelImage])
+    /// `reasoning` carries the model's earlier thinking where a provider needs it
+    /// back (Anthropic signatures); providers that cannot take it ignore it.
+    case assistant(text: String, toolCalls: [ModelToolCall], reasoning: String?)
+    case toolResult(callId: String, name: String, content: String, isError: Bool)
+}
+
+/// Generation options after precedence is applied (call site > profile case > defaults).
+public struct GenerationOptions: Sendable, Hashable {
+    public var temperature: Double?
+    public var maxOutputTokens: Int?
+    public var reasoningLevel: String?
+    /// Provider-specific extras passed through untouched.
+    public var extra: [String: JSONValue]
+    public init(temperature: Double? = nil, maxOutputTokens: Int? = nil, reasoningLevel: String? = nil, extra: [String: JSONValue] = [:]) {
+        self.temperature = temperature
+        self.maxOutputTokens = maxOutputTokens
+        self.reasoningLevel = reasoningLevel
+        self.extra = extra
+    }
+}
+
+/// Everything one provider round trip needs. No secrets: API keys live in the
+/// provider instance, so a request can be dumped (`--dump-requests`) safely.
+public struct ModelRequest: Sendable, Hashable {
+    public var model: String
+    public var instructions: String
+    public var messages: [ModelMessage]
+    public var tools: [ModelToolDefinition]
+    public var toolChoice: ModelToolChoice
+    public var options: GenerationOptions
+    /// For structured output (`session/generate`): the JSON Schema the answer must match.
+    public var responseSchema: JSONValue?
+
+    public init(
+        model: String, instructions: String, messages: [ModelMessage], tools: [ModelToolDefinition] = [],
+        toolChoice: ModelToolChoice = .auto, options: GenerationOptions = GenerationOptions(), responseSchema: JSONValue? = nil
+    ) {
+        self.model = model
+        self.instructions = instructions
+        self.messages = messages
+        self.tools = tools
+        self.toolChoice = toolChoice
+        self.options = options
+        self.responseSchema = responseSchema
+    }
+}
+
+/// Token counts for one round trip, cumulative within it (a later `.usage`
+/// event replaces an earlier one).
+public struct ModelUsage: Sendable, Hashable {
+    public var inputTokens: Int
+    public var outputTokens: Int
+    public var cachedInputTokens: Int?
+    public var cacheCreationInputTokens: Int?
+    public var reasoningTokens: Int?
+    public init(inputTokens: Int = 0, outputTokens: Int = 0, cachedInputTokens: Int? = nil, cacheCreationInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.cachedInputTokens = cachedInputTokens
+        self.cacheCreationInputTokens = cacheCreationInputTokens
+        self.reasoningTokens = reasoningTokens
+    }
+}
+
+/// Why the model stopped.
+public enum ModelStopReason: Sendable, Hashable {
+    case endTurn
+    case toolUse
+    case maxTokens
+    case refusal
+    case contentFilter
+    case other(String)
+}
+
+/// One event of a streamed round trip.
+public enum ProviderEvent: Sendable, Hashable {
+    case textDelta(String)
+    case reasoningDelta(String)
+    /// A refusal streamed separately from content (OpenAI `delta.refusal`).
+    case refusalDelta(String)
+    /// A complete tool call (fragments are assembled inside the provider).
+    case toolCall(ModelToolCall)
+    case usage(ModelUsage)
+    /// The round trip finished normally; always the last event.
+    case end(ModelStopReason)
+}
+
+/// The stable provider error codes of PROTOCOL.md §6 (`data.provider.code`).
+public enum ProviderErrorCode: String, Sendable, Hashable, CaseIterable {
+    case authExpired, authUserInvalid, entitlementRequired, quotaExceeded, rateLimited, modelUnavailable
+    case providerError, providerUnavailable, serviceUnavailable, internalError, streamTruncated, badRequest
+    case contextLengthExceeded, contentFiltered, network
+
+    /// `quotaExceeded` through `streamTruncated`, and `network`, are transient.
+    public var isTransient: Bool {
+        switch self {
+        case .quotaExceeded, .rateLimited, .modelUnavailable, .providerError, .providerUnavailable,
+            .serviceUnavailable, .internalError, .streamTruncated, .network:
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+/// What a client should do about a provider error.
+public enum RetryGuidance: Sendable, Hashable {
+    case refreshAuthThenRetry
+    case retryWithBackoff(afterSeconds: Double)
+    case none
+
+    public var json: JSONValue {
+        switch self {
+        case .refreshAuthThenRetry: return ["kind": "refreshAuthThenRetry"]
+        case .retryWithBackoff(let s): return ["kind": "retryWithBackoff", "afterSeconds": .double(s)]
+        case .none: return ["kind": "none"]
+        }
+    }
+}
+
+/// A typed provider failure. `safeDescription` is ours and never contains
+/// server prose; `unsafeMessage` is the server's text, for logs a user opts into.
+public struct ProviderError: Error, Sendable, Hashable {
+    public var code: ProviderErrorCode
+    public var httpStatus: Int?
+    /// The provider's retry hint (Retry-After and friends), if it gave one.
+    public var retryAfterSeconds: Double?
+    public var safeDescription: String
+    public var unsafeMessage: String
+
+    public init(code: ProviderErrorCode, httpStatus: Int? = nil, retryAfterSeconds: Double? = nil, safeDescription: String, unsafeMessage: String = "") {
+        self.code = code
+        self.httpStatus = httpStatus
+        self.retryAfterSeconds = retryAfterSeconds
+        self.safeDescription = safeDescription
+        self.unsafeMessage = unsafeMessage
+    }
+
+    public var retryGuidance: RetryGuidance {
+        if code == .authExpired { return .refreshAuthThenRetry }
+        if code.isTransient { return .retryWithBackoff(afterSeconds: retryAfterSeconds ?? 1) }
+        return .none
+    }
+    public var isRetryable: Bool {
+        if case .none = retryGuidance { return false }
+        return true
+    }
+    public var requiresUserAction: Bool { code == .authUserInvalid || code == .entitlementRequired }
+
+    /// The `data.provider` object of PROTOCOL.md §6.
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "code": .string(code.rawValue),
+            "retryGuidance": retryGuidance.json,
+            "isRetryable": .bool(isRetryable),
+            "requiresUserAction": .bool(requiresUserAction),
+            "safeDescription": .string(safeDescription),
+            "unsafeMessage": .string(unsafeMessage),
+        ]
+        if let httpStatus { o["httpStatus"] = .int(httpStatus) }
+        return .object(o)
+    }
+}
+
+/// The provider sent something that breaks its own protocol (e.g. a tool call
+/// with unparseable JSON cut off by `max_tokens`, an out-of-order block).
+public struct ProviderContractViolation: Error, Sendable, Hashable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,150 @@
+/// A JSON-RPC request id: an integer or a string. Each side numbers its own.
+public enum RequestID: Hashable, Sendable, CustomStringConvertible {
+    case int(Int)
+    case string(String)
+
+    public var json: JSONValue {
+        switch self {
+        case .int(let i): return .int(i)
+        case .string(let s): return .string(s)
+        }
+    }
+
+    public init?(json: JSONValue) {
+        switch json {
+        case .int(let i): self = .int(i)
+        case .string(let s): self = .string(s)
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .int(let i): return String(i)
+        case .string(let s): return "\"\(s)\""
+        }
+    }
+}
+
+/// One JSON-RPC 2.0 message, in either direction.
+public enum Message: Sendable, Hashable {
+    case request(id: RequestID, method: String, params: JSONValue?)
+    case notification(method: String, params: JSONValue?)
+    /// `id` is nil only for errors about messages whose id could not be recovered.
+    case response(id: RequestID?, result: Result<JSONValue, RPCError>)
+
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["jsonrpc": "2.0"]
+        switch self {
+        case .request(let id, let method, let params):
+            o["id"] = id.json
+            o["method"] = .string(method)
+            if let params { o["params"] = params }
+        case .notification(let method, let params):
+            o["method"] = .string(method)
+            if let params { o["params"] = params }
+        case .response(let id, let result):
+            o["id"] = id?.json ?? .null
+            switch result {
+            case .success(let value): o["result"] = value
+            case .failure(let error): o["error"] = error.json
+            }
+        }
+        return .object(o)
+    }
+
+    public static func success(_ id: RequestID, _ result: JSONValue) -> Message {
+        .response(id: id, result: .success(result))
+    }
+    public static func failure(_ id: RequestID?, _ error: RPCError) -> Message {
+        .response(id: id, result: .failure(error))
+    }
+}
+
+/// What one frame held: a single message or a batch, each element already
+/// classified. Invalid elements carry the error to answer them with.
+public enum IncomingFrame: Sendable {
+    case single(DecodedMessage)
+    case batch([DecodedMessage])
+    /// An empty array: answered with one `invalidRequest` error, per JSON-RPC 2.0.
+    case emptyBatch
+}
+
+/// A message read from the wire, or the reason it could not be one.
+public enum DecodedMessage: Sendable {
+    case message(Message)
+    /// Not a valid JSON-RPC message; answer with `error` and `id` (if recovered).
+    case invalid(id: RequestID?, error: RPCError)
+}
+
+extension Message {
+    /// Classifies one parsed JSON value as a JSON-RPC message, recovering the id
+    /// whenever the value carries one so the error can be answered with it.
+    public static func decode(_ value: JSONValue) -> DecodedMessage {
+        guard case .object(let o) = value else {
+            return .invalid(id: nil, error: RPCError(.invalidRequest, "a JSON-RPC message must be an object"))
+        }
+        let rawID = o["id"]
+        var id: RequestID? = nil
+        if let rawID, !rawID.isNull {
+            guard let parsed = RequestID(json: rawID) else {
+                return .invalid(id: nil, error: RPCError(.invalidRequest, "id must be an integer or a string"))
+            }
+            id = parsed
+        }
+        guard o["jsonrpc"] == .string("2.0") else {
+            return .invalid(id: id, error: RPCError(.invalidRequest, "\"jsonrpc\" must be \"2.0\""))
+        }
+        let params = o["params"]
+        if let params {
+            switch params {
+            case .object, .array: break
+            default:
+                return .invalid(id: id, error: RPCError(.invalidRequest, "params must be an object or an array"))
+            }
+        }
+        if let methodValue = o["method"] {
+            guard let method = methodValue.stringValue else {
+                return .invalid(id: id, error: RPCError(.invalidRequest, "method must be a string"))
+            }
+            if let id {
+                return .message(.request(id: id, method: method, params: params))
+            }
+            if rawID != nil {
+                // "id": null on a request is a legacy notification form we refuse:
+                // the sender expects an answer it could never correlate.
+                return .invalid(id: nil, error: RPCError(.invalidRequest, "request id must not be null"))
+            }
+            return .message(.notification(method: method, params: params))
+        }
+        // A response from the peer.
+        if let result = o["result"] {
+            guard o["error"] == nil else {
+                return .invalid(id: id, error: RPCError(.invalidRequest, "a response carries result or error, not both"))
+            }
+            return .message(.response(id: id, result: .success(result)))
+        }
+        if let errorValue = o["error"] {
+            guard let error = RPCError(json: errorValue) else {
+                return .invalid(id: id, error: RPCError(.invalidRequest, "error must be an object with an integer code"))
+            }
+            return .message(.response(id: id, result: .failure(error)))
+        }
+        return .invalid(id: id, error: RPCError(.invalidRequest, "a message needs a method, a result or an error"))
+    }
+
+    /// Parses one frame's bytes: malformed JSON is a `parseError` with `id: null`.
+    public static func decodeFrame<Bytes: Collection>(_ bytes: Bytes) -> IncomingFrame where Bytes.Element == UInt8 {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes)
+        } catch {
+            return .single(.invalid(id: nil, error: RPCError(.parseError, "malformed JSON: \(error)")))
+        }
+        if case .array(let elements) = value {
+            if elements.isEmpty { return .emptyBatch }
+            return .batch(elements.map(decode))
+        }
+        return .single(decode(value))
+    }
+}

@@ -1,0 +1,3 @@
+// Entry point: wiring only. See AgentRPC for the server.
+import AgentRPC
+
