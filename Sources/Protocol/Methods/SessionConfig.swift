@@ -57,9 +57,11 @@ public struct SessionConfig: Codable, Sendable, Hashable {
 // MARK: - Model
 
 /// A model: the name of one configured in `agentrpc.json`, or an inline configuration.
-public enum ModelReference: Codable, Sendable, Hashable, JSONSchemaProviding {
+public enum ModelReference: Codable, Sendable, Hashable, JSONSchemaProviding, ExpressibleByStringLiteral {
     case named(String)
     case inline(ModelConfig)
+
+    public init(stringLiteral value: String) { self = .named(value) }
 
     public init(from decoder: any Decoder) throws {
         if let name = try? decoder.singleValueContainer().decode(String.self) {
