@@ -756,6 +756,8 @@ public indirect enum Condition: Codable, Sendable, Hashable, JSONSchemaProviding
             WireSchema.object(["tool": WireSchema.string], required: ["tool"]),
         ])
     }
+    /// Itself: the schema refers to `#/$defs/Condition` for nesting.
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [Condition.self] }
 }
 
 /// A test of one session property. All given tests must hold; none given means "is set and not null".
@@ -952,7 +954,7 @@ public struct HookAction: Codable, Sendable, Hashable, JSONSchemaProviding {
             with("then", WireSchema.array(WireSchema.ref(HookAction.self))),
         ])
     }
-    public static var jsonSchemaDependencies: [any Decodable.Type] { [Condition.self, SummarizeHistory.self] }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [Condition.self, SummarizeHistory.self, HookAction.self] }
 }
 
 /// What a hook action does.
