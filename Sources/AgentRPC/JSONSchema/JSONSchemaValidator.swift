@@ -338,7 +338,7 @@ struct Evaluation {
                 }
                 failures.append((offset, trial.findings))
             }
-            if !failures.isEmpty { reportNoMatch(failures) }
+            if !failures.isEmpty { reportNoMatch(instance, node.anyOf, failures) }
         }
         if !node.oneOf.isEmpty {
             var failures: [(branch: Int, findings: [Finding])] = []
@@ -353,7 +353,7 @@ struct Evaluation {
                 }
             }
             if matches.isEmpty {
-                reportNoMatch(failures)
+                reportNoMatch(instance, node.oneOf, failures)
             } else if matches.count > 1 {
                 let forms = matches.map { String($0 + 1) }.joined(separator: ", ")
                 report("matches more than one of the allowed forms (\(forms)) but must match exactly one")
@@ -381,7 +381,9 @@ struct Evaluation {
     /// specific way available: a merged type list when every branch wanted a
     /// different type; the one branch's own findings when only one branch
     /// accepts this type; otherwise a summary of each plausible branch.
-    private mutating func reportNoMatch(_ failures: [(branch: Int, findings: [Finding])]) {
+    private mutating func reportNoMatch(
+        _ instance: JSONValue, _ branches: [Int], _ failures: [(branch: Int, findings: [Finding])]
+    ) {
         let here = path
         func isTypeMismatch(_ findings: [Finding]) -> Bool {
             findings.count == 1 && findings[0].typeMismatch != nil && findings[0].path == here
@@ -398,9 +400,9 @@ struct Evaluation {
             return
         }
         if plausible.count == 1 {
-            for finding in plausible[0].findings where !isFull {
-                findings.append(finding)
-            }
+            // Re-run it here rather than copying the trial's findings: the
+            // trial stopped at `branchFindingLimit`, this gets the full budget.
+            evaluate(instance, against: branches[plausible[0].branch])
             return
         }
         let parts = plausible.map { failure -> String in
