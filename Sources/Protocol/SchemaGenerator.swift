@@ -119,7 +119,8 @@ final class SchemaBuilder {
     /// Probed named types whose definition exists.
     private var defined: Set<ObjectIdentifier> = []
     private var inlineSchemas: [ObjectIdentifier: JSONValue] = [:]
-    private var inProgress: Set<ObjectIdentifier> = []
+    /// The types being probed, outermost first, with what they recorded so far.
+    private var stack: [(id: ObjectIdentifier, node: ProbeNode)] = []
     /// Types that were reached again while being probed; they must become definitions.
     private var recursive: Set<ObjectIdentifier> = []
     private var dependenciesDone: Set<ObjectIdentifier> = []
@@ -192,9 +193,15 @@ final class SchemaBuilder {
         if let scalar = Self.scalarSchema(type) { return scalar }
         if defined.contains(id) { return Self.reference(name(for: type)) }
         if let inline = inlineSchemas[id] { return inline }
-        if inProgress.contains(id) {
-            recursive.insert(id)
-            return Self.reference(name(for: type))
+        if let index = stack.lastIndex(where: { $0.id == id }) {
+            // Reached again while being probed. A named type becomes a `$ref`. An
+            // anonymous one (an array of the named type) is probed afresh when a named
+            // type lies in between, which ends the recursion; otherwise it must be named.
+            let namedInBetween = stack[(index + 1)...].contains { $0.node.isNamed }
+            if stack[index].node.isNamed || !namedInBetween {
+                recursive.insert(id)
+                return Self.reference(name(for: type))
+            }
         }
         return try probe(type)
     }
@@ -223,7 +230,7 @@ final class SchemaBuilder {
     private func probe(_ type: any Decodable.Type) throws -> JSONValue {
         let id = ObjectIdentifier(type)
         let node = ProbeNode()
-        inProgress.insert(id)
+        stack.append((id, node))
         var instance: Any?
         var probeError: (any Error)?
         do {
@@ -231,7 +238,7 @@ final class SchemaBuilder {
         } catch {
             probeError = error
         }
-        inProgress.remove(id)
+        stack.removeLast()
 
         switch probeError {
         case nil:
@@ -252,7 +259,7 @@ final class SchemaBuilder {
         if let instance { instances[id] = instance }
 
         let schema = node.schema()
-        if (node.keyed != nil && node.keyed?.readAllKeys == false) || recursive.contains(id) {
+        if node.isNamed || recursive.contains(id) {
             let name = name(for: type)
             definitions[name] = schema
             defined.insert(id)
@@ -288,8 +295,8 @@ final class SchemaBuilder {
     private func placeholderValue(of type: any Decodable.Type) throws -> Any {
         let id = ObjectIdentifier(type)
         if let scalar = Self.scalarPlaceholder(type) { return scalar }
-        if inProgress.contains(id) { throw RecursionStop() }
         if let known = instances[id] { return known }
+        if stack.contains(where: { $0.id == id }) { throw RecursionStop() }
         if let enumType = type as? any JSONSchemaStringEnum.Type, let first = Self.firstCase(enumType) {
             instances[id] = first
             return first
@@ -389,6 +396,10 @@ final class ProbeNode {
     var nullable = false
 
     init(fixed: JSONValue? = nil) { self.fixed = fixed }
+
+    /// Read through a keyed container that is not a dictionary: a struct or class,
+    /// which gets a definition of its own.
+    var isNamed: Bool { keyed.map { !$0.readAllKeys } ?? false }
 
     func schema() -> JSONValue {
         var result: JSONValue
