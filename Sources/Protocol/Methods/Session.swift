@@ -584,7 +584,9 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         case .reasoning:
             content = .reasoning(text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile))
         case .toolCalls:
-            content = .toolCalls(calls: try c.decode([ToolCallRecord].self, forKey: .calls), profile: try c.decodeIfPresent(String.self, forKey: .profile))
+            content = .toolCalls(
+                calls: try c.decode([ToolCallRecord].self, forKey: .calls), profile: try c.decodeIfPresent(String.self, forKey: .profile),
+                text: try c.decodeIfPresent(String.self, forKey: .text))
         case .toolOutput:
             content = .toolOutput(
                 callId: try c.decode(String.self, forKey: .callId), name: try c.decode(String.self, forKey: .name),
@@ -612,9 +614,10 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         case .reasoning(let text, let p):
             o["text"] = .string(text)
             profile(p)
-        case .toolCalls(let calls, let p):
+        case .toolCalls(let calls, let p, let text):
             o["calls"] = .array(calls.map(\.json))
             profile(p)
+            if let text { o["text"] = .string(text) }
         case .toolOutput(let callId, let name, let outcome, let value, let p):
             o["callId"] = .string(callId)
             o["name"] = .string(name)
@@ -638,7 +641,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
             variant("prompt", ["text": s, "images": WireSchema.array(WireSchema.ref(ImageAttachment.self))], ["text"]),
             variant("response", ["text": s, "profile": s, "incomplete": WireSchema.boolean], ["text"]),
             variant("reasoning", ["text": s, "profile": s], ["text"]),
-            variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s], ["calls"]),
+            variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s, "text": s], ["calls"]),
             variant(
                 "toolOutput",
                 ["callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": WireSchema.any, "profile": s],
@@ -656,7 +659,8 @@ public enum TranscriptContent: Sendable, Hashable {
     /// `incomplete`: a partial response kept by the `preserve` error policy.
     case response(text: String, profile: String?, incomplete: Bool)
     case reasoning(text: String, profile: String?)
-    case toolCalls(calls: [ToolCallRecord], profile: String?)
+    /// `text` is what the model said alongside the calls, if anything.
+    case toolCalls(calls: [ToolCallRecord], profile: String?, text: String?)
     case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?)
 
     public var type: TranscriptEntryType {
@@ -673,7 +677,7 @@ public enum TranscriptContent: Sendable, Hashable {
     public var profile: String? {
         switch self {
         case .prompt: return nil
-        case .response(_, let p, _), .reasoning(_, let p), .toolCalls(_, let p), .toolOutput(_, _, _, _, let p): return p
+        case .response(_, let p, _), .reasoning(_, let p), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
         }
     }
 }

@@ -179,14 +179,18 @@ public struct ScriptItem: Codable, Sendable, Hashable {
 /// A tool call the scripted model makes.
 public struct ScriptToolCall: Codable, Sendable, Hashable {
     public var name: String
-    public var arguments: JSONValue
+    /// The arguments as JSON; absent means `{}`.
+    public var arguments: JSONValue?
     /// The call id; generated when absent.
     public var id: String?
+    /// Raw argument text sent instead of `arguments`, to script a model that writes invalid JSON.
+    public var argumentsText: String?
 
-    public init(name: String, arguments: JSONValue = [:], id: String? = nil) {
+    public init(name: String, arguments: JSONValue? = nil, id: String? = nil, argumentsText: String? = nil) {
         self.name = name
         self.arguments = arguments
         self.id = id
+        self.argumentsText = argumentsText
     }
 }
 
