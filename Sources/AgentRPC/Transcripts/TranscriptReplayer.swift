@@ -472,7 +472,7 @@ final class TranscriptRun {
             if tail.isEmpty {
                 report += "\n  server stderr: (empty)"
             } else {
-                report += "\n  server stderr (last \(tail.count) lines):\n" + tail.map { "    | " + $0 }.joined(separator: "\n")
+                report += "\n  server stderr (last \(tail.count == 1 ? "line" : "\(tail.count) lines")):\n" + tail.map { "    | " + $0 }.joined(separator: "\n")
             }
         }
         return TranscriptResult(path: name, steps: stepsRun, failureReport: report, trace: trace)

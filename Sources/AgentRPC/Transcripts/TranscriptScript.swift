@@ -266,8 +266,28 @@ enum TranscriptPrettyPrinter {
         return out
     }
 
+    /// One-line JSON with a space after `:` and `,`, easier to read than the wire form.
+    static func inline(_ value: JSONValue) -> String {
+        switch value {
+        case .array(let elements):
+            return "[" + elements.map(inline).joined(separator: ", ") + "]"
+        case .object(let members):
+            return "{" + members.keys.sorted().map { JSONValue.string($0).serializedString() + ": " + (members[$0].map(inline) ?? "null") }.joined(separator: ", ") + "}"
+        default:
+            return value.serializedString()
+        }
+    }
+
+    /// Containers whose compact form fits in this many characters stay on one line.
+    static let inlineWidth = 60
+
     private static func write(_ value: JSONValue, indent: String, into out: inout String) {
         let inner = indent + "  "
+        let compact = inline(value)
+        if compact.count <= inlineWidth {
+            out += compact
+            return
+        }
         switch value {
         case .array(let elements) where !elements.isEmpty:
             out += "[\n"
@@ -287,7 +307,7 @@ enum TranscriptPrettyPrinter {
             }
             out += indent + "}"
         default:
-            out += value.serializedString()
+            out += compact
         }
     }
 }
