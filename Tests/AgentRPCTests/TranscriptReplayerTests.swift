@@ -495,6 +495,11 @@ enum FakeServer {
         output = []
         #expect(await TranscriptReplayer.runCommandLine(arguments: [directory + "/a-pass.jsonl"], executable: FakeServer.path) { output.append($0) } == 0)
         #expect(output.last == "1 passed, 0 failed")
+        output = []
+        #expect(await TranscriptReplayer.runCommandLine(arguments: ["--verbose", directory + "/a-pass.jsonl"], executable: FakeServer.path) { output.append($0) } == 0)
+        #expect(output.contains { $0.hasPrefix("  started \(FakeServer.path) serve") })
+        #expect(output.contains(#"  -> {"id":1,"jsonrpc":"2.0","method":"echo"}"#))
+        #expect(output.contains(#"  <- {"id":1,"jsonrpc":"2.0","result":{"echo":{}}}"#))
         #expect(await TranscriptReplayer.runCommandLine(arguments: ["--bogus"], executable: FakeServer.path) { _ in } == 2)
         #expect(await TranscriptReplayer.runCommandLine(arguments: [directory + "/missing"], executable: FakeServer.path) { _ in } == 2)
     }
