@@ -379,6 +379,16 @@ enum FakeServer {
         #expect(Date().timeIntervalSince(started) < 4)
     }
 
+    @Test func missingExecutableIsReported() async {
+        let result = await TranscriptReplayer(executable: "/nonexistent/agentrpc").replay(text: #"{"send": {}}"#, name: "t.jsonl")
+        #expect(result.failureReport?.hasPrefix("t.jsonl: cannot start /nonexistent/agentrpc") == true)
+    }
+
+    @Test func unreadableFileIsReported() async {
+        let result = await TranscriptReplayer(executable: FakeServer.path).replay(fileAt: "/nonexistent/t.jsonl")
+        #expect(result.failureReport?.hasPrefix("/nonexistent/t.jsonl: cannot read the transcript") == true)
+    }
+
     @Test func extraMessagesAtTheEndFail() async {
         let text = #"""
             {"send": {"jsonrpc": "2.0", "id": 1, "method": "chatty"}}

@@ -37,7 +37,11 @@ public struct TranscriptReplayer: Sendable {
         self.verbose = verbose
     }
 
-    /// Replays the transcript file at `path`.
+    /// Replays the transcript file at `path`. Never throws: problems with the
+    /// file, the process or the conversation all end up in `failureReport`.
+    ///
+    /// Ignores SIGPIPE process-wide, so writing to a server that died is
+    /// reported instead of killing the caller.
     public func replay(fileAt path: String) async -> TranscriptResult {
         let text: String
         do {
@@ -77,6 +81,11 @@ public struct TranscriptReplayer: Sendable {
     /// replays each transcript (directories are searched for `*.jsonl`), prints
     /// `PASS path (N steps)` or `FAIL path` plus the report, then `N passed, M failed`.
     /// Returns 0 only if every transcript passed; 2 for usage errors.
+    ///
+    /// - Parameters:
+    ///   - arguments: the words after `replay`.
+    ///   - executable: the server to start, normally the running binary's own path.
+    ///   - output: receives each line of output, without a trailing newline.
     public static func runCommandLine(arguments: [String], executable: String, output: (String) -> Void) async -> Int32 {
         let usage = "usage: agentrpc replay [--timeout SECONDS] [--verbose] [--server PATH] FILE_OR_DIR..."
         var timeout = 5.0
@@ -325,21 +334,25 @@ final class TranscriptRun {
         _ server: TranscriptServerProcess, _ deadline: Date, step: TranscriptStep,
         expecting patterns: [JSONValue], alreadyReceived: [JSONValue] = []
     ) throws(TranscriptFailure) -> JSONValue {
-        var sections: [(title: String, body: String)] = []
-        sections.append((patterns.count == 1 ? "expected" : "expected (any order)", patterns.map { TranscriptPrettyPrinter.format($0) }.joined(separator: "\n")))
-        if !alreadyReceived.isEmpty {
-            sections.append(("received so far", alreadyReceived.map { TranscriptPrettyPrinter.format($0) }.joined(separator: "\n")))
+        // Built only on failure: pretty-printing every pattern of every step adds up.
+        func sections() -> [(title: String, body: String)] {
+            var out: [(title: String, body: String)] = []
+            out.append((patterns.count == 1 ? "expected" : "expected (any order)", patterns.map { TranscriptPrettyPrinter.format($0) }.joined(separator: "\n")))
+            if !alreadyReceived.isEmpty {
+                out.append(("received so far", alreadyReceived.map { TranscriptPrettyPrinter.format($0) }.joined(separator: "\n")))
+            }
+            return out
         }
         switch server.next(until: deadline) {
         case .inbound(.message(let message)):
             log("<- \(message.serializedString())")
             return message
         case .inbound(.garbage(let description)):
-            throw TranscriptFailure(summary: "the server wrote \(description)", sections: sections)
+            throw TranscriptFailure(summary: "the server wrote \(description)", sections: sections())
         case .closed:
-            throw TranscriptFailure(summary: "the server closed stdout before the expected message\(exitNote(server))", sections: sections)
+            throw TranscriptFailure(summary: "the server closed stdout before the expected message\(exitNote(server))", sections: sections())
         case .timedOut:
-            throw TranscriptFailure(summary: "no message from the server within \(seconds(timeout(step)))\(exitNote(server))", sections: sections)
+            throw TranscriptFailure(summary: "no message from the server within \(seconds(timeout(step)))\(exitNote(server))", sections: sections())
         }
     }
 
@@ -409,6 +422,7 @@ final class TranscriptRun {
     /// End of the script: close stdin, require a clean exit and no extra output.
     private func finish(_ server: TranscriptServerProcess) throws(TranscriptFailure) {
         guard !exited else {
+            server.closeStdin()
             let leftovers = server.drainInbox()
             if !leftovers.isEmpty {
                 throw TranscriptFailure(summary: "unexpected messages at the end", sections: [("unexpected", describe(leftovers))])
