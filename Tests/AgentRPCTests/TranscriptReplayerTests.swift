@@ -514,3 +514,34 @@ enum FakeServer {
         #expect(await TranscriptReplayer.runCommandLine(arguments: [directory + "/missing"], executable: FakeServer.path) { _ in } == 2)
     }
 }
+
+/// Replays the committed `Tests/Transcripts/*.jsonl` against the `agentrpc`
+/// binary built beside the tests, so `swift test` runs them too.
+@Suite struct CommittedTranscriptTests {
+    final class BundleMarker {}
+
+    static var transcriptDirectory: String {
+        // Tests/AgentRPCTests/<this file> → Tests/Transcripts
+        let here = URL(fileURLWithPath: #filePath)
+        return here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Transcripts").path
+    }
+
+    /// The built server: next to the test executable on Linux, next to the
+    /// `.xctest` bundle on macOS.
+    static var builtServer: String? {
+        let bundle = Bundle(for: BundleMarker.self).bundleURL
+        let candidates = [bundle.appendingPathComponent("agentrpc"), bundle.deletingLastPathComponent().appendingPathComponent("agentrpc")]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
+    }
+
+    @Test func committedTranscriptsPass() async {
+        guard !TranscriptReplayer.transcriptFiles(under: Self.transcriptDirectory).isEmpty else { return }
+        guard let server = Self.builtServer else {
+            Issue.record("cannot find the built agentrpc binary next to the tests")
+            return
+        }
+        var output: [String] = []
+        let status = await TranscriptReplayer.runCommandLine(arguments: [Self.transcriptDirectory], executable: server) { output.append($0) }
+        #expect(status == 0, "\(output.joined(separator: "\n"))")
+    }
+}

@@ -60,6 +60,8 @@ final class TranscriptServerProcess: @unchecked Sendable {
             exitedBySignal = p.terminationReason == .uncaughtSignal
             condition.broadcast()
             condition.unlock()
+            // The handler holds this object; dropping it breaks the cycle.
+            p.terminationHandler = nil
         }
         try process.run()
         // Writes go through a non-blocking descriptor and poll() with a deadline,
