@@ -1,0 +1,309 @@
+import AgentRPCProtocol
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One thing the server wrote on stdout.
+enum TranscriptInbound: Sendable {
+    case message(JSONValue)
+    /// Not a JSON message (bad JSON, bad header, wrong framing): always a failure.
+    case garbage(String)
+}
+
+/// The server under test: a child process whose stdout and stderr are read by
+/// two dedicated threads doing blocking reads, so the pipes never fill and no
+/// one polls. Waiters block on one condition with a deadline.
+///
+/// `@unchecked Sendable`: every mutable field is guarded by `condition`.
+final class TranscriptServerProcess: @unchecked Sendable {
+    private let process = Process()
+    private let stdinPipe = Pipe()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let expectedFraming: Framing
+
+    private let condition = NSCondition()
+    private var inbox: [TranscriptInbound] = []
+    private var stdoutClosed = false
+    private var stderrClosed = false
+    private var stderrBytes: [UInt8] = []
+    private var exitStatus: Int32?
+    private var exitedBySignal = false
+    private var stdinClosed = false
+
+    /// stderr is kept for reports; beyond this only the tail is kept.
+    private static let stderrLimit = 256 * 1024
+
+    init(executable: String, arguments: [String], environment: [String: String], framing: Framing) {
+        expectedFraming = framing
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardInput = stdinPipe
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+    }
+
+    /// Starts the child and its readers. Writes to a dead child must return
+    /// EPIPE instead of killing the runner, hence SIGPIPE is ignored.
+    func start() throws {
+        signal(SIGPIPE, SIG_IGN)
+        process.terminationHandler = { [self] p in
+            condition.lock()
+            exitStatus = p.terminationStatus
+            exitedBySignal = p.terminationReason == .uncaughtSignal
+            condition.broadcast()
+            condition.unlock()
+            // The handler holds this object; dropping it breaks the cycle.
+            p.terminationHandler = nil
+        }
+        try process.run()
+        // Writes go through a non-blocking descriptor and poll() with a deadline,
+        // so a server that stops reading stdin cannot hang the runner.
+        let fd = stdinPipe.fileHandleForWriting.fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let stdoutFD = stdoutPipe.fileHandleForReading.fileDescriptor
+        let stderrFD = stderrPipe.fileHandleForReading.fileDescriptor
+        Thread { [self] in readStdout(stdoutFD) }.start()
+        Thread { [self] in readStderr(stderrFD) }.start()
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    // MARK: Readers
+
+    private static func readChunks(_ fd: Int32, _ body: (ArraySlice<UInt8>) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if n == 0 { return }
+            body(buffer[0..<n])
+        }
+    }
+
+    private func readStdout(_ fd: Int32) {
+        var parser = FrameParser(maxMessageBytes: Int(Int32.max))
+        var framingChecked = false
+        func deliver(_ event: FrameEvent) {
+            let item: TranscriptInbound
+            switch event {
+            case .frame(let body):
+                if !framingChecked, let detected = parser.framing {
+                    framingChecked = true
+                    if detected != expectedFraming {
+                        enqueue(.garbage("the server answered in \(detected.rawValue) framing; this transcript uses \(expectedFraming.rawValue)"))
+                    }
+                }
+                do {
+                    item = .message(try JSONValue.parse(body))
+                } catch {
+                    item = .garbage("not JSON (\(error)): \(String(decoding: body.prefix(500), as: UTF8.self))")
+                }
+            case .oversized(let count, _):
+                item = .garbage("an oversized frame of \(count) bytes")
+            case .malformedHeader(let reason):
+                item = .garbage("a malformed Content-Length header: \(reason)")
+            }
+            enqueue(item)
+        }
+        Self.readChunks(fd) { chunk in
+            parser.append(chunk)
+            while let event = parser.next() { deliver(event) }
+        }
+        while let event = parser.finish() { deliver(event) }
+        condition.lock()
+        stdoutClosed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func enqueue(_ item: TranscriptInbound) {
+        condition.lock()
+        inbox.append(item)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func readStderr(_ fd: Int32) {
+        Self.readChunks(fd) { chunk in
+            condition.lock()
+            stderrBytes.append(contentsOf: chunk)
+            if stderrBytes.count > Self.stderrLimit {
+                stderrBytes.removeFirst(stderrBytes.count - Self.stderrLimit / 2)
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+        condition.lock()
+        stderrClosed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    // MARK: Waiting
+
+    enum Next {
+        case inbound(TranscriptInbound)
+        /// stdout ended and everything was consumed.
+        case closed
+        case timedOut
+    }
+
+    /// The next thing the server wrote, waiting until `deadline`.
+    func next(until deadline: Date) -> Next {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if !inbox.isEmpty { return .inbound(inbox.removeFirst()) }
+            if stdoutClosed { return .closed }
+            if !condition.wait(until: deadline) {
+                if !inbox.isEmpty { return .inbound(inbox.removeFirst()) }
+                return stdoutClosed ? .closed : .timedOut
+            }
+        }
+    }
+
+    /// Everything received but not consumed yet.
+    func drainInbox() -> [TranscriptInbound] {
+        condition.lock()
+        defer { condition.unlock() }
+        let items = inbox
+        inbox.removeAll()
+        return items
+    }
+
+    /// Waits until the process exited and its stdout is fully read. Returns the
+    /// exit status (a signal number when `bySignal`), or nil on timeout.
+    func waitForExit(until deadline: Date) -> (status: Int32, bySignal: Bool)? {
+        condition.lock()
+        defer { condition.unlock() }
+        while exitStatus == nil || !stdoutClosed {
+            if !condition.wait(until: deadline) { break }
+        }
+        guard let status = exitStatus, stdoutClosed else { return nil }
+        return (status, exitedBySignal)
+    }
+
+    /// Exit status if the process has already ended.
+    var exitState: (status: Int32, bySignal: Bool)? {
+        condition.lock()
+        defer { condition.unlock() }
+        return exitStatus.map { ($0, exitedBySignal) }
+    }
+
+    /// Waits until stderr contains a match for `regex` (searched anywhere).
+    func waitForStderr(matching regex: Regex<AnyRegexOutput>, until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let text = String(decoding: stderrBytes, as: UTF8.self)
+            if (try? regex.firstMatch(in: text)) != nil { return true }
+            if stderrClosed { return false }
+            if !condition.wait(until: deadline) {
+                let final = String(decoding: stderrBytes, as: UTF8.self)
+                return (try? regex.firstMatch(in: final)) != nil
+            }
+        }
+    }
+
+    /// The last `count` lines the server wrote to stderr.
+    func stderrTail(lines count: Int) -> [String] {
+        condition.lock()
+        let text = String(decoding: stderrBytes, as: UTF8.self)
+        condition.unlock()
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        return Array(lines.suffix(count))
+    }
+
+    // MARK: Writing and stopping
+
+    enum WriteError: Error, CustomStringConvertible {
+        case stdinClosed
+        case brokenPipe(Int32)
+        case timedOut
+        var description: String {
+            switch self {
+            case .stdinClosed: return "stdin is already closed"
+            case .brokenPipe(let code): return "the server's stdin is closed (\(String(cString: strerror(code))))"
+            case .timedOut: return "the server stopped reading its stdin (write timed out)"
+            }
+        }
+    }
+
+    /// Writes all bytes, waiting for pipe space with poll() until `deadline`.
+    func write(_ bytes: [UInt8], until deadline: Date) throws(WriteError) {
+        condition.lock()
+        let closed = stdinClosed
+        condition.unlock()
+        if closed { throw .stdinClosed }
+        let fd = stdinPipe.fileHandleForWriting.fileDescriptor
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                systemWrite(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+            }
+            if n >= 0 {
+                offset += n
+                continue
+            }
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EAGAIN || code == EWOULDBLOCK else { throw .brokenPipe(code) }
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { throw .timedOut }
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&pfd, 1, Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
+        }
+    }
+
+    func closeStdin() {
+        condition.lock()
+        let already = stdinClosed
+        stdinClosed = true
+        condition.unlock()
+        if !already { try? stdinPipe.fileHandleForWriting.close() }
+    }
+
+    /// Ends the child: SIGTERM, then SIGKILL if it has not exited within a grace
+    /// period, then waits briefly for its output to be read.
+    func stop() {
+        closeStdin()
+        guard exitState == nil else { return }
+        process.terminate()
+        if waitForExit(until: Date(timeIntervalSinceNow: 0.5)) == nil {
+            kill(process.processIdentifier, SIGKILL)
+            _ = waitForExit(until: Date(timeIntervalSinceNow: 2))
+        }
+    }
+
+    /// Waits (bounded) for stderr to end so reports show the server's last words.
+    func waitForStderrEnd(until deadline: Date) {
+        condition.lock()
+        defer { condition.unlock() }
+        while !stderrClosed {
+            if !condition.wait(until: deadline) { return }
+        }
+    }
+}
+
+/// The libc `write`, named apart from `TranscriptServerProcess.write`.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    #if canImport(Darwin)
+    return Darwin.write(fd, buffer, count)
+    #elseif canImport(Musl)
+    return Musl.write(fd, buffer, count)
+    #else
+    return Glibc.write(fd, buffer, count)
+    #endif
+}
