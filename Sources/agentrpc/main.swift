@@ -134,6 +134,13 @@ case "schema":
         fail("could not write the schema: \(error)")
     }
 
+case "replay":
+    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let code = await TranscriptReplayer.runCommandLine(arguments: Array(argv), executable: executable) { line in
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+    exit(code)
+
 default:
     fail("unknown command '\(command)'")
 }

@@ -35,6 +35,8 @@ public final class Connection: Sendable {
     private let framing: Mutex<Framing?>
     private let pending = Mutex<[RequestID: PendingRequest]>([:])
     private let nextOutgoingID = Atomic<Int>(1)
+    /// Once stdin is closed no answer can arrive, so new requests fail at once.
+    private let inputClosed = Atomic<Bool>(false)
     private let recorder: (any ConnectionRecorder)?
     /// Inbound items in arrival order; finishes at end of input.
     public let inbound: AsyncStream<InboundItem>
@@ -84,13 +86,19 @@ public final class Connection: Sendable {
         }
         while let event = parser.finish() { handle(event, parser: parser) }
         logger.debug("stdin closed")
+        inputClosed.store(true, ordering: .sequentiallyConsistent)
+        recorder?.inputClosed()
         inboundContinuation.finish()
         failAllPending(.disconnected)
     }
 
     private func handle(_ event: FrameEvent, parser: FrameParser) {
         if let detected = parser.framing {
-            framing.withLock { if $0 == nil { $0 = detected } }
+            let isNew = framing.withLock { current -> Bool in
+                if current == nil { current = detected; return true }
+                return false
+            }
+            if isNew { recorder?.framingDetected(detected) }
         }
         switch event {
         case .frame(let bytes):
@@ -181,7 +189,7 @@ public final class Connection: Sendable {
     /// `$/cancelRequest` and throws `CancellationError`.
     public func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
         let id = RequestID.int(nextOutgoingID.wrappingAdd(1, ordering: .relaxed).oldValue)
-        if writer.isBroken { throw OutgoingRequestError.disconnected }
+        if writer.isBroken || inputClosed.load(ordering: .sequentiallyConsistent) { throw OutgoingRequestError.disconnected }
         let timeoutTask = Task { [weak self] in
             try? await Task.sleep(for: .seconds(max(0, timeout)))
             guard !Task.isCancelled, let self else { return }
@@ -194,13 +202,13 @@ public final class Connection: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let inserted = pending.withLock { p -> Bool in
-                    // The task may already be cancelled; then don't send at all.
-                    if Task.isCancelled { return false }
+                    // The task may already be cancelled, or input closed meanwhile; then don't send at all.
+                    if Task.isCancelled || inputClosed.load(ordering: .sequentiallyConsistent) { return false }
                     p[id] = PendingRequest(continuation: continuation, method: method)
                     return true
                 }
                 guard inserted else {
-                    continuation.resume(throwing: CancellationError())
+                    continuation.resume(throwing: Task.isCancelled ? CancellationError() as any Error : OutgoingRequestError.disconnected)
                     return
                 }
                 send(.request(id: id, method: method, params: params))
@@ -226,6 +234,21 @@ public final class Connection: Sendable {
 
 /// Observes every frame read and written, for `--record`.
 public protocol ConnectionRecorder: Sendable {
+    func framingDetected(_ framing: Framing)
     func clientSent(frame: IncomingFrame, raw: [UInt8])
     func serverSent(_ message: JSONValue)
+    func inputClosed()
+}
+
+extension TranscriptRecorder: ConnectionRecorder {
+    public func framingDetected(_ framing: Framing) { connectionFraming(framing) }
+    public func clientSent(frame: IncomingFrame, raw: [UInt8]) {
+        // The recorder wants what the client wrote: parse it again as plain JSON.
+        if let value = try? JSONValue.parse(raw) {
+            clientSent(value)
+        } else {
+            serverReadMalformed(raw)
+        }
+    }
+    public func inputClosed() { clientClosedInput() }
 }

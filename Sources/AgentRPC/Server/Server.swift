@@ -33,6 +33,7 @@ public final class Server: Sendable {
     private let lifecycle = LockedValue(Lifecycle.awaitingInitialize)
     /// Set by the `exit` notification: the code to exit with.
     private let exitRequested = LockedValue<Int32?>(nil)
+    private let recorder: TranscriptRecorder?
 
     enum Lifecycle: Sendable, Equatable {
         case awaitingInitialize
@@ -41,10 +42,20 @@ public final class Server: Sendable {
     }
 
     public init(options: ServerOptions, inputFD: Int32 = 0, outputFD: Int32 = 1) throws {
+        // A client that closed its end must surface as a write error, never kill us.
+        signal(SIGPIPE, SIG_IGN)
         self.options = options
         let logger = Logger(level: options.logLevel)
         self.logger = logger
-        let recorder: (any ConnectionRecorder)? = nil
+        var recorder: TranscriptRecorder? = nil
+        if let path = options.recordPath {
+            // Record the options that change behaviour, so a replay runs the same server.
+            var args: [String] = []
+            if options.maxMessageBytes != ServerOptions().maxMessageBytes { args += ["--max-message-bytes", String(options.maxMessageBytes)] }
+            if let c = options.configPath { args += ["--config", c] }
+            recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc \(Server.version)", args: args)
+        }
+        self.recorder = recorder
         let connection = Connection(inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder)
         self.connection = connection
         let lifecycle = self.lifecycle
@@ -91,6 +102,7 @@ public final class Server: Sendable {
         dispatcher.cancelAll()
         await dispatcher.waitForIdle(timeoutSeconds: 0.5)
         connection.flush(timeoutSeconds: 0.3)
+        recorder?.serverExiting(code: clean ?? 0)
         logger.flush()
         return clean ?? 0
     }

@@ -1,0 +1,95 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+@testable import AgentRPC
+
+/// Messages read from a server, and waiters for the ones not seen yet.
+actor Inbox {
+    private(set) var messages: [JSONValue] = []
+    private var waiters: [(id: Int, predicate: @Sendable (JSONValue) -> Bool, continuation: CheckedContinuation<JSONValue?, Never>)] = []
+    private var nextWaiter = 0
+    private var closed = false
+
+    func add(_ message: JSONValue) {
+        messages.append(message)
+        let ready = waiters.filter { $0.predicate(message) }
+        waiters.removeAll { w in ready.contains { $0.id == w.id } }
+        for w in ready { w.continuation.resume(returning: message) }
+    }
+
+    func close() {
+        closed = true
+        for w in waiters { w.continuation.resume(returning: nil) }
+        waiters.removeAll()
+    }
+
+    /// The first message (already here or still to come) matching `predicate`, or nil after `timeout`.
+    func first(timeout: Double, where predicate: @escaping @Sendable (JSONValue) -> Bool) async -> JSONValue? {
+        if let hit = messages.first(where: predicate) { return hit }
+        if closed { return nil }
+        let id = nextWaiter
+        nextWaiter += 1
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(timeout))
+            await self?.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { c in waiters.append((id, predicate, c)) }
+    }
+
+    private func expire(_ id: Int) {
+        guard let i = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: i).continuation.resume(returning: nil)
+    }
+}
+
+/// A real `Server` wired to in-process pipes: the test writes frames to its
+/// stdin and reads every frame it writes, with a timeout on every wait.
+final class PipeServer: Sendable {
+    let server: Server
+    let inbox = Inbox()
+    private let toServer: FileHandle
+    /// The pipes own the descriptors the server uses; they must outlive it.
+    private let pipes: [Pipe]
+    let exitCode: Task<Int32, Never>
+
+    init(options: ServerOptions = ServerOptions()) throws {
+        let input = Pipe(), output = Pipe()
+        server = try Server(options: options, inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor)
+        toServer = input.fileHandleForWriting
+        pipes = [input, output]
+        let reader = output.fileHandleForReading
+        let inbox = self.inbox
+        // One ordered consumer keeps messages in arrival order.
+        let (stream, feed) = AsyncStream.makeStream(of: JSONValue.self)
+        Task {
+            for await v in stream { await inbox.add(v) }
+            await inbox.close()
+        }
+        let thread = Thread {
+            var parser = FrameParser(maxMessageBytes: 1 << 30)
+            while true {
+                let data = reader.availableData
+                if data.isEmpty { break }
+                parser.append(data)
+                while let e = parser.next() {
+                    if case .frame(let bytes) = e, let v = try? JSONValue.parse(bytes) {
+                        feed.yield(v)
+                    }
+                }
+            }
+            feed.finish()
+        }
+        thread.start()
+        let s = server
+        exitCode = Task { await s.run() }
+    }
+
+    func send(_ message: JSONValue) { write(message.serialized() + [0x0A]) }
+    func write(_ bytes: [UInt8]) { try? toServer.write(contentsOf: Data(bytes)) }
+    func closeInput() { try? toServer.close() }
+
+    func response(id: Int, timeout: Double = 5) async -> JSONValue? {
+        await inbox.first(timeout: timeout) { $0["id"] == .int(id) && $0["method"] == nil }
+    }
+}
