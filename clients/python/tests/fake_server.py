@@ -177,7 +177,7 @@ def handle(message: Any) -> None:
         return
     method = message.get("method")
     if method is None:
-        slot = _client_responses.get(message.get("id"))  # an answer from the client
+        slot = _client_responses.get(message.get("id"))  # type: ignore[arg-type]  # an answer from the client
         if slot is not None:
             slot[1].append(message)
             slot[0].set()
@@ -195,7 +195,7 @@ def handle(message: Any) -> None:
             answer(target, error={"code": -32800, "message": "cancelled", "data": {"kind": "cancelled"}})
     elif method == "exit" and not os.environ.get("FAKE_IGNORE_EXIT"):
         with _state_lock:
-            order = [m.get("method") for m in _received if isinstance(m, dict) and m.get("method") in ("shutdown", "exit")]
+            order = [str(m.get("method")) for m in _received if isinstance(m, dict) and m.get("method") in ("shutdown", "exit")]
         sys.stderr.write(f"fake: exiting after {','.join(order)}\n")
         sys.stderr.flush()
         sys.stdout.flush()

@@ -58,7 +58,8 @@ async def test_initialize_sends_protocol_version_client_info_and_default_capabil
         assert client.server_capabilities is not None
         assert client.server_capabilities["transcriptMutation"] is True
         assert client.protocol_version == 1
-        sent = client.initialize_result["receivedParams"]  # type: ignore[index]
+        assert client.initialize_result is not None
+        sent = client.initialize_result["receivedParams"]
         assert sent["protocolVersion"] == 1
         assert sent["clientInfo"] == {"name": "agentrpc-python", "version": agentrpc.__version__}
         assert sent["capabilities"] == {"tools": True, "confirmations": "notify"}
@@ -67,7 +68,8 @@ async def test_initialize_sends_protocol_version_client_info_and_default_capabil
 async def test_initialize_passes_custom_capabilities_and_client_info() -> None:
     caps = {"tools": False, "confirmations": "request", "hooks": True}
     async with spawn_fake(capabilities=caps, client_info={"name": "host", "version": "9"}) as client:
-        sent = client.initialize_result["receivedParams"]  # type: ignore[index]
+        assert client.initialize_result is not None
+        sent = client.initialize_result["receivedParams"]
         assert sent["capabilities"] == caps
         assert sent["clientInfo"] == {"name": "host", "version": "9"}
 
