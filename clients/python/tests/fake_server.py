@@ -12,8 +12,9 @@ methods that make it misbehave on demand:
 ``test/serverRequest``        send ``{method, params}`` to the client and answer with
                               the client's whole response message
 ``test/serverRequestCancel``  like ``test/serverRequest``, but once the client sends
-                              the notification named ``waitFor`` it withdraws the
-                              request with ``$/cancelRequest``
+                              the notification named ``waitFor`` (or at once, with
+                              ``immediate``) it withdraws the request with
+                              ``$/cancelRequest``
 ``test/hang``                 never answer, unless ``$/cancelRequest`` arrives: then
                               answer ``-32800``
 ``test/received``             answer with every message received (optionally only
@@ -76,26 +77,33 @@ def note_event(method: str) -> threading.Event:
         return _notes_seen.setdefault(method, threading.Event())
 
 
-def call_client(method: str, params: Any) -> tuple[int, threading.Event, list[Any]]:
-    """Send a request to the client; the reader thread fills in the answer."""
+def call_client(method: str, params: Any, and_cancel: bool = False) -> tuple[int, threading.Event, list[Any]]:
+    """Send a request to the client; the reader thread fills in the answer.
+
+    ``and_cancel`` writes its ``$/cancelRequest`` in the same write, so the
+    client reads both in one chunk, before its handler task can start.
+    """
     global _next_id
     with _state_lock:
         _next_id += 1
         request_id = _next_id
         slot: tuple[threading.Event, list[Any]] = (threading.Event(), [])
         _client_responses[request_id] = slot
-    send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    lines = [request]
+    if and_cancel:
+        lines.append({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+    write_line("\n".join(json.dumps(m, separators=(",", ":")) for m in lines))
     return request_id, slot[0], slot[1]
 
 
 def server_request(request_id: Any, params: dict[str, Any], cancel: bool) -> None:
-    _, done, box = call_client(params["method"], params.get("params"))
-    if cancel:
+    immediate = cancel and bool(params.get("immediate"))
+    client_id, done, box = call_client(params["method"], params.get("params"), and_cancel=immediate)
+    if cancel and not immediate:
         if not note_event(params["waitFor"]).wait(WAIT):
             answer(request_id, error={"code": -32603, "message": "client never sent " + params["waitFor"]})
             return
-        with _state_lock:
-            client_id = next(i for i, slot in _client_responses.items() if slot[0] is done)
         send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": client_id}})
     if not done.wait(WAIT):
         answer(request_id, error={"code": -32603, "message": "client never answered"})

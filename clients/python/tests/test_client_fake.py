@@ -381,6 +381,17 @@ async def test_server_cancel_request_cancels_the_handler_and_answers_cancelled()
         assert answer["response"]["error"]["data"]["kind"] == "cancelled"
 
 
+async def test_server_cancel_before_the_handler_starts_still_answers_cancelled() -> None:
+    async with spawn_fake() as client:
+        ran: list[Any] = []
+        client.on_request("tool/call", ran.append)
+        answer = await client.request(
+            "test/serverRequestCancel", {"method": "tool/call", "params": {}, "immediate": True}
+        )
+        assert answer["response"]["error"]["code"] == -32800
+        assert ran == []
+
+
 # -- cancellation and timeouts ----------------------------------------------------
 
 

@@ -540,45 +540,57 @@ class Client:
             self._run_handler(request_id, method, handler, params), name=f"agentrpc-handle-{method}"
         )
         self._inbound[request_id] = task
+        task.add_done_callback(lambda done: self._handler_finished(request_id, done))
 
     def _handle_inbound_cancel(self, params: Any) -> None:
         request_id = params.get("id") if isinstance(params, dict) else None
-        task = self._inbound.get(request_id) if request_id is not None else None
+        if not isinstance(request_id, (int, str)):
+            return
+        task = self._inbound.get(request_id)
         if task is None or task.done():
             return
-        self._inbound_cancelled.add(request_id)  # type: ignore[arg-type]
+        # Recorded before cancel(), so the task's end can tell a withdrawal by
+        # the server (answer -32800) from the client closing (answer nothing).
+        self._inbound_cancelled.add(request_id)
         task.cancel()
 
+    def _handler_finished(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
+        """Bookkeeping when a handler task ends, however it ends.
+
+        Done here rather than inside the task because a task cancelled before
+        its first step never runs its body, and the server still needs its
+        ``-32800`` answer.
+        """
+        withdrawn = request_id in self._inbound_cancelled
+        self._inbound_cancelled.discard(request_id)
+        if self._inbound.get(request_id) is task:
+            del self._inbound[request_id]
+        if task.cancelled() and withdrawn and not self.closed:
+            self._spawn_answer(request_id, error={
+                "code": -32800,
+                "message": "request cancelled by the server",
+                "data": {"kind": "cancelled"},
+            })
+
     async def _run_handler(self, request_id: RequestId, method: str, handler: RequestHandler, params: Any) -> None:
+        """Run one handler and answer with its result or error.
+
+        Cancellation propagates; :meth:`_handler_finished` answers it.
+        """
         try:
-            try:
-                result = handler(params)
-                if inspect.isawaitable(result):
-                    result = await result
-            except asyncio.CancelledError:
-                if request_id in self._inbound_cancelled:
-                    # Withdrawn by the server: it still expects an answer.
-                    await self._answer(request_id, error={
-                        "code": -32800,
-                        "message": "request cancelled by the server",
-                        "data": {"kind": "cancelled"},
-                    })
-                    return
-                raise
-            except AgentRPCError as exc:
-                await self._answer(request_id, error=exc.to_error_object())
-                return
-            except Exception as exc:
-                _log.exception("handler for %s failed", method)
-                await self._answer(request_id, error=InternalError(
-                    f"client handler for {method!r} raised {type(exc).__name__}: {exc}"
-                ).to_error_object())
-                return
-            await self._answer(request_id, result=result)
-        finally:
-            self._inbound_cancelled.discard(request_id)
-            if self._inbound.get(request_id) is asyncio.current_task():
-                del self._inbound[request_id]
+            result = handler(params)
+            if inspect.isawaitable(result):
+                result = await result
+        except AgentRPCError as exc:
+            await self._answer(request_id, error=exc.to_error_object())
+            return
+        except Exception as exc:
+            _log.exception("handler for %s failed", method)
+            await self._answer(request_id, error=InternalError(
+                f"client handler for {method!r} raised {type(exc).__name__}: {exc}"
+            ).to_error_object())
+            return
+        await self._answer(request_id, result=result)
 
     async def _answer(self, request_id: RequestId, *, result: Any = None, error: Any = None) -> None:
         message: JSONObject = {"jsonrpc": "2.0", "id": request_id}
