@@ -22,6 +22,8 @@ methods that make it misbehave on demand:
 ``test/stderr``               write ``bytes`` bytes of stderr (in lines), then answer
 ``test/die``                  write ``stderr`` to stderr and exit with ``code`` at once
 ``test/closeStdout``          close stdout and keep running
+``session/*``                 ``create`` makes ids ``s-1``, ``s-2``...; ``cancel`` says
+                              ``wasRunning``; the others answer ``{method, params}``
 
 Environment switches: ``FAKE_STARTUP_STDERR=N`` writes N bytes of stderr
 before reading anything; ``FAKE_IGNORE_EXIT=1`` ignores ``exit`` and end of
@@ -45,6 +47,7 @@ _received: list[Any] = []
 _hanging: dict[Any, threading.Event] = {}
 _client_responses: dict[int, tuple[threading.Event, list[Any]]] = {}
 _notes_seen: dict[str, threading.Event] = {}
+_sessions: list[str] = []
 _next_id = 0
 _initialized = False
 WAIT = 20.0  # every wait in here is bounded too
@@ -127,6 +130,17 @@ def handle_request(request_id: Any, method: str, params: Any) -> None:
         })
     elif method == "shutdown":
         answer(request_id, None)
+    elif method == "session/create":
+        with _state_lock:
+            _sessions.append(f"s-{len(_sessions) + 1}")
+            session_id = _sessions[-1]
+        answer(request_id, {"sessionId": session_id, "revision": 3, "activeProfile": "default", "config": params})
+    elif method == "session/resume":
+        answer(request_id, {"sessionId": p.get("sessionId"), "revision": 3, "activeProfile": "default"})
+    elif method == "session/cancel":
+        answer(request_id, {"wasRunning": True})
+    elif method.startswith("session/"):
+        answer(request_id, {"method": method, "params": params})
     elif method == "test/echo":
         answer(request_id, params)
     elif method == "test/error":

@@ -18,6 +18,7 @@ from .client import (
     RequestHandler,
 )
 from .discovery import ENV_VAR, find_binary
+from .session import Input, Session
 from .errors import *  # noqa: F403 - the exception hierarchy is public API
 from .errors import __all__ as _errors_all
 
@@ -32,6 +33,8 @@ __all__ = [
     "NotificationCallback",
     "NotificationStream",
     "RequestHandler",
+    "Session",
+    "Input",
     "ENV_VAR",
     "find_binary",
     *_errors_all,

@@ -33,6 +33,7 @@ from .errors import (
     TransportClosed,
     error_from_wire,
 )
+from .session import Session
 from .transport import ProcessTransport
 
 __all__ = [
@@ -93,9 +94,15 @@ class NotificationStream(AsyncIterator[Notification]):
     reader (and with it every other request); consume or close it.
     """
 
-    def __init__(self, client: Client, method: str | None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        method: str | None,
+        predicate: Callable[[Notification], bool] | None = None,
+    ) -> None:
         self._client = client
         self.method = method
+        self._predicate = predicate
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._done = False
         client._streams.add(self)
@@ -103,8 +110,16 @@ class NotificationStream(AsyncIterator[Notification]):
             self._end()
 
     def _push(self, note: Notification) -> None:
-        if not self._done and (self.method is None or self.method == note.method):
-            self._queue.put_nowait(note)
+        if self._done or (self.method is not None and self.method != note.method):
+            return
+        if self._predicate is not None:
+            try:
+                if not self._predicate(note):
+                    return
+            except Exception:
+                _log.exception("notification stream predicate failed")
+                return
+        self._queue.put_nowait(note)
 
     def _end(self) -> None:
         if not self._done:
@@ -423,9 +438,18 @@ class Client:
 
         return unsubscribe
 
-    def notifications(self, method: str | None = None) -> NotificationStream:
-        """An async iterator of notifications (all, or only ``method``)."""
-        return NotificationStream(self, method)
+    def notifications(
+        self,
+        method: str | None = None,
+        *,
+        predicate: Callable[[Notification], bool] | None = None,
+    ) -> NotificationStream:
+        """An async iterator of notifications (all, or only ``method``).
+
+        ``predicate`` narrows further (e.g. to one session). It subscribes
+        now, so create it before the request whose notifications you want.
+        """
+        return NotificationStream(self, method, predicate)
 
     # -- server → client requests ---------------------------------------------
 
@@ -688,13 +712,7 @@ class Client:
         Pass the SessionConfig (ENGINE.md §1) as a dict, as keyword
         arguments, or both (keywords win).
         """
-        params: JSONObject = dict(config or {})
-        params.update(fields)
-        result = await self.request("session/create", params)
-        session_id = result.get("sessionId") if isinstance(result, dict) else None
-        if not isinstance(session_id, str):
-            raise InternalError(f"session/create returned no sessionId: {result!r}")
-        return session_id
+        return (await self.open_session(config, **fields)).id
 
     async def get_state(self, session_id: str) -> JSONObject:
         """``session/getState``: the SessionState (PROTOCOL.md §5)."""
@@ -719,3 +737,40 @@ class Client:
     async def close_session(self, session_id: str) -> None:
         """``session/close``: cancels a running turn and unloads the session."""
         await self.request("session/close", {"sessionId": session_id})
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete``: removes the session from the store."""
+        await self.request("session/delete", {"sessionId": session_id})
+
+    # -- session handles -----------------------------------------------------
+
+    def session(self, session_id: str) -> Session:
+        """A :class:`Session` handle for an id already loaded on the server."""
+        return Session(self, session_id)
+
+    async def open_session(self, config: Mapping[str, Any] | None = None, /, **fields: Any) -> Session:
+        """``session/create``, returning a :class:`Session` handle.
+
+        Same arguments as :meth:`create_session`.
+        """
+        params: JSONObject = dict(config or {})
+        params.update(fields)
+        result = await self.request("session/create", params)
+        return self._session_from(result, "session/create")
+
+    async def resume_session(self, session_id: str) -> Session:
+        """``session/resume``: load a stored session and return its handle."""
+        result = await self.request("session/resume", {"sessionId": session_id})
+        return self._session_from(result, "session/resume")
+
+    def _session_from(self, result: Any, method: str) -> Session:
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(session_id, str):
+            raise InternalError(f"{method} returned no sessionId: {result!r}")
+        revision = result.get("revision")
+        return Session(
+            self,
+            session_id,
+            revision=revision if isinstance(revision, int) else None,
+            active_profile=result.get("activeProfile"),
+        )
