@@ -336,6 +336,27 @@ async def test_handler_errors_become_error_answers() -> None:
         assert r["error"]["code"] == -32603
 
 
+async def test_request_handlers_run_concurrently() -> None:
+    async with spawn_fake() as client:
+        started = 0
+        both_started = asyncio.Event()
+
+        async def tool(params: Any) -> dict[str, Any]:
+            nonlocal started
+            started += 1
+            if started == 2:
+                both_started.set()
+            # A serialising client would never let the second call start.
+            await asyncio.wait_for(both_started.wait(), WAIT)
+            return {"outcome": "ok", "content": params["n"]}
+
+        client.on_request("tool/call", tool)
+        answers = await asyncio.gather(*(
+            client.request("test/serverRequest", {"method": "tool/call", "params": {"n": n}}) for n in (1, 2)
+        ))
+        assert sorted(a["response"]["result"]["content"] for a in answers) == [1, 2]
+
+
 async def test_unknown_server_request_is_answered_method_not_found() -> None:
     async with spawn_fake() as client:
         r = (await client.request("test/serverRequest", {"method": "hook/call", "params": {}}))["response"]
@@ -438,6 +459,7 @@ async def test_server_death_fails_every_pending_request_with_the_stderr_tail() -
             with pytest.raises(ServerExited):
                 await task
         assert client.closed
+        assert await client.wait_closed(timeout=WAIT)
         assert [n async for n in stream] == []
         with pytest.raises(TransportClosed):
             await client.request("test/echo", 1)
