@@ -22,6 +22,7 @@ methods that make it misbehave on demand:
 ``test/stderr``               write ``bytes`` bytes of stderr (in lines), then answer
 ``test/die``                  write ``stderr`` to stderr and exit with ``code`` at once
 ``test/closeStdout``          close stdout and keep running
+``test/stopReading``          answer, then stop reading stdin for a while
 ``session/*``                 ``create`` makes ids ``s-1``, ``s-2``...; ``cancel`` says
                               ``wasRunning``; the others answer ``{method, params}``
 
@@ -180,6 +181,9 @@ def handle_request(request_id: Any, method: str, params: Any) -> None:
         sys.stderr.write(p.get("stderr", ""))
         sys.stderr.flush()
         os._exit(int(p.get("code", 3)))
+    elif method == "test/stopReading":
+        answer(request_id, {})
+        threading.Event().wait(WAIT)  # blocks the reader: stdin fills up
     elif method == "test/closeStdout":
         answer(request_id, {})
         with _out_lock:

@@ -442,6 +442,15 @@ async def test_timeout_raises_request_timeout_and_withdraws_the_request() -> Non
         assert await client.request("test/echo", 2, timeout=None) == 2
 
 
+async def test_a_server_that_stops_reading_cannot_block_requests_or_close() -> None:
+    async with spawn_fake(shutdown_timeout=0.5) as client:
+        await client.request("test/stopReading")
+        # Far more than a pipe buffer: the write itself blocks, and the limit covers it.
+        with pytest.raises(RequestTimeout):
+            await client.request("test/echo", "x" * (8 * 1024 * 1024), timeout=0.5)
+    assert client.closed and client.returncode is not None
+
+
 # -- death, stderr, shutdown --------------------------------------------------------
 
 

@@ -378,10 +378,10 @@ class Client:
         self._pending[request_id] = future
         self._pending_methods[request_id] = method
         try:
-            await self._transport.send(message)
-            if limit is None:
-                return await future
+            # The write is inside the limit too: a server that stopped reading
+            # must not block a caller forever on a full pipe.
             async with asyncio.timeout(limit):
+                await self._transport.send(message)
                 return await future
         except TimeoutError as exc:
             self._withdraw(request_id)
@@ -688,10 +688,10 @@ class Client:
             except (AgentRPCException, TimeoutError) as exc:
                 _log.debug("shutdown request failed: %s", exc)
             try:
-                await self.notify("exit")
-            except AgentRPCException:
+                await asyncio.wait_for(self.notify("exit"), self.shutdown_timeout)
+            except (AgentRPCException, TimeoutError):
                 pass
-        await self._transport.close_stdin()
+        await self._transport.close_stdin(self.shutdown_timeout)
         await self._transport.stop(self.shutdown_timeout)
         try:
             await asyncio.wait_for(asyncio.shield(self._reader), self.shutdown_timeout)

@@ -121,8 +121,12 @@ class ProcessTransport:
             raise TransportClosed("the server's stdin is closed", stderr_tail=self.stderr_tail)
         return stdin
 
-    async def close_stdin(self) -> None:
-        """Close stdin: the server treats end of input as the client leaving."""
+    async def close_stdin(self, timeout: float = 5.0) -> None:
+        """Close stdin: the server treats end of input as the client leaving.
+
+        Unsent bytes get ``timeout`` seconds to drain (a server that stopped
+        reading never takes them); then the pipe is aborted.
+        """
         if self._stdin_closed:
             return
         self._stdin_closed = True
@@ -131,8 +135,10 @@ class ProcessTransport:
             return
         try:
             stdin.close()
-            await asyncio.wait_for(stdin.wait_closed(), timeout=5.0)
-        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            await asyncio.wait_for(stdin.wait_closed(), timeout=timeout)
+        except TimeoutError:
+            stdin.transport.abort()
+        except (BrokenPipeError, ConnectionResetError):
             pass
 
     # -- reading -------------------------------------------------------------
