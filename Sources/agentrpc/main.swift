@@ -1,3 +1,139 @@
-// Entry point: wiring only. See AgentRPC for the server.
+// Entry point: argument handling and wiring only. The server lives in AgentRPC.
 import AgentRPC
+import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    agentrpc \(Server.version) — a language-agnostic agent server speaking JSON-RPC 2.0 on stdio.
+
+    USAGE
+      agentrpc [serve] [options]     Serve one client on stdin/stdout (the default).
+      agentrpc schema --out DIR      Write the JSON Schema of every method, notification and error.
+      agentrpc replay FILE|DIR...    Replay recorded transcripts against this binary.
+      agentrpc --version | --help
+
+    SERVE OPTIONS
+      --max-message-bytes N   Largest frame accepted, in bytes (default 16777216). A larger frame is
+                              skipped and answered with -32600 messageTooLarge.
+      --log-level LEVEL       off | error | warning | info | debug | trace (default off; also env
+                              AGENTRPC_LOG). Logs go to stderr only; stdout carries protocol frames.
+      --config PATH           Model configuration file (default: env AGENTRPC_CONFIG, else
+                              ./agentrpc.json): {"models": {NAME: {...}}, "defaultModel": NAME}.
+      --dump-requests FILE    Append every request sent to a model provider to FILE, one JSON line
+                              each (instructions, messages, tools, options; never API keys).
+      --record FILE           Record this conversation as a replayable transcript (see
+                              docs/transcripts.md).
+      --client-timeout S      Default timeout in seconds for requests the server sends to the client
+                              when no limit of the session applies (default 300).
+      --max-sessions N        Most loaded sessions at once (default 10000); more is -32001 overloaded.
+
+    SCHEMA OPTIONS
+      --out DIR               Directory to write into (created if missing; stale .json files removed).
+
+    REPLAY OPTIONS
+      --timeout S             Seconds to wait for each expected message (default 5).
+      --verbose               Print every step.
+
+    Exit status: 0 on a clean exit (end of input, or shutdown then exit), 1 for exit without
+    shutdown, 2 for a usage error.
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("agentrpc: \(message)\nRun 'agentrpc --help' for usage.\n".utf8))
+    exit(2)
+}
+
+/// Reads `--name value` and `--name=value` options; flags listed in `flags` take no value.
+struct Arguments {
+    var positional: [String] = []
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+
+    init(_ args: ArraySlice<String>, valued: Set<String>, flags allowedFlags: Set<String>) {
+        var it = args.makeIterator()
+        while let arg = it.next() {
+            if arg.hasPrefix("--") {
+                var name = String(arg.dropFirst(2))
+                var value: String?
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                if allowedFlags.contains(name) {
+                    flags.insert(name)
+                } else if valued.contains(name) {
+                    guard let v = value ?? it.next() else { fail("option --\(name) needs a value") }
+                    values[name] = v
+                } else {
+                    fail("unknown option --\(name)")
+                }
+            } else {
+                positional.append(arg)
+            }
+        }
+    }
+}
+
+var argv = CommandLine.arguments.dropFirst()
+if argv.contains("--help") || argv.contains("-h") {
+    print(usage)
+    exit(0)
+}
+if argv.contains("--version") {
+    print("agentrpc \(Server.version)")
+    exit(0)
+}
+
+let command = argv.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "serve"
+if argv.first == command { argv = argv.dropFirst() }
+
+switch command {
+case "serve":
+    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions"], flags: [])
+    if let extra = args.positional.first { fail("unexpected argument '\(extra)'") }
+    var options = ServerOptions()
+    if let v = args.values["max-message-bytes"] {
+        guard let n = Int(v), n > 0 else { fail("--max-message-bytes needs a positive integer") }
+        options.maxMessageBytes = n
+    }
+    if let name = args.values["log-level"] ?? ProcessInfo.processInfo.environment["AGENTRPC_LOG"] {
+        guard let level = LogLevel(name: name) else { fail("unknown log level '\(name)'") }
+        options.logLevel = level
+    }
+    options.configPath = args.values["config"]
+    options.dumpRequestsPath = args.values["dump-requests"]
+    options.recordPath = args.values["record"]
+    if let v = args.values["client-timeout"] {
+        guard let s = Double(v), s > 0 else { fail("--client-timeout needs a positive number of seconds") }
+        options.clientRequestTimeoutSeconds = s
+    }
+    if let v = args.values["max-sessions"] {
+        guard let n = Int(v), n > 0 else { fail("--max-sessions needs a positive integer") }
+        options.maxSessions = n
+    }
+    // A closed stdout must surface as a write error, not kill the process.
+    signal(SIGPIPE, SIG_IGN)
+    let server: Server
+    do {
+        server = try Server(options: options)
+    } catch {
+        fail("\(error)")
+    }
+    let code = await server.run()
+    exit(code)
+
+case "schema":
+    let args = Arguments(argv, valued: ["out"], flags: [])
+    guard let out = args.values["out"] else { fail("schema needs --out DIR") }
+    do {
+        try SchemaExport.write(to: out)
+    } catch {
+        fail("could not write the schema: \(error)")
+    }
+
+default:
+    fail("unknown command '\(command)'")
+}

@@ -12,6 +12,9 @@ public protocol ModelProvider: Sendable {
     /// `ProviderError` (or `ProviderContractViolation`). Cancelling the consuming
     /// task must stop the underlying work promptly.
     func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error>
+    /// Rewrites tool schemas this provider cannot take as they are, reporting
+    /// each change (see the default in the extension below).
+    func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])
 }
 
 /// What a provider can take. Pre-flight uses this (`toolChoiceUnsupported`);
@@ -169,39 +172,6 @@ public enum ProviderEvent: Sendable, Hashable {
     case end(ModelStopReason)
 }
 
-/// The stable provider error codes of PROTOCOL.md §6 (`data.provider.code`).
-public enum ProviderErrorCode: String, Sendable, Hashable, CaseIterable {
-    case authExpired, authUserInvalid, entitlementRequired, quotaExceeded, rateLimited, modelUnavailable
-    case providerError, providerUnavailable, serviceUnavailable, internalError, streamTruncated, badRequest
-    case contextLengthExceeded, contentFiltered, network
-
-    /// `quotaExceeded` through `streamTruncated`, and `network`, are transient.
-    public var isTransient: Bool {
-        switch self {
-        case .quotaExceeded, .rateLimited, .modelUnavailable, .providerError, .providerUnavailable,
-            .serviceUnavailable, .internalError, .streamTruncated, .network:
-            return true
-        default:
-            return false
-        }
-    }
-}
-
-/// What a client should do about a provider error.
-public enum RetryGuidance: Sendable, Hashable {
-    case refreshAuthThenRetry
-    case retryWithBackoff(afterSeconds: Double)
-    case none
-
-    public var json: JSONValue {
-        switch self {
-        case .refreshAuthThenRetry: return ["kind": "refreshAuthThenRetry"]
-        case .retryWithBackoff(let s): return ["kind": "retryWithBackoff", "afterSeconds": .double(s)]
-        case .none: return ["kind": "none"]
-        }
-    }
-}
-
 /// A typed provider failure. `safeDescription` is ours and never contains
 /// server prose; `unsafeMessage` is the server's text, for logs a user opts into.
 public struct ProviderError: Error, Sendable, Hashable {
@@ -220,30 +190,16 @@ public struct ProviderError: Error, Sendable, Hashable {
         self.unsafeMessage = unsafeMessage
     }
 
-    public var retryGuidance: RetryGuidance {
-        if code == .authExpired { return .refreshAuthThenRetry }
-        if code.isTransient { return .retryWithBackoff(afterSeconds: retryAfterSeconds ?? 1) }
-        return .none
+    /// The protocol's view of this error: code, guidance and flags per PROTOCOL.md §6.
+    public var info: ProviderErrorInfo {
+        ProviderErrorInfo(code: code, httpStatus: httpStatus, retryAfter: retryAfterSeconds, safeDescription: safeDescription, unsafeMessage: unsafeMessage)
     }
-    public var isRetryable: Bool {
-        if case .none = retryGuidance { return false }
-        return true
-    }
-    public var requiresUserAction: Bool { code == .authUserInvalid || code == .entitlementRequired }
+    public var retryGuidance: RetryGuidance { info.retryGuidance }
+    public var isRetryable: Bool { info.isRetryable }
+    public var requiresUserAction: Bool { info.requiresUserAction }
 
     /// The `data.provider` object of PROTOCOL.md §6.
-    public var json: JSONValue {
-        var o: [String: JSONValue] = [
-            "code": .string(code.rawValue),
-            "retryGuidance": retryGuidance.json,
-            "isRetryable": .bool(isRetryable),
-            "requiresUserAction": .bool(requiresUserAction),
-            "safeDescription": .string(safeDescription),
-            "unsafeMessage": .string(unsafeMessage),
-        ]
-        if let httpStatus { o["httpStatus"] = .int(httpStatus) }
-        return .object(o)
-    }
+    public var json: JSONValue { (try? JSONValue(encoding: info)) ?? .null }
 }
 
 /// The provider sent something that breaks its own protocol (e.g. a tool call
@@ -251,4 +207,12 @@ public struct ProviderError: Error, Sendable, Hashable {
 public struct ProviderContractViolation: Error, Sendable, Hashable {
     public var message: String
     public init(_ message: String) { self.message = message }
+}
+
+extension ModelProvider {
+    /// Rewrites tool schemas this provider cannot take as they are; each change
+    /// is reported as a warning. The default takes every schema unchanged.
+    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+        (tools, [])
+    }
 }

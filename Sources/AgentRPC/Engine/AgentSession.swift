@@ -1,0 +1,160 @@
+import AgentRPCProtocol
+import Foundation
+
+/// One conversation. An actor, so every state change is ordered; the turn loop
+/// runs on it and yields at each await, which is what lets `getState`,
+/// `session/cancel` and `session/confirm` interleave with a running turn.
+actor AgentSession {
+    let id: String
+    let config: SessionConfig
+    let context: EngineContext
+    let createdAt = Date()
+    var updatedAt = Date()
+
+    // Transcript
+    var entries: [TranscriptEntry] = []
+    var entryIDs: Set<String> = []
+    var revision = 0
+    var nextEntryNumber = 1
+    var properties: [String: JSONValue]
+
+    // Observable state (PROTOCOL.md §5); when each changes is ENGINE.md §2.
+    var isRunning = false
+    var turnId: String?
+    var currentText = ""
+    var activeToolCalls: [ToolCallRecord] = []
+    var pendingConfirmation: PendingConfirmation?
+    var lastUsageReport: Usage?
+    var lastSchemaWarnings: [SchemaWarning] = []
+    var lastContextDiagnostics: [ContextDiagnostic] = []
+
+    // Turn machinery
+    var seq = 0
+    var nextTurnNumber = 1
+    var control: TurnControl?
+    var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
+    /// A decision that arrived before the waiter was installed.
+    var earlyConfirmation: (callId: String, answer: ConfirmationAnswer)?
+    var lastContextValues: [String: String] = [:]
+    /// Providers by model reference; a scripted provider keeps its place in the script across turns.
+    var providers: [ModelReference: any ModelProvider] = [:]
+
+    init(id: String, config: SessionConfig, context: EngineContext) {
+        self.id = id
+        self.config = config
+        self.context = context
+        self.properties = config.properties ?? [:]
+    }
+
+    // MARK: Read-only views
+
+    var activeProfileName: String { "default" }
+
+    func handle() -> SessionHandle {
+        SessionHandle(sessionId: id, revision: revision, activeProfile: activeProfileName)
+    }
+
+    func state() -> SessionState {
+        SessionState(
+            sessionId: id, isRunning: isRunning, turnId: turnId, currentText: currentText,
+            activeToolCalls: activeToolCalls, pendingConfirmation: pendingConfirmation,
+            lastUsageReport: lastUsageReport, lastSchemaWarnings: lastSchemaWarnings,
+            lastContextDiagnostics: lastContextDiagnostics, activeProfile: activeProfileName,
+            properties: properties, revision: revision, entryCount: entries.count)
+    }
+
+    func transcript() -> SessionTranscript {
+        SessionTranscript(revision: revision, instructions: instructionsText(), entries: entries)
+    }
+
+    func summary() -> SessionSummary {
+        SessionSummary(
+            sessionId: id, title: config.title, userId: config.userId,
+            createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(updatedAt),
+            revision: revision, entryCount: entries.count, isRunning: isRunning, loaded: true)
+    }
+
+    // MARK: Events
+
+    /// Sends one `session/event`; `seq` rises by one per session.
+    func emit(_ event: SessionEvent, turn: String? = nil) {
+        seq += 1
+        let params = SessionEventParams(sessionId: id, turnId: turn ?? turnId, seq: seq, event: event)
+        context.channel.notify(SessionEventNotification.name, params.json)
+    }
+
+    // MARK: Transcript primitives
+
+    func makeEntryID() -> String {
+        while true {
+            let candidate = "e\(nextEntryNumber)"
+            nextEntryNumber += 1
+            if !entryIDs.contains(candidate) { return candidate }
+        }
+    }
+
+    @discardableResult
+    func append(_ content: TranscriptContent, turn: String?) -> TranscriptEntry {
+        let entry = TranscriptEntry(id: makeEntryID(), turnId: turn, content)
+        entries.append(entry)
+        entryIDs.insert(entry.id)
+        revision += 1
+        updatedAt = Date()
+        emit(.entryAppended(entry), turn: turn)
+        return entry
+    }
+
+    func replaceAllEntries(_ new: [TranscriptEntry]) {
+        entries = new
+        entryIDs = Set(new.map(\.id))
+        revision += 1
+        updatedAt = Date()
+    }
+
+    // MARK: Properties
+
+    func setProperties(set: [String: JSONValue], remove: [String]) -> SetPropertiesResult {
+        var removed: [String] = []
+        for key in remove where properties[key] != nil {
+            properties.removeValue(forKey: key)
+            removed.append(key)
+        }
+        for (k, v) in set { properties[k] = v }
+        if !set.isEmpty || !removed.isEmpty {
+            emit(.propertiesChanged(set: set, removed: removed.sorted()))
+        }
+        return SetPropertiesResult(properties: properties, activeProfile: activeProfileName)
+    }
+
+    // MARK: Instructions
+
+    /// The system text for the next request: persona, directives, the active
+    /// profile's instructions, and the context sources' latest values.
+    func instructionsText() -> String {
+        var parts: [String] = []
+        if let persona = config.role?.persona, !persona.isEmpty { parts.append(persona) }
+        if let directives = config.role?.directives, !directives.isEmpty {
+            parts.append("Directives:\n" + directives.map { "- \($0)" }.joined(separator: "\n"))
+        }
+        if let instructions = config.instructions, !instructions.isEmpty { parts.append(instructions) }
+        let sources = (config.contextSources ?? []).compactMap { source -> String? in
+            guard let value = lastContextValues[source.name] else { return nil }
+            return "## \(source.name)\n\(value)"
+        }
+        if !sources.isEmpty { parts.append("Context:\n" + sources.joined(separator: "\n\n")) }
+        return parts.joined(separator: "\n\n")
+    }
+}
+
+/// How a confirmation was settled.
+struct ConfirmationAnswer: Sendable {
+    var decision: ConfirmationDecision
+    var source: ConfirmationSource
+    var reason: String?
+}
+
+enum Timestamp {
+    static func iso8601(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}

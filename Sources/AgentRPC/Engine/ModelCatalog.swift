@@ -1,0 +1,66 @@
+import AgentRPCProtocol
+import Foundation
+
+/// Named models from `agentrpc.json` (ENGINE.md §1): `{"models": {"name": ModelConfig}, "defaultModel": "name"}`.
+/// Looked up at `--config PATH`, else `$AGENTRPC_CONFIG`, else `./agentrpc.json`.
+struct ModelCatalog: Sendable {
+    var models: [String: ModelConfig]
+    var defaultModel: String?
+    var sourcePath: String?
+    var environment: [String: String]
+
+    struct File: Codable, Sendable {
+        var models: [String: ModelConfig]?
+        var defaultModel: String?
+    }
+
+    static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
+        let candidates: [(String, Bool)] = [
+            explicitPath.map { ($0, true) },
+            environment["AGENTRPC_CONFIG"].map { ($0, true) },
+            ("agentrpc.json", false),
+        ].compactMap { $0 }
+        for (path, required) in candidates {
+            guard FileManager.default.fileExists(atPath: path) else {
+                if required { throw RPCError.invalidConfiguration("config file \(path) does not exist") }
+                continue
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw RPCError.invalidConfiguration("config file \(path) cannot be read")
+            }
+            let file: File
+            do {
+                file = try JSONValue.parse(Array(data)).decode(as: File.self, rejectUnknownKeys: true)
+            } catch let failure as JSONDecodingFailure {
+                throw RPCError.invalidConfiguration("\(path): \(failure)", field: failure.path)
+            } catch {
+                throw RPCError.invalidConfiguration("\(path) is not valid JSON: \(error)")
+            }
+            if let d = file.defaultModel, file.models?[d] == nil {
+                throw RPCError.invalidConfiguration("\(path): defaultModel '\(d)' is not among the models", field: "defaultModel")
+            }
+            return ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment)
+        }
+        return ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment)
+    }
+
+    /// The configuration a reference names; `field` says where the reference was.
+    func resolve(_ reference: ModelReference, field: String) throws -> ModelConfig {
+        switch reference {
+        case .inline(let config):
+            return config
+        case .named(let name):
+            guard let config = models[name] else {
+                let known = models.keys.sorted()
+                let where_ = sourcePath.map { "in \($0)" } ?? "(no agentrpc.json was found)"
+                throw RPCError.invalidConfiguration(
+                    "no model named '\(name)' \(where_)" + (known.isEmpty ? "" : "; known models: \(known.joined(separator: ", "))"),
+                    field: field)
+            }
+            return config
+        }
+    }
+
+    /// The reference a turn uses when neither the call nor the profile names one.
+    var defaultReference: ModelReference? { defaultModel.map { .named($0) } }
+}

@@ -1,0 +1,231 @@
+import AgentRPCProtocol
+import Foundation
+
+extension AgentSession {
+    /// The tools the model may call on the next request.
+    func activeTools() -> [ToolSpec] { config.tools ?? [] }
+
+    /// Call site > session > the config file's default model.
+    func resolveModelReference(options: TurnOptions) throws -> ModelReference {
+        if let m = options.model { return m }
+        if let m = config.model { return m }
+        if let m = context.catalog.defaultReference { return m }
+        throw RPCError.invalidConfiguration("no model is configured: give the session a \"model\" (or set defaultModel in agentrpc.json)", field: "model")
+    }
+
+    /// The provider for a model reference, created once per session.
+    func provider(for reference: ModelReference) throws -> any ModelProvider {
+        if let existing = providers[reference] { return existing }
+        let modelConfig = try context.catalog.resolve(reference, field: "model")
+        let made = try ProviderFactory.make(modelConfig, environment: context.options.environment)
+        providers[reference] = made
+        return made
+    }
+
+    // MARK: Pre-flight checks
+
+    /// Images are checked at the send boundary: a missing file or bad base64
+    /// fails the send before anything changes.
+    func checkImages(_ images: [ImageAttachment], provider: any ModelProvider) throws {
+        for (index, image) in images.enumerated() {
+            func fail(_ message: String, _ reason: String) -> RPCError {
+                RPCError(.unreadableImageAttachment, "image \(index): \(message)", data: ["index": .int(index), "reason": .string(reason)])
+            }
+            if !provider.capabilities.supportsImages {
+                throw fail("the model's provider does not accept images", "unsupportedByProvider")
+            }
+            switch image {
+            case .path(let path):
+                guard FileManager.default.isReadableFile(atPath: path) else { throw fail("cannot read \(path)", "unreadablePath") }
+                guard ImageLoading.mimeType(forPath: path) != nil else { throw fail("\(path) is not a PNG, JPEG, GIF or WebP file", "unsupportedType") }
+            case .url(let url):
+                guard let u = URL(string: url), let scheme = u.scheme?.lowercased(), ["http", "https", "data"].contains(scheme) else {
+                    throw fail("'\(url)' is not an http(s) or data URL", "invalidURL")
+                }
+            case .data(let base64, let mimeType):
+                guard Data(base64Encoded: base64) != nil else { throw fail("data is not valid base64", "invalidBase64") }
+                guard mimeType.hasPrefix("image/") else { throw fail("mimeType '\(mimeType)' is not an image type", "unsupportedType") }
+            }
+        }
+    }
+
+    /// Tool schemas that the provider cannot take as they are: never fatal.
+    func schemaWarnings(for tools: [ToolSpec], provider: any ModelProvider) -> [SchemaWarning] {
+        var warnings: [SchemaWarning] = []
+        for tool in tools {
+            guard let schema = tool.inputSchema else { continue }
+            do {
+                _ = try JSONSchemaValidator(schema: schema)
+            } catch {
+                warnings.append(SchemaWarning(tool: tool.name, path: error.schemaPath, message: "the input schema cannot be used to check arguments: \(error.message)"))
+            }
+            if schema["type"]?.stringValue != "object" {
+                warnings.append(SchemaWarning(tool: tool.name, path: "#/type", message: "tool input schemas should be objects; providers may reject others"))
+            }
+        }
+        let adapted = provider.adaptTools(tools.map(\.modelDefinition))
+        warnings.append(contentsOf: adapted.warnings)
+        return warnings
+    }
+
+    // MARK: Building a request
+
+    func buildRequest(turn: TurnState, modelRef: ModelReference, provider: any ModelProvider) throws -> ModelRequest {
+        let modelConfig = try context.catalog.resolve(modelRef, field: "model")
+        var tools: [ModelToolDefinition] = []
+        var choice: ModelToolChoice = .auto
+        var responseSchema: JSONValue? = nil
+        switch turn.mode {
+        case .chat:
+            tools = provider.adaptTools(activeTools().map(\.modelDefinition)).tools
+            // A forced tool choice applies to the first round trip; after the
+            // model has called the tool it must be free to answer.
+            if turn.roundTrips == 1 {
+                switch turn.toolChoice {
+                case .auto: choice = .auto
+                case .none: choice = .none
+                case .required: choice = .required
+                case .tool(let name): choice = .tool(name)
+                }
+            }
+        case .generate(let schema, _):
+            responseSchema = schema
+            choice = .none
+        }
+        let options = GenerationOptions(
+            temperature: turn.options.temperature, maxOutputTokens: turn.options.maxOutputTokens,
+            reasoningLevel: turn.options.reasoningLevel)
+        return ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(),
+            messages: ModelHistory.messages(from: entries), tools: tools, toolChoice: choice, options: options,
+            responseSchema: responseSchema)
+    }
+
+    /// `refuse` stops the request before anything is sent; `redact` rewrites what
+    /// is sent, never the transcript.
+    func applyEgress(to request: inout ModelRequest) throws {
+        guard let egress = config.egress else { return }
+        let texts = request.outgoingTexts
+        for pattern in egress.refuse ?? [] {
+            guard let regex = try? NSRegularExpression(pattern: pattern) else { continue }
+            for text in texts where regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil {
+                throw RPCError(.egressRefused, "the request matches a refused pattern and was not sent", data: ["rule": .string(pattern)])
+            }
+        }
+        let redactions = (egress.redact ?? []).compactMap { r -> (NSRegularExpression, String)? in
+            guard let regex = try? NSRegularExpression(pattern: r.pattern) else { return nil }
+            return (regex, r.replacement)
+        }
+        if !redactions.isEmpty {
+            request.rewriteTexts { text in
+                var out = text
+                for (regex, replacement) in redactions {
+                    out = regex.stringByReplacingMatches(in: out, range: NSRange(out.startIndex..., in: out), withTemplate: NSRegularExpression.escapedTemplate(for: replacement))
+                }
+                return out
+            }
+        }
+    }
+}
+
+extension ToolSpec {
+    var modelDefinition: ModelToolDefinition {
+        ModelToolDefinition(name: name, description: description ?? "", inputSchema: inputSchema ?? ["type": "object", "properties": [:]])
+    }
+}
+
+extension ModelRequest {
+    /// Every piece of text that would leave the machine.
+    var outgoingTexts: [String] {
+        var out = [instructions]
+        for m in messages {
+            switch m {
+            case .user(let text, _): out.append(text)
+            case .assistant(let text, let calls, _):
+                out.append(text)
+                out.append(contentsOf: calls.map(\.argumentsJSON))
+            case .toolResult(_, _, let content, _): out.append(content)
+            }
+        }
+        return out
+    }
+
+    mutating func rewriteTexts(_ f: (String) -> String) {
+        instructions = f(instructions)
+        messages = messages.map { m in
+            switch m {
+            case .user(let text, let images): return .user(text: f(text), images: images)
+            case .assistant(let text, let calls, let reasoning):
+                return .assistant(text: f(text), toolCalls: calls.map { ModelToolCall(id: $0.id, name: $0.name, argumentsJSON: f($0.argumentsJSON)) }, reasoning: reasoning)
+            case .toolResult(let callId, let name, let content, let isError):
+                return .toolResult(callId: callId, name: name, content: f(content), isError: isError)
+            }
+        }
+    }
+}
+
+/// Turns transcript entries into provider messages.
+enum ModelHistory {
+    static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
+        var out: [ModelMessage] = []
+        var index = 0
+        while index < entries.count {
+            let entry = entries[index]
+            index += 1
+            switch entry.content {
+            case .prompt(let text, let images):
+                out.append(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)))
+            case .response(let text, _, _):
+                out.append(.assistant(text: text, toolCalls: [], reasoning: nil))
+            case .reasoning:
+                // Reasoning is shown to clients but not replayed to models.
+                continue
+            case .toolCalls(let calls, _, let text):
+                out.append(.assistant(
+                    text: text ?? "",
+                    toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: $0.arguments.serializedString()) },
+                    reasoning: nil))
+                // Outputs follow their calls; a call without one (an interrupted
+                // turn kept under `preserve`) gets a synthetic failure so every
+                // provider sees a well-formed exchange.
+                var answered = Set<String>()
+                while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _) = entries[index].content {
+                    out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
+                    answered.insert(callId)
+                    index += 1
+                }
+                for call in calls where !answered.contains(call.callId) {
+                    out.append(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true))
+                }
+            case .toolOutput(let callId, let name, let outcome, let content, _):
+                out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
+            }
+        }
+        return out
+    }
+}
+
+enum ImageLoading {
+    static func mimeType(forPath path: String) -> String? {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "png": return "image/png"
+        case "jpg", "jpeg": return "image/jpeg"
+        case "gif": return "image/gif"
+        case "webp": return "image/webp"
+        default: return nil
+        }
+    }
+
+    static func load(_ image: ImageAttachment) -> ModelImage? {
+        switch image {
+        case .path(let path):
+            guard let mime = mimeType(forPath: path), let data = FileManager.default.contents(atPath: path) else { return nil }
+            return .data(bytes: Array(data), mimeType: mime)
+        case .url(let url):
+            return .url(url)
+        case .data(let base64, let mime):
+            guard let data = Data(base64Encoded: base64) else { return nil }
+            return .data(bytes: Array(data), mimeType: mime)
+        }
+    }
+}

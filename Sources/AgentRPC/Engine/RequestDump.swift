@@ -1,0 +1,97 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// Appends every provider request as one JSON line (`--dump-requests FILE`), so
+/// users and tests can see exactly what a model received. Requests carry no
+/// secrets by construction (keys live inside provider instances).
+final class RequestDumper: Sendable {
+    private let handle: Mutex<FileHandle?>
+
+    init(path: String) throws {
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw RPCError.invalidConfiguration("cannot create --dump-requests file \(path)")
+            }
+        }
+        guard let h = FileHandle(forWritingAtPath: path) else {
+            throw RPCError.invalidConfiguration("cannot open --dump-requests file \(path)")
+        }
+        h.seekToEndOfFile()
+        handle = Mutex(h)
+    }
+
+    func dump(sessionId: String, turnId: String, roundTrip: Int, profile: String, provider: String, request: ModelRequest) {
+        let line: JSONValue = [
+            "sessionId": .string(sessionId), "turnId": .string(turnId), "roundTrip": .int(roundTrip),
+            "profile": .string(profile), "provider": .string(provider), "request": request.dumpJSON,
+        ]
+        var bytes = line.serialized()
+        bytes.append(0x0A)
+        handle.withLock { $0?.write(Data(bytes)) }
+    }
+}
+
+extension ModelRequest {
+    /// A provider-neutral JSON form of the request, for dumps and traces.
+    public var dumpJSON: JSONValue {
+        var o: [String: JSONValue] = [
+            "model": .string(model),
+            "instructions": .string(instructions),
+            "messages": .array(messages.map(\.dumpJSON)),
+            "tools": .array(tools.map { ["name": .string($0.name), "description": .string($0.description), "inputSchema": $0.inputSchema] }),
+            "toolChoice": toolChoice.dumpJSON,
+            "options": options.dumpJSON,
+        ]
+        if let responseSchema { o["responseSchema"] = responseSchema }
+        return .object(o)
+    }
+}
+
+extension ModelToolChoice {
+    var dumpJSON: JSONValue {
+        switch self {
+        case .auto: return "auto"
+        case .none: return "none"
+        case .required: return "required"
+        case .tool(let name): return ["tool": .string(name)]
+        }
+    }
+}
+
+extension GenerationOptions {
+    var dumpJSON: JSONValue {
+        var o = extra
+        if let temperature { o["temperature"] = .double(temperature) }
+        if let maxOutputTokens { o["maxOutputTokens"] = .int(maxOutputTokens) }
+        if let reasoningLevel { o["reasoningLevel"] = .string(reasoningLevel) }
+        return .object(o)
+    }
+}
+
+extension ModelMessage {
+    var dumpJSON: JSONValue {
+        switch self {
+        case .user(let text, let images):
+            var o: [String: JSONValue] = ["role": "user", "text": .string(text)]
+            if !images.isEmpty {
+                o["images"] = .array(images.map { image in
+                    switch image {
+                    case .data(let bytes, let mime): return ["mimeType": .string(mime), "bytes": .int(bytes.count)]
+                    case .url(let url): return ["url": .string(url)]
+                    }
+                })
+            }
+            return .object(o)
+        case .assistant(let text, let calls, let reasoning):
+            var o: [String: JSONValue] = ["role": "assistant", "text": .string(text)]
+            if !calls.isEmpty {
+                o["toolCalls"] = .array(calls.map { ["id": .string($0.id), "name": .string($0.name), "arguments": .string($0.argumentsJSON)] })
+            }
+            if let reasoning { o["reasoning"] = .string(reasoning) }
+            return .object(o)
+        case .toolResult(let callId, let name, let content, let isError):
+            return ["role": "tool", "callId": .string(callId), "name": .string(name), "content": .string(content), "isError": .bool(isError)]
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import AgentRPCProtocol
+import Foundation
+
+extension AgentSession {
+    /// Runs one tool call the model made: validation, guards, confirmation, the
+    /// client's execution, and the `toolOutput` entry. Outcomes are values fed
+    /// back to the model; only a thrown executor error ends the turn.
+    func runToolCall(_ call: ModelToolCall, turn: inout TurnState, control: TurnControl) async throws {
+        let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
+        let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
+        emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments))
+
+        // Unknown tools and bad arguments never reach the client.
+        guard let tool = activeTools().first(where: { $0.name == call.name }) else {
+            let available = activeTools().map(\.name).sorted()
+            let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
+            finishToolCall(call, outcome: .failed, content: .string(message), turn: turn)
+            return
+        }
+        guard let arguments = parsedArguments else {
+            finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
+            return
+        }
+        if let schema = tool.inputSchema {
+            let violations: [JSONSchemaViolation]
+            do {
+                violations = try JSONSchemaValidator(schema: schema).validate(arguments)
+            } catch {
+                violations = []
+                context.logger.warning("tool \(tool.name) has an unusable input schema: \(error)")
+            }
+            if !violations.isEmpty {
+                let lines = violations.map { "- \($0)" }.joined(separator: "\n")
+                finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
+                return
+            }
+        }
+
+        // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
+        let verdict = guardVerdict(for: tool)
+        if case .deny(let reason) = verdict {
+            finishToolCall(call, outcome: .denied, content: .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: turn)
+            return
+        }
+        if case .confirm(let reason) = verdict {
+            let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
+            if answer.decision == .deny {
+                let why = answer.reason.map { ": \($0)" } ?? "."
+                finishToolCall(call, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
+                return
+            }
+        }
+
+        // The client runs it.
+        let record = ToolCallRecord(callId: call.id, name: call.name, arguments: arguments)
+        activeToolCalls.append(record)
+        defer { activeToolCalls.removeAll { $0.callId == call.id } }
+        let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, revision: revision)
+        let answer: JSONValue
+        do {
+            answer = try await context.channel.request(ToolCallRequest.name, try JSONValue(encoding: params), timeout: turn.limits.toolTimeoutSeconds)
+        } catch OutgoingRequestError.rpc(let clientError) {
+            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
+                "callId": .string(call.id), "name": .string(call.name), "clientError": clientError.json,
+            ])
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            finishToolCall(call, outcome: .failed, content: .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: turn)
+            return
+        } catch OutgoingRequestError.disconnected {
+            throw CancellationError()
+        }
+        let result: ToolCallResult
+        do {
+            result = try answer.decode(as: ToolCallResult.self)
+        } catch {
+            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.id), "name": .string(call.name)])
+        }
+        if result.outcome == .ok, let undo = result.undo, !undo.isNull {
+            turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
+        }
+        finishToolCall(call, outcome: result.outcome, content: result.content, turn: turn)
+    }
+
+    private func finishToolCall(_ call: ModelToolCall, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {
+        append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: activeProfileName), turn: turn.id)
+        emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
+    }
+
+    enum GuardDecision {
+        case allow
+        case confirm(reason: String?)
+        case deny(reason: String?)
+    }
+
+    func guardVerdict(for tool: ToolSpec) -> GuardDecision {
+        var firstConfirm: String?? = nil
+        for g in config.guards ?? [] where g.matches(tool) {
+            switch g.verdict {
+            case .deny: return .deny(reason: g.reason)
+            case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
+            case .allow: break
+            }
+        }
+        if let reason = firstConfirm { return .confirm(reason: reason) }
+        if tool.confirmation == .always { return .confirm(reason: nil) }
+        return .allow
+    }
+
+    // MARK: Confirmation
+
+    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, turn: TurnState) async throws -> ConfirmationAnswer {
+        let timeout = turn.limits.confirmationTimeoutSeconds
+        if context.clientCapabilities.confirmations == .request {
+            // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
+            let params = ConfirmationRequestParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, reason: reason)
+            var answer: ConfirmationAnswer
+            do {
+                let raw = try await context.channel.request(ConfirmationRequest.name, try JSONValue(encoding: params), timeout: timeout)
+                let result = try raw.decode(as: ConfirmationRequestResult.self)
+                answer = ConfirmationAnswer(decision: result.decision, source: .client, reason: result.reason)
+            } catch OutgoingRequestError.timedOut {
+                answer = ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds")
+            } catch OutgoingRequestError.rpc(let e) {
+                answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation handler failed: \(e.message)")
+            } catch OutgoingRequestError.disconnected {
+                throw CancellationError()
+            } catch let e as JSONDecodingFailure {
+                answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation answer was malformed: \(e)")
+            }
+            emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
+            return answer
+        }
+
+        // Built-in flow: state + event, answered by session/confirm.
+        pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
+        emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason))
+        if let control = self.control, control.cooperativeCancelRequested {
+            resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        }
+        let callId = call.id
+        let timeoutTask = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(timeout))
+            guard !Task.isCancelled else { return }
+            await self?.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds"), callId: callId)
+        }
+        defer { timeoutTask.cancel() }
+        let answer = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ConfirmationAnswer, Never>) in
+                if let early = earlyConfirmation, early.callId == callId {
+                    earlyConfirmation = nil
+                    continuation.resume(returning: early.answer)
+                } else {
+                    confirmationWaiter = (callId, continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"), callId: callId) }
+        }
+        pendingConfirmation = nil
+        emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
+        return answer
+    }
+
+    private func resolveConfirmationLater(callId: String, _ answer: ConfirmationAnswer) {
+        earlyConfirmation = (callId, answer)
+    }
+
+    /// Settles the waiting built-in confirmation, if any (and if it is `callId`'s).
+    @discardableResult
+    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String? = nil) -> Bool {
+        guard let waiter = confirmationWaiter else {
+            if let pending = pendingConfirmation, callId == nil || callId == pending.callId {
+                earlyConfirmation = (pending.callId, answer)
+                return true
+            }
+            return false
+        }
+        if let callId, callId != waiter.callId { return false }
+        confirmationWaiter = nil
+        waiter.continuation.resume(returning: answer)
+        return true
+    }
+
+    /// `session/confirm`.
+    func confirm(callId: String, decision: ConfirmationDecision, reason: String?) throws {
+        guard let pending = pendingConfirmation, pending.callId == callId else {
+            throw RPCError(.noPendingConfirmation, pendingConfirmation == nil ? "no confirmation is pending" : "the pending confirmation is for another call", data: [
+                "callId": .string(callId)
+            ])
+        }
+        guard resolveConfirmation(ConfirmationAnswer(decision: decision, source: .client, reason: reason), callId: callId) else {
+            throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
+        }
+    }
+
+    // MARK: Context sources
+
+    /// Asks the client for fresh context values; failures become diagnostics and
+    /// the last good value stays.
+    func refreshContextSources(turn: TurnState) async {
+        let sources = config.contextSources ?? []
+        guard !sources.isEmpty else {
+            lastContextDiagnostics = []
+            return
+        }
+        var diagnostics: [ContextDiagnostic] = []
+        if context.clientCapabilities.contextSources != true {
+            diagnostics = sources.map { ContextDiagnostic(source: $0.name, message: "the client did not declare the contextSources capability") }
+        } else {
+            let params = ContextRefreshParams(sessionId: id, turnId: turn.id, sources: sources.map(\.name))
+            do {
+                let raw = try await context.channel.request(ContextRefreshRequest.name, try JSONValue(encoding: params), timeout: min(30, turn.limits.wallClockSeconds))
+                let result = try raw.decode(as: ContextRefreshResult.self)
+                for source in sources {
+                    if let value = result.values[source.name] {
+                        lastContextValues[source.name] = value
+                    } else {
+                        diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
+                    }
+                }
+            } catch {
+                let why: String
+                switch error {
+                case OutgoingRequestError.timedOut(let s): why = "no answer within \(s) seconds"
+                case OutgoingRequestError.rpc(let e): why = "the client failed: \(e.message)"
+                default: why = "\(error)"
+                }
+                diagnostics = sources.map { ContextDiagnostic(source: $0.name, message: "\(why); the last good value is used") }
+            }
+        }
+        lastContextDiagnostics = diagnostics
+        if !diagnostics.isEmpty { emit(.contextDiagnostics(diagnostics), turn: turn.id) }
+    }
+}
+
+extension Guard {
+    /// A guard matches by tool-name glob and/or required annotations (all must hold).
+    func matches(_ tool: ToolSpec) -> Bool {
+        if let pattern = match.name, !Glob.matches(pattern, tool.name) { return false }
+        if let wanted = match.annotations {
+            for name in wanted where !(tool.annotations?.value(named: name) ?? false) { return false }
+        }
+        return match.name != nil || match.annotations != nil
+    }
+}
+
+extension ToolAnnotations {
+    func value(named name: String) -> Bool {
+        switch name {
+        case "readOnly": return readOnly ?? false
+        case "destructive": return destructive ?? false
+        case "idempotent": return idempotent ?? false
+        default: return false
+        }
+    }
+}
+
+/// Shell-style globs: `*` any run, `?` one character.
+enum Glob {
+    static func matches(_ pattern: String, _ text: String) -> Bool {
+        let p = Array(pattern), t = Array(text)
+        var pi = 0, ti = 0, star = -1, mark = 0
+        while ti < t.count {
+            if pi < p.count, p[pi] == "?" || p[pi] == t[ti] {
+                pi += 1; ti += 1
+            } else if pi < p.count, p[pi] == "*" {
+                star = pi; mark = ti; pi += 1
+            } else if star >= 0 {
+                pi = star + 1; mark += 1; ti = mark
+            } else {
+                return false
+            }
+        }
+        while pi < p.count, p[pi] == "*" { pi += 1 }
+        return pi == p.count
+    }
+}

@@ -1,0 +1,78 @@
+import AgentRPCProtocol
+
+extension AgentSession {
+    /// `session/mutateTranscript`: all operations apply to a copy; the copy
+    /// replaces the transcript only if every operation succeeded and the result
+    /// is a well-formed history. Entries keep their ids; the revision rises once.
+    func mutateTranscript(expectedRevision: Int?, operations: [TranscriptOperation]) throws -> MutateTranscriptResult {
+        if isRunning {
+            throw RPCError(.sessionBusy, "the transcript cannot change while a turn is running", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        if let expectedRevision, expectedRevision != revision {
+            throw RPCError(.revisionMismatch, "the transcript is at revision \(revision), not \(expectedRevision)", data: [
+                "expectedRevision": .int(expectedRevision), "revision": .int(revision),
+            ])
+        }
+        var working = entries
+        for (i, op) in operations.enumerated() {
+            func fail(_ message: String) -> RPCError {
+                RPCError(.invalidTranscript, "operation \(i): \(message)", data: ["operation": .int(i)])
+            }
+            func position(of id: String) throws -> Int {
+                guard let p = working.firstIndex(where: { $0.id == id }) else { throw fail("no entry with id '\(id)'") }
+                return p
+            }
+            switch op {
+            case .remove(let ids):
+                for id in ids { _ = try position(of: id) }
+                let doomed = Set(ids)
+                working.removeAll { doomed.contains($0.id) }
+            case .truncateAfter(let id):
+                if let id {
+                    let p = try position(of: id)
+                    working.removeSubrange((p + 1)...)
+                } else {
+                    working.removeAll()
+                }
+            case .replace(let id, let entry):
+                let p = try position(of: id)
+                working[p] = entry
+            case .insert(let after, let new):
+                var at = 0
+                if let after { at = try position(of: after) + 1 }
+                working.insert(contentsOf: new, at: at)
+            case .set(let new):
+                working = new
+            }
+        }
+        try TranscriptShape.check(working)
+        if working != entries { replaceAllEntries(working) }
+        return MutateTranscriptResult(revision: revision, entryCount: entries.count)
+    }
+}
+
+/// What makes a history well-formed: unique ids, and every `toolOutput` after
+/// a `toolCalls` entry that made that call (each answered at most once).
+enum TranscriptShape {
+    static func check(_ entries: [TranscriptEntry]) throws {
+        var seen = Set<String>()
+        var calls = Set<String>()
+        var answered = Set<String>()
+        for (i, e) in entries.enumerated() {
+            func fail(_ message: String) -> RPCError {
+                RPCError(.invalidTranscript, "entry \(i) ('\(e.id)'): \(message)", data: ["index": .int(i), "entryId": .string(e.id)])
+            }
+            if e.id.isEmpty { throw fail("an entry needs a non-empty id") }
+            if !seen.insert(e.id).inserted { throw fail("duplicate id") }
+            switch e.content {
+            case .toolCalls(let list, _, _):
+                for c in list where !calls.insert(c.callId).inserted { throw fail("duplicate callId '\(c.callId)'") }
+            case .toolOutput(let callId, _, _, _, _):
+                if !calls.contains(callId) { throw fail("a toolOutput for '\(callId)' without its toolCalls entry before it") }
+                if !answered.insert(callId).inserted { throw fail("a second toolOutput for '\(callId)'") }
+            default:
+                break
+            }
+        }
+    }
+}

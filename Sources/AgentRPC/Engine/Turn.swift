@@ -1,0 +1,432 @@
+import AgentRPCProtocol
+import Foundation
+
+/// Everything one turn tracks while it runs.
+struct TurnState: Sendable {
+    let id: String
+    let mode: TurnMode
+    let limits: EffectiveLimits
+    let toolChoice: ToolChoice
+    let options: TurnOptions
+    let startedAt: ContinuousClock.Instant
+    /// The transcript as it was before the turn (for the `revert` policy).
+    let entriesBefore: [TranscriptEntry]
+    var roundTrips = 0
+    var toolCallCount = 0
+    var usage = Usage()
+    /// `ok` results that carry `undo`, oldest first.
+    var undoLog: [(callId: String, name: String, undo: JSONValue)] = []
+    /// The `toolCalls` entry of the current round trip, if any (for trimming).
+    var openToolCallsEntryID: String?
+}
+
+/// Limits after call-site options are applied over the session's.
+struct EffectiveLimits: Sendable {
+    var maxToolCalls: Int
+    var maxRoundTrips: Int
+    var wallClockSeconds: Double
+    var toolTimeoutSeconds: Double
+    var confirmationTimeoutSeconds: Double
+
+    init(config: Limits?, overrides: Limits?) {
+        maxToolCalls = overrides?.maxToolCalls ?? config?.maxToolCalls ?? Limits.defaultMaxToolCalls
+        maxRoundTrips = overrides?.maxRoundTrips ?? config?.maxRoundTrips ?? Limits.defaultMaxRoundTrips
+        wallClockSeconds = overrides?.wallClockSeconds ?? config?.wallClockSeconds ?? Limits.defaultWallClockSeconds
+        toolTimeoutSeconds = overrides?.toolTimeoutSeconds ?? config?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds
+        confirmationTimeoutSeconds = overrides?.confirmationTimeoutSeconds ?? config?.confirmationTimeoutSeconds ?? Limits.defaultConfirmationTimeoutSeconds
+    }
+}
+
+/// One round trip's streamed output.
+struct RoundTripOutput: Sendable {
+    var text = ""
+    var reasoning = ""
+    var refusal = ""
+    var toolCalls: [ModelToolCall] = []
+    var usage: ModelUsage?
+    var stopReason: ModelStopReason?
+    var hadOutput: Bool { !text.isEmpty || !reasoning.isEmpty || !refusal.isEmpty || !toolCalls.isEmpty }
+}
+
+extension AgentSession {
+    // MARK: Starting a turn (the ordered part)
+
+    /// Pre-flight and setup, run in request order: on failure nothing changed.
+    /// Returns the control of the started turn; the loop runs in its own task.
+    func startTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) async throws -> TurnControl {
+        // 1. Pre-flight, no mutation on failure.
+        if isRunning {
+            throw RPCError(.alreadyRunning, "a turn is already running in this session", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        let modelRef = try resolveModelReference(options: options)
+        let provider = try provider(for: modelRef)
+        let tools = activeTools()
+        let toolChoice = options.toolChoice ?? config.toolChoice ?? .auto
+        switch toolChoice {
+        case .required where tools.isEmpty:
+            throw RPCError.invalidConfiguration("toolChoice 'required' needs at least one tool", field: "toolChoice")
+        case .tool(let name) where !tools.contains(where: { $0.name == name }):
+            throw RPCError.invalidConfiguration("toolChoice names the tool '\(name)', which is not among the active tools", field: "toolChoice")
+        default: break
+        }
+        if case .generate = mode {
+            if !provider.capabilities.supportsStructuredOutput {
+                throw RPCError(.structuredOutput, "the model's provider cannot produce structured output", data: ["reason": "unsupported"])
+            }
+        } else if toolChoice != .auto && toolChoice != ToolChoice.none && !provider.capabilities.supportsToolChoice {
+            throw RPCError(.toolChoiceUnsupported, "the model's provider does not support forcing a tool choice", data: ["toolChoice": toolChoice.json])
+        }
+        if case .generate(let schema, _) = mode {
+            do { _ = try JSONSchemaValidator(schema: schema) } catch {
+                throw RPCError.invalidParams("schema is not a usable JSON Schema: \(error)", field: "schema")
+            }
+        }
+        try checkImages(input.images ?? [], provider: provider)
+
+        // 2. Schema validation of the active tools against the provider: warnings only.
+        let warnings = schemaWarnings(for: tools, provider: provider)
+
+        // 3. The turn begins.
+        let id = "t-\(self.id.dropFirst(2).prefix(8))-\(nextTurnNumber)"
+        nextTurnNumber += 1
+        let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
+        var turn = TurnState(
+            id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
+            startedAt: ContinuousClock.now, entriesBefore: entries)
+        isRunning = true
+        turnId = id
+        currentText = ""
+        lastUsageReport = nil
+        activeToolCalls = []
+        pendingConfirmation = nil
+        lastSchemaWarnings = warnings
+        let control = TurnControl(turnId: id)
+        self.control = control
+        emit(.turnStarted(input: input), turn: id)
+        if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
+        append(.prompt(text: input.text, images: input.images), turn: id)
+        _ = turn.roundTrips
+
+        let task = Task { [self] () async throws -> TurnOutcome in
+            try await self.runTurn(&turn, control: control, provider: provider, modelRef: modelRef)
+        }
+        control.attach(task)
+        return control
+    }
+
+    /// Stops a running turn from outside (close, shutdown) and waits for it to wind down.
+    func abortRunningTurn(reason: AbortReason) async {
+        guard let control, isRunning else { return }
+        control.abort(reason)
+        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the session is closing"))
+        _ = try? await control.result()
+    }
+
+    /// `session/cancel`: cooperative. Denies a built-in pending confirmation at once.
+    func cancelCooperatively() -> Bool {
+        guard isRunning, let control else { return false }
+        control.requestCooperativeCancel()
+        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        return true
+    }
+
+    // MARK: The loop
+
+    private func runTurn(_ turn: inout TurnState, control: TurnControl, provider: any ModelProvider, modelRef: ModelReference) async throws -> TurnOutcome {
+        let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
+            try? await Task.sleep(for: .seconds(limit))
+            if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
+        }
+        defer { watchdog.cancel() }
+        do {
+            await refreshContextSources(turn: turn)
+            let outcome = try await loop(&turn, control: control, provider: provider, modelRef: modelRef)
+            return outcome
+        } catch {
+            let rpc = turnError(from: error, control: control, turn: turn)
+            await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled)
+            throw rpc
+        }
+    }
+
+    private func loop(_ turn: inout TurnState, control: TurnControl, provider: any ModelProvider, modelRef: ModelReference) async throws -> TurnOutcome {
+        while true {
+            try checkpoint(control)
+            if turn.roundTrips >= turn.limits.maxRoundTrips {
+                throw RPCError(.maxRoundTripsExceeded, "the turn needed more than \(turn.limits.maxRoundTrips) round trips", data: ["limit": .int(turn.limits.maxRoundTrips)])
+            }
+            turn.roundTrips += 1
+            var request = try buildRequest(turn: turn, modelRef: modelRef, provider: provider)
+            try applyEgress(to: &request)
+            emit(.requestStarted(roundTrip: turn.roundTrips, profile: activeProfileName, provider: provider.name, model: request.model))
+            context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: activeProfileName, provider: provider.name, request: request)
+
+            let output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+            if let u = output.usage {
+                turn.usage.inputTokens += u.inputTokens
+                turn.usage.outputTokens += u.outputTokens
+                if let c = u.cachedInputTokens { turn.usage.cachedInputTokens = (turn.usage.cachedInputTokens ?? 0) + c }
+                if let r = u.reasoningTokens { turn.usage.reasoningTokens = (turn.usage.reasoningTokens ?? 0) + r }
+            }
+            try checkpoint(control)
+
+            if output.toolCalls.isEmpty {
+                return try finishCompleted(&turn, output: output)
+            }
+            if case .generate = turn.mode {
+                throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
+            }
+            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: activeProfileName), turn: turn.id) }
+            let records = output.toolCalls.map { call in
+                ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
+            }
+            let callsEntry = append(.toolCalls(calls: records, profile: activeProfileName, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
+            turn.openToolCallsEntryID = callsEntry.id
+            for call in output.toolCalls {
+                try checkpoint(control)
+                if turn.toolCallCount >= turn.limits.maxToolCalls {
+                    throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
+                }
+                turn.toolCallCount += 1
+                try await runToolCall(call, turn: &turn, control: control)
+            }
+            turn.openToolCallsEntryID = nil
+            // Text streamed before tool calls belongs to that round trip; the next
+            // round trip's text starts a fresh answer.
+            currentText = ""
+        }
+    }
+
+    /// Cooperative cancellation points: between stream events, between tool calls,
+    /// after the stream drains.
+    func checkpoint(_ control: TurnControl) throws {
+        if control.cooperativeCancelRequested { throw TurnStop.cooperativeCancel }
+        if control.reason != nil { throw CancellationError() }
+    }
+
+    // MARK: Streaming
+
+    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, turn: TurnState) async throws -> RoundTripOutput {
+        var attempt = 0
+        while true {
+            attempt += 1
+            var output = RoundTripOutput()
+            do {
+                try await stream(request, provider: provider, control: control, into: &output)
+                return output
+            } catch let error as ProviderError {
+                let guidance = error.retryGuidance
+                guard guidance.kind == .retryWithBackoff, !output.hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
+                let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
+                let elapsed = turn.startedAt.duration(to: .now)
+                let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
+                guard delay < remaining else { throw error }
+                emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
+                try await Task.sleep(for: .seconds(delay))
+                try checkpoint(control)
+            }
+        }
+    }
+
+    private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
+        var ended = false
+        for try await event in provider.stream(request) {
+            try checkpoint(control)
+            switch event {
+            case .textDelta(let delta):
+                guard !delta.isEmpty else { continue }
+                output.text += delta
+                currentText += delta
+                emit(.textDelta(delta))
+            case .reasoningDelta(let delta):
+                guard !delta.isEmpty else { continue }
+                output.reasoning += delta
+                emit(.reasoningDelta(delta))
+            case .refusalDelta(let delta):
+                // A refusal is the model's answer to the user: shown as text.
+                guard !delta.isEmpty else { continue }
+                output.refusal += delta
+                output.text += delta
+                currentText += delta
+                emit(.textDelta(delta))
+            case .toolCall(let call):
+                output.toolCalls.append(call)
+            case .usage(let u):
+                output.usage = u
+                let report = Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
+                lastUsageReport = report
+                emit(.usage(report))
+            case .end(let reason):
+                output.stopReason = reason
+                ended = true
+            }
+        }
+        if !ended {
+            throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete")
+        }
+    }
+
+    // MARK: Ending
+
+    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput) throws -> TurnOutcome {
+        var structured: JSONValue? = nil
+        switch turn.mode {
+        case .chat:
+            let demandsTool: Bool
+            switch turn.toolChoice {
+            case .required, .tool: demandsTool = turn.roundTrips == 1
+            default: demandsTool = false
+            }
+            if demandsTool {
+                throw RPCError(.toolChoiceNotHonored, "the model answered in text although toolChoice demanded a tool call", data: ["toolChoice": turn.toolChoice.json])
+            }
+        case .generate(let schema, _):
+            structured = try validateStructured(output.text, schema: schema)
+        }
+        if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: activeProfileName), turn: turn.id) }
+        let response = append(.response(text: output.text, profile: activeProfileName, incomplete: false), turn: turn.id)
+        let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
+        let result = TurnResult(
+            turnId: turn.id, message: TurnMessage(entryId: response.id, text: output.text), stopReason: .completed,
+            usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: revision)
+        endTurnState()
+        emit(.turnEnded(status: .completed, undo: undo, error: nil), turn: turn.id)
+        return TurnOutcome(turnResult: result, structuredValue: structured)
+    }
+
+    private func validateStructured(_ text: String, schema: JSONValue) throws -> JSONValue {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        } catch {
+            throw RPCError(.structuredOutput, "the model's answer is not valid JSON: \(error)", data: ["reason": "invalidJSON"])
+        }
+        let validator: JSONSchemaValidator
+        do { validator = try JSONSchemaValidator(schema: schema) } catch {
+            throw RPCError.invalidParams("schema is not a usable JSON Schema: \(error)", field: "schema")
+        }
+        if let first = validator.validate(value).first {
+            throw RPCError(.structuredOutput, "the model's answer does not match the schema: \(first)", data: [
+                "reason": "schemaViolation", "path": .string(first.path),
+            ])
+        }
+        return value
+    }
+
+    private func endTurnState() {
+        isRunning = false
+        activeToolCalls = []
+        pendingConfirmation = nil
+        control = nil
+    }
+
+    /// The failure contract: roll back undo records newest first, apply the
+    /// transcript policy, then report.
+    private func finishFailed(_ turn: inout TurnState, error: RPCError, cancelled: Bool) async {
+        // The turn's own task is cancelled now; rollback must not be, so it runs
+        // in a fresh task that does not inherit the cancellation.
+        let undoLog = turn.undoLog
+        let turnID = turn.id
+        let undoOutcome: UndoOutcome
+        if undoLog.isEmpty {
+            undoOutcome = .none
+        } else {
+            let channel = context.channel
+            let sessionID = id
+            let timeout = min(turn.limits.toolTimeoutSeconds, 30)
+            await Task {
+                for record in undoLog.reversed() {
+                    let params = ToolUndoParams(sessionId: sessionID, turnId: turnID, callId: record.callId, name: record.name, undo: record.undo)
+                    _ = try? await channel.request(ToolUndoRequest.name, (try? JSONValue(encoding: params)) ?? .null, timeout: timeout)
+                }
+            }.value
+            undoOutcome = .rolledBack
+        }
+        let policy = config.transcriptErrorPolicy ?? .keepCompleted
+        switch policy {
+        case .keepCompleted:
+            trimIncompleteToolCalls(turn)
+        case .revert:
+            if entries != turn.entriesBefore { replaceAllEntries(turn.entriesBefore) }
+        case .preserve:
+            if !currentText.isEmpty {
+                append(.response(text: currentText, profile: activeProfileName, incomplete: true), turn: turnID)
+            }
+        }
+        endTurnState()
+        emit(.turnEnded(status: cancelled ? .cancelled : .failed, undo: undoOutcome, error: error), turn: turnID)
+    }
+
+    /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
+    /// interrupted round trip that never got an output are dropped.
+    private func trimIncompleteToolCalls(_ turn: TurnState) {
+        guard let entryID = turn.openToolCallsEntryID, let index = entries.firstIndex(where: { $0.id == entryID }),
+            case .toolCalls(let calls, let profile, let text) = entries[index].content
+        else { return }
+        let answered = Set(entries[index...].compactMap { e -> String? in
+            if case .toolOutput(let callId, _, _, _, _) = e.content { return callId }
+            return nil
+        })
+        let kept = calls.filter { answered.contains($0.callId) }
+        if kept.count == calls.count { return }
+        var updated = entries
+        if kept.isEmpty {
+            updated.remove(at: index)
+        } else {
+            updated[index] = TranscriptEntry(id: entryID, turnId: entries[index].turnId, .toolCalls(calls: kept, profile: profile, text: text))
+        }
+        replaceAllEntries(updated)
+    }
+
+    /// Maps whatever ended the turn to its protocol error, with `turnId` and `partialText`.
+    private func turnError(from error: any Error, control: TurnControl, turn: TurnState) -> RPCError {
+        var rpc: RPCError
+        switch error {
+        case let e as RPCError:
+            rpc = e
+        case let e as ProviderError:
+            rpc = providerRPCError(e, turn: turn)
+        case let e as ProviderContractViolation:
+            rpc = RPCError(.providerContractViolation, "the model's provider broke its protocol: \(e.message)")
+        case TurnStop.cooperativeCancel:
+            rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
+        default:
+            switch control.reason {
+            case .wallClock(let limit):
+                rpc = RPCError(.wallClockTimeoutExceeded, "the turn ran longer than \(limit) seconds", data: ["limit": .double(limit)])
+            case .closed:
+                rpc = .cancelled("the session was closed", data: ["source": "close"])
+            case .shutdown:
+                rpc = .cancelled("the server is shutting down", data: ["source": "shutdown"])
+            case .requestCancelled, .none:
+                rpc = .cancelled("the turn was cancelled", data: ["source": "$/cancelRequest"])
+            }
+        }
+        // A cancellation that raced a wall-clock abort reports the limit.
+        if rpc.code == .cancelled, case .wallClock(let limit) = control.reason, !(error is TurnStop) {
+            rpc = RPCError(.wallClockTimeoutExceeded, "the turn ran longer than \(limit) seconds", data: ["limit": .double(limit)])
+        }
+        rpc.data["turnId"] = .string(turn.id)
+        rpc.data["partialText"] = .string(currentText)
+        return rpc
+    }
+
+    func providerRPCError(_ e: ProviderError, turn: TurnState) -> RPCError {
+        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(currentText)])
+    }
+}
+
+/// Automatic retries of transient provider errors before any output (ENGINE.md §2).
+enum ProviderRetryPolicy {
+    static let maxAttempts = 4
+    static let baseDelay = 0.5
+    static let maxDelay = 30.0
+
+    /// Capped exponential backoff with jitter; never shorter than the provider's hint.
+    static func delay(attempt: Int, hint: Double?) -> Double {
+        let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
+        let jittered = exponential * Double.random(in: 0.8...1.2)
+        if let hint { return min(maxDelay, max(hint, 0)) }
+        return jittered
+    }
+}

@@ -1,0 +1,82 @@
+import AgentRPCProtocol
+import Synchronization
+
+/// Why a turn is being stopped from outside its own loop.
+enum AbortReason: Sendable, Equatable {
+    /// `$/cancelRequest` on the send request id: immediate.
+    case requestCancelled
+    /// `wallClockSeconds` ran out.
+    case wallClock(limit: Double)
+    /// `session/close` or `session/delete`.
+    case closed
+    /// End of input, `shutdown` or `exit`.
+    case shutdown
+}
+
+/// The switches one running turn can be stopped with. Shared between the
+/// session actor, the dispatcher's request task and the wall-clock watchdog,
+/// so it is lock-based rather than actor-isolated: cancellation handlers are
+/// synchronous and cannot hop onto an actor.
+final class TurnControl: Sendable {
+    let turnId: String
+    private let abortReason = Mutex<AbortReason?>(nil)
+    private let task = Mutex<Task<TurnOutcome, any Error>?>(nil)
+    private let cooperative = Atomic<Bool>(false)
+
+    init(turnId: String) { self.turnId = turnId }
+
+    func attach(_ t: Task<TurnOutcome, any Error>) {
+        let alreadyAborted = task.withLock { slot -> Bool in
+            slot = t
+            return abortReason.withLock { $0 != nil }
+        }
+        if alreadyAborted { t.cancel() }
+    }
+
+    /// Stops the turn now; the first reason recorded wins.
+    func abort(_ reason: AbortReason) {
+        abortReason.withLock { if $0 == nil { $0 = reason } }
+        task.withLock { $0 }?.cancel()
+    }
+
+    var reason: AbortReason? { abortReason.withLock { $0 } }
+
+    /// `session/cancel`: observed at the next checkpoint.
+    func requestCooperativeCancel() { cooperative.store(true, ordering: .sequentiallyConsistent) }
+    var cooperativeCancelRequested: Bool { cooperative.load(ordering: .sequentiallyConsistent) }
+
+    /// Awaits the turn, turning cancellation of the awaiting request into an
+    /// immediate abort of the turn.
+    func result() async throws -> TurnOutcome {
+        guard let t = task.withLock({ $0 }) else { throw RPCError.internalError("turn task missing") }
+        return try await withTaskCancellationHandler {
+            try await t.value
+        } onCancel: {
+            self.abort(.requestCancelled)
+        }
+    }
+}
+
+/// What a finished turn produced.
+struct TurnOutcome: Sendable {
+    var turnResult: TurnResult
+    /// The validated value of a `session/generate` turn.
+    var structuredValue: JSONValue?
+}
+
+/// Chat turns run the tool loop; generate turns ask for structured output.
+enum TurnMode: Sendable {
+    case chat
+    case generate(schema: JSONValue, strict: Bool)
+}
+
+/// Errors raised inside the loop that are not already RPC errors.
+enum TurnStop: Error {
+    /// `session/cancel` observed at a checkpoint.
+    case cooperativeCancel
+}
+
+extension ToolChoice {
+    /// The wire form, for error data.
+    var json: JSONValue { (try? JSONValue(encoding: self)) ?? .null }
+}

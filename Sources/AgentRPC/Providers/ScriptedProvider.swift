@@ -1,0 +1,91 @@
+import AgentRPCProtocol
+import Synchronization
+
+/// A deterministic, offline provider for tests, demos and recorded transcripts
+/// (ENGINE.md §5). Each provider call consumes the next script item; keys of an
+/// item combine in a fixed order: delay, reasoning, text, refusal, tool calls,
+/// usage, then error or stall. When the script runs out it fails with a
+/// `providerError` instead of inventing text.
+public final class ScriptedProvider: ModelProvider {
+    public let name = "scripted"
+    public let capabilities: ProviderCapabilities
+    private let script: [ScriptItem]
+    private let cursor = Mutex(0)
+
+    public init(script: [ScriptItem], capabilities: ProviderCapabilities = ProviderCapabilities()) {
+        self.script = script
+        self.capabilities = capabilities
+    }
+
+    /// Script items consumed so far.
+    public var consumed: Int { cursor.withLock { $0 } }
+
+    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        let item: ScriptItem? = cursor.withLock { index in
+            guard index < script.count else { return nil }
+            defer { index += 1 }
+            return script[index]
+        }
+        let callBase = cursor.withLock { $0 }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProviderEvent.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+        guard let item else {
+            continuation.finish(throwing: ProviderError(
+                code: .providerError, safeDescription: "the scripted provider has no script item left for this request",
+                unsafeMessage: "script exhausted after \(script.count) items"))
+            return stream
+        }
+        if item.delayMs == nil && item.stall != true {
+            // Synchronous fast path: everything is known now, so yield it all at once.
+            Self.emit(item, callBase: callBase, into: continuation)
+            return stream
+        }
+        let task = Task {
+            if let delay = item.delayMs, delay > 0 {
+                do { try await Task.sleep(for: .milliseconds(delay)) } catch {
+                    continuation.finish(throwing: CancellationError())
+                    return
+                }
+            }
+            if item.stall == true {
+                for chunk in item.reasoning ?? [] { continuation.yield(.reasoningDelta(chunk)) }
+                for chunk in item.text ?? [] { continuation.yield(.textDelta(chunk)) }
+                // Never finishes on its own: only cancellation (or a timeout) ends it.
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(3600))
+                }
+                continuation.finish(throwing: CancellationError())
+                return
+            }
+            Self.emit(item, callBase: callBase, into: continuation)
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    private static func emit(_ item: ScriptItem, callBase: Int, into continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation) {
+        for chunk in item.reasoning ?? [] { continuation.yield(.reasoningDelta(chunk)) }
+        for chunk in item.text ?? [] { continuation.yield(.textDelta(chunk)) }
+        for chunk in item.refusal ?? [] { continuation.yield(.refusalDelta(chunk)) }
+        let calls = item.toolCalls ?? []
+        for (i, call) in calls.enumerated() {
+            let id = call.id ?? "call_\(callBase)_\(i + 1)"
+            let arguments = call.argumentsText ?? (call.arguments ?? [:]).serializedString()
+            continuation.yield(.toolCall(ModelToolCall(id: id, name: call.name, argumentsJSON: arguments)))
+        }
+        if let u = item.usage {
+            continuation.yield(.usage(ModelUsage(
+                inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0,
+                cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)))
+        }
+        if let e = item.error {
+            let code = ProviderErrorCode(rawValue: e.code) ?? .providerError
+            continuation.finish(throwing: ProviderError(
+                code: code, httpStatus: e.httpStatus, retryAfterSeconds: e.afterSeconds,
+                safeDescription: "the scripted provider reported \(code.rawValue)",
+                unsafeMessage: e.message ?? ""))
+            return
+        }
+        continuation.yield(.end(calls.isEmpty ? .endTurn : .toolUse))
+        continuation.finish()
+    }
+}

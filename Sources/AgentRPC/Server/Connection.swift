@@ -1,0 +1,231 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// What the reader delivers to the dispatcher, in arrival order.
+public enum InboundItem: Sendable {
+    case frame(IncomingFrame)
+    /// A frame over the size limit was skipped; answer `messageTooLarge`.
+    case oversized(byteCount: Int, id: RequestID?)
+    /// An LSP header block that could not be read; answer `parseError`.
+    case malformedHeader(String)
+}
+
+/// Why a request the server sent to the client did not produce a result.
+public enum OutgoingRequestError: Error, Sendable, Equatable {
+    /// The client answered with a JSON-RPC error.
+    case rpc(RPCError)
+    /// No answer within the timeout (the request was withdrawn).
+    case timedOut(seconds: Double)
+    /// The connection is gone.
+    case disconnected
+}
+
+/// One JSON-RPC connection over a pair of file descriptors (stdin/stdout).
+///
+/// A reader thread blocks in `read(2)` — no polling — and feeds the incremental
+/// `FrameParser`; a writer thread batches frames so callers never block on a
+/// slow peer. Answers to the server's own requests are matched by id on the
+/// reader thread, so they are never stuck behind other work.
+public final class Connection: Sendable {
+    public let maxMessageBytes: Int
+    let logger: Logger
+    private let inputFD: Int32
+    private let writer: ByteSinkThread
+    private let framing: Mutex<Framing?>
+    private let pending = Mutex<[RequestID: PendingRequest]>([:])
+    private let nextOutgoingID = Atomic<Int>(1)
+    private let recorder: (any ConnectionRecorder)?
+    /// Inbound items in arrival order; finishes at end of input.
+    public let inbound: AsyncStream<InboundItem>
+    private let inboundContinuation: AsyncStream<InboundItem>.Continuation
+
+    private struct PendingRequest: Sendable {
+        var continuation: CheckedContinuation<JSONValue, any Error>
+        var method: String
+    }
+
+    public init(inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil, recorder: (any ConnectionRecorder)? = nil) {
+        self.inputFD = inputFD
+        self.maxMessageBytes = maxMessageBytes
+        self.logger = logger
+        self.framing = Mutex(framing)
+        self.recorder = recorder
+        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil)
+        (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Starts the reader thread. Call once.
+    public func start() {
+        let thread = Thread { [self] in self.readLoop() }
+        thread.name = "agentrpc.stdin"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    // MARK: Reading
+
+    private func readLoop() {
+        var parser = FrameParser(maxMessageBytes: maxMessageBytes, framing: framing.withLock { $0 })
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return read(inputFD, base, raw.count)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                logger.warning("stdin read failed: errno \(errno)")
+                break
+            }
+            if n == 0 { break }
+            parser.append(buffer[0..<n])
+            while let event = parser.next() { handle(event, parser: parser) }
+        }
+        while let event = parser.finish() { handle(event, parser: parser) }
+        logger.debug("stdin closed")
+        inboundContinuation.finish()
+        failAllPending(.disconnected)
+    }
+
+    private func handle(_ event: FrameEvent, parser: FrameParser) {
+        if let detected = parser.framing {
+            framing.withLock { if $0 == nil { $0 = detected } }
+        }
+        switch event {
+        case .frame(let bytes):
+            logger.trace("<- \(String(decoding: bytes.prefix(2000), as: UTF8.self))")
+            let frame = Message.decodeFrame(bytes)
+            recorder?.clientSent(frame: frame, raw: bytes)
+            // Answers to our own requests are settled here, off the dispatch queue.
+            switch frame {
+            case .single(.message(.response(let id, let result))):
+                settle(id: id, result: result)
+            case .batch(let items):
+                var rest: [DecodedMessage] = []
+                for item in items {
+                    if case .message(.response(let id, let result)) = item {
+                        settle(id: id, result: result)
+                    } else {
+                        rest.append(item)
+                    }
+                }
+                if !rest.isEmpty { inboundContinuation.yield(.frame(.batch(rest))) }
+            default:
+                inboundContinuation.yield(.frame(frame))
+            }
+        case .oversized(let count, let id):
+            logger.warning("skipped a frame of \(count) bytes (limit \(maxMessageBytes))")
+            inboundContinuation.yield(.oversized(byteCount: count, id: id))
+        case .malformedHeader(let why):
+            inboundContinuation.yield(.malformedHeader(why))
+        }
+    }
+
+    private func settle(id: RequestID?, result: Result<JSONValue, RPCError>) {
+        guard let id else {
+            logger.warning("client sent an error with id null: \(result)")
+            return
+        }
+        guard let entry = pending.withLock({ $0.removeValue(forKey: id) }) else {
+            logger.debug("answer for unknown or withdrawn request \(id)")
+            return
+        }
+        switch result {
+        case .success(let value): entry.continuation.resume(returning: value)
+        case .failure(let error): entry.continuation.resume(throwing: OutgoingRequestError.rpc(error))
+        }
+    }
+
+    private func failAllPending(_ error: OutgoingRequestError) {
+        let all = pending.withLock { p -> [PendingRequest] in
+            let values = Array(p.values)
+            p.removeAll()
+            return values
+        }
+        for entry in all { entry.continuation.resume(throwing: error) }
+    }
+
+    // MARK: Writing
+
+    /// The framing answers go out in: the client's, once known.
+    public var outputFraming: Framing { framing.withLock { $0 } ?? .newline }
+
+    /// Queues one message. Never blocks on the peer.
+    public func send(_ message: Message) {
+        sendSerialized(message.json.serialized(), message: message)
+    }
+
+    /// Queues several messages as one write (a batch answer is a JSON array).
+    public func sendBatch(_ messages: [Message]) {
+        let array = JSONValue.array(messages.map(\.json))
+        let bytes = array.serialized()
+        recorder?.serverSent(array)
+        logger.trace("-> \(String(decoding: bytes.prefix(2000), as: UTF8.self))")
+        writer.enqueue(outputFraming.frame(bytes))
+    }
+
+    private func sendSerialized(_ bytes: [UInt8], message: Message) {
+        recorder?.serverSent(message.json)
+        if logger.level >= .trace { logger.trace("-> \(String(decoding: bytes.prefix(2000), as: UTF8.self))") }
+        writer.enqueue(outputFraming.frame(bytes))
+    }
+
+    /// Sends a notification whose params are already built (the event hot path).
+    public func notify(_ method: String, _ params: JSONValue) {
+        send(.notification(method: method, params: params))
+    }
+
+    /// Sends a request to the client and waits for its answer, at most `timeout`
+    /// seconds. Cancelling the calling task withdraws the request with
+    /// `$/cancelRequest` and throws `CancellationError`.
+    public func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        let id = RequestID.int(nextOutgoingID.wrappingAdd(1, ordering: .relaxed).oldValue)
+        if writer.isBroken { throw OutgoingRequestError.disconnected }
+        let timeoutTask = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(max(0, timeout)))
+            guard !Task.isCancelled, let self else { return }
+            if let entry = self.pending.withLock({ $0.removeValue(forKey: id) }) {
+                self.withdraw(id)
+                entry.continuation.resume(throwing: OutgoingRequestError.timedOut(seconds: timeout))
+            }
+        }
+        defer { timeoutTask.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
+                let inserted = pending.withLock { p -> Bool in
+                    // The task may already be cancelled; then don't send at all.
+                    if Task.isCancelled { return false }
+                    p[id] = PendingRequest(continuation: continuation, method: method)
+                    return true
+                }
+                guard inserted else {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                send(.request(id: id, method: method, params: params))
+            }
+        } onCancel: {
+            if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {
+                withdraw(id)
+                entry.continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    private func withdraw(_ id: RequestID) {
+        send(.notification(method: "$/cancelRequest", params: ["id": id.json]))
+    }
+
+    /// Outstanding server→client requests (for diagnostics and tests).
+    public var pendingRequestCount: Int { pending.withLock { $0.count } }
+
+    /// Waits (bounded) until everything queued has been written.
+    public func flush(timeoutSeconds: Double) { writer.flush(timeoutSeconds: timeoutSeconds) }
+}
+
+/// Observes every frame read and written, for `--record`.
+public protocol ConnectionRecorder: Sendable {
+    func clientSent(frame: IncomingFrame, raw: [UInt8])
+    func serverSent(_ message: JSONValue)
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Synchronization
+
+/// How much the server says on stderr. Quiet by default: stderr belongs to the
+/// host program as much as to us.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+    case off = 0, error, warning, info, debug, trace
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "off", "quiet", "none": self = .off
+        case "error": self = .error
+        case "warn", "warning": self = .warning
+        case "info": self = .info
+        case "debug": self = .debug
+        case "trace": self = .trace
+        default: return nil
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .off: return "off"
+        case .error: return "error"
+        case .warning: return "warning"
+        case .info: return "info"
+        case .debug: return "debug"
+        case .trace: return "trace"
+        }
+    }
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Writes log lines to stderr from a thread of its own, through a bounded queue.
+/// A host that never reads our stderr can fill the pipe; then lines are dropped
+/// (and counted) instead of blocking the server.
+public final class Logger: Sendable {
+    public let level: LogLevel
+    private let sink: ByteSinkThread?
+
+    public init(level: LogLevel, fileDescriptor: Int32 = 2) {
+        self.level = level
+        self.sink = level == .off ? nil : ByteSinkThread(fileDescriptor: fileDescriptor, name: "agentrpc.stderr", maxQueuedBytes: 1 << 20)
+    }
+
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        guard level <= self.level, level != .off, let sink else { return }
+        sink.enqueue(Array("agentrpc[\(level.name)] \(message())\n".utf8))
+    }
+
+    public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+    public func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
+    public func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+    public func trace(_ message: @autoclosure () -> String) { log(.trace, message()) }
+
+    /// Waits (bounded) until queued lines are written; used just before exit.
+    public func flush(timeoutSeconds: Double = 0.2) { sink?.flush(timeoutSeconds: timeoutSeconds) }
+}
+
+/// A dedicated thread that writes queued bytes to a file descriptor. Callers
+/// never block on the descriptor: they append to the queue under a lock and
+/// return. Everything queued while a write is in progress goes out in the next
+/// single write, which is what makes many small frames cheap.
+final class ByteSinkThread: @unchecked Sendable {
+    // @unchecked: all mutable state is guarded by `condition`.
+    private let condition = NSCondition()
+    private var queue: [UInt8] = []
+    private var writing = false
+    private var closed = false
+    private var broken = false
+    private let fd: Int32
+    private let maxQueuedBytes: Int?
+    private(set) var droppedBytes = 0
+
+    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?) {
+        self.fd = fileDescriptor
+        self.maxQueuedBytes = maxQueuedBytes
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues bytes; returns at once. False if the descriptor is broken (peer gone).
+    @discardableResult
+    func enqueue(_ bytes: [UInt8]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if broken || closed { return false }
+        if let maxQueuedBytes, queue.count + bytes.count > maxQueuedBytes {
+            droppedBytes += bytes.count
+            return true
+        }
+        queue.append(contentsOf: bytes)
+        condition.signal()
+        return true
+    }
+
+    var isBroken: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return broken
+    }
+
+    /// Blocks the calling thread until the queue is written or the timeout passes.
+    func flush(timeoutSeconds: Double) {
+        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while (!queue.isEmpty || writing) && !broken {
+            if !condition.wait(until: deadline) { return }
+        }
+    }
+
+    /// Stops the thread after the queue drains.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !closed { condition.wait() }
+            if queue.isEmpty && closed {
+                condition.unlock()
+                return
+            }
+            var chunk: [UInt8] = []
+            swap(&chunk, &queue)
+            writing = true
+            condition.unlock()
+
+            let ok = writeAll(chunk)
+
+            condition.lock()
+            writing = false
+            if !ok {
+                broken = true
+                queue.removeAll()
+            }
+            condition.broadcast()
+            condition.unlock()
+            if !ok { return }
+        }
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                guard let base = raw.baseAddress else { return true }
+                let n = write(fd, base + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import AgentRPCProtocol
+
+/// What a handler hands back to the dispatcher.
+public enum Reply<Result: Sendable>: Sendable {
+    /// Answered within the dispatch step: later requests see its effects.
+    case now(Result)
+    /// Long-running work (a turn): its ordered prefix already ran; the rest runs
+    /// as its own task, cancellable with `$/cancelRequest`.
+    case later(@Sendable () async throws -> Result)
+}
+
+/// Everything a handler may need about the request it is serving.
+public struct RequestContext: Sendable {
+    /// Nil for notifications.
+    public let requestID: RequestID?
+    public let method: String
+}
+
+/// The handler registry: one entry per method name, registered with its typed
+/// `RPCMethod` description so params are decoded and results encoded in one place.
+final class MethodTable: Sendable {
+    typealias ErasedHandler = @Sendable (JSONValue?, RequestContext) async throws -> Reply<JSONValue>
+    typealias ErasedNotificationHandler = @Sendable (JSONValue?) async -> Void
+
+    private let handlers: [String: ErasedHandler]
+    private let notificationHandlers: [String: ErasedNotificationHandler]
+
+    init(handlers: [String: ErasedHandler], notificationHandlers: [String: ErasedNotificationHandler]) {
+        self.handlers = handlers
+        self.notificationHandlers = notificationHandlers
+    }
+
+    func handler(for method: String) -> ErasedHandler? { handlers[method] }
+    func notificationHandler(for method: String) -> ErasedNotificationHandler? { notificationHandlers[method] }
+    var methodNames: [String] { handlers.keys.sorted() }
+
+    /// Builds the table; registering a name twice is a programming error caught by tests.
+    struct Builder {
+        var handlers: [String: ErasedHandler] = [:]
+        var notificationHandlers: [String: ErasedNotificationHandler] = [:]
+        private(set) var duplicates: [String] = []
+
+        mutating func on<M: RPCMethod>(
+            _ method: M.Type, strictKeys: Bool = false, errorKind: ErrorKind = .invalidParams,
+            _ body: @escaping @Sendable (M.Params, RequestContext) async throws -> Reply<M.Result>
+        ) {
+            if handlers[M.name] != nil { duplicates.append(M.name) }
+            handlers[M.name] = { raw, context in
+                let params: M.Params = try decodeParams(raw, as: M.Params.self, strictKeys: strictKeys, errorKind: errorKind)
+                switch try await body(params, context) {
+                case .now(let result):
+                    return .now(try encodeResult(result))
+                case .later(let work):
+                    return .later { try encodeResult(try await work()) }
+                }
+            }
+        }
+
+        mutating func onNotification<N: RPCNotification>(_ notification: N.Type, _ body: @escaping @Sendable (N.Params) async -> Void) {
+            if notificationHandlers[N.name] != nil { duplicates.append(N.name) }
+            notificationHandlers[N.name] = { raw in
+                // A notification cannot be answered; ill-typed ones are dropped.
+                guard let params = try? decodeParams(raw, as: N.Params.self, strictKeys: false, errorKind: .invalidParams) else { return }
+                await body(params)
+            }
+        }
+
+        func build() -> MethodTable { MethodTable(handlers: handlers, notificationHandlers: notificationHandlers) }
+    }
+}
+
+/// Decodes params, naming the offending field in the error (`data.field`).
+func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: Bool, errorKind: ErrorKind) throws -> T {
+    let value = raw ?? .object([:])
+    if case .array = value {
+        throw RPCError(errorKind, "params must be an object (by-name), not an array")
+    }
+    do {
+        return try value.decode(as: T.self, rejectUnknownKeys: strictKeys)
+    } catch {
+        let failure = error
+        let field = failure.path
+        let message = field.isEmpty ? failure.message : "\(field): \(failure.message)"
+        throw RPCError(errorKind, message, data: field.isEmpty ? [:] : ["field": .string(field)])
+    }
+}
+
+func encodeResult<T: Encodable>(_ value: T) throws -> JSONValue {
+    do {
+        return try JSONValue(encoding: value)
+    } catch {
+        throw RPCError.internalError("could not encode the result: \(error)")
+    }
+}

@@ -1,0 +1,132 @@
+// `initialize`, `shutdown`, `exit` (PROTOCOL.md §2).
+
+/// `initialize`: must be the first request; a second one is refused.
+public enum InitializeRequest: RPCMethod {
+    public static let name = "initialize"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = InitializeParams
+    public typealias Result = InitializeResult
+
+    /// The protocol version this server speaks.
+    public static let protocolVersion = 1
+}
+
+/// `initialize` params.
+public struct InitializeParams: Codable, Sendable, Hashable {
+    public var protocolVersion: Int
+    public var clientInfo: ClientInfo?
+    public var capabilities: ClientCapabilities?
+
+    public init(protocolVersion: Int = InitializeRequest.protocolVersion, clientInfo: ClientInfo? = nil, capabilities: ClientCapabilities? = nil) {
+        self.protocolVersion = protocolVersion
+        self.clientInfo = clientInfo
+        self.capabilities = capabilities
+    }
+}
+
+/// Who the client is, for logs and traces.
+public struct ClientInfo: Codable, Sendable, Hashable {
+    public var name: String
+    public var version: String?
+
+    public init(name: String, version: String? = nil) {
+        self.name = name
+        self.version = version
+    }
+}
+
+/// What the client can answer. Absent means no: the server sends no request the
+/// client did not declare (`tool/call`, `hook/call`, `context/refresh`, `trace/span`).
+public struct ClientCapabilities: Codable, Sendable, Hashable {
+    /// The client executes `tool/call` (and `tool/undo`).
+    public var tools: Bool?
+    /// `notify` (default): `confirmationRequested` events answered by `session/confirm`;
+    /// `request`: the server sends `confirmation/request` and awaits the answer.
+    public var confirmations: ConfirmationMode?
+    public var hooks: Bool?
+    public var contextSources: Bool?
+    /// The client wants `trace/span` notifications.
+    public var traces: Bool?
+
+    public init(tools: Bool? = nil, confirmations: ConfirmationMode? = nil, hooks: Bool? = nil, contextSources: Bool? = nil, traces: Bool? = nil) {
+        self.tools = tools
+        self.confirmations = confirmations
+        self.hooks = hooks
+        self.contextSources = contextSources
+        self.traces = traces
+    }
+}
+
+/// How the client takes confirmations.
+public enum ConfirmationMode: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case notify
+    case request
+}
+
+/// `initialize` result.
+public struct InitializeResult: Codable, Sendable, Hashable {
+    public var protocolVersion: Int
+    public var serverInfo: ServerInfo
+    public var capabilities: ServerCapabilities
+
+    public init(protocolVersion: Int = InitializeRequest.protocolVersion, serverInfo: ServerInfo, capabilities: ServerCapabilities) {
+        self.protocolVersion = protocolVersion
+        self.serverInfo = serverInfo
+        self.capabilities = capabilities
+    }
+}
+
+/// The server's name and version.
+public struct ServerInfo: Codable, Sendable, Hashable {
+    public var name: String
+    public var version: String
+
+    public init(name: String = "agentrpc", version: String) {
+        self.name = name
+        self.version = version
+    }
+}
+
+/// What this server supports.
+public struct ServerCapabilities: Codable, Sendable, Hashable {
+    /// Provider kinds available (`openai`, `anthropic`, `scripted`).
+    public var providers: [String]
+    public var transcriptMutation: Bool
+    public var profiles: Bool
+    public var router: Bool
+    public var structuredOutput: Bool
+    public var store: Bool
+    public var traces: Bool
+    /// Frames larger than this are refused with `messageTooLarge`.
+    public var maxMessageBytes: Int
+
+    public init(
+        providers: [String], transcriptMutation: Bool = true, profiles: Bool = true, router: Bool = true,
+        structuredOutput: Bool = true, store: Bool, traces: Bool = true, maxMessageBytes: Int
+    ) {
+        self.providers = providers
+        self.transcriptMutation = transcriptMutation
+        self.profiles = profiles
+        self.router = router
+        self.structuredOutput = structuredOutput
+        self.store = store
+        self.traces = traces
+        self.maxMessageBytes = maxMessageBytes
+    }
+}
+
+/// `shutdown`: cancels running turns and refuses new sessions; answers `null`.
+/// Params may be absent or `{}`.
+public enum ShutdownRequest: RPCMethod {
+    public static let name = "shutdown"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = Empty
+    public typealias Result = NullResult
+}
+
+/// `exit`: the server flushes the store and exits.
+public enum ExitNotification: RPCNotification {
+    public static let name = "exit"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = Empty
+}

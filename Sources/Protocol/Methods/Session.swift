@@ -1,0 +1,844 @@
+// Client → server `session/*` methods (PROTOCOL.md §3) and the values they carry:
+// turn input and result, transcript entries and operations, session state.
+
+// MARK: - Methods
+
+/// `session/create`: a new session from a `SessionConfig`.
+public enum SessionCreateRequest: RPCMethod {
+    public static let name = "session/create"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionConfig
+    public typealias Result = SessionHandle
+}
+
+/// `session/send`: runs one turn; answered when the turn ends.
+public enum SessionSendRequest: RPCMethod {
+    public static let name = "session/send"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionSendParams
+    public typealias Result = TurnResult
+}
+
+/// `session/generate`: a structured-output turn (no tools); the answer must match `schema`.
+public enum SessionGenerateRequest: RPCMethod {
+    public static let name = "session/generate"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionGenerateParams
+    public typealias Result = SessionGenerateResult
+}
+
+/// `session/cancel` as a request: cooperative cancel, answered at once.
+public enum SessionCancelRequest: RPCMethod {
+    public static let name = "session/cancel"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = SessionCancelResult
+}
+
+/// `session/cancel` as a notification (same name and params, no answer).
+public enum SessionCancelNotification: RPCNotification {
+    public static let name = "session/cancel"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+}
+
+/// `session/confirm`: answers a pending built-in confirmation.
+public enum SessionConfirmRequest: RPCMethod {
+    public static let name = "session/confirm"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionConfirmParams
+    public typealias Result = Empty
+}
+
+/// `session/getState`: a snapshot of the observable session.
+public enum SessionGetStateRequest: RPCMethod {
+    public static let name = "session/getState"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = SessionState
+}
+
+/// `session/getTranscript`: the entries plus the instructions the active profile computes.
+public enum SessionGetTranscriptRequest: RPCMethod {
+    public static let name = "session/getTranscript"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = SessionTranscript
+}
+
+/// `session/mutateTranscript`: all-or-nothing edits of the history.
+public enum SessionMutateTranscriptRequest: RPCMethod {
+    public static let name = "session/mutateTranscript"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = MutateTranscriptParams
+    public typealias Result = MutateTranscriptResult
+}
+
+/// `session/setProperties`: sets and removes session properties.
+public enum SessionSetPropertiesRequest: RPCMethod {
+    public static let name = "session/setProperties"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SetPropertiesParams
+    public typealias Result = SetPropertiesResult
+}
+
+/// `session/list`: loaded and stored sessions, paged.
+public enum SessionListRequest: RPCMethod {
+    public static let name = "session/list"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionListParams
+    public typealias Result = SessionListResult
+}
+
+/// `session/close`: cancels a running turn, then unloads the session (it stays stored).
+public enum SessionCloseRequest: RPCMethod {
+    public static let name = "session/close"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = Empty
+}
+
+/// `session/resume`: loads a stored session.
+public enum SessionResumeRequest: RPCMethod {
+    public static let name = "session/resume"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = SessionHandle
+}
+
+/// `session/delete`: removes a session from the store.
+public enum SessionDeleteRequest: RPCMethod {
+    public static let name = "session/delete"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = Empty
+}
+
+// MARK: - Params and results
+
+/// Params that name only a session.
+public struct SessionRef: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public init(sessionId: String) { self.sessionId = sessionId }
+}
+
+/// A session ready for turns (`session/create`, `session/resume`).
+public struct SessionHandle: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var revision: Int
+    public var activeProfile: String
+
+    public init(sessionId: String, revision: Int, activeProfile: String) {
+        self.sessionId = sessionId
+        self.revision = revision
+        self.activeProfile = activeProfile
+    }
+}
+
+/// `session/send` params.
+public struct SessionSendParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var input: TurnInput
+    public var options: TurnOptions?
+
+    public init(sessionId: String, input: TurnInput, options: TurnOptions? = nil) {
+        self.sessionId = sessionId
+        self.input = input
+        self.options = options
+    }
+}
+
+/// `session/generate` params.
+public struct SessionGenerateParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var input: TurnInput
+    /// The JSON Schema the answer must validate against.
+    public var schema: JSONValue
+    /// Ask the provider for strict schema adherence where it supports it.
+    public var strict: Bool?
+    public var options: TurnOptions?
+
+    public init(sessionId: String, input: TurnInput, schema: JSONValue, strict: Bool? = nil, options: TurnOptions? = nil) {
+        self.sessionId = sessionId
+        self.input = input
+        self.schema = schema
+        self.strict = strict
+        self.options = options
+    }
+}
+
+/// `session/generate` result.
+public struct SessionGenerateResult: Codable, Sendable, Hashable {
+    public var value: JSONValue
+    public var turnId: String
+    public var usage: Usage
+
+    public init(value: JSONValue, turnId: String, usage: Usage) {
+        self.value = value
+        self.turnId = turnId
+        self.usage = usage
+    }
+}
+
+/// `session/cancel` result.
+public struct SessionCancelResult: Codable, Sendable, Hashable {
+    /// Whether a turn was running (and is now asked to stop).
+    public var wasRunning: Bool
+    public init(wasRunning: Bool) { self.wasRunning = wasRunning }
+}
+
+/// Approve or deny a tool call.
+public enum ConfirmationDecision: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case approve
+    case deny
+}
+
+/// `session/confirm` params.
+public struct SessionConfirmParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var callId: String
+    public var decision: ConfirmationDecision
+    /// Shown to the model when denying.
+    public var reason: String?
+
+    public init(sessionId: String, callId: String, decision: ConfirmationDecision, reason: String? = nil) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.decision = decision
+        self.reason = reason
+    }
+}
+
+/// `session/getTranscript` result.
+public struct SessionTranscript: Codable, Sendable, Hashable {
+    public var revision: Int
+    /// The instructions the active profile renders now (not an entry).
+    public var instructions: String
+    public var entries: [TranscriptEntry]
+
+    public init(revision: Int, instructions: String, entries: [TranscriptEntry]) {
+        self.revision = revision
+        self.instructions = instructions
+        self.entries = entries
+    }
+}
+
+/// `session/mutateTranscript` params.
+public struct MutateTranscriptParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    /// When given, the mutation is refused (`revisionMismatch`) unless it is current.
+    public var expectedRevision: Int?
+    public var operations: [TranscriptOperation]
+
+    public init(sessionId: String, expectedRevision: Int? = nil, operations: [TranscriptOperation]) {
+        self.sessionId = sessionId
+        self.expectedRevision = expectedRevision
+        self.operations = operations
+    }
+}
+
+/// `session/mutateTranscript` result.
+public struct MutateTranscriptResult: Codable, Sendable, Hashable {
+    public var revision: Int
+    public var entryCount: Int
+
+    public init(revision: Int, entryCount: Int) {
+        self.revision = revision
+        self.entryCount = entryCount
+    }
+}
+
+/// `session/setProperties` params. `set` is applied before `remove`.
+public struct SetPropertiesParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var set: [String: JSONValue]?
+    public var remove: [String]?
+
+    public init(sessionId: String, set: [String: JSONValue]? = nil, remove: [String]? = nil) {
+        self.sessionId = sessionId
+        self.set = set
+        self.remove = remove
+    }
+}
+
+/// `session/setProperties` result: the properties after the change and the profile they select.
+public struct SetPropertiesResult: Codable, Sendable, Hashable {
+    public var properties: [String: JSONValue]
+    public var activeProfile: String
+
+    public init(properties: [String: JSONValue], activeProfile: String) {
+        self.properties = properties
+        self.activeProfile = activeProfile
+    }
+}
+
+/// `session/list` params (may be absent).
+public struct SessionListParams: Codable, Sendable, Hashable {
+    /// The `nextCursor` of the previous page.
+    public var cursor: String?
+    public var limit: Int?
+
+    public init(cursor: String? = nil, limit: Int? = nil) {
+        self.cursor = cursor
+        self.limit = limit
+    }
+}
+
+/// `session/list` result.
+public struct SessionListResult: Codable, Sendable, Hashable {
+    public var data: [SessionSummary]
+    /// Absent on the last page.
+    public var nextCursor: String?
+
+    public init(data: [SessionSummary], nextCursor: String? = nil) {
+        self.data = data
+        self.nextCursor = nextCursor
+    }
+}
+
+/// One session in `session/list`.
+public struct SessionSummary: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var title: String?
+    public var userId: String?
+    /// RFC 3339 timestamps (UTC).
+    public var createdAt: String?
+    public var updatedAt: String?
+    public var revision: Int
+    public var entryCount: Int
+    public var isRunning: Bool
+    /// Loaded in this server process (as opposed to only stored).
+    public var loaded: Bool
+
+    public init(
+        sessionId: String, title: String? = nil, userId: String? = nil, createdAt: String? = nil,
+        updatedAt: String? = nil, revision: Int, entryCount: Int, isRunning: Bool, loaded: Bool
+    ) {
+        self.sessionId = sessionId
+        self.title = title
+        self.userId = userId
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.revision = revision
+        self.entryCount = entryCount
+        self.isRunning = isRunning
+        self.loaded = loaded
+    }
+}
+
+// MARK: - Turn input, options, result
+
+/// What the user says in a turn. On the wire a bare string is accepted as `{"text": ...}`.
+public struct TurnInput: Codable, Sendable, Hashable, JSONSchemaProviding, ExpressibleByStringLiteral {
+    public var text: String
+    public var images: [ImageAttachment]?
+
+    public init(text: String, images: [ImageAttachment]? = nil) {
+        self.text = text
+        self.images = images
+    }
+
+    public init(stringLiteral value: String) { self.init(text: value) }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case text, images }
+
+    public init(from decoder: any Decoder) throws {
+        if let s = try? decoder.singleValueContainer().decode(String.self) {
+            self.init(text: s)
+            return
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(text: try c.decode(String.self, forKey: .text), images: try c.decodeIfPresent([ImageAttachment].self, forKey: .images))
+    }
+
+    public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
+
+    /// The object form, always (a bare string is only an input convenience).
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["text": .string(text)]
+        if let images { o["images"] = .array(images.map(\.json)) }
+        return .object(o)
+    }
+
+    public static var jsonSchema: JSONValue {
+        WireSchema.anyOf([
+            WireSchema.describe(WireSchema.string, "Shorthand for {\"text\": ...}."),
+            WireSchema.object(["text": WireSchema.string, "images": WireSchema.array(WireSchema.ref(ImageAttachment.self))], required: ["text"]),
+        ])
+    }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [ImageAttachment.self] }
+}
+
+/// An image attached to a prompt: a local file, a URL, or inline base64 data.
+public enum ImageAttachment: Codable, Sendable, Hashable, JSONSchemaProviding {
+    case path(String)
+    case url(String)
+    case data(base64: String, mimeType: String)
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case path, url, data, mimeType }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let present = [CodingKeys.path, .url, .data].filter { c.contains($0) }
+        guard present.count == 1, let key = present.first else {
+            throw unionMismatch(ImageAttachment.self, decoder, "exactly one of {path}, {url}, {data, mimeType}")
+        }
+        switch key {
+        case .path: self = .path(try c.decode(String.self, forKey: .path))
+        case .url: self = .url(try c.decode(String.self, forKey: .url))
+        default:
+            self = .data(base64: try c.decode(String.self, forKey: .data), mimeType: try c.decode(String.self, forKey: .mimeType))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
+
+    public var json: JSONValue {
+        switch self {
+        case .path(let p): return ["path": .string(p)]
+        case .url(let u): return ["url": .string(u)]
+        case .data(let d, let m): return ["data": .string(d), "mimeType": .string(m)]
+        }
+    }
+
+    public static var jsonSchema: JSONValue {
+        WireSchema.oneOf([
+            WireSchema.object(["path": WireSchema.string], required: ["path"]),
+            WireSchema.object(["url": WireSchema.string], required: ["url"]),
+            WireSchema.object(
+                ["data": WireSchema.describe(WireSchema.string, "base64"), "mimeType": WireSchema.string],
+                required: ["data", "mimeType"]),
+        ])
+    }
+}
+
+/// Per-call overrides for one turn; they win over the profile's options and the config's limits.
+public struct TurnOptions: Codable, Sendable, Hashable {
+    public var temperature: Double?
+    public var maxOutputTokens: Int?
+    public var reasoningLevel: String?
+    public var toolChoice: ToolChoice?
+    public var toolCallingMode: ToolCallingMode?
+    public var limits: Limits?
+    public var model: ModelReference?
+
+    public init(
+        temperature: Double? = nil, maxOutputTokens: Int? = nil, reasoningLevel: String? = nil,
+        toolChoice: ToolChoice? = nil, toolCallingMode: ToolCallingMode? = nil, limits: Limits? = nil,
+        model: ModelReference? = nil
+    ) {
+        self.temperature = temperature
+        self.maxOutputTokens = maxOutputTokens
+        self.reasoningLevel = reasoningLevel
+        self.toolChoice = toolChoice
+        self.toolCallingMode = toolCallingMode
+        self.limits = limits
+        self.model = model
+    }
+}
+
+/// Token counts. In `TurnResult` and `session/generate` these are the turn's totals.
+public struct Usage: Codable, Sendable, Hashable {
+    public var inputTokens: Int
+    public var outputTokens: Int
+    public var cachedInputTokens: Int?
+    public var reasoningTokens: Int?
+
+    public init(inputTokens: Int = 0, outputTokens: Int = 0, cachedInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.cachedInputTokens = cachedInputTokens
+        self.reasoningTokens = reasoningTokens
+    }
+
+    /// The object's members, shared with the `usage` event, which carries them inline.
+    var jsonMembers: [String: JSONValue] {
+        var o: [String: JSONValue] = ["inputTokens": .int(inputTokens), "outputTokens": .int(outputTokens)]
+        if let cachedInputTokens { o["cachedInputTokens"] = .int(cachedInputTokens) }
+        if let reasoningTokens { o["reasoningTokens"] = .int(reasoningTokens) }
+        return o
+    }
+
+    public var json: JSONValue { .object(jsonMembers) }
+}
+
+/// Why a turn ended successfully.
+public enum StopReason: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// The model answered without tool calls.
+    case completed
+    /// A `final` tool was called; its arguments are `finalAnswer`.
+    case finalAnswer
+}
+
+/// The `session/send` result, sent when the turn ends.
+public struct TurnResult: Codable, Sendable, Hashable {
+    public var turnId: String
+    public var message: TurnMessage
+    public var stopReason: StopReason
+    public var finalAnswer: JSONValue?
+    public var usage: Usage
+    public var roundTrips: Int
+    public var toolCalls: Int
+    public var revision: Int
+
+    public init(
+        turnId: String, message: TurnMessage, stopReason: StopReason = .completed, finalAnswer: JSONValue? = nil,
+        usage: Usage, roundTrips: Int, toolCalls: Int, revision: Int
+    ) {
+        self.turnId = turnId
+        self.message = message
+        self.stopReason = stopReason
+        self.finalAnswer = finalAnswer
+        self.usage = usage
+        self.roundTrips = roundTrips
+        self.toolCalls = toolCalls
+        self.revision = revision
+    }
+}
+
+/// The response a turn appended.
+public struct TurnMessage: Codable, Sendable, Hashable {
+    public var entryId: String
+    public var text: String
+
+    public init(entryId: String, text: String) {
+        self.entryId = entryId
+        self.text = text
+    }
+}
+
+// MARK: - Transcript
+
+/// How a tool call ended. Every outcome is fed back to the model; only a JSON-RPC
+/// error answer to `tool/call` ends the turn.
+public enum ToolOutcome: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case ok
+    case failed
+    case denied
+    case conflict
+}
+
+/// A tool call as the model made it (transcript `toolCalls` entries, `activeToolCalls`).
+public struct ToolCallRecord: Codable, Sendable, Hashable {
+    public var callId: String
+    public var name: String
+    public var arguments: JSONValue
+
+    public init(callId: String, name: String, arguments: JSONValue) {
+        self.callId = callId
+        self.name = name
+        self.arguments = arguments
+    }
+
+    public var json: JSONValue {
+        ["callId": .string(callId), "name": .string(name), "arguments": arguments]
+    }
+}
+
+/// The `type` of a transcript entry.
+public enum TranscriptEntryType: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case prompt
+    case response
+    case reasoning
+    case toolCalls
+    case toolOutput
+}
+
+/// One transcript entry: a stable `id`, the turn that produced it, and its content.
+/// On the wire it is one flat object: `{"id":..., "type":"prompt", "text":...}`.
+public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding {
+    public var id: String
+    public var turnId: String?
+    public var content: TranscriptContent
+
+    public init(id: String, turnId: String? = nil, _ content: TranscriptContent) {
+        self.id = id
+        self.turnId = turnId
+        self.content = content
+    }
+
+    public var type: TranscriptEntryType { content.type }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, turnId, type, text, images, profile, incomplete, calls, callId, name, outcome, content
+    }
+
+    /// An unknown `type` throws a `DecodingError`, which the server reports as `invalidTranscript`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        turnId = try c.decodeIfPresent(String.self, forKey: .turnId)
+        let typeName = try c.decode(String.self, forKey: .type)
+        guard let type = TranscriptEntryType(rawValue: typeName) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c,
+                debugDescription: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls or toolOutput)")
+        }
+        switch type {
+        case .prompt:
+            content = .prompt(text: try c.decode(String.self, forKey: .text), images: try c.decodeIfPresent([ImageAttachment].self, forKey: .images))
+        case .response:
+            content = .response(
+                text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile),
+                incomplete: try c.decodeIfPresent(Bool.self, forKey: .incomplete) ?? false)
+        case .reasoning:
+            content = .reasoning(text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile))
+        case .toolCalls:
+            content = .toolCalls(
+                calls: try c.decode([ToolCallRecord].self, forKey: .calls), profile: try c.decodeIfPresent(String.self, forKey: .profile),
+                text: try c.decodeIfPresent(String.self, forKey: .text))
+        case .toolOutput:
+            content = .toolOutput(
+                callId: try c.decode(String.self, forKey: .callId), name: try c.decode(String.self, forKey: .name),
+                outcome: try c.decode(ToolOutcome.self, forKey: .outcome),
+                content: try c.decodeNil(forKey: .content) ? .null : c.decode(JSONValue.self, forKey: .content),
+                profile: try c.decodeIfPresent(String.self, forKey: .profile))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
+
+    /// The wire form, built directly (entries go out in every `entryAppended` event).
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["id": .string(id), "type": .string(content.type.rawValue)]
+        if let turnId { o["turnId"] = .string(turnId) }
+        func profile(_ p: String?) { if let p { o["profile"] = .string(p) } }
+        switch content {
+        case .prompt(let text, let images):
+            o["text"] = .string(text)
+            if let images { o["images"] = .array(images.map(\.json)) }
+        case .response(let text, let p, let incomplete):
+            o["text"] = .string(text)
+            profile(p)
+            if incomplete { o["incomplete"] = true }
+        case .reasoning(let text, let p):
+            o["text"] = .string(text)
+            profile(p)
+        case .toolCalls(let calls, let p, let text):
+            o["calls"] = .array(calls.map(\.json))
+            profile(p)
+            if let text { o["text"] = .string(text) }
+        case .toolOutput(let callId, let name, let outcome, let value, let p):
+            o["callId"] = .string(callId)
+            o["name"] = .string(name)
+            o["outcome"] = .string(outcome.rawValue)
+            o["content"] = value
+            profile(p)
+        }
+        return .object(o)
+    }
+
+    public static var jsonSchema: JSONValue {
+        let s = WireSchema.string
+        func variant(_ type: String, _ props: [String: JSONValue], _ required: [String]) -> JSONValue {
+            var all = props
+            all["id"] = s
+            all["turnId"] = s
+            all["type"] = WireSchema.const(type)
+            return WireSchema.object(all, required: ["id", "type"] + required)
+        }
+        return WireSchema.oneOf([
+            variant("prompt", ["text": s, "images": WireSchema.array(WireSchema.ref(ImageAttachment.self))], ["text"]),
+            variant("response", ["text": s, "profile": s, "incomplete": WireSchema.boolean], ["text"]),
+            variant("reasoning", ["text": s, "profile": s], ["text"]),
+            variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s, "text": s], ["calls"]),
+            variant(
+                "toolOutput",
+                ["callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": WireSchema.any, "profile": s],
+                ["callId", "name", "outcome", "content"]),
+        ])
+    }
+    public static var jsonSchemaDependencies: [any Decodable.Type] {
+        [ImageAttachment.self, ToolCallRecord.self, ToolOutcome.self]
+    }
+}
+
+/// What a transcript entry holds. `profile` names the profile that produced it.
+public enum TranscriptContent: Sendable, Hashable {
+    case prompt(text: String, images: [ImageAttachment]?)
+    /// `incomplete`: a partial response kept by the `preserve` error policy.
+    case response(text: String, profile: String?, incomplete: Bool)
+    case reasoning(text: String, profile: String?)
+    /// `text` is what the model said alongside the calls, if anything.
+    case toolCalls(calls: [ToolCallRecord], profile: String?, text: String?)
+    case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?)
+
+    public var type: TranscriptEntryType {
+        switch self {
+        case .prompt: return .prompt
+        case .response: return .response
+        case .reasoning: return .reasoning
+        case .toolCalls: return .toolCalls
+        case .toolOutput: return .toolOutput
+        }
+    }
+
+    /// The producing profile (prompts have none).
+    public var profile: String? {
+        switch self {
+        case .prompt: return nil
+        case .response(_, let p, _), .reasoning(_, let p), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
+        }
+    }
+}
+
+/// One edit of `session/mutateTranscript`. `id: null` / `after: null` are meaningful
+/// (empty the transcript / insert at the start), so they must be present, not omitted.
+public enum TranscriptOperation: Codable, Sendable, Hashable, JSONSchemaProviding {
+    case remove(ids: [String])
+    /// Keeps entries up to and including `id`; `nil` empties the transcript.
+    case truncateAfter(id: String?)
+    case replace(id: String, entry: TranscriptEntry)
+    /// Inserts after `after`; `nil` inserts at the start.
+    case insert(after: String?, entries: [TranscriptEntry])
+    case set(entries: [TranscriptEntry])
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case op, ids, id, entry, after, entries }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let op = try c.decode(String.self, forKey: .op)
+        // Absent and null differ here: absent is an error, null is "the start".
+        func nullableID(_ key: CodingKeys) throws -> String? {
+            guard c.contains(key) else {
+                throw DecodingError.keyNotFound(key, .init(codingPath: c.codingPath, debugDescription: "'\(key.rawValue)' is required (use null for the start)"))
+            }
+            return try c.decodeNil(forKey: key) ? nil : c.decode(String.self, forKey: key)
+        }
+        switch op {
+        case "remove": self = .remove(ids: try c.decode([String].self, forKey: .ids))
+        case "truncateAfter": self = .truncateAfter(id: try nullableID(.id))
+        case "replace": self = .replace(id: try c.decode(String.self, forKey: .id), entry: try c.decode(TranscriptEntry.self, forKey: .entry))
+        case "insert": self = .insert(after: try nullableID(.after), entries: try c.decode([TranscriptEntry].self, forKey: .entries))
+        case "set": self = .set(entries: try c.decode([TranscriptEntry].self, forKey: .entries))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .op, in: c, debugDescription: "unknown op '\(op)' (expected remove, truncateAfter, replace, insert or set)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .remove(let ids):
+            try c.encode("remove", forKey: .op)
+            try c.encode(ids, forKey: .ids)
+        case .truncateAfter(let id):
+            try c.encode("truncateAfter", forKey: .op)
+            if let id { try c.encode(id, forKey: .id) } else { try c.encodeNil(forKey: .id) }
+        case .replace(let id, let entry):
+            try c.encode("replace", forKey: .op)
+            try c.encode(id, forKey: .id)
+            try c.encode(entry, forKey: .entry)
+        case .insert(let after, let entries):
+            try c.encode("insert", forKey: .op)
+            if let after { try c.encode(after, forKey: .after) } else { try c.encodeNil(forKey: .after) }
+            try c.encode(entries, forKey: .entries)
+        case .set(let entries):
+            try c.encode("set", forKey: .op)
+            try c.encode(entries, forKey: .entries)
+        }
+    }
+
+    public static var jsonSchema: JSONValue {
+        let entry = WireSchema.ref(TranscriptEntry.self)
+        return WireSchema.oneOf([
+            WireSchema.object(["op": WireSchema.const("remove"), "ids": WireSchema.array(WireSchema.string)], required: ["op", "ids"]),
+            WireSchema.object(["op": WireSchema.const("truncateAfter"), "id": WireSchema.nullableString], required: ["op", "id"]),
+            WireSchema.object(["op": WireSchema.const("replace"), "id": WireSchema.string, "entry": entry], required: ["op", "id", "entry"]),
+            WireSchema.object(
+                ["op": WireSchema.const("insert"), "after": WireSchema.nullableString, "entries": WireSchema.array(entry)],
+                required: ["op", "after", "entries"]),
+            WireSchema.object(["op": WireSchema.const("set"), "entries": WireSchema.array(entry)], required: ["op", "entries"]),
+        ])
+    }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [TranscriptEntry.self] }
+}
+
+// MARK: - Session state (PROTOCOL.md §5)
+
+/// A snapshot of an observable session (`session/getState`). When each field
+/// changes is ENGINE.md §2.
+public struct SessionState: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var isRunning: Bool
+    /// The running turn, or the last one.
+    public var turnId: String?
+    /// Text of the current (or last) turn, streamed so far.
+    public var currentText: String
+    public var activeToolCalls: [ToolCallRecord]
+    public var pendingConfirmation: PendingConfirmation?
+    public var lastUsageReport: Usage?
+    public var lastSchemaWarnings: [SchemaWarning]
+    public var lastContextDiagnostics: [ContextDiagnostic]
+    public var activeProfile: String
+    public var properties: [String: JSONValue]
+    public var revision: Int
+    public var entryCount: Int
+
+    public init(
+        sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
+        activeToolCalls: [ToolCallRecord] = [], pendingConfirmation: PendingConfirmation? = nil,
+        lastUsageReport: Usage? = nil, lastSchemaWarnings: [SchemaWarning] = [],
+        lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
+        properties: [String: JSONValue] = [:], revision: Int, entryCount: Int
+    ) {
+        self.sessionId = sessionId
+        self.isRunning = isRunning
+        self.turnId = turnId
+        self.currentText = currentText
+        self.activeToolCalls = activeToolCalls
+        self.pendingConfirmation = pendingConfirmation
+        self.lastUsageReport = lastUsageReport
+        self.lastSchemaWarnings = lastSchemaWarnings
+        self.lastContextDiagnostics = lastContextDiagnostics
+        self.activeProfile = activeProfile
+        self.properties = properties
+        self.revision = revision
+        self.entryCount = entryCount
+    }
+}
+
+/// A tool call waiting for the user's decision.
+public struct PendingConfirmation: Codable, Sendable, Hashable {
+    public var callId: String
+    public var name: String
+    public var arguments: JSONValue
+    public var reason: String?
+
+    public init(callId: String, name: String, arguments: JSONValue, reason: String? = nil) {
+        self.callId = callId
+        self.name = name
+        self.arguments = arguments
+        self.reason = reason
+    }
+}
+
+/// A part of a tool's input schema the provider could not take as is and that was down-converted.
+public struct SchemaWarning: Codable, Sendable, Hashable {
+    public var tool: String
+    /// JSON Pointer into the tool's `inputSchema`.
+    public var path: String
+    public var message: String
+
+    public init(tool: String, path: String, message: String) {
+        self.tool = tool
+        self.path = path
+        self.message = message
+    }
+
+    public var json: JSONValue { ["tool": .string(tool), "path": .string(path), "message": .string(message)] }
+}
+
+/// A context source that failed or timed out; the turn went on with its last good value.
+public struct ContextDiagnostic: Codable, Sendable, Hashable {
+    public var source: String
+    public var message: String
+
+    public init(source: String, message: String) {
+        self.source = source
+        self.message = message
+    }
+
+    public var json: JSONValue { ["source": .string(source), "message": .string(message)] }
+}

@@ -1,0 +1,71 @@
+// Server → client tool execution (PROTOCOL.md §4).
+
+/// `tool/call`: the client runs a tool. An error answer is a thrown executor
+/// error and ends the turn; outcomes other than `ok` are fed back to the model.
+public enum ToolCallRequest: RPCMethod {
+    public static let name = "tool/call"
+    public static let direction = MethodDirection.serverToClient
+    public typealias Params = ToolCallParams
+    public typealias Result = ToolCallResult
+}
+
+/// `tool/undo`: rolls back an `ok` call whose result carried `undo`, newest first.
+public enum ToolUndoRequest: RPCMethod {
+    public static let name = "tool/undo"
+    public static let direction = MethodDirection.serverToClient
+    public typealias Params = ToolUndoParams
+    public typealias Result = Empty
+}
+
+/// `tool/call` params.
+public struct ToolCallParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var turnId: String
+    public var callId: String
+    public var name: String
+    public var arguments: JSONValue
+    /// The transcript revision when the call was made.
+    public var revision: Int
+
+    public init(sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, revision: Int) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.name = name
+        self.arguments = arguments
+        self.revision = revision
+    }
+}
+
+/// `tool/call` result.
+public struct ToolCallResult: Codable, Sendable, Hashable {
+    public var outcome: ToolOutcome
+    /// What the model sees: a string or any JSON.
+    public var content: JSONValue
+    /// Opaque data handed back in `tool/undo` if the turn rolls back.
+    public var undo: JSONValue?
+
+    public init(outcome: ToolOutcome, content: JSONValue, undo: JSONValue? = nil) {
+        self.outcome = outcome
+        self.content = content
+        self.undo = undo
+    }
+}
+
+/// `tool/undo` params.
+public struct ToolUndoParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var turnId: String
+    public var callId: String
+    public var name: String
+    /// The `undo` value the call returned.
+    public var undo: JSONValue
+
+    public init(sessionId: String, turnId: String, callId: String, name: String, undo: JSONValue) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.name = name
+        self.undo = undo
+    }
+}
