@@ -1,0 +1,776 @@
+"""The JSON-RPC connection to an agentrpc server.
+
+:class:`Client` owns one server process. It matches answers to requests,
+dispatches the server's notifications and requests, and guarantees that no
+caller waits forever: every pending request ends with an answer, a
+:class:`~agentrpc.errors.RequestTimeout`, or a
+:class:`~agentrpc.errors.TransportClosed` when the connection goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, TypeAlias
+
+from ._version import __version__
+from .discovery import find_binary
+from .errors import (
+    AgentRPCError,
+    AgentRPCException,
+    ClientError,
+    InternalError,
+    MethodNotFound,
+    RequestTimeout,
+    ServerExited,
+    TransportClosed,
+    error_from_wire,
+)
+from .session import Session
+from .transport import ProcessTransport
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "DEFAULT_CAPABILITIES",
+    "DEFAULT",
+    "Client",
+    "Notification",
+    "NotificationStream",
+    "NotificationCallback",
+    "RequestHandler",
+    "JSONObject",
+]
+
+_log = logging.getLogger("agentrpc.client")
+
+#: The protocol version this client speaks (PROTOCOL.md §2).
+PROTOCOL_VERSION: Final = 1
+#: Capabilities sent by default: this client runs tools and gets confirmations
+#: as notifications (answered with ``session/confirm``).
+DEFAULT_CAPABILITIES: Final[Mapping[str, Any]] = {"tools": True, "confirmations": "notify"}
+
+JSONObject: TypeAlias = dict[str, Any]
+RequestId: TypeAlias = int | str
+#: Called with a notification's ``params``; may be a coroutine function.
+NotificationCallback: TypeAlias = Callable[[Any], "None | Awaitable[None]"]
+#: Called with a server request's ``params``; returns (or awaits to) the result.
+RequestHandler: TypeAlias = Callable[[Any], Any]
+
+
+class _Default(enum.Enum):
+    """Sentinel type: "use the client's default", distinct from ``None`` (= no limit)."""
+
+    DEFAULT = enum.auto()
+
+
+#: Pass as ``timeout`` to use the client's ``request_timeout``.
+DEFAULT: Final = _Default.DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A notification received from the server."""
+
+    method: str
+    params: Any
+
+
+_END = object()
+
+
+class NotificationStream(AsyncIterator[Notification]):
+    """An async iterator over notifications, optionally of one method.
+
+    It subscribes when created (not when first iterated), so nothing sent in
+    between is lost. It ends when the connection closes or :meth:`close` is
+    called. The queue is unbounded so a slow consumer never stalls the
+    reader (and with it every other request); consume or close it.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        method: str | None,
+        predicate: Callable[[Notification], bool] | None = None,
+    ) -> None:
+        self._client = client
+        self.method = method
+        self._predicate = predicate
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._done = False
+        client._streams.add(self)
+        if client.closed:
+            self._end()
+
+    def _push(self, note: Notification) -> None:
+        if self._done or (self.method is not None and self.method != note.method):
+            return
+        if self._predicate is not None:
+            try:
+                if not self._predicate(note):
+                    return
+            except Exception:
+                _log.exception("notification stream predicate failed")
+                return
+        self._queue.put_nowait(note)
+
+    def _end(self) -> None:
+        if not self._done:
+            self._done = True
+            self._queue.put_nowait(_END)
+        self._client._streams.discard(self)
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends after what is already queued."""
+        self._end()
+
+    def __aiter__(self) -> NotificationStream:
+        return self
+
+    async def __anext__(self) -> Notification:
+        item = await self._queue.get()
+        if item is _END:
+            # Leave the marker for any other task iterating the same stream.
+            self._queue.put_nowait(_END)
+            raise StopAsyncIteration
+        assert isinstance(item, Notification)
+        return item
+
+    async def __aenter__(self) -> NotificationStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _SpawnContext:
+    """What :meth:`Client.spawn` returns: use with ``async with`` or ``await``.
+
+    ``async with`` closes the client on exit; a plain ``await`` hands the
+    caller an open client to close with :meth:`Client.close`.
+    """
+
+    def __init__(self, factory: Callable[[], Awaitable[Client]]) -> None:
+        self._factory = factory
+        self._client: Client | None = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._factory().__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await self._factory()
+        return self._client
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+class Client:
+    """A connection to one agentrpc server process.
+
+    Create it with :meth:`spawn`. Requests may be issued concurrently from
+    many tasks; the server answers them in any order.
+    """
+
+    def __init__(
+        self,
+        transport: ProcessTransport,
+        *,
+        request_timeout: float | None = None,
+        shutdown_timeout: float = 5.0,
+    ) -> None:
+        """Wrap a started transport; most callers want :meth:`spawn` instead."""
+        self._transport = transport
+        self.request_timeout = request_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self._next_id = 0
+        self._pending: dict[RequestId, asyncio.Future[Any]] = {}
+        self._pending_methods: dict[RequestId, str] = {}
+        self._notification_callbacks: dict[str, list[NotificationCallback]] = {}
+        self._request_handlers: dict[str, RequestHandler] = {}
+        self._streams: set[NotificationStream] = set()
+        # Server→client requests being handled, by the server's request id.
+        self._inbound: dict[RequestId, asyncio.Task[None]] = {}
+        self._inbound_cancelled: set[RequestId] = set()
+        # Async notification callbacks in flight; kept so they are not GC'd.
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._closed_error: TransportClosed | None = None
+        self._connection_lost = asyncio.Event()
+        self._close_task: asyncio.Task[None] | None = None
+        self._initialized = False
+        self.initialize_result: JSONObject | None = None
+        self._reader = asyncio.create_task(self._read_loop(), name="agentrpc-reader")
+
+    # -- construction --------------------------------------------------------
+
+    @classmethod
+    def spawn(
+        cls,
+        binary: str | os.PathLike[str] | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        initialize: bool = True,
+        capabilities: Mapping[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        request_timeout: float | None = None,
+        *,
+        shutdown_timeout: float = 5.0,
+        stderr_tail_lines: int = 200,
+        inherit_env: bool = True,
+    ) -> _SpawnContext:
+        """Start a server and (by default) run the ``initialize`` handshake.
+
+        ``async with Client.spawn() as client:`` closes it politely on exit.
+        The binary is found by :func:`agentrpc.discovery.find_binary`. ``env``
+        is added to the inherited environment (``inherit_env=False`` uses it
+        alone). ``request_timeout`` is the default for every request; ``None``
+        waits as long as the server takes, which suits turns that run minutes.
+        """
+
+        async def factory() -> Client:
+            path = find_binary(binary)
+            environment: dict[str, str] | None
+            if inherit_env:
+                environment = dict(os.environ)
+                environment.update(env or {})
+            else:
+                environment = dict(env or {})
+            transport = await ProcessTransport.start(
+                [path, *args], env=environment, cwd=cwd, stderr_tail_lines=stderr_tail_lines
+            )
+            client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout)
+            if initialize:
+                try:
+                    await client.initialize(capabilities=capabilities, client_info=client_info)
+                except BaseException:
+                    await client.close()
+                    raise
+            return client
+
+        return _SpawnContext(factory)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- handshake -----------------------------------------------------------
+
+    async def initialize(
+        self,
+        capabilities: Mapping[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        timeout: float | None | _Default = DEFAULT,
+    ) -> JSONObject:
+        """Send ``initialize``; must be the first request (PROTOCOL.md §2)."""
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientInfo": dict(client_info) if client_info is not None else {
+                "name": "agentrpc-python",
+                "version": __version__,
+            },
+            "capabilities": dict(capabilities) if capabilities is not None else dict(DEFAULT_CAPABILITIES),
+        }
+        result = await self.request("initialize", params, timeout=timeout)
+        if not isinstance(result, dict):
+            raise InternalError(f"initialize returned {type(result).__name__}, not an object")
+        version = result.get("protocolVersion")
+        if version != PROTOCOL_VERSION:
+            _log.warning("server speaks protocol version %r; this client speaks %d", version, PROTOCOL_VERSION)
+        self.initialize_result = result
+        self._initialized = True
+        return result
+
+    @property
+    def initialized(self) -> bool:
+        """True once ``initialize`` succeeded."""
+        return self._initialized
+
+    @property
+    def server_info(self) -> JSONObject | None:
+        """``serverInfo`` from the handshake (``{name, version}``)."""
+        info = (self.initialize_result or {}).get("serverInfo")
+        return info if isinstance(info, dict) else None
+
+    @property
+    def server_capabilities(self) -> JSONObject | None:
+        """``capabilities`` from the handshake."""
+        caps = (self.initialize_result or {}).get("capabilities")
+        return caps if isinstance(caps, dict) else None
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the server answered with."""
+        version = (self.initialize_result or {}).get("protocolVersion")
+        return version if isinstance(version, int) else None
+
+    # -- process facts -------------------------------------------------------
+
+    @property
+    def stderr_tail(self) -> str:
+        """The server's most recent stderr lines (bounded ring buffer)."""
+        return self._transport.stderr_tail
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self._transport.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit code once it has exited."""
+        return self._transport.returncode
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is gone (closed by us or by the server)."""
+        return self._closed_error is not None
+
+    async def wait_closed(self, timeout: float | None = None) -> bool:
+        """Wait until the connection is gone; ``False`` if ``timeout`` passed first."""
+        try:
+            await asyncio.wait_for(self._connection_lost.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    # -- requests ------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        timeout: float | None | _Default = DEFAULT,
+    ) -> Any:
+        """Send a request and return its ``result``.
+
+        Raises the :class:`~agentrpc.errors.AgentRPCError` subclass matching
+        an error answer, :class:`~agentrpc.errors.RequestTimeout` after
+        ``timeout`` seconds (``DEFAULT``: the client's ``request_timeout``;
+        ``None``: no limit), or :class:`~agentrpc.errors.TransportClosed`.
+        Cancelling the awaiting task withdraws the request with
+        ``$/cancelRequest`` so the server stops working on it.
+        """
+        self._raise_if_closed()
+        limit = self.request_timeout if timeout is DEFAULT else timeout
+        self._next_id += 1
+        request_id: RequestId = self._next_id
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._pending_methods[request_id] = method
+        try:
+            # The write is inside the limit too: a server that stopped reading
+            # must not block a caller forever on a full pipe.
+            async with asyncio.timeout(limit):
+                await self._transport.send(message)
+                return await future
+        except TimeoutError as exc:
+            self._withdraw(request_id)
+            raise RequestTimeout(method, limit or 0.0, request_id) from exc
+        except asyncio.CancelledError:
+            self._withdraw(request_id)
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+            self._pending_methods.pop(request_id, None)
+
+    def _withdraw(self, request_id: RequestId) -> None:
+        """Tell the server we no longer want an answer (if one is still due)."""
+        future = self._pending.get(request_id)
+        # Cancelling the awaiting task has already cancelled the future; a
+        # future that holds a result or error means the answer is in.
+        if future is None or (future.done() and not future.cancelled()) or self.closed:
+            return
+        future.cancel()
+        self._transport.send_nowait({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (no answer)."""
+        self._raise_if_closed()
+        message: JSONObject = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._transport.send(message)
+
+    def _raise_if_closed(self) -> None:
+        error = self._closed_error
+        if error is not None:
+            # A fresh instance per raise, so tracebacks do not pile up on one object.
+            raise type(error)(error.message, returncode=error.returncode, stderr_tail=error.stderr_tail)
+
+    # -- notifications -------------------------------------------------------
+
+    def on_notification(self, method: str, callback: NotificationCallback) -> Callable[[], None]:
+        """Call ``callback(params)`` for each ``method`` notification.
+
+        Plain callbacks run in the reader, in arrival order, and must not
+        block; coroutine callbacks run as tasks. Exceptions are logged, never
+        propagated (one faulty listener must not kill the connection).
+        Returns a function that unsubscribes.
+        """
+        callbacks = self._notification_callbacks.setdefault(method, [])
+        callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            try:
+                callbacks.remove(callback)
+            except ValueError:
+                pass
+
+        return unsubscribe
+
+    def notifications(
+        self,
+        method: str | None = None,
+        *,
+        predicate: Callable[[Notification], bool] | None = None,
+    ) -> NotificationStream:
+        """An async iterator of notifications (all, or only ``method``).
+
+        ``predicate`` narrows further (e.g. to one session). It subscribes
+        now, so create it before the request whose notifications you want.
+        """
+        return NotificationStream(self, method, predicate)
+
+    # -- server → client requests ---------------------------------------------
+
+    def on_request(self, method: str, handler: RequestHandler) -> Callable[[], None]:
+        """Answer the server's ``method`` requests with ``handler(params)``.
+
+        The handler may be sync or async; each request runs as its own task,
+        so slow handlers do not block others. Raising an
+        :class:`~agentrpc.errors.AgentRPCError` answers with that error; any
+        other exception answers ``-32603``. A ``$/cancelRequest`` from the
+        server cancels the task and answers ``-32800``. One handler per
+        method: a new one replaces the old. Returns a function that removes
+        it (only if it is still the registered one).
+        """
+        self._request_handlers[method] = handler
+
+        def remove() -> None:
+            if self._request_handlers.get(method) is handler:
+                del self._request_handlers[method]
+
+        return remove
+
+    # -- reading -------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        try:
+            async for line in self._transport.lines():
+                self._handle_line(line)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # pragma: no cover - a bug here must still end the connection
+            _log.exception("agentrpc reader failed")
+        finally:
+            await self._on_stdout_closed()
+
+    def _handle_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            _log.warning("ignoring unparseable line from server (%s): %.200r", exc, line)
+            return
+        if isinstance(message, list):
+            for item in message:
+                self._handle_message(item)
+        else:
+            self._handle_message(message)
+
+    def _handle_message(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            _log.warning("ignoring non-object message from server: %.200r", message)
+            return
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message and message["id"] is not None:
+                self._handle_server_request(message["id"], method, message.get("params"))
+            else:
+                self._handle_notification(method, message.get("params"))
+            return
+        if "result" in message or "error" in message:
+            self._handle_response(message)
+            return
+        _log.warning("ignoring message that is neither request nor response: %.200r", message)
+
+    def _handle_response(self, message: JSONObject) -> None:
+        request_id = message.get("id")
+        if request_id is None:
+            # The server could not tell which message it answers (e.g. a
+            # parse error). Nothing to resolve; say so loudly.
+            _log.warning("server error without an id: %r", message.get("error"))
+            return
+        future = self._pending.get(request_id)
+        if future is None or future.done():
+            _log.debug("answer to unknown or withdrawn request %r", request_id)
+            return
+        if "error" in message:
+            future.set_exception(error_from_wire(message["error"]))
+        else:
+            future.set_result(message.get("result"))
+
+    def _handle_notification(self, method: str, params: Any) -> None:
+        if method == "$/cancelRequest":
+            self._handle_inbound_cancel(params)
+            return
+        note = Notification(method, params)
+        for stream in list(self._streams):
+            stream._push(note)
+        for callback in list(self._notification_callbacks.get(method, ())):
+            try:
+                outcome = callback(params)
+            except Exception:
+                _log.exception("notification callback for %s failed", method)
+                continue
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(outcome)
+                self._background.add(task)
+                task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("async notification callback failed", exc_info=task.exception())
+
+    def _handle_server_request(self, request_id: RequestId, method: str, params: Any) -> None:
+        handler = self._request_handlers.get(method)
+        if handler is None:
+            error = MethodNotFound(f"client does not handle {method!r}", {"method": method})
+            self._spawn_answer(request_id, error=error.to_error_object())
+            return
+        if request_id in self._inbound:
+            _log.warning("server reused request id %r while it is still running", request_id)
+        task = asyncio.create_task(
+            self._run_handler(request_id, method, handler, params), name=f"agentrpc-handle-{method}"
+        )
+        self._inbound[request_id] = task
+        task.add_done_callback(lambda done: self._handler_finished(request_id, done))
+
+    def _handle_inbound_cancel(self, params: Any) -> None:
+        request_id = params.get("id") if isinstance(params, dict) else None
+        if not isinstance(request_id, (int, str)):
+            return
+        task = self._inbound.get(request_id)
+        if task is None or task.done():
+            return
+        # Recorded before cancel(), so the task's end can tell a withdrawal by
+        # the server (answer -32800) from the client closing (answer nothing).
+        self._inbound_cancelled.add(request_id)
+        task.cancel()
+
+    def _handler_finished(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
+        """Bookkeeping when a handler task ends, however it ends.
+
+        Done here rather than inside the task because a task cancelled before
+        its first step never runs its body, and the server still needs its
+        ``-32800`` answer.
+        """
+        withdrawn = request_id in self._inbound_cancelled
+        self._inbound_cancelled.discard(request_id)
+        if self._inbound.get(request_id) is task:
+            del self._inbound[request_id]
+        if task.cancelled() and withdrawn and not self.closed:
+            self._spawn_answer(request_id, error={
+                "code": -32800,
+                "message": "request cancelled by the server",
+                "data": {"kind": "cancelled"},
+            })
+
+    async def _run_handler(self, request_id: RequestId, method: str, handler: RequestHandler, params: Any) -> None:
+        """Run one handler and answer with its result or error.
+
+        Cancellation propagates; :meth:`_handler_finished` answers it.
+        """
+        try:
+            result = handler(params)
+            if inspect.isawaitable(result):
+                result = await result
+        except AgentRPCError as exc:
+            await self._answer(request_id, error=exc.to_error_object())
+            return
+        except Exception as exc:
+            _log.exception("handler for %s failed", method)
+            await self._answer(request_id, error=InternalError(
+                f"client handler for {method!r} raised {type(exc).__name__}: {exc}"
+            ).to_error_object())
+            return
+        await self._answer(request_id, result=result)
+
+    async def _answer(self, request_id: RequestId, *, result: Any = None, error: Any = None) -> None:
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error
+        else:
+            message["result"] = result
+        try:
+            await self._transport.send(message)
+        except (TypeError, ValueError) as exc:
+            # The handler returned something that is not JSON; tell the server
+            # rather than leaving its request unanswered.
+            _log.error("handler result for request %r is not JSON: %s", request_id, exc)
+            fallback = InternalError(f"client handler returned a non-JSON result: {exc}")
+            await self._answer(request_id, error=fallback.to_error_object())
+        except ClientError:
+            _log.debug("cannot answer request %r: connection closed", request_id)
+
+    def _spawn_answer(self, request_id: RequestId, **kwargs: Any) -> None:
+        task = asyncio.ensure_future(self._answer(request_id, **kwargs))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- ending --------------------------------------------------------------
+
+    async def _on_stdout_closed(self) -> None:
+        """stdout ended: the connection is over. Fail everything still waiting."""
+        if self._closing:
+            error: TransportClosed = TransportClosed("the client closed the connection")
+        else:
+            # Give the process a moment to report its exit code; bounded, since
+            # a server can close stdout and keep running.
+            code = await self._transport.wait(2.0)
+            await self._transport.finish(1.0)
+            reason = "the server exited" if code is not None else "the server closed its stdout"
+            error = ServerExited(reason, returncode=code, stderr_tail=self._transport.stderr_tail)
+            _log.warning("%s", error)
+        self._lose_connection(error)
+
+    def _lose_connection(self, error: TransportClosed) -> None:
+        if self._closed_error is not None:
+            return
+        self._closed_error = error
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(error)
+        for stream in list(self._streams):
+            stream._end()
+        for task in list(self._inbound.values()):
+            task.cancel()
+        self._connection_lost.set()
+
+    async def close(self) -> None:
+        """Shut the server down politely, then make sure it is gone.
+
+        ``shutdown`` request, ``exit`` notification, close stdin, wait
+        ``shutdown_timeout`` seconds, then SIGTERM and SIGKILL. Safe to call
+        more than once and from several tasks; all wait for the same close.
+        """
+        if self._close_task is None:
+            self._close_task = asyncio.create_task(self._close(), name="agentrpc-close")
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        alive = not self.closed and self._transport.returncode is None
+        # From here on, end of stdout is expected, not a crash to warn about.
+        self._closing = True
+        if alive and self._initialized:
+            try:
+                await self.request("shutdown", timeout=self.shutdown_timeout)
+            except (AgentRPCException, TimeoutError) as exc:
+                _log.debug("shutdown request failed: %s", exc)
+            try:
+                await asyncio.wait_for(self.notify("exit"), self.shutdown_timeout)
+            except (AgentRPCException, TimeoutError):
+                pass
+        await self._transport.close_stdin(self.shutdown_timeout)
+        await self._transport.stop(self.shutdown_timeout)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), self.shutdown_timeout)
+        except TimeoutError:
+            self._reader.cancel()
+        except asyncio.CancelledError:  # pragma: no cover
+            pass
+        await self._transport.finish(1.0)
+        self._lose_connection(TransportClosed("the client closed the connection"))
+        for task in list(self._background):
+            task.cancel()
+
+    # -- typed helpers for the session methods --------------------------------
+
+    async def create_session(self, config: Mapping[str, Any] | None = None, /, **fields: Any) -> str:
+        """``session/create``; returns the new ``sessionId``.
+
+        Pass the SessionConfig (ENGINE.md §1) as a dict, as keyword
+        arguments, or both (keywords win).
+        """
+        return (await self.open_session(config, **fields)).id
+
+    async def get_state(self, session_id: str) -> JSONObject:
+        """``session/getState``: the SessionState (PROTOCOL.md §5)."""
+        result: JSONObject = await self.request("session/getState", {"sessionId": session_id})
+        return result
+
+    async def get_transcript(self, session_id: str) -> JSONObject:
+        """``session/getTranscript``: ``{revision, instructions, entries}``."""
+        result: JSONObject = await self.request("session/getTranscript", {"sessionId": session_id})
+        return result
+
+    async def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
+        """``session/list``: ``{data: [...], nextCursor?}``."""
+        params: JSONObject = {}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = limit
+        result: JSONObject = await self.request("session/list", params)
+        return result
+
+    async def close_session(self, session_id: str) -> None:
+        """``session/close``: cancels a running turn and unloads the session."""
+        await self.request("session/close", {"sessionId": session_id})
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete``: removes the session from the store."""
+        await self.request("session/delete", {"sessionId": session_id})
+
+    # -- session handles -----------------------------------------------------
+
+    def session(self, session_id: str) -> Session:
+        """A :class:`Session` handle for an id already loaded on the server."""
+        return Session(self, session_id)
+
+    async def open_session(self, config: Mapping[str, Any] | None = None, /, **fields: Any) -> Session:
+        """``session/create``, returning a :class:`Session` handle.
+
+        Same arguments as :meth:`create_session`.
+        """
+        params: JSONObject = dict(config or {})
+        params.update(fields)
+        result = await self.request("session/create", params)
+        return self._session_from(result, "session/create")
+
+    async def resume_session(self, session_id: str) -> Session:
+        """``session/resume``: load a stored session and return its handle."""
+        result = await self.request("session/resume", {"sessionId": session_id})
+        return self._session_from(result, "session/resume")
+
+    def _session_from(self, result: Any, method: str) -> Session:
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(session_id, str):
+            raise InternalError(f"{method} returned no sessionId: {result!r}")
+        revision = result.get("revision")
+        return Session(
+            self,
+            session_id,
+            revision=revision if isinstance(revision, int) else None,
+            active_profile=result.get("activeProfile"),
+        )

@@ -1,0 +1,68 @@
+"""Test support: run ``async def`` tests without a plugin, and locate servers.
+
+``async def test_...`` functions run in a fresh event loop via
+``asyncio.run`` with an overall time limit, so a client bug shows up as a
+failure instead of a hung test run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrpc import Client
+from agentrpc.discovery import ENV_VAR, repo_build_candidates
+
+TEST_TIMEOUT = 60.0
+FAKE_SERVER = Path(__file__).with_name("fake_server.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run coroutine test functions to completion under ``TEST_TIMEOUT``."""
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+
+    async def bounded() -> None:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            await function(**kwargs)
+
+    asyncio.run(bounded())
+    return True
+
+
+def spawn_fake(
+    *,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    **kwargs: Any,
+) -> Any:
+    """``Client.spawn`` for the fake server (``python fake_server.py``)."""
+    return Client.spawn(binary=sys.executable, args=[str(FAKE_SERVER), *args], env=env, **kwargs)
+
+
+@pytest.fixture
+def fake() -> Callable[..., Any]:
+    """The :func:`spawn_fake` factory, as a fixture for readability."""
+    return spawn_fake
+
+
+def real_binary() -> str | None:
+    """``$AGENTRPC_BIN``, else the repo's own ``.build/{debug,release}/agentrpc``."""
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return from_env if os.access(from_env, os.X_OK) else None
+    for candidate in repo_build_candidates(Path(__file__)):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
