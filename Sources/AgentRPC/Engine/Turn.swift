@@ -261,6 +261,9 @@ extension AgentSession {
                 ended = true
             }
         }
+        // A cancelled task ends the stream's iteration quietly; that is not truncation.
+        try checkpoint(control)
+        try Task.checkCancellation()
         if !ended {
             throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete")
         }
