@@ -1,2 +1,195 @@
+// agentrpc-bench: starts the release server as a subprocess, drives it over real
+// pipes and prints what it measured — a table, then one JSON line. It asserts
+// nothing; Benchmarks/README.md explains each number and the targets.
 import AgentRPCProtocol
+import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    USAGE: agentrpc-bench [options]
+
+      --binary PATH          server to measure (default .build/release/agentrpc)
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart
+      --deltas N             text deltas in the streaming turn (default 100000)
+      --delta-runs N         streaming turns, each in a fresh session (default 3)
+      --tool-turns N         turns in the tool benchmark, each in a fresh session (default 100)
+      --tool-round-trips N   tool round trips per such turn (default 20)
+      --long-round-trips N   tool round trips in the single long turn (default 2000)
+      --turns N              sequential one-delta turns (default 2000)
+      --sessions N           idle sessions for the memory figure (default 1000)
+      --spawns N             cold starts (default 20)
+    """
+
+struct Options {
+    var binary = ".build/release/agentrpc"
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart"]
+    var deltas = 100_000
+    var deltaRuns = 3
+    var toolTurns = 100
+    var toolRoundTrips = 20
+    var longRoundTrips = 2000
+    var turns = 2000
+    var sessions = 1000
+    var spawns = 20
+}
+
+func parseOptions(_ args: [String]) -> Options {
+    var options = Options()
+    var it = args.makeIterator()
+    func value(_ name: String) -> String {
+        guard let v = it.next() else { exitWithUsage("\(name) needs a value") }
+        return v
+    }
+    func count(_ name: String) -> Int {
+        guard let n = Int(value(name)), n > 0 else { exitWithUsage("\(name) needs a positive integer") }
+        return n
+    }
+    while let arg = it.next() {
+        switch arg {
+        case "--binary": options.binary = value(arg)
+        case "--only": options.only = Set(value(arg).split(separator: ",").map(String.init))
+        case "--deltas": options.deltas = count(arg)
+        case "--delta-runs": options.deltaRuns = count(arg)
+        case "--tool-turns": options.toolTurns = count(arg)
+        case "--tool-round-trips": options.toolRoundTrips = max(2, count(arg))
+        case "--long-round-trips": options.longRoundTrips = max(2, count(arg))
+        case "--turns": options.turns = count(arg)
+        case "--sessions": options.sessions = count(arg)
+        case "--spawns": options.spawns = count(arg)
+        case "--help", "-h":
+            print(usage)
+            exit(0)
+        default: exitWithUsage("unknown argument \(arg)")
+        }
+    }
+    return options
+}
+
+func exitWithUsage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("agentrpc-bench: \(message)\n\(usage)\n".utf8))
+    exit(2)
+}
+
+/// One row of the table.
+struct Row {
+    var label: String
+    var value: String
+    var target: String = ""
+    var verdict: String = ""
+}
+
+func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
+
+let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
+guard FileManager.default.isExecutableFile(atPath: options.binary) else {
+    exitWithUsage("no executable at \(options.binary); run `swift build -c release` first")
+}
+let bench = Measurements(binary: options.binary)
+var rows: [Row] = []
+var json: [String: JSONValue] = [
+    "binary": .string(options.binary),
+    "cpus": .int(ProcessInfo.processInfo.activeProcessorCount),
+]
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("… \(text)\n".utf8))
+}
+
+do {
+    if options.only.contains("deltas") {
+        progress("streaming \(options.deltas) text deltas × \(options.deltaRuns)")
+        let d = try bench.textDeltas(count: options.deltas, runs: options.deltaRuns)
+        let rate = d.medianPerSecond
+        rows.append(Row(label: "1  text deltas per second (median of \(d.runs.count) turns)", value: "\(rate.grouped)/s", target: "≥ 200,000/s", verdict: verdict(rate >= 200_000)))
+        rows.append(Row(label: "   runs", value: d.perSecond.map { "\($0.grouped)" }.joined(separator: ", ")))
+        rows.append(Row(label: "   server CPU per delta (all threads)", value: "\((d.serverCPUNanosPerDelta / 1000).fixed(2)) µs"))
+        json["textDeltaServerCPUMicros"] = .double((d.serverCPUNanosPerDelta / 1000).rounded(places: 3))
+        json["textDeltasPerSecond"] = .double(rate.rounded())
+        json["textDeltasPerSecondRuns"] = .array(d.perSecond.map { .double($0.rounded()) })
+        json["textDeltasPerTurn"] = .int(d.deltasPerRun)
+    }
+
+    if options.only.contains("tools") {
+        progress("\(options.toolTurns) turns × \(options.toolRoundTrips) tool round trips")
+        let t = try bench.toolRoundTrips(turns: options.toolTurns, roundTripsPerTurn: options.toolRoundTrips)
+        let median = t.gaps.median.micros
+        rows.append(Row(label: "2  tool round trip, server side (median gap, \(options.toolRoundTrips)-call turns)", value: "\(median.fixed(1)) µs", target: "< 100 µs", verdict: verdict(median < 100)))
+        rows.append(Row(label: "   gap p10 / p90 / mean", value: "\(t.gaps.percentile(10).micros.fixed(1)) / \(t.gaps.percentile(90).micros.fixed(1)) / \((t.gaps.mean / 1000).fixed(1)) µs"))
+        rows.append(Row(label: "   client work inside the gap (median)", value: "\(t.clientInGap.median.micros.fixed(2)) µs"))
+        rows.append(Row(label: "   wall time per round trip, client included", value: "\((t.wallPerRoundTripNanos / 1000).fixed(1)) µs"))
+        rows.append(Row(label: "   server CPU per round trip (minus text-only turns)", value: "\((t.serverCPUNanosPerRoundTrip / 1000).fixed(1)) µs"))
+        json["toolRoundTripServerCPUMicros"] = .double((t.serverCPUNanosPerRoundTrip / 1000).rounded(places: 1))
+        json["toolRoundTripServerMicros"] = .double(median.rounded(places: 1))
+        json["toolRoundTripServerMicrosP90"] = .double(t.gaps.percentile(90).micros.rounded(places: 1))
+        json["toolRoundTripServerMicrosMean"] = .double((t.gaps.mean / 1000).rounded(places: 1))
+        json["toolRoundTripWallMicros"] = .double((t.wallPerRoundTripNanos / 1000).rounded(places: 1))
+        json["toolRoundTripClientMicros"] = .double(t.clientInGap.median.micros.rounded(places: 2))
+        json["toolRoundTrips"] = .int(t.roundTrips)
+
+        progress("one turn of \(options.longRoundTrips) tool round trips")
+        let l = try bench.longToolTurn(roundTrips: options.longRoundTrips)
+        rows.append(Row(label: "   one \(l.roundTrips)-call turn: median gap, first / last 100", value: "\(l.firstGaps.median.micros.fixed(1)) / \(l.lastGaps.median.micros.fixed(1)) µs"))
+        rows.append(Row(label: "   one \(l.roundTrips)-call turn: mean gap, whole turn", value: "\((l.allGaps.mean / 1000).fixed(1)) µs"))
+        json["longTurnRoundTrips"] = .int(l.roundTrips)
+        json["longTurnGapMicrosFirst100"] = .double(l.firstGaps.median.micros.rounded(places: 1))
+        json["longTurnGapMicrosLast100"] = .double(l.lastGaps.median.micros.rounded(places: 1))
+        json["longTurnGapMicrosMean"] = .double((l.allGaps.mean / 1000).rounded(places: 1))
+        json["longTurnSeconds"] = .double(l.turnNanos.seconds.rounded(places: 3))
+        json["longTurnServerCPUSeconds"] = .double(l.serverCPUNanos.seconds.rounded(places: 3))
+        rows.append(Row(label: "   one \(l.roundTrips)-call turn: wall / server CPU", value: "\(l.turnNanos.seconds.fixed(2)) / \(l.serverCPUNanos.seconds.fixed(2)) s"))
+    }
+
+    if options.only.contains("turns") {
+        progress("\(options.turns) sequential one-delta turns")
+        let t = try bench.turnsPerSecond(turns: options.turns)
+        rows.append(Row(label: "3  one-delta turns per second (\(t.turns) in one session)", value: "\(t.perSecond.grouped)/s"))
+        rows.append(Row(label: "   turn latency median, first / last 100", value: "\(t.firstLatencies.median.micros.fixed(0)) / \(t.lastLatencies.median.micros.fixed(0)) µs"))
+        rows.append(Row(label: "   server CPU per turn", value: "\((t.serverCPUNanosPerTurn / 1000).fixed(1)) µs"))
+        json["turnsPerSecond"] = .double(t.perSecond.rounded())
+        json["turnServerCPUMicros"] = .double((t.serverCPUNanosPerTurn / 1000).rounded(places: 1))
+        json["turnLatencyMicrosFirst100"] = .double(t.firstLatencies.median.micros.rounded(places: 1))
+        json["turnLatencyMicrosLast100"] = .double(t.lastLatencies.median.micros.rounded(places: 1))
+    }
+
+    if options.only.contains("sessions") {
+        progress("\(options.sessions) idle sessions")
+        let s = try bench.idleSessions(options.sessions)
+        rows.append(Row(label: "4  RSS per idle session (\(s.sessions) sessions)", value: "\(s.perSessionKiB.fixed(1)) KiB", target: "< 20 KB", verdict: verdict(s.perSessionKiB * 1024 < 20_000)))
+        rows.append(Row(label: "   RSS after initialize → after sessions", value: "\(s.rssAfterInitializeKiB) → \(s.rssAfterSessionsKiB) KiB"))
+        rows.append(Row(label: "   peak RSS (VmHWM) after sessions", value: "\(s.peakAfterSessionsKiB) KiB"))
+        json["idleSessions"] = .int(s.sessions)
+        json["perSessionKiB"] = .double(s.perSessionKiB.rounded(places: 2))
+        json["rssAfterInitializeKiB"] = .int(s.rssAfterInitializeKiB)
+        json["rssAfterSessionsKiB"] = .int(s.rssAfterSessionsKiB)
+        json["peakAfterSessionsKiB"] = .int(s.peakAfterSessionsKiB)
+    }
+
+    if options.only.contains("coldstart") {
+        progress("\(options.spawns) cold starts")
+        let c = try bench.coldStart(spawns: options.spawns)
+        rows.append(Row(label: "5  cold start to the initialize answer (median of \(c.startups.count))", value: "\(c.startups.median.millis.fixed(2)) ms"))
+        rows.append(Row(label: "   min / max", value: "\(c.startups.min.millis.fixed(2)) / \(c.startups.max.millis.fixed(2)) ms"))
+        rows.append(Row(label: "   idle server peak RSS (VmHWM) / RSS", value: "\(c.medianIdlePeakKiB) / \(c.medianIdleRSSKiB) KiB"))
+        json["coldStartMillis"] = .double(c.startups.median.millis.rounded(places: 2))
+        json["coldStartMillisMin"] = .double(c.startups.min.millis.rounded(places: 2))
+        json["idlePeakRSSKiB"] = .int(c.medianIdlePeakKiB)
+        json["idleRSSKiB"] = .int(c.medianIdleRSSKiB)
+    }
+} catch {
+    FileHandle.standardError.write(Data("agentrpc-bench: \(error)\n".utf8))
+    exit(1)
+}
+
+let labelWidth = rows.map(\.label.count).max() ?? 0
+let valueWidth = rows.map(\.value.count).max() ?? 0
+print("agentrpc benchmarks — \(options.binary), \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+for r in rows {
+    let label = r.label.padding(toLength: labelWidth, withPad: " ", startingAt: 0)
+    let value = String(repeating: " ", count: valueWidth - r.value.count) + r.value
+    let tail = r.target.isEmpty ? "" : "   target \(r.target): \(r.verdict)"
+    print("\(label)  \(value)\(tail)")
+}
+print(JSONValue.object(json).serializedString())

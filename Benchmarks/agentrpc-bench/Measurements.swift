@@ -1,0 +1,335 @@
+import AgentRPCProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Numbers each measurement hands to the report.
+struct DeltaFigures {
+    var deltasPerRun: Int
+    var runs: [(deltas: Int, nanos: UInt64, serverCPUNanos: UInt64)]
+    /// Server CPU time per delta, all runs together.
+    var serverCPUNanosPerDelta: Double {
+        Double(runs.map(\.serverCPUNanos).reduce(0, +)) / Double(runs.map(\.deltas).reduce(0, +))
+    }
+    var perSecond: [Double] { runs.map { Double($0.deltas) / $0.nanos.seconds } }
+    var medianPerSecond: Double { perSecond.sorted()[perSecond.count / 2] }
+}
+
+struct ToolFigures {
+    /// Client-observed server time per tool round trip: from the client's write of
+    /// a `tool/call` answer returning to its read of the next `tool/call`.
+    var gaps: Samples
+    /// The client's own work (handling event lines) inside those gaps, summed per gap.
+    var clientInGap: Samples
+    /// Wall time per round trip, client work included.
+    var wallPerRoundTripNanos: Double
+    var roundTrips: Int
+    var turns: Int
+    /// Server CPU time of the tool turns, and of as many text-only turns in
+    /// sessions of the same shape: the difference is what the round trips cost.
+    var toolTurnsCPUNanos: UInt64
+    var baselineTurnsCPUNanos: UInt64
+    var serverCPUNanosPerRoundTrip: Double {
+        (Double(toolTurnsCPUNanos) - Double(baselineTurnsCPUNanos)) / Double(roundTrips)
+    }
+}
+
+struct LongTurnFigures {
+    var roundTrips: Int
+    var firstGaps: Samples
+    var lastGaps: Samples
+    var allGaps: Samples
+    var turnNanos: UInt64
+    var serverCPUNanos: UInt64
+}
+
+struct TurnFigures {
+    var turns: Int
+    var totalNanos: UInt64
+    var latencies: [UInt64]
+    var serverCPUNanos: UInt64
+    var serverCPUNanosPerTurn: Double { Double(serverCPUNanos) / Double(turns) }
+    var perSecond: Double { Double(turns) / totalNanos.seconds }
+    var firstLatencies: Samples { Samples(Array(latencies.prefix(100))) }
+    var lastLatencies: Samples { Samples(Array(latencies.suffix(100))) }
+}
+
+struct SessionMemoryFigures {
+    var sessions: Int
+    var rssAfterInitializeKiB: Int
+    var rssAfterSessionsKiB: Int
+    var peakAfterSessionsKiB: Int
+    var perSessionKiB: Double { Double(rssAfterSessionsKiB - rssAfterInitializeKiB) / Double(sessions) }
+}
+
+struct ColdStartFigures {
+    var startups: Samples
+    var idlePeakKiB: [Int]
+    var idleRSSKiB: [Int]
+    var medianIdlePeakKiB: Int { idlePeakKiB.sorted()[idlePeakKiB.count / 2] }
+    var medianIdleRSSKiB: Int { idleRSSKiB.sorted()[idleRSSKiB.count / 2] }
+}
+
+/// The five measurements. Each starts its own server so one cannot warm up or
+/// bloat the next.
+struct Measurements {
+    let binary: String
+
+    private func start() throws -> ServerProcess {
+        let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
+        try server.initialize()
+        return server
+    }
+
+    /// Request ids for one server; 1 was `initialize`.
+    private final class IDs {
+        var next = 2
+        func take() -> Int {
+            defer { next += 1 }
+            return next
+        }
+    }
+
+    private func createSession(_ server: ServerProcess, _ ids: IDs, config: JSONValue) throws -> String {
+        let id = ids.take()
+        try server.sendRequest(id: id, method: "session/create", params: config)
+        guard let sid = try server.awaitResult(id: id)["sessionId"]?.stringValue else {
+            throw BenchError("session/create answered without a sessionId")
+        }
+        return sid
+    }
+
+    private static func scripted(_ items: [JSONValue]) -> JSONValue {
+        ["provider": "scripted", "script": .array(items)]
+    }
+
+    // MARK: 1. Streamed text deltas
+
+    /// One turn whose single round trip streams `count` one-token deltas, timed
+    /// from writing `session/send` to reading its answer; counts `textDelta` events.
+    func textDeltas(count: Int, runs: Int) throws -> DeltaFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        let tokens = JSONValue.array((0..<count).map { .string(" t\($0 % 10)") })
+        var results: [(Int, UInt64, UInt64)] = []
+        for _ in 0..<runs {
+            // A fresh session per run, so every run streams into an empty transcript.
+            let sid = try createSession(server, ids, config: ["model": Self.scripted([["text": tokens]])])
+            let id = ids.take()
+            var seen = 0
+            let cpu0 = try server.cpuNanos()
+            let t0 = nowNanos()
+            try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "go"])
+            try server.awaitResult(id: id) { line in
+                if LineKind.isTextDelta(line) { seen += 1 }
+            }
+            let t1 = nowNanos()
+            let cpu1 = try server.cpuNanos()
+            guard seen == count else { throw BenchError("expected \(count) textDelta events, got \(seen)") }
+            results.append((seen, t1 - t0, cpu1 - cpu0))
+        }
+        return DeltaFigures(deltasPerRun: count, runs: results)
+    }
+
+    // MARK: 2. Tool round trips
+
+    /// A session with one tool whose script makes `roundTrips` calls, one per round
+    /// trip, then answers "done" (with `roundTrips` 0: only the answer).
+    private static func toolSession(roundTrips: Int) -> JSONValue {
+        let calls: [JSONValue] = (0..<roundTrips).map { i in ["toolCalls": [["name": "echo", "arguments": ["i": .int(i)]]]] }
+        return [
+            "model": scripted(calls + [["text": ["done"]]]),
+            "tools": [[
+                "name": "echo", "description": "Returns its input.",
+                "inputSchema": ["type": "object", "properties": ["i": ["type": "integer"]], "required": ["i"]],
+            ]],
+            "limits": ["maxToolCalls": .int(max(1, roundTrips)), "maxRoundTrips": .int(roundTrips + 1)],
+        ]
+    }
+
+    private struct ToolTurn {
+        var gaps: [UInt64] = []
+        var clientInGap: [UInt64] = []
+        var firstCallSeen: UInt64 = 0
+        var lastCallSeen: UInt64 = 0
+        var calls = 0
+        var turnNanos: UInt64 = 0
+        var serverCPUNanos: UInt64 = 0
+    }
+
+    /// Runs one turn of tool round trips, answering every `tool/call` at once.
+    private func toolTurn(_ server: ServerProcess, _ ids: IDs, sessionId: String, expectedCalls: Int) throws -> ToolTurn {
+        var turn = ToolTurn()
+        let sendID = ids.take()
+        let cpu0 = try server.cpuNanos()
+        let t0 = nowNanos()
+        try server.sendRequest(id: sendID, method: "session/send", params: ["sessionId": .string(sessionId), "input": "go"])
+        var answeredAt: UInt64? = nil
+        var clientWork: UInt64 = 0
+        loop: while true {
+            enum Line { case event, toolCall(JSONValue), answer(JSONValue), other }
+            let read: Line? = try server.withNextLine { line in
+                let seenAt = nowNanos()
+                if LineKind.isEvent(line) {
+                    clientWork += nowNanos() - seenAt
+                    return .event
+                }
+                let message = try JSONValue.parse(line)
+                if LineKind.isToolCall(line), let id = message["id"] {
+                    if let answeredAt { turn.gaps.append(seenAt - answeredAt) }
+                    if turn.calls == 0 { turn.firstCallSeen = seenAt }
+                    turn.lastCallSeen = seenAt
+                    return .toolCall(id)
+                }
+                if message["method"] == nil, message["id"] == .int(sendID) { return .answer(message) }
+                return .other
+            }
+            switch read {
+            case nil:
+                throw BenchError("the server closed its output during a tool turn")
+            case .event, .other:
+                continue
+            case .toolCall(let id):
+                turn.calls += 1
+                let message: JSONValue = ["jsonrpc": "2.0", "id": id, "result": ["outcome": "ok", "content": "ok"]]
+                var answer = message.serialized()
+                answer.append(0x0A)
+                if answeredAt != nil { turn.clientInGap.append(clientWork) }
+                clientWork = 0
+                // Stamped before the write: on a busy machine the kernel often runs
+                // the woken server inside our write(2), so the server's work can
+                // happen before write returns.
+                answeredAt = nowNanos()
+                try server.write(answer)
+            case .answer(let message):
+                if let error = message["error"] { throw BenchError("tool turn failed: \(error)") }
+                turn.turnNanos = nowNanos() - t0
+                turn.serverCPUNanos = try server.cpuNanos() - cpu0
+                break loop
+            }
+        }
+        guard turn.calls == expectedCalls else { throw BenchError("expected \(expectedCalls) tool calls, got \(turn.calls)") }
+        return turn
+    }
+
+    /// `turns` turns of `roundTripsPerTurn` tool round trips each, every turn in a
+    /// fresh session (a history as short as a real turn's).
+    func toolRoundTrips(turns: Int, roundTripsPerTurn: Int) throws -> ToolFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        var gaps: [UInt64] = []
+        var clientInGap: [UInt64] = []
+        var wall: [Double] = []
+        var toolCPU: UInt64 = 0
+        var baselineCPU: UInt64 = 0
+        for _ in 0..<turns {
+            let baseline = try createSession(server, ids, config: Self.toolSession(roundTrips: 0))
+            baselineCPU += try toolTurn(server, ids, sessionId: baseline, expectedCalls: 0).serverCPUNanos
+            let sid = try createSession(server, ids, config: Self.toolSession(roundTrips: roundTripsPerTurn))
+            let t = try toolTurn(server, ids, sessionId: sid, expectedCalls: roundTripsPerTurn)
+            toolCPU += t.serverCPUNanos
+            gaps += t.gaps
+            clientInGap += t.clientInGap
+            if t.calls > 1 { wall.append(Double(t.lastCallSeen - t.firstCallSeen) / Double(t.calls - 1)) }
+        }
+        return ToolFigures(
+            gaps: Samples(gaps), clientInGap: Samples(clientInGap),
+            wallPerRoundTripNanos: wall.isEmpty ? 0 : wall.reduce(0, +) / Double(wall.count),
+            roundTrips: turns * roundTripsPerTurn, turns: turns,
+            toolTurnsCPUNanos: toolCPU, baselineTurnsCPUNanos: baselineCPU)
+    }
+
+    /// One turn of `roundTrips` tool round trips: how the cost grows with the turn's history.
+    func longToolTurn(roundTrips: Int) throws -> LongTurnFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        let sid = try createSession(server, ids, config: Self.toolSession(roundTrips: roundTrips))
+        let t = try toolTurn(server, ids, sessionId: sid, expectedCalls: roundTrips)
+        let window = min(100, t.gaps.count)
+        return LongTurnFigures(
+            roundTrips: roundTrips, firstGaps: Samples(Array(t.gaps.prefix(window))),
+            lastGaps: Samples(Array(t.gaps.suffix(window))), allGaps: Samples(t.gaps), turnNanos: t.turnNanos,
+            serverCPUNanos: t.serverCPUNanos)
+    }
+
+    // MARK: 3. Turns per second
+
+    /// `turns` sequential one-delta turns in one session, each waiting for the previous answer.
+    func turnsPerSecond(turns: Int) throws -> TurnFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        let items = [JSONValue](repeating: ["text": ["ok"]], count: turns)
+        let sid = try createSession(server, ids, config: ["model": Self.scripted(items)])
+        var latencies: [UInt64] = []
+        latencies.reserveCapacity(turns)
+        let cpu0 = try server.cpuNanos()
+        let t0 = nowNanos()
+        for _ in 0..<turns {
+            let id = ids.take()
+            let start = nowNanos()
+            try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "hi"])
+            try server.awaitResult(id: id)
+            latencies.append(nowNanos() - start)
+        }
+        let total = nowNanos() - t0
+        return TurnFigures(turns: turns, totalNanos: total, latencies: latencies, serverCPUNanos: try server.cpuNanos() - cpu0)
+    }
+
+    // MARK: 4. Idle sessions
+
+    /// RSS after `initialize`, then after creating `sessions` idle sessions
+    /// (pipelined in chunks of 100 requests).
+    func idleSessions(_ sessions: Int) throws -> SessionMemoryFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        let before = try server.memory()
+        let config: JSONValue = [
+            "model": Self.scripted([["text": ["Hello", " there"]]]),
+            "instructions": "You are a helpful assistant.",
+        ]
+        var created = 0
+        while created < sessions {
+            let chunk = min(100, sessions - created)
+            var pending: [Int] = []
+            for _ in 0..<chunk {
+                let id = ids.take()
+                pending.append(id)
+                try server.sendRequest(id: id, method: "session/create", params: config)
+            }
+            for id in pending { try server.awaitResult(id: id) }
+            created += chunk
+        }
+        let after = try server.memory()
+        return SessionMemoryFigures(
+            sessions: sessions, rssAfterInitializeKiB: before.rssKiB,
+            rssAfterSessionsKiB: after.rssKiB, peakAfterSessionsKiB: after.peakKiB)
+    }
+
+    // MARK: 5. Cold start
+
+    /// From `posix_spawn` to reading the `initialize` answer, `spawns` times; and
+    /// the idle server's peak RSS right after.
+    func coldStart(spawns: Int) throws -> ColdStartFigures {
+        var times: [UInt64] = []
+        var peaks: [Int] = []
+        var rss: [Int] = []
+        for _ in 0..<spawns {
+            let t0 = nowNanos()
+            let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
+            try server.initialize()
+            times.append(nowNanos() - t0)
+            let m = try server.memory()
+            peaks.append(m.peakKiB)
+            rss.append(m.rssKiB)
+            let status = server.finish()
+            if status != 0 { throw BenchError("the server exited with status \(status) at end of input") }
+        }
+        return ColdStartFigures(startups: Samples(times), idlePeakKiB: peaks, idleRSSKiB: rss)
+    }
+}
