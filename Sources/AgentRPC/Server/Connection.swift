@@ -170,13 +170,18 @@ public final class Connection: Sendable {
         let bytes = array.serialized()
         recorder?.serverSent(array)
         logger.trace("-> \(String(decoding: bytes.prefix(2000), as: UTF8.self))")
-        writer.enqueue(outputFraming.frame(bytes))
+        enqueueFramed(bytes)
     }
 
     private func sendSerialized(_ bytes: [UInt8], message: Message) {
         recorder?.serverSent(message.json)
         if logger.level >= .trace { logger.trace("-> \(String(decoding: bytes.prefix(2000), as: UTF8.self))") }
-        writer.enqueue(outputFraming.frame(bytes))
+        enqueueFramed(bytes)
+    }
+
+    private func enqueueFramed(_ body: [UInt8]) {
+        let framing = outputFraming
+        writer.enqueue(byteCount: body.count + 1) { framing.frame(body, into: &$0) }
     }
 
     /// Sends a notification whose params are already built (the event hot path).

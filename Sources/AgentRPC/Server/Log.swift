@@ -85,15 +85,26 @@ final class ByteSinkThread: @unchecked Sendable {
     /// Queues bytes; returns at once. False if the descriptor is broken (peer gone).
     @discardableResult
     func enqueue(_ bytes: [UInt8]) -> Bool {
+        enqueue(byteCount: bytes.count) { $0.append(contentsOf: bytes) }
+    }
+
+    /// Queues `byteCount` bytes that `fill` appends to the queue under the lock,
+    /// so a caller can frame a message straight into it without another copy.
+    @discardableResult
+    func enqueue(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         if broken || closed { return false }
-        if let maxQueuedBytes, queue.count + bytes.count > maxQueuedBytes {
-            droppedBytes += bytes.count
+        if let maxQueuedBytes, queue.count + byteCount > maxQueuedBytes {
+            droppedBytes += byteCount
             return true
         }
-        queue.append(contentsOf: bytes)
-        condition.signal()
+        // The writer only waits when it found the queue empty and is not writing;
+        // otherwise it will see these bytes without a wake-up (a futex call saved
+        // per frame when events come faster than the pipe drains).
+        let writerMayWait = queue.isEmpty && !writing
+        fill(&queue)
+        if writerMayWait { condition.signal() }
         return true
     }
 
