@@ -25,7 +25,7 @@ let package = Package(
         ),
         .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol"], path: "Sources/AgentRPC", swiftSettings: strict),
         .executableTarget(name: "agentrpc", dependencies: ["AgentRPC"], path: "Sources/agentrpc", swiftSettings: strict),
-        .executableTarget(name: "agentrpc-bench", dependencies: ["AgentRPCProtocol"], path: "Benchmarks/agentrpc-bench", swiftSettings: strict),
+        .executableTarget(name: "agentrpc-bench", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Benchmarks/agentrpc-bench", swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["AgentRPCProtocol"], path: "Tests/ProtocolTests", swiftSettings: strict),
         .testTarget(
             name: "AgentRPCTests",

@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode
       --deltas N             text deltas in the streaming turn (default 100000)
       --delta-runs N         streaming turns, each in a fresh session (default 3)
       --tool-turns N         turns in the tool benchmark, each in a fresh session (default 100)
@@ -21,11 +21,12 @@ let usage = """
       --turns N              sequential one-delta turns (default 2000)
       --sessions N           idle sessions for the memory figure (default 1000)
       --spawns N             cold starts (default 20)
+      --encode-events N      events for the in-process encoding figure (default 500000)
     """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -34,6 +35,7 @@ struct Options {
     var turns = 2000
     var sessions = 1000
     var spawns = 20
+    var encodeEvents = 500_000
 }
 
 func parseOptions(_ args: [String]) -> Options {
@@ -59,6 +61,7 @@ func parseOptions(_ args: [String]) -> Options {
         case "--turns": options.turns = count(arg)
         case "--sessions": options.sessions = count(arg)
         case "--spawns": options.spawns = count(arg)
+        case "--encode-events": options.encodeEvents = count(arg)
         case "--help", "-h":
             print(usage)
             exit(0)
@@ -84,7 +87,7 @@ struct Row {
 func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
-guard FileManager.default.isExecutableFile(atPath: options.binary) else {
+if !options.only.subtracting(["encode"]).isEmpty, !FileManager.default.isExecutableFile(atPath: options.binary) {
     exitWithUsage("no executable at \(options.binary); run `swift build -c release` first")
 }
 let bench = Measurements(binary: options.binary)
@@ -177,6 +180,13 @@ do {
         json["coldStartMillisMin"] = .double(c.startups.min.millis.rounded(places: 2))
         json["idlePeakRSSKiB"] = .int(c.medianIdlePeakKiB)
         json["idleRSSKiB"] = .int(c.medianIdleRSSKiB)
+    }
+
+    if options.only.contains("encode") {
+        progress("encoding \(options.encodeEvents) textDelta events in process")
+        let e = try measureEventEncoding(events: options.encodeEvents)
+        rows.append(Row(label: "6  in process: one textDelta event, emitting thread CPU", value: "\((e.callerCPUNanosPerEvent / 1000).fixed(2)) µs"))
+        json["eventEncodeCPUMicros"] = .double((e.callerCPUNanosPerEvent / 1000).rounded(places: 3))
     }
 } catch {
     FileHandle.standardError.write(Data("agentrpc-bench: \(error)\n".utf8))
