@@ -292,9 +292,9 @@ enum JSONTextWriter {
 
     static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
-        case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
-        case .bool(let b): out.append(contentsOf: b ? Array("true".utf8) : Array("false".utf8))
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .null: appendLiteral("null", into: &out)
+        case .bool(let b): appendLiteral(b ? "true" : "false", into: &out)
+        case .int(let i): writeInt(i, into: &out)
         case .double(let d): writeDouble(d, into: &out)
         case .string(let s): writeString(s, into: &out)
         case .array(let a):
@@ -306,16 +306,42 @@ enum JSONTextWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
+            // Sorting the members rather than the keys spares a hash lookup per
+            // member; events are serialized at text-delta rate.
             var first = true
-            for key in o.keys.sorted() {
+            for (key, member) in o.sorted(by: { $0.key < $1.key }) {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 writeString(key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                // Key came from the dictionary itself, so the lookup cannot miss.
-                write(o[key] ?? .null, into: &out)
+                write(member, into: &out)
             }
             out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func appendLiteral(_ literal: StaticString, into out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Decimal digits without an intermediate String.
+    static func writeInt(_ i: Int, into out: inout [UInt8]) {
+        if i == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        // Work with the magnitude so Int.min does not overflow.
+        var magnitude = i.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            if i < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: buffer[(24 - count)...])
         }
     }
 

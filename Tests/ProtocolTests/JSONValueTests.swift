@@ -14,6 +14,18 @@ import Testing
         #expect(try JSONValue.parse("9223372036854775808") == .double(9223372036854775808))
     }
 
+    @Test func integersSerializeAsPlainDecimals() throws {
+        let cases: [(Int, String)] = [
+            (0, "0"), (7, "7"), (-7, "-7"), (10, "10"), (1_000_000, "1000000"), (-120, "-120"),
+            (Int.max, "9223372036854775807"), (Int.min, "-9223372036854775808"),
+        ]
+        for (value, text) in cases {
+            #expect(JSONValue.int(value).serializedString() == text)
+            #expect(try JSONValue.parse(text) == .int(value))
+        }
+        #expect(JSONValue.array([true, false, nil, -1]).serializedString() == "[true,false,null,-1]")
+    }
+
     @Test func roundTripsStringsWithEscapes() throws {
         let text = #"{"a":"line\nbreak \"q\" \\ \u0001 é 😀","b":[true,false,null]}"#
         let v = try JSONValue.parse(text)
