@@ -31,6 +31,11 @@ extension AgentSession {
             profile = try resolveProfile()
         }
         activeProfile = profile
+        // One agent span per stretch of the turn a profile is active (a handoff starts a new one).
+        if turn.agentSpan == nil || turn.agentSpan?.name != SpanName.agent(profile.name), let root = turn.turnSpan {
+            turn.agentSpan?.end()
+            turn.agentSpan = context.tracer?.startAgentSpan(profile: profile.name, parent: root.context)
+        }
         return profile
     }
 
@@ -234,6 +239,8 @@ extension AgentSession {
             }
             if chosen == nil { chosen = fallback }
         case .llm:
+            let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: "llm") }
+            defer { span?.end() }
             do {
                 let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, turn: &turn)
                 if let picked, agents.contains(picked) {

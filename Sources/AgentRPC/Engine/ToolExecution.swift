@@ -6,6 +6,21 @@ extension AgentSession {
     /// client's execution, and the `toolOutput` entry. Outcomes are values fed
     /// back to the model; only a thrown executor error ends the turn.
     func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws {
+        let span = turn.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
+        span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
+        do {
+            if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, control: control) {
+                span?.recordToolOutcome(outcome)
+            }
+            span?.end()
+        } catch {
+            span?.end(status: .error("\(error)"))
+            throw error
+        }
+    }
+
+    /// Returns the outcome appended for the call.
+    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws -> ToolOutcome? {
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
         emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments))
@@ -15,11 +30,11 @@ extension AgentSession {
             let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
             finishToolCall(call, outcome: .failed, content: .string(message), turn: turn)
-            return
+            return .failed
         }
         guard let arguments = parsedArguments else {
             finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
-            return
+            return .failed
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
         if let schema {
@@ -33,7 +48,7 @@ extension AgentSession {
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
                 finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
-                return
+                return .failed
             }
         }
 
@@ -49,27 +64,27 @@ extension AgentSession {
             try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
-            return
+            return outcome
         }
         if tool.final == true {
             // A final tool ends the turn: its arguments are the answer. The client never runs it.
             turn.finalAnswer = arguments
             finishToolCall(call, outcome: .ok, content: .string("Final answer recorded."), turn: turn)
-            return
+            return .ok
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
         let verdict = guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
             finishToolCall(call, outcome: .denied, content: .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: turn)
-            return
+            return .denied
         }
         if case .confirm(let reason) = verdict {
             let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
                 finishToolCall(call, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
-                return
+                return .denied
             }
         }
 
@@ -87,7 +102,7 @@ extension AgentSession {
             ])
         } catch OutgoingRequestError.timedOut(let seconds) {
             finishToolCall(call, outcome: .failed, content: .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: turn)
-            return
+            return .failed
         } catch OutgoingRequestError.disconnected {
             throw CancellationError()
         }
@@ -104,6 +119,7 @@ extension AgentSession {
         try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
             "callId": .string(call.id), "name": .string(call.name), "outcome": .string(result.outcome.rawValue), "content": result.content,
         ])
+        return result.outcome
     }
 
     private func finishToolCall(_ call: ModelToolCall, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {

@@ -22,6 +22,11 @@ struct TurnState: Sendable {
     var finalAnswer: JSONValue?
     /// The transcript error policy of the profile active when the turn ended.
     var errorPolicy: TranscriptErrorPolicy?
+    /// Spans (nil when tracing is off): the turn's root, and the active agent's.
+    var turnSpan: ActiveSpan?
+    var agentSpan: ActiveSpan?
+    /// The span new model and tool spans hang under.
+    var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
 
     /// Call site > profile (case over defaults) > allowed.
     func toolCallingMode(_ profile: ResolvedProfile) -> ToolCallingMode {
@@ -148,16 +153,25 @@ extension AgentSession {
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
         defer { watchdog.cancel() }
+        turn.turnSpan = context.tracer?.startTurnSpan(sessionID: id, turnID: turn.id)
+        turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
             await refreshContextSources(turn: turn)
             try await routeTurn(input: input, turn: &turn)
             let first = try await enterProfile(turn: &turn)
             try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
             let outcome = try await loop(&turn, control: control)
+            turn.agentSpan?.end()
+            turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(outcome.turnResult.stopReason.rawValue))
+            turn.turnSpan?.recordUsage(outcome.turnResult.usage)
+            turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
             let rpc = turnError(from: error, control: control, turn: turn)
             await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled)
+            turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
+            turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
+            turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
             throw rpc
         }
     }
@@ -183,7 +197,19 @@ extension AgentSession {
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
             context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
 
-            let output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+            let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+            let output: RoundTripOutput
+            do {
+                output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+            } catch {
+                completionSpan?.end(status: .error("\(error)"))
+                throw error
+            }
+            if let u = output.usage {
+                completionSpan?.recordUsage(Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens))
+            }
+            completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
+            completionSpan?.end(status: .ok)
             if let u = output.usage {
                 turn.usage.inputTokens += u.inputTokens
                 turn.usage.outputTokens += u.outputTokens
