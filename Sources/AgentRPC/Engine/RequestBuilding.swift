@@ -167,20 +167,30 @@ extension ModelRequest {
 /// Turns transcript entries into provider messages.
 enum ModelHistory {
     static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
+        messagesWithEntryIDs(from: entries).messages
+    }
+
+    /// The messages and, parallel to them, the id of the entry each came from (a
+    /// synthetic tool result carries its `toolCalls` entry's id), for `PrefixTracker`.
+    static func messagesWithEntryIDs(from entries: [TranscriptEntry]) -> (messages: [ModelMessage], entryIDs: [String]) {
         var out: [ModelMessage] = []
+        var ids: [String] = []
         var index = 0
         while index < entries.count {
             let entry = entries[index]
             index += 1
             switch entry.content {
             case .prompt(let text, let images):
+                ids.append(entry.id)
                 out.append(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)))
             case .response(let text, _, _):
+                ids.append(entry.id)
                 out.append(.assistant(text: text, toolCalls: [], reasoning: nil))
             case .reasoning:
                 // Reasoning is shown to clients but not replayed to models.
                 continue
             case .toolCalls(let calls, _, let text):
+                ids.append(entry.id)
                 out.append(.assistant(
                     text: text ?? "",
                     toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: $0.arguments.serializedString()) },
@@ -191,17 +201,20 @@ enum ModelHistory {
                 var answered = Set<String>()
                 while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _) = entries[index].content {
                     out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
+                    ids.append(entries[index].id)
                     answered.insert(callId)
                     index += 1
                 }
                 for call in calls where !answered.contains(call.callId) {
+                    ids.append(entry.id)
                     out.append(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true))
                 }
             case .toolOutput(let callId, let name, let outcome, let content, _):
+                ids.append(entry.id)
                 out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
             }
         }
-        return out
+        return (out, ids)
     }
 }
 
