@@ -152,7 +152,7 @@ final class Engine: Sendable {
 
     private func create(_ config: SessionConfig) async throws -> SessionHandle {
         if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
-        let problems = config.validate()
+        let problems = config.validate() + HistoryTransformer.patternProblems(in: config) + Self.regexProblems(in: config)
         if let first = problems.first {
             throw RPCError(.invalidConfiguration, first.description, data: [
                 "field": .string(first.path),
@@ -162,6 +162,8 @@ final class Engine: Sendable {
         if let model = config.model {
             _ = try catalog.resolve(model, field: "model")
         }
+        // Resolving once now reports unknown tool names, blocks and cases at create time.
+        _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
         if sessions.withLock({ $0.count }) >= options.maxSessions {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
@@ -170,6 +172,27 @@ final class Engine: Sendable {
         sessions.withLock { $0[String(id)] = session }
         order.withLock { $0.append(String(id)) }
         return await session.handle()
+    }
+
+    /// Egress and router patterns are regular expressions; a bad one is a configuration error, not a silent no-op.
+    static func regexProblems(in config: SessionConfig) -> [ConfigProblem] {
+        var problems: [ConfigProblem] = []
+        func check(_ pattern: String, _ path: String) {
+            if (try? NSRegularExpression(pattern: pattern)) == nil {
+                problems.append(ConfigProblem(path: path, message: "'\(pattern)' is not a valid regular expression"))
+            }
+        }
+        func checkEgress(_ egress: Egress?, _ path: String) {
+            for (i, p) in (egress?.refuse ?? []).enumerated() { check(p, "\(path).refuse[\(i)]") }
+            for (i, r) in (egress?.redact ?? []).enumerated() { check(r.pattern, "\(path).redact[\(i)].pattern") }
+        }
+        checkEgress(config.egress, "egress")
+        if let profiles = config.profiles {
+            checkEgress(profiles.defaults?.egress, "profiles.defaults.egress")
+            for name in profiles.cases.keys.sorted() { checkEgress(profiles.cases[name]?.egress, "profiles.cases.\(name).egress") }
+        }
+        for (i, rule) in (config.router?.rules ?? []).enumerated() { check(rule.pattern, "router.rules[\(i)].pattern") }
+        return problems
     }
 
     private func list(_ params: SessionListParams) async throws -> SessionListResult {
