@@ -1,0 +1,29 @@
+import AgentRPCProtocol
+import Foundation
+import Testing
+@testable import AgentRPC
+
+/// What `Connection` writes is exactly what `Message` serializes to, whichever
+/// path built the bytes (the event hot path writes its envelope by hand).
+@Suite struct ConnectionOutputTests {
+    @Test func notifyWritesTheSameBytesAsASerializedNotification() throws {
+        let pipe = Pipe()
+        let connection = Connection(
+            inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off))
+        let params: JSONValue = [
+            "sessionId": "s-1", "turnId": "t-1", "seq": 7,
+            "event": ["type": "textDelta", "delta": "a \"quoted\"\nline é"],
+        ]
+        connection.notify("session/event", params)
+        connection.notify("x/é\"", [:])
+        connection.flush(timeoutSeconds: 5)
+        try pipe.fileHandleForWriting.close()
+        let written = try #require(try pipe.fileHandleForReading.readToEnd())
+
+        var expected = Message.notification(method: "session/event", params: params).json.serialized()
+        expected.append(0x0A)
+        expected += Message.notification(method: "x/é\"", params: [:]).json.serialized()
+        expected.append(0x0A)
+        #expect(Array(written) == expected)
+    }
+}
