@@ -38,6 +38,8 @@ public final class Connection: Sendable {
     /// Once stdin is closed no answer can arrive, so new requests fail at once.
     private let inputClosed = Atomic<Bool>(false)
     private let recorder: (any ConnectionRecorder)?
+    /// Timeouts of outstanding server→client requests.
+    private let deadlines = RequestDeadlines()
     /// Inbound items in arrival order; finishes at end of input.
     public let inbound: AsyncStream<InboundItem>
     private let inboundContinuation: AsyncStream<InboundItem>.Continuation
@@ -56,6 +58,8 @@ public final class Connection: Sendable {
         self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil)
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
     }
+
+    deinit { deadlines.stop() }
 
     /// Starts the reader thread. Call once.
     public func start() {
@@ -139,6 +143,7 @@ public final class Connection: Sendable {
             logger.debug("answer for unknown or withdrawn request \(id)")
             return
         }
+        deadlines.remove(id)
         switch result {
         case .success(let value): entry.continuation.resume(returning: value)
         case .failure(let error): entry.continuation.resume(throwing: OutgoingRequestError.rpc(error))
@@ -151,6 +156,7 @@ public final class Connection: Sendable {
             p.removeAll()
             return values
         }
+        deadlines.removeAll()
         for entry in all { entry.continuation.resume(throwing: error) }
     }
 
@@ -204,15 +210,6 @@ public final class Connection: Sendable {
     public func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
         let id = RequestID.int(nextOutgoingID.wrappingAdd(1, ordering: .relaxed).oldValue)
         if writer.isBroken || inputClosed.load(ordering: .sequentiallyConsistent) { throw OutgoingRequestError.disconnected }
-        let timeoutTask = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(max(0, timeout)))
-            guard !Task.isCancelled, let self else { return }
-            if let entry = self.pending.withLock({ $0.removeValue(forKey: id) }) {
-                self.withdraw(id)
-                entry.continuation.resume(throwing: OutgoingRequestError.timedOut(seconds: timeout))
-            }
-        }
-        defer { timeoutTask.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let inserted = pending.withLock { p -> Bool in
@@ -225,13 +222,23 @@ public final class Connection: Sendable {
                     continuation.resume(throwing: Task.isCancelled ? CancellationError() as any Error : OutgoingRequestError.disconnected)
                     return
                 }
+                // Armed after the insert, so even a zero timeout finds the entry.
+                deadlines.add(id, after: max(0, timeout)) { [weak self] in self?.expire(id, timeout: timeout) }
                 send(.request(id: id, method: method, params: params))
             }
         } onCancel: {
             if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {
+                deadlines.remove(id)
                 withdraw(id)
                 entry.continuation.resume(throwing: CancellationError())
             }
+        }
+    }
+
+    private func expire(_ id: RequestID, timeout: Double) {
+        if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {
+            withdraw(id)
+            entry.continuation.resume(throwing: OutgoingRequestError.timedOut(seconds: timeout))
         }
     }
 
@@ -244,6 +251,92 @@ public final class Connection: Sendable {
 
     /// Waits (bounded) until everything queued has been written.
     public func flush(timeoutSeconds: Double) { writer.flush(timeoutSeconds: timeoutSeconds) }
+}
+
+/// Deadlines of the server's outstanding requests, watched by one thread.
+///
+/// A sleeping task per request meant a task, a timer registration and a
+/// cancellation for every tool call. Here arming a deadline is a dictionary
+/// insert under a lock, and the watcher is only woken when a new deadline is
+/// earlier than the one it sleeps towards (rare: timeouts are mostly equal).
+final class RequestDeadlines: @unchecked Sendable {
+    // @unchecked: all mutable state is guarded by `condition`.
+    private let condition = NSCondition()
+    private var entries: [RequestID: (deadline: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
+    /// When the watcher will next look; nil while it waits for a first entry.
+    private var wakeAt: ContinuousClock.Instant?
+    private var started = false
+    private var stopped = false
+
+    /// Calls `expire` (on the watcher thread) once `seconds` have passed, unless removed first.
+    func add(_ id: RequestID, after seconds: Double, expire: @escaping @Sendable () -> Void) {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        condition.lock()
+        defer { condition.unlock() }
+        if stopped { return }
+        entries[id] = (deadline, expire)
+        if !started {
+            started = true
+            let thread = Thread { [self] in self.watch() }
+            thread.name = "agentrpc.deadlines"
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+        if wakeAt.map({ deadline < $0 }) ?? true { condition.signal() }
+    }
+
+    func remove(_ id: RequestID) {
+        condition.lock()
+        entries.removeValue(forKey: id)
+        condition.unlock()
+    }
+
+    func removeAll() {
+        condition.lock()
+        entries.removeAll()
+        condition.unlock()
+    }
+
+    /// Ends the watcher thread.
+    func stop() {
+        condition.lock()
+        stopped = true
+        entries.removeAll()
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func watch() {
+        condition.lock()
+        while !stopped {
+            let now = ContinuousClock.now
+            var due: [@Sendable () -> Void] = []
+            var earliest: ContinuousClock.Instant?
+            for (id, entry) in entries {
+                if entry.deadline <= now {
+                    due.append(entry.expire)
+                    entries.removeValue(forKey: id)
+                } else if earliest.map({ entry.deadline < $0 }) ?? true {
+                    earliest = entry.deadline
+                }
+            }
+            if !due.isEmpty {
+                condition.unlock()
+                for expire in due { expire() }
+                condition.lock()
+                continue
+            }
+            wakeAt = earliest
+            if let earliest {
+                let remaining = now.duration(to: earliest)
+                let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
+                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            } else {
+                condition.wait()
+            }
+        }
+        condition.unlock()
+    }
 }
 
 /// Observes every frame read and written, for `--record`.
