@@ -258,18 +258,25 @@ struct Measurements {
 
     // MARK: 3. Turns per second
 
-    /// `turns` sequential one-delta turns in one session, each waiting for the previous answer.
-    func turnsPerSecond(turns: Int) throws -> TurnFigures {
+    /// `turns` sequential one-delta turns, `perSession` in each session (all
+    /// sessions are created first, untimed), each send waiting for the previous answer.
+    func turnsPerSecond(turns: Int, perSession: Int) throws -> TurnFigures {
         let server = try start()
         defer { server.finish() }
         let ids = IDs()
-        let items = [JSONValue](repeating: ["text": ["ok"]], count: turns)
-        let sid = try createSession(server, ids, config: ["model": Self.scripted(items)])
+        var sessions: [String] = []
+        var remaining = turns
+        while remaining > 0 {
+            let count = min(perSession, remaining)
+            let items = [JSONValue](repeating: ["text": ["ok"]], count: count)
+            sessions += [String](repeating: try createSession(server, ids, config: ["model": Self.scripted(items)]), count: count)
+            remaining -= count
+        }
         var latencies: [UInt64] = []
         latencies.reserveCapacity(turns)
         let cpu0 = try server.cpuNanos()
         let t0 = nowNanos()
-        for _ in 0..<turns {
+        for sid in sessions {
             let id = ids.take()
             let start = nowNanos()
             try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "hi"])

@@ -19,6 +19,7 @@ let usage = """
       --tool-round-trips N   tool round trips per such turn (default 20)
       --long-round-trips N   tool round trips in the single long turn (default 2000)
       --turns N              sequential one-delta turns (default 2000)
+      --turns-per-session N  of those, per session (default 20; all of them also run in one session)
       --sessions N           idle sessions for the memory figure (default 1000)
       --spawns N             cold starts (default 20)
       --encode-events N      events for the in-process encoding figure (default 500000)
@@ -33,6 +34,7 @@ struct Options {
     var toolRoundTrips = 20
     var longRoundTrips = 2000
     var turns = 2000
+    var turnsPerSession = 20
     var sessions = 1000
     var spawns = 20
     var encodeEvents = 500_000
@@ -59,6 +61,7 @@ func parseOptions(_ args: [String]) -> Options {
         case "--tool-round-trips": options.toolRoundTrips = max(2, count(arg))
         case "--long-round-trips": options.longRoundTrips = max(2, count(arg))
         case "--turns": options.turns = count(arg)
+        case "--turns-per-session": options.turnsPerSession = count(arg)
         case "--sessions": options.sessions = count(arg)
         case "--spawns": options.spawns = count(arg)
         case "--encode-events": options.encodeEvents = count(arg)
@@ -146,15 +149,23 @@ do {
     }
 
     if options.only.contains("turns") {
-        progress("\(options.turns) sequential one-delta turns")
-        let t = try bench.turnsPerSecond(turns: options.turns)
-        rows.append(Row(label: "3  one-delta turns per second (\(t.turns) in one session)", value: "\(t.perSecond.grouped)/s"))
-        rows.append(Row(label: "   turn latency median, first / last 100", value: "\(t.firstLatencies.median.micros.fixed(0)) / \(t.lastLatencies.median.micros.fixed(0)) µs"))
+        progress("\(options.turns) sequential one-delta turns, \(options.turnsPerSession) per session")
+        let t = try bench.turnsPerSecond(turns: options.turns, perSession: options.turnsPerSession)
+        rows.append(Row(label: "3  one-delta turns per second (\(t.turns / options.turnsPerSession) sessions × \(options.turnsPerSession))", value: "\(t.perSecond.grouped)/s"))
+        rows.append(Row(label: "   turn latency median / p90", value: "\(Samples(t.latencies).median.micros.fixed(0)) / \(Samples(t.latencies).percentile(90).micros.fixed(0)) µs"))
         rows.append(Row(label: "   server CPU per turn", value: "\((t.serverCPUNanosPerTurn / 1000).fixed(1)) µs"))
         json["turnsPerSecond"] = .double(t.perSecond.rounded())
+        json["turnsPerSession"] = .int(options.turnsPerSession)
+        json["turnLatencyMicros"] = .double(Samples(t.latencies).median.micros.rounded(places: 1))
         json["turnServerCPUMicros"] = .double((t.serverCPUNanosPerTurn / 1000).rounded(places: 1))
-        json["turnLatencyMicrosFirst100"] = .double(t.firstLatencies.median.micros.rounded(places: 1))
-        json["turnLatencyMicrosLast100"] = .double(t.lastLatencies.median.micros.rounded(places: 1))
+
+        progress("\(options.turns) sequential one-delta turns in one session")
+        let one = try bench.turnsPerSecond(turns: options.turns, perSession: options.turns)
+        rows.append(Row(label: "   all \(one.turns) in one session: turns per second", value: "\(one.perSecond.grouped)/s"))
+        rows.append(Row(label: "   all in one session: latency median, first / last 100", value: "\(one.firstLatencies.median.micros.fixed(0)) / \(one.lastLatencies.median.micros.fixed(0)) µs"))
+        json["oneSessionTurnsPerSecond"] = .double(one.perSecond.rounded())
+        json["oneSessionTurnLatencyMicrosFirst100"] = .double(one.firstLatencies.median.micros.rounded(places: 1))
+        json["oneSessionTurnLatencyMicrosLast100"] = .double(one.lastLatencies.median.micros.rounded(places: 1))
     }
 
     if options.only.contains("sessions") {
