@@ -68,6 +68,16 @@ import Testing
         }
     }
 
+    @Test func anAPIKeyInTheEnvironmentIsAModelNotTheDemo() throws {
+        try withConfig(#"{"models": {}}"#) { path in
+            let choice = try ChatCommand.chooseModel(
+                options: .init(configPath: path), session: SessionConfig(), environment: ["ANTHROPIC_API_KEY": "k"])
+            #expect(!choice.isDemo)
+            #expect(choice.reference == .named("anthropic"))
+            #expect(choice.banner.contains("from the environment"))
+        }
+    }
+
     // MARK: Session
 
     @Test func sessionGetsTheToolsAndModelButKeepsItsOwn() {

@@ -59,12 +59,16 @@ public enum ChatCommand {
     }
 
     /// `--model` wins, then the session file's model, then the config file's
-    /// `defaultModel`; with none of them, the offline demo script.
+    /// `defaultModel` (or a model an API key in the environment brings); with
+    /// none of them, the offline demo script.
     static func chooseModel(options: Options, session: SessionConfig, environment: [String: String]) throws -> ModelChoice {
         let catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: environment)
-        let source = catalog.sourcePath ?? "agentrpc.json"
+        // The models an API key in the environment brings, to say where a model came from.
+        let fromEnvironment = ModelCatalog.withEnvironmentDefaults(
+            ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment)).models
         func describe(_ name: String, _ config: ModelConfig) -> String {
-            var text = "Model: \(name) (\(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "")) from \(source)."
+            let origin = catalog.sourcePath.map { fromEnvironment[name] == config ? "the environment" : $0 } ?? "the environment"
+            var text = "Model: \(name) (\(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "")) from \(origin)."
             if config.provider == .scripted {
                 text += " It is the scripted provider: a fixed script, not a language model."
             }
@@ -77,7 +81,9 @@ public enum ChatCommand {
         if let reference = session.model {
             let config = try catalog.resolve(reference, field: "model")
             if case .named(let name) = reference { return ModelChoice(reference: reference, isDemo: false, banner: describe(name, config)) }
-            return ModelChoice(reference: reference, isDemo: false, banner: describe("(inline, from the session file)", config))
+            var banner = "Model: inline \(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "") from the session file."
+            if config.provider == .scripted { banner += " It is the scripted provider: a fixed script, not a language model." }
+            return ModelChoice(reference: reference, isDemo: false, banner: banner)
         }
         if let name = catalog.defaultModel, let config = catalog.models[name] {
             return ModelChoice(reference: .named(name), isDemo: false, banner: describe(name, config))

@@ -374,8 +374,11 @@ final class ChatConversation {
         }
         switch call("session/setProperties", ["sessionId": .string(sessionId), "set": [selector: .string(name)]]) {
         case .success(let value):
+            // Profiles are resolved before each request, so the switch shows on the next one.
             let active = value["activeProfile"]?.stringValue ?? "?"
-            out.line("\(selector) = \(name); active profile: \(active)")
+            out.line(active == name
+                ? "\(selector) = \(name); profile \(name) is active"
+                : "\(selector) = \(name); profile \(name) takes over from \(active) with the next request")
         case .failure(let failure):
             show(failure, doing: "switch the profile")
         }

@@ -115,7 +115,9 @@ class Terminal:
 
 
 def chat_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("AGENTRPC_CONFIG", "AGENTRPC_LOG", "NO_COLOR")}
+    # Nothing from the caller's environment may pick a model: an API key would.
+    ignored = ("AGENTRPC_CONFIG", "AGENTRPC_LOG", "NO_COLOR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in ignored}
     env["TERM"] = "xterm"
     env["HOME"] = str(home)
     return env
@@ -317,11 +319,15 @@ def test_profile_command_sets_the_selector_or_says_there_are_none(start_chat, tm
     leave(term)
     session = {"profiles": {"selector": "mode", "cases": {"a": {"instructions": ["A."]}, "b": {"instructions": ["B."]}}}}
     (tmp_path / "session.json").write_text(json.dumps(session))
-    term = start_chat([], args=["--session", "session.json"])
+    term = start_chat([{"text": ["Answer from b."]}], args=["--session", "session.json"])
     term.line("/profile b")
-    term.expect("mode = b; active profile:")
+    term.expect("mode = b; profile b ")
     term.line("/profile nope")
     term.expect("no profile named 'nope'; profiles: a, b")
+    term.expect(PROMPT)
+    term.line("hi")
+    before = term.expect("Answer from b.")
+    assert "(profile: b)" in before, before
     leave(term)
 
 
