@@ -10,6 +10,7 @@ Skipped when no binary is found: set ``AGENTRPC_BIN`` or run ``swift build``.
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import json
 import os
@@ -48,6 +49,9 @@ class Terminal:
         master, slave = os.openpty()
         self.master = master
         self.buffer = ""
+        self.raw = ""  # as written, styles included
+        # Incremental: a character split across two reads must not become U+FFFD.
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.cursor = 0
         self.proc = subprocess.Popen(
             [str(BINARY), "chat", *args],
@@ -76,7 +80,10 @@ class Terminal:
             return False
         if not data:
             return False
-        self.buffer += ANSI.sub("", data.decode("utf-8", errors="replace")).replace("\r\n", "\n")
+        text = self.decoder.decode(data)
+        self.raw += text
+        # Recomputed from the whole output, so a style split across reads is still removed.
+        self.buffer = ANSI.sub("", self.raw).replace("\r\n", "\n")
         return True
 
     def expect(self, text: str, timeout: float = TIMEOUT) -> str:
@@ -166,6 +173,7 @@ def test_text_is_shown_before_the_turn_ends(start_chat) -> None:
     term.line("go")
     term.expect("pondering")
     term.expect("partial words")
+    assert "\x1b[2mpondering" in term.raw  # reasoning is dimmed on a terminal
     term.key(b"\x03")
     term.expect("[cancelled]")
     leave(term)
