@@ -121,6 +121,19 @@ class Terminal:
         os.close(self.master)
 
 
+def children_of(pid: int) -> list[int]:
+    """Processes whose parent is ``pid``, from /proc (field 4 of stat, after the name)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def chat_env(home: Path) -> dict[str, str]:
     # Nothing from the caller's environment may pick a model: an API key would.
     ignored = ("AGENTRPC_CONFIG", "AGENTRPC_LOG", "NO_COLOR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY")
@@ -365,3 +378,47 @@ def test_piped_input_works_without_a_terminal(tmp_path: Path) -> None:
     assert "Piped answer." in proc.stdout
     assert "note #1: piped" in proc.stdout
     assert "\x1b[" not in proc.stdout  # no styles when stdout is not a terminal
+
+
+def test_ctrl_c_at_a_confirmation_denies_it_and_cancels_the_turn(start_chat) -> None:
+    term = start_chat([{"toolCalls": [{"name": "write_note", "arguments": {"text": "never"}}]}, {"text": ["Later."]}])
+    term.line("note it")
+    term.expect("[y/N]")
+    term.key(b"\x03")
+    term.expect("(denied: the turn was cancelled)")
+    term.expect("[cancelled]")
+    term.expect(PROMPT)
+    term.line("/notes")
+    term.expect("(no notes)")
+    leave(term)
+
+
+def test_a_cancelled_turn_rolls_back_its_note_through_tool_undo(start_chat) -> None:
+    term = start_chat([
+        {"toolCalls": [{"name": "write_note", "arguments": {"text": "temporary"}}]},
+        {"text": ["thinking"], "stall": True},
+    ])
+    term.line("note it, then think")
+    term.expect("[y/N]")
+    term.line("y")
+    term.expect("← ok:")
+    term.expect("thinking")
+    term.key(b"\x03")
+    term.expect("↶ undone write_note: note #1 removed")
+    term.expect("[cancelled]")
+    term.expect(PROMPT)
+    term.line("/notes")
+    term.expect("(no notes)")
+    leave(term)
+
+
+def test_a_server_that_dies_is_reported(start_chat) -> None:
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux /proc to find the server process")
+    term = start_chat([{"text": ["thinking"], "stall": True}])
+    term.line("go")
+    term.expect("thinking")
+    (server_pid,) = children_of(term.proc.pid)
+    os.kill(server_pid, signal.SIGKILL)
+    term.expect("the agentrpc server exited unexpectedly")
+    assert term.wait_exit() == 1
