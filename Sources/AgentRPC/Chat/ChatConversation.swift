@@ -82,11 +82,12 @@ final class ChatConversation {
 
     /// Runs until the person leaves; returns the exit status.
     func run() -> Int32 {
-        guard start() else { return finish(status: 1) }
-        while let line = readPrompt() {
-            if serverGone { break }
+        guard start() else {
+            if serverGone { reportServerGone() }
+            return finish(status: 1)
+        }
+        while !serverGone, let line = readPrompt(), !serverGone {
             if !handle(line) { break }
-            if serverGone { break }
         }
         if serverGone {
             reportServerGone()
