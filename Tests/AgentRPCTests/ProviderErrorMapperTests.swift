@@ -1,4 +1,5 @@
 import Foundation
+import AgentRPCProtocol
 import Testing
 @testable import AgentRPC
 
@@ -78,7 +79,7 @@ import FoundationNetworking
         #expect(rfc850 == 10)
 
         let e = map(429, Self.anthropic("rate_limit_error"), headers: ["retry-after": "12"])
-        #expect(e.retryGuidance == .retryWithBackoff(afterSeconds: 12))
+        #expect(e.retryGuidance == RetryGuidance(kind: .retryWithBackoff, afterSeconds: 12))
     }
 
     @Test func apiKeysNeverReachTheMessage() {

@@ -1,3 +1,4 @@
+import AgentRPCProtocol
 import Foundation
 import Testing
 @testable import AgentRPC

@@ -25,8 +25,10 @@ final class Engine: Sendable {
     private let catalog: ModelCatalog
     private let dumper: RequestDumper?
     private let sessions = Mutex<[String: AgentSession]>([:])
-    /// Creation order, for stable `session/list` paging.
-    private let order = Mutex<[String]>([])
+    /// Loaded sessions in creation order, each with its creation number. `session/list`
+    /// cursors are creation numbers, so a cursor stays valid when the session it was
+    /// taken from is closed before the next page is asked for.
+    private let order = Mutex<CreationOrder>(CreationOrder())
     private let client = Mutex<(ClientCapabilities, ClientInfo?)>((ClientCapabilities(), nil))
     private let shuttingDown = Mutex(false)
     let tracer: Tracer
@@ -126,7 +128,7 @@ final class Engine: Sendable {
         table.on(SessionCloseRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
             sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.removeAll { $0 == params.sessionId } }
+            order.withLock { $0.remove(params.sessionId) }
             return .later {
                 await s.abortRunningTurn(reason: .closed)
                 return Empty()
@@ -140,7 +142,7 @@ final class Engine: Sendable {
         table.on(SessionDeleteRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
             sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.removeAll { $0 == params.sessionId } }
+            order.withLock { $0.remove(params.sessionId) }
             return .later {
                 await s.abortRunningTurn(reason: .closed)
                 return Empty()
@@ -171,21 +173,52 @@ final class Engine: Sendable {
     }
 
     private func list(_ params: SessionListParams) async throws -> SessionListResult {
-        let ids = order.withLock { $0 }
-        var start = 0
+        let limit = params.limit ?? SessionListParams.defaultLimit
+        guard limit >= 1 else {
+            throw RPCError.invalidParams("limit must be at least 1", field: "limit")
+        }
+        var after = 0
         if let cursor = params.cursor {
-            guard let index = ids.firstIndex(of: cursor) else {
+            guard let number = CreationOrder.number(fromCursor: cursor), number < order.withLock({ $0.next }) else {
                 throw RPCError.invalidParams("unknown cursor '\(cursor)'", field: "cursor")
             }
-            start = index + 1
+            after = number
         }
-        let limit = max(1, min(params.limit ?? 100, 1000))
-        let page = Array(ids.dropFirst(start).prefix(limit))
+        let (page, hasMore) = order.withLock { $0.page(after: after, limit: min(limit, SessionListParams.maxLimit)) }
         var data: [SessionSummary] = []
-        for id in page {
-            if let s = sessions.withLock({ $0[id] }) { data.append(await s.summary()) }
+        for entry in page {
+            if let s = sessions.withLock({ $0[entry.id] }) { data.append(await s.summary()) }
         }
-        let next = start + page.count < ids.count ? page.last : nil
+        let next = hasMore ? page.last.map { CreationOrder.cursor(for: $0.number) } : nil
         return SessionListResult(data: data, nextCursor: next)
+    }
+}
+
+/// Loaded session ids in creation order, numbered from 1 (`session/list` paging).
+struct CreationOrder: Sendable {
+    private(set) var entries: [(number: Int, id: String)] = []
+    /// The number the next session gets; every cursor ever handed out is below it.
+    private(set) var next = 1
+
+    mutating func append(_ id: String) {
+        entries.append((next, id))
+        next += 1
+    }
+
+    mutating func remove(_ id: String) {
+        entries.removeAll { $0.id == id }
+    }
+
+    /// Up to `limit` sessions created after number `after`, and whether more follow.
+    func page(after: Int, limit: Int) -> (page: [(number: Int, id: String)], hasMore: Bool) {
+        let rest = entries.drop { $0.number <= after }
+        return (Array(rest.prefix(limit)), rest.count > limit)
+    }
+
+    static func cursor(for number: Int) -> String { String(number) }
+
+    static func number(fromCursor cursor: String) -> Int? {
+        guard let n = Int(cursor), n >= 1, cursor == String(n) else { return nil }
+        return n
     }
 }
