@@ -29,8 +29,9 @@ public final class ScriptedProvider: ModelProvider {
         let callBase = cursor.withLock { $0 }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProviderEvent.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
         guard let item else {
+            // Not transient: retrying an exhausted script can only fail again.
             continuation.finish(throwing: ProviderError(
-                code: .providerError, safeDescription: "the scripted provider has no script item left for this request",
+                code: .badRequest, safeDescription: "the scripted provider has no script item left for this request",
                 unsafeMessage: "script exhausted after \(script.count) items"))
             return stream
         }
