@@ -215,6 +215,8 @@ extension AgentSession {
                 try await stream(request, provider: provider, control: control, into: &output)
                 return output
             } catch let error as ProviderError {
+                // A provider failing because the turn was stopped is not a provider error.
+                try checkpoint(control)
                 let guidance = error.retryGuidance
                 guard guidance.kind == .retryWithBackoff, !output.hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
                 let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
@@ -222,7 +224,12 @@ extension AgentSession {
                 let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
                 guard delay < remaining else { throw error }
                 emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
-                try await Task.sleep(for: .seconds(delay))
+                control.setWaitingForProvider(true)
+                defer { control.setWaitingForProvider(false) }
+                do { try await Task.sleep(for: .seconds(delay)) } catch {
+                    try checkpoint(control)
+                    throw error
+                }
                 try checkpoint(control)
             }
         }
@@ -230,6 +237,10 @@ extension AgentSession {
 
     private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
         var ended = false
+        // Waiting for the next event is a checkpoint: session/cancel ends even a
+        // stalled stream (the iteration then finishes quietly, see below).
+        control.setWaitingForProvider(true)
+        defer { control.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
             try checkpoint(control)
             switch event {
@@ -401,6 +412,8 @@ extension AgentSession {
                 rpc = .cancelled("the session was closed", data: ["source": "close"])
             case .shutdown:
                 rpc = .cancelled("the server is shutting down", data: ["source": "shutdown"])
+            case .none where control.cooperativeCancelRequested:
+                rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
             case .requestCancelled, .none:
                 rpc = .cancelled("the turn was cancelled", data: ["source": "$/cancelRequest"])
             }
