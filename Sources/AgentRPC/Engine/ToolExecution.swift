@@ -221,6 +221,9 @@ extension AgentSession {
                         diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
                     }
                 }
+            } catch is CancellationError {
+                // The turn is being stopped: that is not a failure of the sources.
+                return
             } catch {
                 let why: String
                 switch error {
