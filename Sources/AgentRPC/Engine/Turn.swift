@@ -82,6 +82,7 @@ extension AgentSession {
             }
         }
         try checkImages(input.images ?? [], provider: provider)
+        try checkLimitOverrides(options.limits)
 
         // 2. Schema validation of the active tools against the provider: warnings only.
         let warnings = schemaWarnings(for: tools, provider: provider)
