@@ -11,6 +11,8 @@ struct EngineContext: Sendable {
     let catalog: ModelCatalog
     let dumper: RequestDumper?
     let clientCapabilities: ClientCapabilities
+    /// Nil when no one listens (no trace file, client did not ask): spans cost nothing then.
+    let tracer: Tracer?
 }
 
 /// Owns the loaded sessions and serves the `session/*` methods.
@@ -27,6 +29,7 @@ final class Engine: Sendable {
     private let order = Mutex<[String]>([])
     private let client = Mutex<(ClientCapabilities, ClientInfo?)>((ClientCapabilities(), nil))
     private let shuttingDown = Mutex(false)
+    let tracer: Tracer
 
     init(options: ServerOptions, connection: any ClientChannel, logger: Logger) throws {
         self.channel = connection
@@ -34,14 +37,30 @@ final class Engine: Sendable {
         self.options = options
         self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
         self.dumper = try options.dumpRequestsPath.map { try RequestDumper(path: $0) }
+        self.tracer = Tracer(includesPayloads: options.tracePayloads)
+        if let path = options.traceFilePath {
+            do {
+                tracer.addExporter(try OTLPFileExporter(path: path))
+            } catch {
+                throw RPCError.invalidConfiguration("cannot write the trace file: \(error)", field: "--trace-file")
+            }
+        }
     }
 
     func setClient(capabilities: ClientCapabilities, info: ClientInfo?) async {
         client.withLock { $0 = (capabilities, info) }
+        if capabilities.traces == true {
+            let channel = self.channel
+            tracer.addExporter(ClientSpanExporter { span in
+                channel.notify(TraceSpanNotification.name, ["span": span])
+            })
+        }
     }
 
     private var context: EngineContext {
-        EngineContext(channel: channel, logger: logger, options: options, catalog: catalog, dumper: dumper, clientCapabilities: client.withLock { $0.0 })
+        EngineContext(
+            channel: channel, logger: logger, options: options, catalog: catalog, dumper: dumper,
+            clientCapabilities: client.withLock { $0.0 }, tracer: tracer.hasExporters ? tracer : nil)
     }
 
     func session(_ id: String) throws -> AgentSession {
