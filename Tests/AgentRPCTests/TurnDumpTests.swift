@@ -199,17 +199,24 @@ import Testing
         let session = try await h.createSession([
             "model": ["provider": "scripted", "script": [["reasoning": ["hm"], "text": ["A cat."]], ["text": ["Yes."]]]]
         ])
-        let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]).base64EncodedString()
+        let bytes = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        let png = bytes.base64EncodedString()
+        let file = h.directory.appendingPathComponent("photo.jpg")
+        try Data(repeating: 0xFF, count: 5).write(to: file)
         _ = try await h.call("session/send", [
             "sessionId": .string(session),
-            "input": ["text": "What is it?", "images": [["data": .string(png), "mimeType": "image/png"], ["url": "https://example.com/c.png"]]],
+            "input": ["text": "What is it?", "images": [
+                ["data": .string(png), "mimeType": "image/png"], ["url": "https://example.com/c.png"], ["path": .string(file.path)],
+            ]],
         ])
         _ = try await h.call("session/send", ["sessionId": .string(session), "input": "Sure?"])
         let requests = try h.dumpedRequests()
         try #require(requests.count == 2)
         // Reasoning is shown to clients but not replayed to the model.
         #expect(requests[1]["request"]?["messages"] == [
-            ["role": "user", "text": "What is it?", "images": [["mimeType": "image/png", "bytes": 8], ["url": "https://example.com/c.png"]]],
+            ["role": "user", "text": "What is it?", "images": [
+                ["mimeType": "image/png", "bytes": 8], ["url": "https://example.com/c.png"], ["mimeType": "image/jpeg", "bytes": 5],
+            ]],
             ["role": "assistant", "text": "A cat."],
             ["role": "user", "text": "Sure?"],
         ])
@@ -251,7 +258,8 @@ import Testing
 final class TurnHarness {
     let pipe: PipeServer
     let dumpPath: String
-    private let directory: URL
+    /// A fresh directory for this test's files, removed afterwards.
+    let directory: URL
     private var nextID = 1
 
     init(capabilities: JSONValue = [:]) throws {
