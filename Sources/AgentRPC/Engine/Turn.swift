@@ -158,6 +158,8 @@ extension AgentSession {
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
             await refreshContextSources(turn: turn)
+            // A stop during the refresh must not go on to route (a model call).
+            try checkpoint(control)
             try await routeTurn(input: input, turn: &turn)
             let first = try await enterProfile(turn: &turn)
             try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
@@ -502,7 +504,8 @@ enum ProviderRetryPolicy {
     static let baseDelay = 0.5
     static let maxDelay = 30.0
 
-    /// Capped exponential backoff with jitter; never shorter than the provider's hint.
+    /// The provider's hint when it gave one (capped), else capped exponential
+    /// backoff with jitter.
     static func delay(attempt: Int, hint: Double?) -> Double {
         let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
         let jittered = exponential * Double.random(in: 0.8...1.2)
