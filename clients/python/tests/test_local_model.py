@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -49,13 +50,16 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def local_server() -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen([str(SCRIPT), "serve", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # llama.cpp logs a lot while loading; a pipe nobody reads would fill and stall it.
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen([str(SCRIPT), "serve", str(port)], stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     try:
         while True:
             if process.poll() is not None:
-                pytest.fail(f"the local model server exited: {process.stderr.read().decode(errors='replace')[-2000:] if process.stderr else ''}")
+                log.seek(0)
+                pytest.fail(f"the local model server exited: {log.read().decode(errors='replace')[-2000:]}")
             try:
                 with urllib.request.urlopen(base + "/models", timeout=2) as answer:
                     if answer.status == 200:
@@ -72,6 +76,7 @@ def local_server() -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 def config(tmp_path: Path, base: str) -> Path:
