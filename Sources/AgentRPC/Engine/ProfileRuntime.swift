@@ -139,7 +139,10 @@ extension AgentSession {
             tools: [], toolChoice: .none)
         context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: profile.name, provider: provider.name, request: request)
         var summary = ""
+        control?.setWaitingForProvider(true)
+        defer { control?.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
+            if let control { try checkpoint(control) }
             switch event {
             case .textDelta(let d): summary += d
             case .usage(let u):
@@ -148,6 +151,8 @@ extension AgentSession {
             default: break
             }
         }
+        if let control { try checkpoint(control) }
+        try Task.checkCancellation()
         _ = setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
         let kept = Array(entries[cut...])
         replaceAllEntries(kept)
@@ -203,7 +208,11 @@ extension AgentSession {
         context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: child.name, provider: provider.name, request: request)
         var answer = ""
         var ended = false
+        // Like the main stream: waiting for the model is a checkpoint.
+        control?.setWaitingForProvider(true)
+        defer { control?.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
+            if let control { try checkpoint(control) }
             switch event {
             case .textDelta(let d), .refusalDelta(let d): answer += d
             case .usage(let u):
@@ -213,6 +222,7 @@ extension AgentSession {
             default: break
             }
         }
+        if let control { try checkpoint(control) }
         try Task.checkCancellation()
         if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the consulted model's stream ended before it was complete") }
         return answer
@@ -250,6 +260,8 @@ extension AgentSession {
                 }
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let stop as TurnStop {
+                throw stop
             } catch {
                 diagnostic = "the router failed (\(error)); using '\(fallback)'"
             }
@@ -280,7 +292,10 @@ extension AgentSession {
             messages: ModelHistory.messages(from: entries), tools: [tool], toolChoice: .tool("select_agent"))
         context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: "router", provider: provider.name, request: request)
         var selection: String?
+        control?.setWaitingForProvider(true)
+        defer { control?.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
+            if let control { try checkpoint(control) }
             switch event {
             case .toolCall(let call) where call.name == "select_agent":
                 selection = (try? JSONValue.parse(call.argumentsJSON))?["agent"]?.stringValue
@@ -290,6 +305,8 @@ extension AgentSession {
             default: break
             }
         }
+        if let control { try checkpoint(control) }
+        try Task.checkCancellation()
         return selection
     }
 }
