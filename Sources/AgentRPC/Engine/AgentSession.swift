@@ -53,8 +53,11 @@ actor AgentSession {
 
     // MARK: Read-only views
 
+    /// The profile the current properties select: what the next request will use.
+    /// (`activeProfile` lags behind until that request is built, so a property
+    /// change between turns must not be reported as the old profile.)
     var activeProfileName: String {
-        activeProfile?.name ?? ProfileResolver.activeProfileName(config: config, properties: properties)
+        ProfileResolver.activeProfileName(config: config, properties: properties)
     }
 
     func handle() -> SessionHandle {

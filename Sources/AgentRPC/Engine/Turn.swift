@@ -416,7 +416,7 @@ extension AgentSession {
             if entries != turn.entriesBefore { replaceAllEntries(turn.entriesBefore) }
         case .preserve:
             if !currentText.isEmpty {
-                append(.response(text: currentText, profile: activeProfileName, incomplete: true), turn: turnID)
+                append(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
             }
         }
         endTurnState()
