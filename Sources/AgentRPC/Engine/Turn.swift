@@ -342,8 +342,10 @@ extension AgentSession {
         }
         let text: String
         if let final = turn.finalAnswer {
-            // The final tool's arguments are the answer; the model's own words, if any, are its text.
-            text = output.text.isEmpty ? final.serializedString() : output.text
+            // The final tool's arguments are the answer. Text the model streamed
+            // beside the call is already in its toolCalls entry: repeating it here
+            // would show it to the model twice on the next turn.
+            text = final.serializedString()
         } else {
             if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
             text = output.text
