@@ -105,6 +105,12 @@ extension AgentSession {
             } catch let e as RPCError {
                 throw hookError("the client's history edit was refused: \(e.message)")
             }
+            // The running turn goes on appending to its own entries (an open tool
+            // exchange, the prompt it answers), so they must stay as they are, last.
+            let running = entries.filter { $0.turnId == turn.id }
+            if Array(working.suffix(running.count)) != running || working.dropLast(running.count).contains(where: { $0.turnId == turn.id }) {
+                throw hookError("the client's history edit was refused: it changes the running turn's entries; only earlier entries may be edited")
+            }
             if working != entries { replaceAllEntries(working) }
         }
     }
