@@ -8,9 +8,14 @@ extension AgentSession {
     func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws {
         let span = turn.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
         span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
+        turn.toolSpan = span?.context
+        defer { turn.toolSpan = nil }
         do {
             if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, control: control) {
                 span?.recordToolOutcome(outcome)
+                if let span, span.includesPayloads, let output = lastToolOutputContent(callId: call.id) {
+                    span.setPayload(SpanAttributeKey.toolOutput, output.stringValue ?? output.serializedString())
+                }
             }
             span?.end()
         } catch {
