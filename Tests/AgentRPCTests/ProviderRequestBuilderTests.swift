@@ -89,7 +89,7 @@ import Testing
             model: "claude-sonnet-4-5", instructions: "Be brief.", messages: Self.conversation, tools: [Self.weatherTool, other],
             toolChoice: .required, options: GenerationOptions(temperature: 0.2))
         let built = AnthropicRequestBuilder.build(request, configuration: try config())
-        #expect(built.warnings == [SchemaAdaptationWarning(tool: "now", path: "/type", message: "root schema has no type; set to \"object\"")])
+        #expect(built.warnings == [SchemaWarning(tool: "now", path: "/type", message: "root schema has no type; set to \"object\"")])
         try expectJSON(built.body, #"""
         {"model":"claude-sonnet-4-5","stream":true,"max_tokens":4096,"temperature":0.2,
          "system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
@@ -200,7 +200,7 @@ import Testing
         let schema: JSONValue = ["type": "object", "properties": ["v": ["oneOf": [["type": "string"], ["type": "integer"]]]], "required": ["v"]]
         let (tools, warnings) = adaptToolSchemas([ModelToolDefinition(name: "t", description: "", inputSchema: schema)], strict: true)
         #expect(tools.first?.inputSchema["properties"]?["v"] == ["anyOf": [["type": "string"], ["type": "integer"]]])
-        #expect(warnings.contains(SchemaAdaptationWarning(tool: "t", path: "/properties/v/oneOf",
+        #expect(warnings.contains(SchemaWarning(tool: "t", path: "/properties/v/oneOf",
                                                           message: "\"oneOf\" is not supported in strict mode; changed to \"anyOf\"")))
     }
 }

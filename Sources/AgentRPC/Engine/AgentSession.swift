@@ -87,11 +87,10 @@ actor AgentSession {
 
     // MARK: Events
 
-    /// Sends one `session/event`; `seq` rises by one per session. Events outside
-    /// a turn (a `session/setProperties` between turns) carry no `turnId`: the
-    /// last turn's id stays in `getState`, but the change is not part of that turn.
+    /// Sends one `session/event`; `seq` rises by one per session.
     func emit(_ event: SessionEvent, turn: String? = nil) {
         seq += 1
+        // turnId (the last turn, for getState) must not tag events outside a turn.
         let params = SessionEventParams(sessionId: id, turnId: turn ?? (isRunning ? turnId : nil), seq: seq, event: event)
         context.channel.notify(SessionEventNotification.name, params.json)
     }

@@ -228,9 +228,10 @@ extension AgentSession {
                     diagnostic = picked.map { "the router chose the unknown agent '\($0)'; using '\(fallback)'" } ?? "the router made no selection; using '\(fallback)'"
                 }
             } catch {
-                if Task.isCancelled || error is CancellationError {
+                // A cancel (either kind) is not a router failure: it ends the turn.
+                if Task.isCancelled || error is CancellationError || error is TurnStop {
                     span?.end(status: .error("cancelled"))
-                    throw CancellationError()
+                    throw error is TurnStop ? error : CancellationError()
                 }
                 diagnostic = "the router failed (\(Self.safeDescription(of: error))); using '\(fallback)'"
             }
@@ -299,9 +300,13 @@ extension AgentSession {
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         var response = SideResponse()
         var usage: ModelUsage?
+        // Like the turn's own stream, waiting for the model is a checkpoint: session/cancel ends it.
+        control?.setWaitingForProvider(true)
+        defer { control?.setWaitingForProvider(false) }
         do {
             var ended = false
             for try await event in provider.stream(request) {
+                if let control { try checkpoint(control) }
                 switch event {
                 case .textDelta(let d), .refusalDelta(let d): response.text += d
                 case .toolCall(let call): response.toolCalls.append(call)
@@ -313,6 +318,7 @@ extension AgentSession {
                 case .reasoningDelta: break
                 }
             }
+            if let control { try checkpoint(control) }
             try Task.checkCancellation()
             if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete") }
         } catch {

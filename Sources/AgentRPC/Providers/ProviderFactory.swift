@@ -76,13 +76,13 @@ enum ProviderFactory {
 extension OpenAIProvider {
     public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
         let adapted = adaptToolSchemas(tools, strict: configuration.strictTools)
-        return (adapted.tools, adapted.warnings.map { SchemaWarning(tool: $0.tool, path: $0.path, message: $0.message) })
+        return (adapted.tools, adapted.warnings)
     }
 }
 
 extension AnthropicProvider {
     public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
         let adapted = adaptToolSchemas(tools, strict: false)
-        return (adapted.tools, adapted.warnings.map { SchemaWarning(tool: $0.tool, path: $0.path, message: $0.message) })
+        return (adapted.tools, adapted.warnings)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// The body never contains credentials, so it is what `--dump-requests` prints.
 public struct BuiltRequestBody: Sendable, Hashable {
     public var body: JSONValue
-    public var warnings: [SchemaAdaptationWarning]
+    public var warnings: [SchemaWarning]
 }
 
 /// Keys that request extras (`GenerationOptions.extra`) may not replace: they
@@ -28,7 +28,7 @@ func base64(_ bytes: [UInt8]) -> String {
 public enum OpenAIRequestBuilder {
     /// The JSON body for `POST {baseURL}/chat/completions`.
     public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
-        var warnings: [SchemaAdaptationWarning] = []
+        var warnings: [SchemaWarning] = []
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),
             "messages": .array(messages(request)),
@@ -132,7 +132,7 @@ public enum OpenAIRequestBuilder {
 public enum AnthropicRequestBuilder {
     /// The JSON body for `POST {baseURL}/messages`.
     public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
-        var warnings: [SchemaAdaptationWarning] = []
+        var warnings: [SchemaWarning] = []
         var maxTokens = request.options.maxOutputTokens ?? configuration.defaultMaxOutputTokens
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),

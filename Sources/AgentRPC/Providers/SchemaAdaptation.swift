@@ -1,18 +1,9 @@
 import AgentRPCProtocol
 import Foundation
 
-/// One change made to a tool's input schema so a provider accepts it.
-/// `path` is a JSON-Pointer-like path into the schema (`/properties/city/format`).
-public struct SchemaAdaptationWarning: Sendable, Hashable {
-    public var tool: String
-    public var path: String
-    public var message: String
-    public init(tool: String, path: String, message: String) {
-        self.tool = tool
-        self.path = path
-        self.message = message
-    }
-}
+/// One change made to a tool's input schema so a provider accepts it is a
+/// `SchemaWarning` (the wire type of `schemaWarnings`); its `path` is a
+/// JSON-Pointer-like path into the schema (`/properties/city/format`).
 
 /// Rewrites tool input schemas into what a provider accepts, reporting each change.
 ///
@@ -34,9 +25,9 @@ public struct SchemaAdaptationWarning: Sendable, Hashable {
 /// The engine still validates arguments against the *original* schema, so
 /// dropping a constraint loosens what the model is told, never what we accept.
 public func adaptToolSchemas(_ tools: [ModelToolDefinition], strict: Bool)
-    -> (tools: [ModelToolDefinition], warnings: [SchemaAdaptationWarning])
+    -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])
 {
-    var warnings: [SchemaAdaptationWarning] = []
+    var warnings: [SchemaWarning] = []
     var adapted: [ModelToolDefinition] = []
     for tool in tools {
         var adapter = SchemaAdapter(tool: tool.name)
@@ -49,14 +40,14 @@ public func adaptToolSchemas(_ tools: [ModelToolDefinition], strict: Bool)
 }
 
 /// Adapts one schema (a structured-output response schema) the same way.
-public func adaptSchema(_ schema: JSONValue, name: String, strict: Bool) -> (schema: JSONValue, warnings: [SchemaAdaptationWarning]) {
+public func adaptSchema(_ schema: JSONValue, name: String, strict: Bool) -> (schema: JSONValue, warnings: [SchemaWarning]) {
     let result = adaptToolSchemas([ModelToolDefinition(name: name, description: "", inputSchema: schema)], strict: strict)
     return (result.tools.first?.inputSchema ?? schema, result.warnings)
 }
 
 struct SchemaAdapter {
     let tool: String
-    var warnings: [SchemaAdaptationWarning] = []
+    var warnings: [SchemaWarning] = []
 
     init(tool: String) { self.tool = tool }
 
@@ -71,7 +62,7 @@ struct SchemaAdapter {
     ]
 
     mutating func warn(_ path: String, _ message: String) {
-        warnings.append(SchemaAdaptationWarning(tool: tool, path: path.isEmpty ? "/" : path, message: message))
+        warnings.append(SchemaWarning(tool: tool, path: path.isEmpty ? "/" : path, message: message))
     }
 
     static func escape(_ key: String) -> String {
