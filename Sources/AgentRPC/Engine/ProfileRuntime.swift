@@ -18,16 +18,21 @@ extension AgentSession {
 
     /// Resolves the profile before a round trip; when it changed, runs the old
     /// profile's `onDeactivate` and the new one's `onActivate` hooks and says so
-    /// with `profileActivated`. A hook that changes properties again gets one more
-    /// resolution, no more, so two profiles can never ping-pong forever.
+    /// with `profileActivated`. The session's first request activates its initial
+    /// profile the same way, without a previous one. A hook that changes
+    /// properties again gets one more resolution, no more, so two profiles can
+    /// never ping-pong forever.
     func enterProfile(turn: inout TurnState) async throws -> ResolvedProfile {
         var profile = try resolveProfile()
         for _ in 0..<2 {
-            guard let previous = activeProfile, previous.name != profile.name else { break }
-            try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+            let previous = activeProfile
+            if let previous, previous.name == profile.name { break }
+            if let previous {
+                try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+            }
             activeProfile = profile
-            emit(.profileActivated(profile: profile.name, previous: previous.name), turn: turn.id)
-            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: ["previous": .string(previous.name)])
+            emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
+            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]))
             profile = try resolveProfile()
         }
         activeProfile = profile
