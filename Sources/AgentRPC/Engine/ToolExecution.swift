@@ -62,31 +62,31 @@ extension AgentSession {
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ])
 
-        guard let tool = resolved.clientSpec else {
-            // Built-in orchestration tools run inside the engine.
-            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+        // From here on every call ends with its toolOutput entry and onToolOutput,
+        // whatever the outcome, so the two hooks always come in pairs.
+        func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
             finishToolCall(call, profile: profile, outcome: outcome, content: content, turn: turn)
             try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
             return outcome
         }
+
+        guard let tool = resolved.clientSpec else {
+            // Built-in orchestration tools run inside the engine.
+            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+            return try await output(outcome, content, turn: &turn)
+        }
         if tool.final == true {
             // A final tool ends the turn: its arguments are the answer. The client never runs it.
             turn.finalAnswer = arguments
-            let content: JSONValue = "Final answer recorded."
-            finishToolCall(call, profile: profile, outcome: .ok, content: content, turn: turn)
-            try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
-                "callId": .string(call.id), "name": .string(call.name), "outcome": "ok", "content": content,
-            ])
-            return .ok
+            return try await output(.ok, "Final answer recorded.", turn: &turn)
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
         let verdict = guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
-            finishToolCall(call, profile: profile, outcome: .denied, content: .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: turn)
-            return .denied
+            return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
             let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
@@ -95,8 +95,7 @@ extension AgentSession {
             if control.reason != nil { throw CancellationError() }
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
-                finishToolCall(call, profile: profile, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
-                return .denied
+                return try await output(.denied, .string("The user declined this call\(why)"), turn: &turn)
             }
         }
 
@@ -113,8 +112,7 @@ extension AgentSession {
                 "callId": .string(call.id), "name": .string(call.name), "clientError": clientError.json,
             ])
         } catch OutgoingRequestError.timedOut(let seconds) {
-            finishToolCall(call, profile: profile, outcome: .failed, content: .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: turn)
-            return .failed
+            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
         } catch OutgoingRequestError.disconnected {
             throw CancellationError()
         }
@@ -127,11 +125,7 @@ extension AgentSession {
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
         }
-        finishToolCall(call, profile: profile, outcome: result.outcome, content: result.content, turn: turn)
-        try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
-            "callId": .string(call.id), "name": .string(call.name), "outcome": .string(result.outcome.rawValue), "content": result.content,
-        ])
-        return result.outcome
+        return try await output(result.outcome, result.content, turn: &turn)
     }
 
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
