@@ -65,7 +65,18 @@ extension AgentSession {
             case .then(let nested):
                 try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
             case .summarizeHistory(let spec):
-                try await summarizeHistory(spec, profile: profile, turn: &turn)
+                do {
+                    try await summarizeHistory(spec, profile: profile, turn: &turn)
+                } catch let error as RPCError where error.kind == .invalidConfiguration {
+                    throw error
+                } catch {
+                    // A failed summary is a failed hook (ENGINE.md: hookError, "a hook
+                    // vetoed or failed"); a cancel stays a cancel.
+                    if Task.isCancelled || error is CancellationError || error is TurnStop { throw error }
+                    var data: [String: JSONValue] = ["hook": .string(hook.rawValue), "profile": .string(profile.name)]
+                    if let e = error as? ProviderError { data["provider"] = e.json }
+                    throw RPCError(.hookError, "the summarizeHistory action failed: \(Self.safeDescription(of: error))", data: data)
+                }
             case .client:
                 try await callClientHook(hook, profile: profile, turn: turn, payload: payload)
             }
