@@ -44,6 +44,8 @@ def type_hints(obj: Any) -> dict[str, Any]:
 
 
 def _describe(tp: Any) -> str:
+    if get_origin(tp) is not None:
+        return repr(tp).removeprefix("typing.")
     return getattr(tp, "__name__", None) or repr(tp)
 
 
@@ -190,7 +192,11 @@ class _Builder:
                 required_keys = getattr(tp, "__required_keys__", frozenset(hints))
                 for name, hint in hints.items():
                     properties[name] = self.build(_strip_required(hint))
-                    if name in required_keys:
+                    # Under `from __future__ import annotations` Python cannot see
+                    # NotRequired/Required when it computes __required_keys__, so
+                    # the resolved hint decides.
+                    marker = get_origin(hint)
+                    if marker is typing.Required or (name in required_keys and marker is not typing.NotRequired):
                         required.append(name)
             out: dict[str, Any] = {"type": "object", "properties": properties}
             if required:

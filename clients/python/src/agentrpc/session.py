@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .config import turn_input, turn_options
 from .errors import ToolExecutorError
-from .events import Event, TextDelta, parse_event
+from .events import Event, TextDelta, TurnEnded, parse_event
 from .retry import RefreshAuth, retry_once
 from .schema import from_json, json_schema
 from .tools import Tool, tool_spec
@@ -372,6 +372,8 @@ class TurnStream(AsyncIterator[Event]):
         self._task: asyncio.Task[Any] | None = None
         self._finished = False
         self._raised = False
+        # Whether this turn's TurnEnded was seen (aclose waits for it).
+        self._turn_ended = False
         #: The turn's result, once the iteration ended normally.
         self.result: TurnResult | None = None
         #: The exception the turn ended with, if it failed.
@@ -413,16 +415,16 @@ class TurnStream(AsyncIterator[Event]):
         self._task.add_done_callback(self._on_sent)
 
     def _on_sent(self, task: asyncio.Task[Any]) -> None:
-        # Everything the server wrote before its answer is already queued (the
-        # reader handles lines in order), so the subscription can end here.
-        self._client._streams.discard(self)  # type: ignore[arg-type]
         if not task.cancelled():
+            # Everything the server wrote before its answer is already queued
+            # (the reader handles lines in order), so the subscription can end.
+            # A withdrawn turn still ends later; aclose() waits for that.
+            self._client._streams.discard(self)  # type: ignore[arg-type]
             task.exception()  # retrieved here so an unconsumed stream never logs "never retrieved"
         self._queue.put_nowait(_SEND_DONE)
 
     def _settle(self) -> None:
         self._finished = True
-        self._client._streams.discard(self)  # type: ignore[arg-type]
         task = self._task
         if task is None:
             return
@@ -448,6 +450,8 @@ class TurnStream(AsyncIterator[Event]):
             if isinstance(item, Event):
                 if isinstance(item, TextDelta):
                     self.text += item.delta
+                elif isinstance(item, TurnEnded):
+                    self._turn_ended = True
                 return item
             if item is _CLOSED and self._task is not None and not self._task.done():
                 continue  # the send fails with TransportClosed in a moment
@@ -466,10 +470,16 @@ class TurnStream(AsyncIterator[Event]):
         assert self.result is not None
         return self.result
 
-    async def aclose(self) -> None:
-        """Stop iterating; withdraw the turn if it still runs (``$/cancelRequest``)."""
+    async def aclose(self, *, wait: float | None = 10.0) -> None:
+        """Stop iterating; withdraw the turn if it still runs (``$/cancelRequest``).
+
+        Then wait (up to ``wait`` seconds) until the server reports the turn
+        ended, so the session accepts the next ``send`` at once.
+        """
         task = self._task
-        if task is not None and not task.done():
+        withdrawn = task is not None and not task.done()
+        if withdrawn:
+            assert task is not None
             task.cancel()
             # wait() rather than await: the task's own outcome must not be
             # raised here, while a cancellation of the caller still is.
@@ -477,6 +487,27 @@ class TurnStream(AsyncIterator[Event]):
         if not self._finished:
             self._settle()
             self._raised = True
+        if withdrawn and not self._turn_ended and not self._client.closed:
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wait_turn_ended()
+            except TimeoutError:
+                _log.warning("session %s: the withdrawn turn did not end within %ss", self.session.id, wait)
+        self._client._streams.discard(self)  # type: ignore[arg-type]
+
+    async def _wait_turn_ended(self) -> None:
+        seen_start = False
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, TurnEnded) or item is _CLOSED:
+                return
+            seen_start = seen_start or isinstance(item, Event) and item.type == "turnStarted"
+        if not seen_start and not (await self.session.state()).is_running:
+            return  # the turn never started, or already ended
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, TurnEnded) or item is _CLOSED:
+                return
 
     async def __aenter__(self) -> TurnStream:
         self._start()

@@ -148,7 +148,7 @@ def _param_docs(doc: str | None) -> dict[str, str]:
             continue
         this_indent = len(line) - len(line.lstrip())
         if this_indent == 0:
-            in_args = False  # the next section (Returns:, Raises:, ...) or prose
+            in_args, current = False, None  # the next section (Returns:, Raises:, ...) or prose
             continue
         if indent is None:
             indent = this_indent
@@ -159,6 +159,43 @@ def _param_docs(doc: str | None) -> dict[str, str]:
         elif current is not None:
             found[current] = (found[current] + " " + stripped).strip()
     return found
+
+
+def _parameter_hints(function: Callable[..., Any], where_fn: str) -> dict[str, Any]:
+    """The parameters' resolved annotations (the return annotation is not needed).
+
+    ``get_type_hints`` resolves all annotations at once and fails on any
+    unresolvable one, typically a return type defined inside a function
+    under ``from __future__ import annotations``; then each parameter is
+    resolved on its own, so only a parameter that really cannot be resolved
+    is an error, and the error names it.
+    """
+    try:
+        return {k: v for k, v in type_hints(function).items() if k != "return"}
+    except Exception:
+        pass
+    raw = dict(getattr(function, "__annotations__", {}) or {})
+    raw.pop("return", None)
+    namespace = dict(getattr(function, "__globals__", {}) or {})
+    closure = getattr(function, "__closure__", None) or ()
+    for name, cell in zip(getattr(getattr(function, "__code__", None), "co_freevars", ()), closure):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    hints: dict[str, Any] = {}
+    for name, annotation in raw.items():
+        if not isinstance(annotation, str):
+            hints[name] = annotation
+            continue
+        try:
+            hints[name] = eval(annotation, namespace)  # noqa: S307 - the function's own annotation text
+        except Exception as exc:
+            raise TypeError(
+                f"parameter {name!r} of {where_fn}: cannot resolve the annotation {annotation!r} ({exc}); "
+                "types used in annotations must be importable from the function's module"
+            ) from exc
+    return hints
 
 
 class Tool:
@@ -206,10 +243,7 @@ class Tool:
             signature = inspect.signature(function)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{where_fn}: cannot read the signature of {function!r}: {exc}") from exc
-        try:
-            hints = type_hints(function)
-        except Exception as exc:
-            raise TypeError(f"{where_fn}: cannot resolve the type hints: {exc}") from exc
+        hints = _parameter_hints(function, where_fn)
         docs = _param_docs(doc)
         annotations: dict[str, Any] = {}
         context_parameter: str | None = None
