@@ -520,6 +520,27 @@ async def test_confirmation_with_an_on_confirm_callback(tmp_path: Path) -> None:
         assert (await session.transcript()).of_type("toolOutput")[0]["outcome"] == "ok"
 
 
+async def test_an_on_confirm_that_raises_or_answers_nonsense_denies(tmp_path: Path) -> None:
+    answers: list[Any] = [RuntimeError("no terminal"), "maybe"]
+
+    async def decide(call_: ConfirmationCall) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async with spawn_real(tmp_path, on_confirm=decide) as client:
+        session = await client.open_session(
+            model=scripted({"toolCalls": [call("wire_money", amount=1), call("wire_money", amount=2)]},
+                           {"text": ["ok"]}),
+            tools=[wire_money],
+        )
+        await session.send("pay")
+        outputs = (await session.transcript()).of_type("toolOutput")
+        assert [o["outcome"] for o in outputs] == ["denied", "denied"]
+        assert "no terminal" in outputs[0]["content"] and "maybe" in outputs[1]["content"]
+
+
 # -- cancellation -----------------------------------------------------------------------
 
 

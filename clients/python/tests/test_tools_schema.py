@@ -247,6 +247,12 @@ def test_tool_context_parameter_is_injected_not_described() -> None:
 
     assert list(f.input_schema["properties"]) == ["x"]
 
+    @tool
+    def g(ctx: ToolContext | None = None) -> None:
+        """Optional context."""
+
+    assert g.input_schema["properties"] == {}
+
 
 @pytest.mark.parametrize(
     ("source", "fragment"),

@@ -25,6 +25,8 @@ import asyncio
 import functools
 import inspect
 import re
+import types
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
@@ -161,6 +163,14 @@ def _param_docs(doc: str | None) -> dict[str, str]:
     return found
 
 
+def _is_context(hint: Any) -> bool:
+    """``ToolContext`` or ``ToolContext | None``: filled in by the client, not by the model."""
+    if hint is ToolContext:
+        return True
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else ()
+    return ToolContext in members and all(m in (ToolContext, type(None)) for m in members)
+
+
 def _parameter_hints(function: Callable[..., Any], where_fn: str) -> dict[str, Any]:
     """The parameters' resolved annotations (the return annotation is not needed).
 
@@ -258,7 +268,7 @@ class Tool:
             if param.name not in hints:
                 raise TypeError(f"{where} has no type annotation; the model needs its type")
             hint = hints[param.name]
-            if hint is ToolContext:
+            if _is_context(hint):
                 context_parameter = param.name
                 continue
             schema = json_schema(hint, where=where)
