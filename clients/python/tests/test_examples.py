@@ -108,6 +108,19 @@ def test_example_runs_and_prints_what_the_guide_shows(path: Path, tmp_path: Path
                 f"docs/python.md shows other output for {relative}; run this module with --update")
 
 
+@pytest.mark.real_server
+@pytest.mark.skipif(REAL_BINARY is None, reason="no agentrpc binary: set AGENTRPC_BIN or run `swift build`")
+def test_the_package_readme_example_runs(tmp_path: Path) -> None:
+    readme = (ROOT / "clients" / "python" / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert match, "clients/python/README.md has no python example"
+    script = tmp_path / "readme_example.py"
+    script.write_text(match.group(1), encoding="utf-8")
+    completed = run_example(script, tmp_path)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "18 °C in Paris." in completed.stdout
+
+
 def update_guide() -> None:
     """Rewrite every marked block of the guide from the files and their output."""
     import tempfile

@@ -231,3 +231,54 @@ def test_sync_errors_propagate_and_spawn_failures_stop_the_loop(tmp_path: Path) 
     with pytest.raises(Exception):
         Client.spawn(binary=str(tmp_path / "missing-binary"))
     assert threading.active_count() <= before
+
+
+def test_sync_handlers_notifications_and_session_lifecycle(tmp_path: Path) -> None:
+    handler_threads: list[str] = []
+    seen: list[str] = []
+
+    def raw_tool(params: dict[str, Any]) -> dict[str, Any]:
+        handler_threads.append(threading.current_thread().name)
+        return {"outcome": "ok", "content": f"raw {params['arguments']['q']}"}
+
+    @tool
+    def attached(q: str) -> str:
+        """Attached after creation."""
+        return f"attached {q}"
+
+    with spawn(tmp_path) as client:
+        client.on_request("tool/call", raw_tool)
+        unsubscribe = client.on_notification("session/event", lambda p: seen.append(p["event"]["type"]))
+        session = client.open_session(
+            model=scripted(
+                {"toolCalls": [call("lookup", q="a")]}, {"text": ["one"]},
+                {"toolCalls": [call("lookup", q="b")]}, {"text": ["two"]},
+                {"text": ['{"value": 1}']},
+            ),
+            tools=[{"name": "lookup", "inputSchema": {"type": "object"}}],
+        )
+        assert session.send("x").text == "one"
+        assert handler_threads and handler_threads[0] != threading.current_thread().name
+        resumed = client.resume_session(session.id, tools=[tool(attached.function, name="lookup")])
+        assert resumed is session and "lookup" in session.tools and session.revision is not None
+        session.send("y")
+        outputs = session.transcript().of_type("toolOutput")
+        assert [o["content"] for o in outputs] == ["raw a", "attached b"]
+        unsubscribe()
+        assert seen[0] == "turnStarted" and "turnEnded" in seen
+        full = session.generate_result("json", Answer)
+        assert full.value == Answer(1) and full.turn_id and full.raw_value == {"value": 1}
+        session.add_tools(attached)
+        assert set(session.tools) == {"lookup", "attached"}
+
+        other = client.create_session()
+        client.close_session(other.id)
+        third = client.open_session()
+        third.delete()
+        with pytest.raises(SessionNotFound):
+            third.state()
+        fourth = client.open_session()
+        client.delete_session(fourth.id)
+        with pytest.raises(SessionNotFound):
+            client.get_state(fourth.id)
+        assert isinstance(client.stderr_tail, str)

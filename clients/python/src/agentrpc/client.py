@@ -980,6 +980,14 @@ class Client:
         if not isinstance(session_id, str):
             raise InternalError(f"{method} returned no sessionId: {result!r}")
         revision = result.get("revision")
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            # Resuming a session this client already holds keeps its handle,
+            # and with it the functions that answer its tool calls.
+            existing.revision = revision if isinstance(revision, int) else existing.revision
+            existing.active_profile = result.get("activeProfile", existing.active_profile)
+            existing._tools.update(tools)
+            return existing
         session = Session(
             self,
             session_id,
