@@ -92,15 +92,20 @@ extension Message {
             }
             id = parsed
         }
+        // The id of a response is one of the *receiver's* request ids. An error
+        // about a broken response must not carry it: the peer would take it for the
+        // answer to its own request with that number. Such errors go out with id null.
+        let isResponseShaped = o["method"] == nil && (o["result"] != nil || o["error"] != nil)
+        let answerID = isResponseShaped ? nil : id
         guard o["jsonrpc"] == .string("2.0") else {
-            return .invalid(id: id, error: RPCError(.invalidRequest, "\"jsonrpc\" must be \"2.0\""))
+            return .invalid(id: answerID, error: RPCError(.invalidRequest, "\"jsonrpc\" must be \"2.0\""))
         }
         let params = o["params"]
         if let params {
             switch params {
             case .object, .array: break
             default:
-                return .invalid(id: id, error: RPCError(.invalidRequest, "params must be an object or an array"))
+                return .invalid(id: answerID, error: RPCError(.invalidRequest, "params must be an object or an array"))
             }
         }
         if let methodValue = o["method"] {
@@ -120,13 +125,13 @@ extension Message {
         // A response from the peer.
         if let result = o["result"] {
             guard o["error"] == nil else {
-                return .invalid(id: id, error: RPCError(.invalidRequest, "a response carries result or error, not both"))
+                return .invalid(id: nil, error: RPCError(.invalidRequest, "a response carries result or error, not both"))
             }
             return .message(.response(id: id, result: .success(result)))
         }
         if let errorValue = o["error"] {
             guard let error = RPCError(json: errorValue) else {
-                return .invalid(id: id, error: RPCError(.invalidRequest, "error must be an object with an integer code"))
+                return .invalid(id: nil, error: RPCError(.invalidRequest, "error must be an object with an integer code"))
             }
             return .message(.response(id: id, result: .failure(error)))
         }

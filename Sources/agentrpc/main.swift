@@ -26,6 +26,10 @@ let usage = """
                               each (instructions, messages, tools, options; never API keys).
       --record FILE           Record this conversation as a replayable transcript (see
                               docs/transcripts.md).
+      --trace-file FILE       Append every finished span (chat.turn, router.classify, agent.<profile>,
+                              llm.completion, tool.<name>) to FILE as OTLP/JSON lines.
+      --trace-payloads        Include prompts, completions, tool arguments and outputs in spans
+                              (left out by default).
       --client-timeout S      Default timeout in seconds for requests the server sends to the client
                               when no limit of the session applies (default 300).
       --max-sessions N        Most loaded sessions at once (default 10000); more is -32001 overloaded.
@@ -92,7 +96,7 @@ if argv.first == command { argv = argv.dropFirst() }
 
 switch command {
 case "serve":
-    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions"], flags: [])
+    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions", "trace-file"], flags: ["trace-payloads"])
     if let extra = args.positional.first { fail("unexpected argument '\(extra)'") }
     var options = ServerOptions()
     if let v = args.values["max-message-bytes"] {
@@ -106,6 +110,8 @@ case "serve":
     options.configPath = args.values["config"]
     options.dumpRequestsPath = args.values["dump-requests"]
     options.recordPath = args.values["record"]
+    options.traceFilePath = args.values["trace-file"]
+    options.tracePayloads = args.flags.contains("trace-payloads")
     if let v = args.values["client-timeout"] {
         guard let s = Double(v), s > 0 else { fail("--client-timeout needs a positive number of seconds") }
         options.clientRequestTimeoutSeconds = s

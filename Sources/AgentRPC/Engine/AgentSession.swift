@@ -38,17 +38,24 @@ actor AgentSession {
     var lastContextValues: [String: String] = [:]
     /// Providers by model reference; a scripted provider keeps its place in the script across turns.
     var providers: [ModelReference: any ModelProvider] = [:]
+    /// The profile the last round trip (or session creation) resolved.
+    var activeProfile: ResolvedProfile?
+    /// What was sent last per model, for `cacheInvalidated`.
+    var prefixTracker = PrefixTracker()
 
     init(id: String, config: SessionConfig, context: EngineContext) {
         self.id = id
         self.config = config
         self.context = context
         self.properties = config.properties ?? [:]
+        self.activeProfile = try? ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
     }
 
     // MARK: Read-only views
 
-    var activeProfileName: String { "default" }
+    var activeProfileName: String {
+        activeProfile?.name ?? ProfileResolver.activeProfileName(config: config, properties: properties)
+    }
 
     func handle() -> SessionHandle {
         SessionHandle(sessionId: id, revision: revision, activeProfile: activeProfileName)
@@ -64,7 +71,8 @@ actor AgentSession {
     }
 
     func transcript() -> SessionTranscript {
-        SessionTranscript(revision: revision, instructions: instructionsText(), entries: entries)
+        let profile = (try? resolveProfile()) ?? activeProfile
+        return SessionTranscript(revision: revision, instructions: instructionsText(profile: profile), entries: entries)
     }
 
     func summary() -> SessionSummary {
@@ -128,15 +136,23 @@ actor AgentSession {
 
     // MARK: Instructions
 
-    /// The system text for the next request: persona, directives, the active
-    /// profile's instructions, and the context sources' latest values.
-    func instructionsText() -> String {
+    /// Persona and directives: the part of the instructions every profile shares.
+    func personaPrefix() -> String {
         var parts: [String] = []
         if let persona = config.role?.persona, !persona.isEmpty { parts.append(persona) }
         if let directives = config.role?.directives, !directives.isEmpty {
             parts.append("Directives:\n" + directives.map { "- \($0)" }.joined(separator: "\n"))
         }
-        if let instructions = config.instructions, !instructions.isEmpty { parts.append(instructions) }
+        return parts.isEmpty ? "" : parts.joined(separator: "\n\n") + "\n\n"
+    }
+
+    /// The system text for the next request: persona, directives, the active
+    /// profile's instructions, and the context sources' latest values.
+    func instructionsText(profile: ResolvedProfile?) -> String {
+        var parts: [String] = []
+        let prefix = personaPrefix()
+        if !prefix.isEmpty { parts.append(String(prefix.dropLast(2))) }
+        if let instructions = profile?.instructions, !instructions.isEmpty { parts.append(instructions) }
         let sources = (config.contextSources ?? []).compactMap { source -> String? in
             guard let value = lastContextValues[source.name] else { return nil }
             return "## \(source.name)\n\(value)"

@@ -11,6 +11,8 @@ struct EngineContext: Sendable {
     let catalog: ModelCatalog
     let dumper: RequestDumper?
     let clientCapabilities: ClientCapabilities
+    /// Nil when no one listens (no trace file, client did not ask): spans cost nothing then.
+    let tracer: Tracer?
 }
 
 /// Owns the loaded sessions and serves the `session/*` methods.
@@ -23,10 +25,13 @@ final class Engine: Sendable {
     private let catalog: ModelCatalog
     private let dumper: RequestDumper?
     private let sessions = Mutex<[String: AgentSession]>([:])
-    /// Creation order, for stable `session/list` paging.
-    private let order = Mutex<[String]>([])
+    /// Loaded sessions in creation order, each with its creation number. `session/list`
+    /// cursors are creation numbers, so a cursor stays valid when the session it was
+    /// taken from is closed before the next page is asked for.
+    private let order = Mutex<CreationOrder>(CreationOrder())
     private let client = Mutex<(ClientCapabilities, ClientInfo?)>((ClientCapabilities(), nil))
     private let shuttingDown = Mutex(false)
+    let tracer: Tracer
 
     init(options: ServerOptions, connection: any ClientChannel, logger: Logger) throws {
         self.channel = connection
@@ -34,14 +39,30 @@ final class Engine: Sendable {
         self.options = options
         self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
         self.dumper = try options.dumpRequestsPath.map { try RequestDumper(path: $0) }
+        self.tracer = Tracer(includesPayloads: options.tracePayloads)
+        if let path = options.traceFilePath {
+            do {
+                tracer.addExporter(try OTLPFileExporter(path: path))
+            } catch {
+                throw RPCError.invalidConfiguration("cannot write the trace file: \(error)", field: "--trace-file")
+            }
+        }
     }
 
     func setClient(capabilities: ClientCapabilities, info: ClientInfo?) async {
         client.withLock { $0 = (capabilities, info) }
+        if capabilities.traces == true {
+            let channel = self.channel
+            tracer.addExporter(ClientSpanExporter { span in
+                channel.notify(TraceSpanNotification.name, ["span": span])
+            })
+        }
     }
 
     private var context: EngineContext {
-        EngineContext(channel: channel, logger: logger, options: options, catalog: catalog, dumper: dumper, clientCapabilities: client.withLock { $0.0 })
+        EngineContext(
+            channel: channel, logger: logger, options: options, catalog: catalog, dumper: dumper,
+            clientCapabilities: client.withLock { $0.0 }, tracer: tracer.hasExporters ? tracer : nil)
     }
 
     func session(_ id: String) throws -> AgentSession {
@@ -107,7 +128,7 @@ final class Engine: Sendable {
         table.on(SessionCloseRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
             sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.removeAll { $0 == params.sessionId } }
+            order.withLock { $0.remove(params.sessionId) }
             return .later {
                 await s.abortRunningTurn(reason: .closed)
                 return Empty()
@@ -121,7 +142,7 @@ final class Engine: Sendable {
         table.on(SessionDeleteRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
             sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.removeAll { $0 == params.sessionId } }
+            order.withLock { $0.remove(params.sessionId) }
             return .later {
                 await s.abortRunningTurn(reason: .closed)
                 return Empty()
@@ -131,7 +152,7 @@ final class Engine: Sendable {
 
     private func create(_ config: SessionConfig) async throws -> SessionHandle {
         if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
-        let problems = config.validate()
+        let problems = config.validate() + HistoryTransformer.patternProblems(in: config) + Self.regexProblems(in: config)
         if let first = problems.first {
             throw RPCError(.invalidConfiguration, first.description, data: [
                 "field": .string(first.path),
@@ -141,6 +162,8 @@ final class Engine: Sendable {
         if let model = config.model {
             _ = try catalog.resolve(model, field: "model")
         }
+        // Resolving once now reports unknown tool names, blocks and cases at create time.
+        _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
         if sessions.withLock({ $0.count }) >= options.maxSessions {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
@@ -151,22 +174,74 @@ final class Engine: Sendable {
         return await session.handle()
     }
 
+    /// Egress and router patterns are regular expressions; a bad one is a configuration error, not a silent no-op.
+    static func regexProblems(in config: SessionConfig) -> [ConfigProblem] {
+        var problems: [ConfigProblem] = []
+        func check(_ pattern: String, _ path: String) {
+            if (try? NSRegularExpression(pattern: pattern)) == nil {
+                problems.append(ConfigProblem(path: path, message: "'\(pattern)' is not a valid regular expression"))
+            }
+        }
+        func checkEgress(_ egress: Egress?, _ path: String) {
+            for (i, p) in (egress?.refuse ?? []).enumerated() { check(p, "\(path).refuse[\(i)]") }
+            for (i, r) in (egress?.redact ?? []).enumerated() { check(r.pattern, "\(path).redact[\(i)].pattern") }
+        }
+        checkEgress(config.egress, "egress")
+        if let profiles = config.profiles {
+            checkEgress(profiles.defaults?.egress, "profiles.defaults.egress")
+            for name in profiles.cases.keys.sorted() { checkEgress(profiles.cases[name]?.egress, "profiles.cases.\(name).egress") }
+        }
+        for (i, rule) in (config.router?.rules ?? []).enumerated() { check(rule.pattern, "router.rules[\(i)].pattern") }
+        return problems
+    }
+
     private func list(_ params: SessionListParams) async throws -> SessionListResult {
-        let ids = order.withLock { $0 }
-        var start = 0
+        let limit = params.limit ?? SessionListParams.defaultLimit
+        guard limit >= 1 else {
+            throw RPCError.invalidParams("limit must be at least 1", field: "limit")
+        }
+        var after = 0
         if let cursor = params.cursor {
-            guard let index = ids.firstIndex(of: cursor) else {
+            guard let number = CreationOrder.number(fromCursor: cursor), number < order.withLock({ $0.next }) else {
                 throw RPCError.invalidParams("unknown cursor '\(cursor)'", field: "cursor")
             }
-            start = index + 1
+            after = number
         }
-        let limit = max(1, min(params.limit ?? 100, 1000))
-        let page = Array(ids.dropFirst(start).prefix(limit))
+        let (page, hasMore) = order.withLock { $0.page(after: after, limit: min(limit, SessionListParams.maxLimit)) }
         var data: [SessionSummary] = []
-        for id in page {
-            if let s = sessions.withLock({ $0[id] }) { data.append(await s.summary()) }
+        for entry in page {
+            if let s = sessions.withLock({ $0[entry.id] }) { data.append(await s.summary()) }
         }
-        let next = start + page.count < ids.count ? page.last : nil
+        let next = hasMore ? page.last.map { CreationOrder.cursor(for: $0.number) } : nil
         return SessionListResult(data: data, nextCursor: next)
+    }
+}
+
+/// Loaded session ids in creation order, numbered from 1 (`session/list` paging).
+struct CreationOrder: Sendable {
+    private(set) var entries: [(number: Int, id: String)] = []
+    /// The number the next session gets; every cursor ever handed out is below it.
+    private(set) var next = 1
+
+    mutating func append(_ id: String) {
+        entries.append((next, id))
+        next += 1
+    }
+
+    mutating func remove(_ id: String) {
+        entries.removeAll { $0.id == id }
+    }
+
+    /// Up to `limit` sessions created after number `after`, and whether more follow.
+    func page(after: Int, limit: Int) -> (page: [(number: Int, id: String)], hasMore: Bool) {
+        let rest = entries.drop { $0.number <= after }
+        return (Array(rest.prefix(limit)), rest.count > limit)
+    }
+
+    static func cursor(for number: Int) -> String { String(number) }
+
+    static func number(fromCursor cursor: String) -> Int? {
+        guard let n = Int(cursor), n >= 1, cursor == String(n) else { return nil }
+        return n
     }
 }

@@ -39,9 +39,31 @@ struct ModelCatalog: Sendable {
             if let d = file.defaultModel, file.models?[d] == nil {
                 throw RPCError.invalidConfiguration("\(path): defaultModel '\(d)' is not among the models", field: "defaultModel")
             }
-            return ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment)
+            return withEnvironmentDefaults(ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment))
         }
-        return ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment)
+        return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))
+    }
+
+    /// Environment defaults: with `OPENAI_API_KEY` (or `OPENAI_BASE_URL`) a model
+    /// named `openai` exists (`OPENAI_MODEL`, default gpt-4o-mini); with
+    /// `ANTHROPIC_API_KEY` one named `anthropic` (`ANTHROPIC_MODEL`, default
+    /// claude-sonnet-4-5). Names in the file win; the first available becomes the
+    /// default model when the file names none.
+    static func withEnvironmentDefaults(_ catalog: ModelCatalog) -> ModelCatalog {
+        var c = catalog
+        let env = c.environment
+        func has(_ key: String) -> Bool { !(env[key] ?? "").isEmpty }
+        var added: [String] = []
+        if c.models["openai"] == nil, has("OPENAI_API_KEY") || has("OPENAI_BASE_URL") {
+            c.models["openai"] = ModelConfig(provider: .openai, model: env["OPENAI_MODEL"] ?? "gpt-4o-mini")
+            added.append("openai")
+        }
+        if c.models["anthropic"] == nil, has("ANTHROPIC_API_KEY") {
+            c.models["anthropic"] = ModelConfig(provider: .anthropic, model: env["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5")
+            added.append("anthropic")
+        }
+        if c.defaultModel == nil { c.defaultModel = added.first }
+        return c
     }
 
     /// The configuration a reference names; `field` says where the reference was.

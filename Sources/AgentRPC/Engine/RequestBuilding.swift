@@ -2,12 +2,10 @@ import AgentRPCProtocol
 import Foundation
 
 extension AgentSession {
-    /// The tools the model may call on the next request.
-    func activeTools() -> [ToolSpec] { config.tools ?? [] }
-
-    /// Call site > session > the config file's default model.
-    func resolveModelReference(options: TurnOptions) throws -> ModelReference {
+    /// Call site > profile case > session > the config file's default model.
+    func resolveModelReference(options: TurnOptions, profile: ResolvedProfile? = nil) throws -> ModelReference {
         if let m = options.model { return m }
+        if let m = profile?.model { return m }
         if let m = config.model { return m }
         if let m = context.catalog.defaultReference { return m }
         throw RPCError.invalidConfiguration("no model is configured: give the session a \"model\" (or set defaultModel in agentrpc.json)", field: "model")
@@ -50,9 +48,9 @@ extension AgentSession {
     }
 
     /// Tool schemas that the provider cannot take as they are: never fatal.
-    func schemaWarnings(for tools: [ToolSpec], provider: any ModelProvider) -> [SchemaWarning] {
+    func schemaWarnings(for profile: ResolvedProfile, provider: any ModelProvider) -> [SchemaWarning] {
         var warnings: [SchemaWarning] = []
-        for tool in tools {
+        for tool in profile.clientTools {
             guard let schema = tool.inputSchema else { continue }
             do {
                 _ = try JSONSchemaValidator(schema: schema)
@@ -63,48 +61,64 @@ extension AgentSession {
                 warnings.append(SchemaWarning(tool: tool.name, path: "#/type", message: "tool input schemas should be objects; providers may reject others"))
             }
         }
-        let adapted = provider.adaptTools(tools.map(\.modelDefinition))
+        let adapted = provider.adaptTools(profile.modelToolDefinitions)
         warnings.append(contentsOf: adapted.warnings)
         return warnings
     }
 
     // MARK: Building a request
 
-    func buildRequest(turn: TurnState, modelRef: ModelReference, provider: any ModelProvider) throws -> ModelRequest {
+    /// The request for the next round trip, built from the active profile:
+    /// its instructions, tools, options and history transforms (applied to a copy;
+    /// the transcript itself never changes here).
+    func buildRequest(turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider) throws -> (request: ModelRequest, entryIDs: [String]) {
         let modelConfig = try context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
         var responseSchema: JSONValue? = nil
         switch turn.mode {
         case .chat:
-            tools = provider.adaptTools(activeTools().map(\.modelDefinition)).tools
-            // A forced tool choice applies to the first round trip; after the
-            // model has called the tool it must be free to answer.
-            if turn.roundTrips == 1 {
-                switch turn.toolChoice {
-                case .auto: choice = .auto
-                case .none: choice = .none
-                case .required: choice = .required
-                case .tool(let name): choice = .tool(name)
+            switch turn.toolCallingMode(profile) {
+            case .disallowed:
+                tools = []
+            case .required:
+                tools = provider.adaptTools(profile.modelToolDefinitions).tools
+                choice = tools.isEmpty ? .auto : .required
+            case .allowed:
+                tools = provider.adaptTools(profile.modelToolDefinitions).tools
+                // A forced tool choice applies to the first round trip; after the
+                // model has called the tool it must be free to answer.
+                if turn.roundTrips == 1 {
+                    switch turn.toolChoice {
+                    case .auto: choice = .auto
+                    case .none: choice = .none
+                    case .required: choice = .required
+                    case .tool(let name): choice = .tool(name)
+                    }
                 }
             }
         case .generate(let schema, _):
             responseSchema = schema
             choice = .none
         }
+        // Call site > case > defaults (the resolver already merged case over defaults).
         let options = GenerationOptions(
-            temperature: turn.options.temperature, maxOutputTokens: turn.options.maxOutputTokens,
-            reasoningLevel: turn.options.reasoningLevel)
-        return ModelRequest(
-            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(),
-            messages: ModelHistory.messages(from: entries), tools: tools, toolChoice: choice, options: options,
+            temperature: turn.options.temperature ?? profile.options.temperature,
+            maxOutputTokens: turn.options.maxOutputTokens ?? profile.options.maxOutputTokens,
+            reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
+        let history = HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
+        let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
+        let request = ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
+            messages: messages, tools: tools, toolChoice: choice, options: options,
             responseSchema: responseSchema)
+        return (request, entryIDs)
     }
 
     /// `refuse` stops the request before anything is sent; `redact` rewrites what
     /// is sent, never the transcript.
-    func applyEgress(to request: inout ModelRequest) throws {
-        guard let egress = config.egress else { return }
+    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) throws {
+        guard let egress = profile.egress ?? config.egress else { return }
         let texts = request.outgoingTexts
         for pattern in egress.refuse ?? [] {
             guard let regex = try? NSRegularExpression(pattern: pattern) else { continue }
@@ -167,41 +181,52 @@ extension ModelRequest {
 /// Turns transcript entries into provider messages.
 enum ModelHistory {
     static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
+        messagesWithEntryIDs(from: entries).messages
+    }
+
+    /// The messages, and beside each the id of the entry it came from (for
+    /// `cacheInvalidated.firstChangedEntry`).
+    static func messagesWithEntryIDs(from entries: [TranscriptEntry]) -> (messages: [ModelMessage], entryIDs: [String]) {
         var out: [ModelMessage] = []
+        var ids: [String] = []
+        func add(_ m: ModelMessage, _ id: String) {
+            out.append(m)
+            ids.append(id)
+        }
         var index = 0
         while index < entries.count {
             let entry = entries[index]
             index += 1
             switch entry.content {
             case .prompt(let text, let images):
-                out.append(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)))
+                add(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)), entry.id)
             case .response(let text, _, _):
-                out.append(.assistant(text: text, toolCalls: [], reasoning: nil))
+                add(.assistant(text: text, toolCalls: [], reasoning: nil), entry.id)
             case .reasoning:
                 // Reasoning is shown to clients but not replayed to models.
                 continue
             case .toolCalls(let calls, _, let text):
-                out.append(.assistant(
+                add(.assistant(
                     text: text ?? "",
                     toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: $0.arguments.serializedString()) },
-                    reasoning: nil))
+                    reasoning: nil), entry.id)
                 // Outputs follow their calls; a call without one (an interrupted
                 // turn kept under `preserve`) gets a synthetic failure so every
                 // provider sees a well-formed exchange.
                 var answered = Set<String>()
                 while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _) = entries[index].content {
-                    out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
+                    add(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok), entries[index].id)
                     answered.insert(callId)
                     index += 1
                 }
                 for call in calls where !answered.contains(call.callId) {
-                    out.append(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true))
+                    add(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true), entry.id)
                 }
             case .toolOutput(let callId, let name, let outcome, let content, _):
-                out.append(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok))
+                add(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok), entry.id)
             }
         }
-        return out
+        return (out, ids)
     }
 }
 

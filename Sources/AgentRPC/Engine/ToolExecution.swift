@@ -5,49 +5,86 @@ extension AgentSession {
     /// Runs one tool call the model made: validation, guards, confirmation, the
     /// client's execution, and the `toolOutput` entry. Outcomes are values fed
     /// back to the model; only a thrown executor error ends the turn.
-    func runToolCall(_ call: ModelToolCall, turn: inout TurnState, control: TurnControl) async throws {
+    func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws {
+        let span = turn.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
+        span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
+        do {
+            if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, control: control) {
+                span?.recordToolOutcome(outcome)
+            }
+            span?.end()
+        } catch {
+            span?.end(status: .error("\(error)"))
+            throw error
+        }
+    }
+
+    /// Returns the outcome appended for the call.
+    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws -> ToolOutcome? {
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
         emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments))
 
         // Unknown tools and bad arguments never reach the client.
-        guard let tool = activeTools().first(where: { $0.name == call.name }) else {
-            let available = activeTools().map(\.name).sorted()
+        guard let resolved = profile.tool(named: call.name) else {
+            let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
             finishToolCall(call, outcome: .failed, content: .string(message), turn: turn)
-            return
+            return .failed
         }
         guard let arguments = parsedArguments else {
             finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
-            return
+            return .failed
         }
-        if let schema = tool.inputSchema {
+        let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
+        if let schema {
             let violations: [JSONSchemaViolation]
             do {
                 violations = try JSONSchemaValidator(schema: schema).validate(arguments)
             } catch {
                 violations = []
-                context.logger.warning("tool \(tool.name) has an unusable input schema: \(error)")
+                context.logger.warning("tool \(call.name) has an unusable input schema: \(error)")
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
                 finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
-                return
+                return .failed
             }
+        }
+
+        // Hooks see every valid call before it runs; a veto ends the turn.
+        try await runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
+            "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
+        ])
+
+        guard let tool = resolved.clientSpec else {
+            // Built-in orchestration tools run inside the engine.
+            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+            finishToolCall(call, outcome: outcome, content: content, turn: turn)
+            try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
+                "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
+            ])
+            return outcome
+        }
+        if tool.final == true {
+            // A final tool ends the turn: its arguments are the answer. The client never runs it.
+            turn.finalAnswer = arguments
+            finishToolCall(call, outcome: .ok, content: .string("Final answer recorded."), turn: turn)
+            return .ok
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
         let verdict = guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
             finishToolCall(call, outcome: .denied, content: .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: turn)
-            return
+            return .denied
         }
         if case .confirm(let reason) = verdict {
             let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
                 finishToolCall(call, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
-                return
+                return .denied
             }
         }
 
@@ -65,7 +102,7 @@ extension AgentSession {
             ])
         } catch OutgoingRequestError.timedOut(let seconds) {
             finishToolCall(call, outcome: .failed, content: .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: turn)
-            return
+            return .failed
         } catch OutgoingRequestError.disconnected {
             throw CancellationError()
         }
@@ -79,6 +116,10 @@ extension AgentSession {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
         }
         finishToolCall(call, outcome: result.outcome, content: result.content, turn: turn)
+        try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
+            "callId": .string(call.id), "name": .string(call.name), "outcome": .string(result.outcome.rawValue), "content": result.content,
+        ])
+        return result.outcome
     }
 
     private func finishToolCall(_ call: ModelToolCall, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {

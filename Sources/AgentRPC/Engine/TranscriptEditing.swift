@@ -13,38 +13,7 @@ extension AgentSession {
                 "expectedRevision": .int(expectedRevision), "revision": .int(revision),
             ])
         }
-        var working = entries
-        for (i, op) in operations.enumerated() {
-            func fail(_ message: String) -> RPCError {
-                RPCError(.invalidTranscript, "operation \(i): \(message)", data: ["operation": .int(i)])
-            }
-            func position(of id: String) throws -> Int {
-                guard let p = working.firstIndex(where: { $0.id == id }) else { throw fail("no entry with id '\(id)'") }
-                return p
-            }
-            switch op {
-            case .remove(let ids):
-                for id in ids { _ = try position(of: id) }
-                let doomed = Set(ids)
-                working.removeAll { doomed.contains($0.id) }
-            case .truncateAfter(let id):
-                if let id {
-                    let p = try position(of: id)
-                    working.removeSubrange((p + 1)...)
-                } else {
-                    working.removeAll()
-                }
-            case .replace(let id, let entry):
-                let p = try position(of: id)
-                working[p] = entry
-            case .insert(let after, let new):
-                var at = 0
-                if let after { at = try position(of: after) + 1 }
-                working.insert(contentsOf: new, at: at)
-            case .set(let new):
-                working = new
-            }
-        }
+        let working = try TranscriptOperations.apply(operations, to: entries)
         try TranscriptShape.check(working)
         if working != entries { replaceAllEntries(working) }
         return MutateTranscriptResult(revision: revision, entryCount: entries.count)

@@ -18,6 +18,20 @@ struct TurnState: Sendable {
     var undoLog: [(callId: String, name: String, undo: JSONValue)] = []
     /// The `toolCalls` entry of the current round trip, if any (for trimming).
     var openToolCallsEntryID: String?
+    /// Set when the model called a `final` tool: the turn ends with these arguments.
+    var finalAnswer: JSONValue?
+    /// The transcript error policy of the profile active when the turn ended.
+    var errorPolicy: TranscriptErrorPolicy?
+    /// Spans (nil when tracing is off): the turn's root, and the active agent's.
+    var turnSpan: ActiveSpan?
+    var agentSpan: ActiveSpan?
+    /// The span new model and tool spans hang under.
+    var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
+
+    /// Call site > profile (case over defaults) > allowed.
+    func toolCallingMode(_ profile: ResolvedProfile) -> ToolCallingMode {
+        options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
+    }
 }
 
 /// Limits after call-site options are applied over the session's.
@@ -58,10 +72,11 @@ extension AgentSession {
         if isRunning {
             throw RPCError(.alreadyRunning, "a turn is already running in this session", data: ["turnId": turnId.map { .string($0) } ?? .null])
         }
-        let modelRef = try resolveModelReference(options: options)
+        let profile = try resolveProfile()
+        let modelRef = try resolveModelReference(options: options, profile: profile)
         let provider = try provider(for: modelRef)
-        let tools = activeTools()
-        let toolChoice = options.toolChoice ?? config.toolChoice ?? .auto
+        let tools = profile.tools
+        let toolChoice = options.toolChoice ?? profile.options.toolChoice ?? config.toolChoice ?? .auto
         switch toolChoice {
         case .required where tools.isEmpty:
             throw RPCError.invalidConfiguration("toolChoice 'required' needs at least one tool", field: "toolChoice")
@@ -84,13 +99,13 @@ extension AgentSession {
         try checkImages(input.images ?? [], provider: provider)
 
         // 2. Schema validation of the active tools against the provider: warnings only.
-        let warnings = schemaWarnings(for: tools, provider: provider)
+        let warnings = schemaWarnings(for: profile, provider: provider)
 
         // 3. The turn begins.
         let id = "t-\(self.id.dropFirst(2).prefix(8))-\(nextTurnNumber)"
         nextTurnNumber += 1
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
-        var turn = TurnState(
+        let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
             startedAt: ContinuousClock.now, entriesBefore: entries)
         isRunning = true
@@ -105,10 +120,10 @@ extension AgentSession {
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
         append(.prompt(text: input.text, images: input.images), turn: id)
-        _ = turn.roundTrips
 
-        let task = Task { [self] () async throws -> TurnOutcome in
-            try await self.runTurn(&turn, control: control, provider: provider, modelRef: modelRef)
+        let task = Task { [self, turn] () async throws -> TurnOutcome in
+            var state = turn
+            return try await self.runTurn(&state, control: control, input: input)
         }
         control.attach(task)
         return control
@@ -132,36 +147,69 @@ extension AgentSession {
 
     // MARK: The loop
 
-    private func runTurn(_ turn: inout TurnState, control: TurnControl, provider: any ModelProvider, modelRef: ModelReference) async throws -> TurnOutcome {
+    private func runTurn(_ turn: inout TurnState, control: TurnControl, input: TurnInput) async throws -> TurnOutcome {
         let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
             try? await Task.sleep(for: .seconds(limit))
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
         defer { watchdog.cancel() }
+        turn.turnSpan = context.tracer?.startTurnSpan(sessionID: id, turnID: turn.id)
+        turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
             await refreshContextSources(turn: turn)
-            let outcome = try await loop(&turn, control: control, provider: provider, modelRef: modelRef)
+            try await routeTurn(input: input, turn: &turn)
+            let first = try await enterProfile(turn: &turn)
+            try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
+            let outcome = try await loop(&turn, control: control)
+            turn.agentSpan?.end()
+            turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(outcome.turnResult.stopReason.rawValue))
+            turn.turnSpan?.recordUsage(outcome.turnResult.usage)
+            turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
             let rpc = turnError(from: error, control: control, turn: turn)
             await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled)
+            turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
+            turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
+            turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
             throw rpc
         }
     }
 
-    private func loop(_ turn: inout TurnState, control: TurnControl, provider: any ModelProvider, modelRef: ModelReference) async throws -> TurnOutcome {
+    private func loop(_ turn: inout TurnState, control: TurnControl) async throws -> TurnOutcome {
         while true {
             try checkpoint(control)
             if turn.roundTrips >= turn.limits.maxRoundTrips {
                 throw RPCError(.maxRoundTripsExceeded, "the turn needed more than \(turn.limits.maxRoundTrips) round trips", data: ["limit": .int(turn.limits.maxRoundTrips)])
             }
             turn.roundTrips += 1
-            var request = try buildRequest(turn: turn, modelRef: modelRef, provider: provider)
-            try applyEgress(to: &request)
-            emit(.requestStarted(roundTrip: turn.roundTrips, profile: activeProfileName, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: activeProfileName, provider: provider.name, request: request)
+            // The profile is resolved before every round trip, so a change by the
+            // client, a hook or a tool takes effect now, mid-turn included.
+            let profile = try await enterProfile(turn: &turn)
+            turn.errorPolicy = profile.transcriptErrorPolicy
+            let modelRef = try resolveModelReference(options: turn.options, profile: profile)
+            let provider = try provider(for: modelRef)
+            var (request, entryIDs) = try buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
+            try applyEgress(to: &request, profile: profile)
+            if let change = prefixTracker.observe(model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs) {
+                emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
+            }
+            emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
+            context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
 
-            let output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+            let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+            let output: RoundTripOutput
+            do {
+                output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+            } catch {
+                completionSpan?.end(status: .error("\(error)"))
+                throw error
+            }
+            if let u = output.usage {
+                completionSpan?.recordUsage(Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens))
+            }
+            completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
+            completionSpan?.end(status: .ok)
             if let u = output.usage {
                 turn.usage.inputTokens += u.inputTokens
                 turn.usage.outputTokens += u.outputTokens
@@ -171,16 +219,16 @@ extension AgentSession {
             try checkpoint(control)
 
             if output.toolCalls.isEmpty {
-                return try finishCompleted(&turn, output: output)
+                return try await finishCompleted(&turn, output: output, profile: profile)
             }
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: activeProfileName), turn: turn.id) }
+            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
             let records = output.toolCalls.map { call in
                 ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
             }
-            let callsEntry = append(.toolCalls(calls: records, profile: activeProfileName, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
+            let callsEntry = append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
             turn.openToolCallsEntryID = callsEntry.id
             for call in output.toolCalls {
                 try checkpoint(control)
@@ -188,9 +236,12 @@ extension AgentSession {
                     throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
                 }
                 turn.toolCallCount += 1
-                try await runToolCall(call, turn: &turn, control: control)
+                try await runToolCall(call, profile: profile, turn: &turn, control: control)
             }
             turn.openToolCallsEntryID = nil
+            if turn.finalAnswer != nil {
+                return try await finishCompleted(&turn, output: output, profile: profile)
+            }
             // Text streamed before tool calls belongs to that round trip; the next
             // round trip's text starts a fresh answer.
             currentText = ""
@@ -271,26 +322,38 @@ extension AgentSession {
 
     // MARK: Ending
 
-    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput) throws -> TurnOutcome {
+    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput, profile: ResolvedProfile) async throws -> TurnOutcome {
         var structured: JSONValue? = nil
         switch turn.mode {
-        case .chat:
-            let demandsTool: Bool
+        case .chat where turn.finalAnswer == nil:
+            var demandsTool: Bool
             switch turn.toolChoice {
             case .required, .tool: demandsTool = turn.roundTrips == 1
             default: demandsTool = false
             }
+            if turn.toolCallingMode(profile) == .required && !profile.tools.isEmpty { demandsTool = true }
             if demandsTool {
                 throw RPCError(.toolChoiceNotHonored, "the model answered in text although toolChoice demanded a tool call", data: ["toolChoice": turn.toolChoice.json])
             }
+        case .chat:
+            break
         case .generate(let schema, _):
             structured = try validateStructured(output.text, schema: schema)
         }
-        if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: activeProfileName), turn: turn.id) }
-        let response = append(.response(text: output.text, profile: activeProfileName, incomplete: false), turn: turn.id)
+        let text: String
+        if let final = turn.finalAnswer {
+            // The final tool's arguments are the answer; the model's own words, if any, are its text.
+            text = output.text.isEmpty ? final.serializedString() : output.text
+        } else {
+            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
+            text = output.text
+        }
+        let response = append(.response(text: text, profile: profile.name, incomplete: false), turn: turn.id)
+        try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
         let result = TurnResult(
-            turnId: turn.id, message: TurnMessage(entryId: response.id, text: output.text), stopReason: .completed,
+            turnId: turn.id, message: TurnMessage(entryId: response.id, text: text),
+            stopReason: turn.finalAnswer == nil ? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
             usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: revision)
         endTurnState()
         emit(.turnEnded(status: .completed, undo: undo, error: nil), turn: turn.id)
@@ -345,7 +408,7 @@ extension AgentSession {
             }.value
             undoOutcome = .rolledBack
         }
-        let policy = config.transcriptErrorPolicy ?? .keepCompleted
+        let policy = turn.errorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
         switch policy {
         case .keepCompleted:
             trimIncompleteToolCalls(turn)

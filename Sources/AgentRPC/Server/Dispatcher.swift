@@ -177,8 +177,17 @@ final class Dispatcher: Sendable {
             let conn = connection
             Task { [weak self] in
                 let message = await task.value
-                self?.inFlight.withLock { _ = $0.removeValue(forKey: id) }
-                if !inBatch, let message { conn.send(message) }
+                // Queue the answer and retire the id in one step: `waitForIdle` (before
+                // the final flush at exit) must never see the request gone while its
+                // answer is not yet queued, or the answer could be lost.
+                guard let self else {
+                    if !inBatch, let message { conn.send(message) }
+                    return
+                }
+                self.inFlight.withLock { map in
+                    map.removeValue(forKey: id)
+                    if !inBatch, let message { conn.send(message) }
+                }
             }
             return .eventual(task)
         }

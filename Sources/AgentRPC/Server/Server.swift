@@ -14,6 +14,10 @@ public struct ServerOptions: Sendable {
     public var configPath: String?
     /// Default for timeouts of server→client requests that have no limit of their own.
     public var clientRequestTimeoutSeconds: Double = 300
+    /// Where finished spans go as OTLP/JSON lines (`--trace-file`).
+    public var traceFilePath: String?
+    /// Whether spans carry prompts, arguments and outputs (`--trace-payloads`).
+    public var tracePayloads = false
     /// At most this many loaded sessions; more is `overloaded`.
     public var maxSessions: Int = 10_000
     public var environment: [String: String] = ProcessInfo.processInfo.environment
@@ -101,6 +105,7 @@ public final class Server: Sendable {
         await engine.shutdownAll(reason: clean == nil ? "the client closed its input" : "exit")
         dispatcher.cancelAll()
         await dispatcher.waitForIdle(timeoutSeconds: 0.5)
+        engine.tracer.close()
         connection.flush(timeoutSeconds: 0.3)
         recorder?.serverExiting(code: clean ?? 0)
         logger.flush()

@@ -274,9 +274,16 @@ public struct SetPropertiesResult: Codable, Sendable, Hashable {
 
 /// `session/list` params (may be absent).
 public struct SessionListParams: Codable, Sendable, Hashable {
-    /// The `nextCursor` of the previous page.
+    /// The `nextCursor` of the previous page (opaque). It stays valid when sessions
+    /// are closed meanwhile; one the server never handed out is `invalidParams`.
     public var cursor: String?
+    /// Page size: at least 1 (else `invalidParams`), default 100, capped at 1000.
     public var limit: Int?
+
+    /// The page size when `limit` is absent.
+    public static let defaultLimit = 100
+    /// Larger `limit`s are served as this.
+    public static let maxLimit = 1000
 
     public init(cursor: String? = nil, limit: Int? = nil) {
         self.cursor = cursor

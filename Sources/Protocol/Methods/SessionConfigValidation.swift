@@ -250,13 +250,23 @@ private struct ConfigChecker {
         }
     }
 
+    /// A block includes another through its nested `blocks` and through `{block}`
+    /// instruction items (whatever their `when`: a hidden cycle is still a cycle).
     func reaches(_ target: String, from start: String, in blocks: [String: Block]) -> Bool {
-        var stack = blocks[start]?.blocks ?? []
+        func includes(_ name: String) -> [String] {
+            guard let block = blocks[name] else { return [] }
+            let fromItems = (block.instructions ?? []).compactMap { item -> String? in
+                if case .block(let included, _) = item { return included }
+                return nil
+            }
+            return (block.blocks ?? []) + fromItems
+        }
+        var stack = includes(start)
         var seen: Set<String> = []
         while let next = stack.popLast() {
             if next == target { return true }
             guard seen.insert(next).inserted else { continue }
-            stack += blocks[next]?.blocks ?? []
+            stack += includes(next)
         }
         return false
     }

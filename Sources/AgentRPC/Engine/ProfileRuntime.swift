@@ -1,0 +1,335 @@
+import AgentRPCProtocol
+import Foundation
+
+/// The session property that records activated skills (ENGINE.md §3: "activations live in a session property").
+let activeSkillsProperty = "activeSkills"
+
+extension AgentSession {
+    // MARK: Resolution
+
+    var activeSkillNames: [String] {
+        (properties[activeSkillsProperty]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
+
+    /// Resolves the profile for the coming round trip from the current properties.
+    func resolveProfile() throws -> ResolvedProfile {
+        try ProfileResolver.resolve(config: config, properties: properties, activeSkills: activeSkillNames)
+    }
+
+    /// Resolves the profile before a round trip; when it changed, runs the old
+    /// profile's `onDeactivate` and the new one's `onActivate` hooks and says so
+    /// with `profileActivated`. A hook that changes properties again gets one more
+    /// resolution, no more, so two profiles can never ping-pong forever.
+    func enterProfile(turn: inout TurnState) async throws -> ResolvedProfile {
+        var profile = try resolveProfile()
+        for _ in 0..<2 {
+            guard let previous = activeProfile, previous.name != profile.name else { break }
+            try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+            activeProfile = profile
+            emit(.profileActivated(profile: profile.name, previous: previous.name), turn: turn.id)
+            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: ["previous": .string(previous.name)])
+            profile = try resolveProfile()
+        }
+        activeProfile = profile
+        // One agent span per stretch of the turn a profile is active (a handoff starts a new one).
+        if turn.agentSpan == nil || turn.agentSpan?.name != SpanName.agent(profile.name), let root = turn.turnSpan {
+            turn.agentSpan?.end()
+            turn.agentSpan = context.tracer?.startAgentSpan(profile: profile.name, parent: root.context)
+        }
+        return profile
+    }
+
+    // MARK: Hooks
+
+    /// Runs a hook's actions (defaults' then the case's, as resolved). Any action
+    /// failing, or a client veto, ends the turn with `hookError`.
+    func runHooks(_ hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String? = nil, payload: JSONValue) async throws {
+        guard let actions = profile.hooks[hook], !actions.isEmpty else { return }
+        emit(.hookFired(hook: hook, profile: profile.name), turn: turn.id)
+        try await runActions(actions, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
+    }
+
+    private func runActions(_ actions: [HookAction], hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String?, payload: JSONValue) async throws {
+        for action in actions {
+            if let when = action.when, !ProfileResolver.condition(when, properties: properties, toolName: toolName) { continue }
+            switch action.action {
+            case .set(let values):
+                _ = setProperties(set: values, remove: [])
+            case .remove(let names):
+                _ = setProperties(set: [:], remove: names)
+            case .then(let nested):
+                try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
+            case .summarizeHistory(let spec):
+                try await summarizeHistory(spec, profile: profile, turn: &turn)
+            case .client:
+                try await callClientHook(hook, profile: profile, turn: turn, payload: payload)
+            }
+        }
+    }
+
+    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, turn: TurnState, payload: JSONValue) async throws {
+        func hookError(_ message: String, _ extra: [String: JSONValue] = [:]) -> RPCError {
+            var data = extra
+            data["hook"] = .string(hook.rawValue)
+            data["profile"] = .string(profile.name)
+            return RPCError(.hookError, message, data: data)
+        }
+        guard context.clientCapabilities.hooks == true else {
+            throw hookError("the \(hook.rawValue) hook asks the client, but the client did not declare the hooks capability")
+        }
+        let params = HookCallParams(sessionId: id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
+        let result: HookCallResult
+        do {
+            let raw = try await context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(60, turn.limits.wallClockSeconds))
+            result = try raw.decode(as: HookCallResult.self)
+        } catch OutgoingRequestError.rpc(let e) {
+            throw hookError("the client's \(hook.rawValue) hook failed: \(e.message)", ["clientError": e.json])
+        } catch OutgoingRequestError.timedOut(let s) {
+            throw hookError("the client's \(hook.rawValue) hook did not answer within \(s) seconds")
+        } catch OutgoingRequestError.disconnected {
+            throw CancellationError()
+        } catch let e as JSONDecodingFailure {
+            throw hookError("the client's answer to hook/call is malformed: \(e)")
+        }
+        if result.veto == true {
+            throw hookError("the client's \(hook.rawValue) hook vetoed" + (result.reason.map { ": \($0)" } ?? ""), result.reason.map { ["reason": .string($0)] } ?? [:])
+        }
+        if result.set != nil || result.remove != nil {
+            _ = setProperties(set: result.set ?? [:], remove: result.remove ?? [])
+        }
+        if let operations = result.history, !operations.isEmpty {
+            var working = entries
+            do {
+                working = try TranscriptOperations.apply(operations, to: working)
+                try TranscriptShape.check(working)
+            } catch let e as RPCError {
+                throw hookError("the client's history edit was refused: \(e.message)")
+            }
+            if working != entries { replaceAllEntries(working) }
+        }
+    }
+
+    /// Lossy and global (ENGINE.md §3): old entries are summarized by a model into
+    /// a property and removed from the real transcript. The current turn's
+    /// entries are never removed, and a tool exchange is never split.
+    private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, turn: inout TurnState) async throws {
+        let threshold = spec.threshold ?? 20
+        let keepLast = max(0, spec.keepLast ?? 6)
+        guard entries.count > threshold else { return }
+        var cut = max(0, entries.count - keepLast)
+        if let currentPrompt = entries.firstIndex(where: { $0.turnId == turn.id }) { cut = min(cut, currentPrompt) }
+        cut = min(cut, entries.count - 1)
+        // Move the cut back to a prompt so no exchange is split.
+        while cut > 0 {
+            if case .prompt = entries[cut].content { break }
+            cut -= 1
+        }
+        guard cut > 0 else { return }
+        let old = Array(entries[..<cut])
+        let reference = try spec.model ?? profile.model ?? resolveModelReference(options: turn.options)
+        let provider = try provider(for: reference)
+        let modelConfig = try context.catalog.resolve(reference, field: "summarizeHistory.model")
+        var previous = ""
+        if let into = spec.into, let existing = properties[into]?.stringValue { previous = existing }
+        let request = ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue,
+            instructions: "Summarize the conversation below for your own later reference: keep facts, decisions, open questions and tool results that matter; be concise."
+                + (previous.isEmpty ? "" : "\n\nAn earlier summary to fold in:\n\(previous)"),
+            messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
+            tools: [], toolChoice: .none)
+        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: profile.name, provider: provider.name, request: request)
+        var summary = ""
+        for try await event in provider.stream(request) {
+            switch event {
+            case .textDelta(let d): summary += d
+            case .usage(let u):
+                turn.usage.inputTokens += u.inputTokens
+                turn.usage.outputTokens += u.outputTokens
+            default: break
+            }
+        }
+        _ = setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
+        let kept = Array(entries[cut...])
+        replaceAllEntries(kept)
+    }
+
+    // MARK: Built-in orchestration tools
+
+    /// Runs a built-in tool; returns the outcome and content to append.
+    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, turn: inout TurnState) async throws -> (ToolOutcome, JSONValue) {
+        switch tool {
+        case .client:
+            return (.failed, "not a built-in tool")
+        case .handoff(let target, _, _):
+            guard let selector = config.profiles?.selector else {
+                return (.failed, .string("Handoff is unavailable: the session's profiles have no selector property."))
+            }
+            _ = setProperties(set: [selector: .string(target)], remove: [])
+            return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
+        case .consult(let target, _, _):
+            let question = arguments["question"]?.stringValue ?? arguments.serializedString()
+            let answer = try await consult(target, question: question, turn: &turn)
+            return (.ok, .string(answer))
+        case .activateSkill(let skills):
+            guard let name = arguments["name"]?.stringValue, let skill = skills.first(where: { $0.name == name }) else {
+                return (.failed, .string("No such skill. Available: \(skills.map(\.name).joined(separator: ", "))."))
+            }
+            var active = activeSkillNames
+            if !active.contains(name) { active.append(name) }
+            _ = setProperties(set: [activeSkillsProperty: .array(active.map { .string($0) })], remove: [])
+            if let prompt = skill.prompt {
+                // Returned as tool output, so the cached prefix stays intact.
+                return (.ok, .string(prompt))
+            }
+            return (.ok, .string("Skill \(name) is active; its instructions now apply."))
+        }
+    }
+
+    /// Phone-a-friend: a short-lived child conversation with its own, isolated
+    /// transcript (the parent's history is never shown), prompted with the
+    /// question; its answer becomes the tool output. Usage counts in the parent
+    /// turn; it runs inside the parent's task, so cancelling the parent cancels it.
+    private func consult(_ target: String, question: String, turn: inout TurnState) async throws -> String {
+        var childProperties = properties
+        if let selector = config.profiles?.selector { childProperties[selector] = .string(target) }
+        let child = try ProfileResolver.resolve(config: config, properties: childProperties, activeSkills: [])
+        let reference = try child.model ?? config.model ?? context.catalog.defaultReference ?? resolveModelReference(options: turn.options)
+        let provider = try provider(for: reference)
+        let modelConfig = try context.catalog.resolve(reference, field: "profiles.cases.\(target).model")
+        let request = ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: personaPrefix() + child.instructions,
+            messages: [.user(text: question, images: [])], tools: [], toolChoice: .none,
+            options: GenerationOptions(temperature: child.options.temperature, maxOutputTokens: child.options.maxOutputTokens, reasoningLevel: child.options.reasoningLevel))
+        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: child.name, provider: provider.name, request: request)
+        var answer = ""
+        var ended = false
+        for try await event in provider.stream(request) {
+            switch event {
+            case .textDelta(let d), .refusalDelta(let d): answer += d
+            case .usage(let u):
+                turn.usage.inputTokens += u.inputTokens
+                turn.usage.outputTokens += u.outputTokens
+            case .end: ended = true
+            default: break
+            }
+        }
+        try Task.checkCancellation()
+        if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the consulted model's stream ended before it was complete") }
+        return answer
+    }
+
+    // MARK: Router
+
+    /// Picks the agent for this turn (ENGINE.md §4) by setting the selector.
+    /// No router: nothing happens and no model is called.
+    func routeTurn(input: TurnInput, turn: inout TurnState) async throws {
+        guard let router = config.router, let profiles = config.profiles, let selector = profiles.selector else { return }
+        let agents = profiles.cases.keys.sorted()
+        let fallback = ProfileResolver.fallbackCaseName(profiles) ?? agents.first ?? ProfileResolver.defaultProfileName
+        var chosen: String?
+        var diagnostic: String?
+        switch router.kind {
+        case .rules:
+            for rule in router.rules ?? [] {
+                guard let regex = try? NSRegularExpression(pattern: rule.pattern) else { continue }
+                if regex.firstMatch(in: input.text, range: NSRange(input.text.startIndex..., in: input.text)) != nil {
+                    chosen = rule.profile
+                    break
+                }
+            }
+            if chosen == nil { chosen = fallback }
+        case .llm:
+            let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: "llm") }
+            defer { span?.end() }
+            do {
+                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, turn: &turn)
+                if let picked, agents.contains(picked) {
+                    chosen = picked
+                } else {
+                    diagnostic = picked.map { "the router chose the unknown agent '\($0)'; using '\(fallback)'" } ?? "the router made no selection; using '\(fallback)'"
+                }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                diagnostic = "the router failed (\(error)); using '\(fallback)'"
+            }
+            if chosen == nil { chosen = fallback }
+        }
+        if let diagnostic {
+            context.logger.warning(diagnostic)
+            let d = [ContextDiagnostic(source: "router", message: diagnostic)]
+            lastContextDiagnostics += d
+            emit(.contextDiagnostics(d), turn: turn.id)
+        }
+        if let chosen, properties[selector] != .string(chosen) {
+            _ = setProperties(set: [selector: .string(chosen)], remove: [])
+        }
+    }
+
+    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, turn: inout TurnState) async throws -> String? {
+        let reference = try router.model ?? resolveModelReference(options: turn.options)
+        let provider = try provider(for: reference)
+        let modelConfig = try context.catalog.resolve(reference, field: "router.model")
+        let descriptions = agents.map { name in "- \(name)" + (profiles.cases[name]?.description.map { ": \($0)" } ?? "") }.joined(separator: "\n")
+        let tool = ModelToolDefinition(
+            name: "select_agent", description: "Select the agent that should answer the user's message.",
+            inputSchema: ["type": "object", "properties": ["agent": ["type": "string", "enum": .array(agents.map { .string($0) })]], "required": ["agent"]])
+        let request = ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue,
+            instructions: (router.instructions ?? "Route the user's message to the best agent.") + "\n\nAgents:\n" + descriptions,
+            messages: ModelHistory.messages(from: entries), tools: [tool], toolChoice: .tool("select_agent"))
+        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: "router", provider: provider.name, request: request)
+        var selection: String?
+        for try await event in provider.stream(request) {
+            switch event {
+            case .toolCall(let call) where call.name == "select_agent":
+                selection = (try? JSONValue.parse(call.argumentsJSON))?["agent"]?.stringValue
+            case .usage(let u):
+                turn.usage.inputTokens += u.inputTokens
+                turn.usage.outputTokens += u.outputTokens
+            default: break
+            }
+        }
+        return selection
+    }
+}
+
+/// The five transcript operations over a copy of the entries (shared by
+/// `session/mutateTranscript` and client hooks).
+enum TranscriptOperations {
+    static func apply(_ operations: [TranscriptOperation], to entries: [TranscriptEntry]) throws -> [TranscriptEntry] {
+        var working = entries
+        for (i, op) in operations.enumerated() {
+            func fail(_ message: String) -> RPCError {
+                RPCError(.invalidTranscript, "operation \(i): \(message)", data: ["operation": .int(i)])
+            }
+            func position(of id: String) throws -> Int {
+                guard let p = working.firstIndex(where: { $0.id == id }) else { throw fail("no entry with id '\(id)'") }
+                return p
+            }
+            switch op {
+            case .remove(let ids):
+                for id in ids { _ = try position(of: id) }
+                let doomed = Set(ids)
+                working.removeAll { doomed.contains($0.id) }
+            case .truncateAfter(let id):
+                if let id {
+                    let p = try position(of: id)
+                    working.removeSubrange((p + 1)...)
+                } else {
+                    working.removeAll()
+                }
+            case .replace(let id, let entry):
+                let p = try position(of: id)
+                working[p] = entry
+            case .insert(let after, let new):
+                var at = 0
+                if let after { at = try position(of: after) + 1 }
+                working.insert(contentsOf: new, at: at)
+            case .set(let new):
+                working = new
+            }
+        }
+        return working
+    }
+}

@@ -1,0 +1,124 @@
+import AgentRPCProtocol
+
+/// The active profile as one round trip uses it: everything `ProfileResolver`
+/// derived from the config and the session properties, before call-site options.
+public struct ResolvedProfile: Sendable, Equatable {
+    /// The active case, or `"default"` for a session without `profiles`.
+    public var name: String
+    /// The rendered instructions (templates filled, conditional lines and blocks
+    /// decided, active `instructions` skills appended). Persona and directives are not part of it.
+    public var instructions: String
+    /// The tools offered to the model, deduplicated by name, in order: the case's
+    /// own list, then the tools of the blocks its instructions included.
+    public var tools: [ResolvedTool]
+    /// The case's model, else the defaults', else the session's (`SessionConfig.model`);
+    /// the call site's `options.model` still wins over it.
+    public var model: ModelReference?
+    /// Field by field: the case's own, else the defaults'; `toolChoice` finally falls
+    /// back to the session's `toolChoice`. Call-site options are applied on top by the caller.
+    public var options: ProfileOptions
+    /// The case's history transforms if it declares `history` (an empty list opts out
+    /// of the defaults'), else the defaults'.
+    public var history: [HistoryTransform]
+    /// Per hook point, the defaults' actions followed by the case's (both run).
+    public var hooks: Hooks
+    /// The case's, else the defaults', else the session's.
+    public var transcriptErrorPolicy: TranscriptErrorPolicy?
+    /// The case's, else the defaults', else the session's (no merging of rules).
+    public var egress: Egress?
+
+    public init(
+        name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
+        history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
+    ) {
+        self.name = name
+        self.instructions = instructions
+        self.tools = tools
+        self.model = model
+        self.options = options
+        self.history = history
+        self.hooks = hooks
+        self.transcriptErrorPolicy = transcriptErrorPolicy
+        self.egress = egress
+    }
+
+    /// The tool definitions the model sees, in order.
+    public var modelToolDefinitions: [ModelToolDefinition] { tools.map(\.modelDefinition) }
+
+    /// The offered tool called `name`, if any (how the turn loop dispatches a call).
+    public func tool(named name: String) -> ResolvedTool? { tools.first { $0.name == name } }
+
+    /// The client tools offered (for schema checks, guards and `final` handling).
+    public var clientTools: [ToolSpec] { tools.compactMap(\.clientSpec) }
+
+    /// The skills `activate_skill` offers (empty when the profile has none).
+    public var skills: [Skill] {
+        for tool in tools { if case .activateSkill(let skills) = tool { return skills } }
+        return []
+    }
+}
+
+/// One tool a profile offers: a client tool, or a built-in orchestration tool the engine runs itself.
+public enum ResolvedTool: Sendable, Hashable {
+    /// A `SessionConfig.tools` entry, executed by the client (`tool/call`). A `final`
+    /// tool is one of these too: its `ToolSpec.final` says so.
+    case client(ToolSpec)
+    /// Baton-pass: calling it sets the selector to `target`.
+    case handoff(target: String, name: String, description: String)
+    /// Phone-a-friend: calling it asks a child session running `profile`.
+    case consult(profile: String, name: String, description: String)
+    /// `activate_skill` over every skill the profile offers.
+    case activateSkill(skills: [Skill])
+
+    /// The name of the built-in skill tool.
+    public static let activateSkillName = "activate_skill"
+
+    /// The name the model calls the tool by.
+    public var name: String {
+        switch self {
+        case .client(let spec): return spec.name
+        case .handoff(_, let name, _), .consult(_, let name, _): return name
+        case .activateSkill: return Self.activateSkillName
+        }
+    }
+
+    /// The client tool's spec; nil for built-in tools.
+    public var clientSpec: ToolSpec? {
+        if case .client(let spec) = self { return spec }
+        return nil
+    }
+
+    /// The definition sent to the provider.
+    public var modelDefinition: ModelToolDefinition {
+        switch self {
+        case .client(let spec):
+            return spec.modelDefinition
+        case .handoff(_, let name, let description):
+            return ModelToolDefinition(name: name, description: description, inputSchema: [
+                "type": "object",
+                "properties": ["reason": ["type": "string", "description": "Why the conversation is handed over (optional)."]],
+                "additionalProperties": false,
+            ])
+        case .consult(_, let name, let description):
+            return ModelToolDefinition(name: name, description: description, inputSchema: [
+                "type": "object",
+                "properties": ["question": ["type": "string", "description": "The question to ask; include all context it needs."]],
+                "required": ["question"],
+                "additionalProperties": false,
+            ])
+        case .activateSkill(let skills):
+            let list = skills.map { skill in
+                "- \(skill.name)" + (skill.description.map { ": \($0)" } ?? "")
+            }.joined(separator: "\n")
+            return ModelToolDefinition(
+                name: Self.activateSkillName,
+                description: "Activate a skill when the task calls for it. Available skills:\n" + list,
+                inputSchema: [
+                    "type": "object",
+                    "properties": ["name": ["type": "string", "enum": .array(skills.map { .string($0.name) })]],
+                    "required": ["name"],
+                    "additionalProperties": false,
+                ])
+        }
+    }
+}

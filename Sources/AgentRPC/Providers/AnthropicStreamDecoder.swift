@@ -1,0 +1,205 @@
+import AgentRPCProtocol
+/// Decodes an Anthropic Messages stream.
+///
+/// * `text_delta` → `.textDelta`, `thinking_delta` → `.reasoningDelta`, as they arrive.
+/// * `tool_use` blocks collect `input_json_delta` fragments; the call is emitted
+///   complete at its `content_block_stop` (empty input → `{}`).
+/// * `signature_delta`s are kept in `thinkingSignatures`, never emitted as text.
+/// * Usage starts from `message_start.message.usage` and is overwritten field by
+///   field by `message_delta.usage`; it is emitted once, just before `.end`.
+/// * `ping`, unknown event names, unknown block and delta types (server tools,
+///   compaction, fallback, citations…) are ignored.
+///
+/// Contract violations (`ProviderContractViolation`): a block index that is not
+/// the next one (the `out-of-order-block-index` fixture: a block at index 1 with
+/// no index 0), a delta or stop for a block that was never started, tool input
+/// that is not valid JSON, and a `tool_use` block still open at `message_stop`.
+/// When the stop reason is `max_tokens`, unparseable or unfinished tool input is
+/// reported as "tool input truncated by max_tokens" instead: the model was cut
+/// off, and no call is produced from partial input.
+public struct AnthropicStreamDecoder: ProviderStreamDecoder {
+    enum BlockKind: Sendable, Equatable {
+        case text, thinking, redactedThinking, ignored
+        case toolUse(id: String, name: String)
+    }
+
+    struct Block: Sendable {
+        var kind: BlockKind
+        var json = ""
+        var stopped = false
+    }
+
+    private var blocks: [Block] = []
+    private var stopReason: String?
+    private var sawMessageDelta = false
+    private var usage = ModelUsage()
+    private var sawUsage = false
+    /// Invalid tool input seen at a block stop; reported once the stop reason is
+    /// known, since `max_tokens` changes what it means.
+    private var pendingBadTool: (name: String, id: String, parseError: String)?
+    public private(set) var isComplete = false
+    /// Signatures of thinking blocks, in block order, for sending thinking back later.
+    public private(set) var thinkingSignatures: [String] = []
+    private let secrets: [String]
+
+    public init(secrets: [String] = []) {
+        self.secrets = secrets
+    }
+
+    public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        if isComplete { return [] }
+        let payload = try DecoderJSON.parsePayload(event.data, provider: "Anthropic")
+        let type = payload["type"]?.stringValue ?? event.event ?? ""
+        switch type {
+        case "message_start":
+            if let u = payload["message"]?["usage"], u.objectValue != nil { mergeUsage(u) }
+            return []
+        case "content_block_start":
+            try startBlock(payload)
+            return []
+        case "content_block_delta":
+            return try applyDelta(payload)
+        case "content_block_stop":
+            return try stopBlock(payload)
+        case "message_delta":
+            sawMessageDelta = true
+            if let reason = payload["delta"]?["stop_reason"]?.stringValue { stopReason = reason }
+            if let u = payload["usage"], u.objectValue != nil { mergeUsage(u) }
+            try reportPendingBadTool()
+            return []
+        case "message_stop":
+            return try complete()
+        case "error":
+            throw ProviderErrorMapper.mapInStream(payload, secrets: secrets)
+        default:
+            // `ping` and event types added after this was written.
+            return []
+        }
+    }
+
+    public mutating func finish() throws -> [ProviderEvent] {
+        if isComplete { return [] }
+        try reportPendingBadTool()
+        throw ProviderError.truncated("no message_stop")
+    }
+
+    private mutating func startBlock(_ payload: JSONValue) throws {
+        let index = payload["index"]?.intValue
+        guard index == blocks.count else {
+            throw ProviderContractViolation(
+                "Anthropic stream: unexpected content block index \(index.map(String.init) ?? "missing") (expected \(blocks.count))")
+        }
+        let block = payload["content_block"]
+        let kind: BlockKind
+        switch block?["type"]?.stringValue {
+        case "text"?: kind = .text
+        case "thinking"?: kind = .thinking
+        case "redacted_thinking"?: kind = .redactedThinking
+        case "tool_use"?:
+            let id = block?["id"]?.stringValue ?? ""
+            let name = block?["name"]?.stringValue ?? ""
+            guard !id.isEmpty, !name.isEmpty else {
+                throw ProviderContractViolation("Anthropic stream: tool_use block \(blocks.count) has no id or name")
+            }
+            kind = .toolUse(id: id, name: name)
+        default:
+            // server_tool_use, *_tool_result, compaction, fallback…: not ours to run or show.
+            kind = .ignored
+        }
+        blocks.append(Block(kind: kind))
+    }
+
+    private func blockIndex(_ payload: JSONValue, _ what: String) throws -> Int {
+        guard let index = payload["index"]?.intValue, blocks.indices.contains(index) else {
+            throw ProviderContractViolation(
+                "Anthropic stream: \(what) for content block \(payload["index"].map { $0.description } ?? "missing") that was never started")
+        }
+        return index
+    }
+
+    private mutating func applyDelta(_ payload: JSONValue) throws -> [ProviderEvent] {
+        let index = try blockIndex(payload, "content_block_delta")
+        guard let delta = payload["delta"] else { return [] }
+        switch delta["type"]?.stringValue {
+        case "text_delta"?:
+            if let text = delta["text"]?.stringValue, !text.isEmpty { return [.textDelta(text)] }
+        case "thinking_delta"?:
+            if let text = delta["thinking"]?.stringValue, !text.isEmpty { return [.reasoningDelta(text)] }
+        case "signature_delta"?:
+            if let signature = delta["signature"]?.stringValue { thinkingSignatures.append(signature) }
+        case "input_json_delta"?:
+            if case .toolUse = blocks[index].kind {
+                blocks[index].json += delta["partial_json"]?.stringValue ?? ""
+            }
+        default:
+            break
+        }
+        return []
+    }
+
+    private mutating func stopBlock(_ payload: JSONValue) throws -> [ProviderEvent] {
+        let index = try blockIndex(payload, "content_block_stop")
+        blocks[index].stopped = true
+        guard case .toolUse(let id, let name) = blocks[index].kind else { return [] }
+        let raw = blocks[index].json
+        if raw.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }) {
+            return [.toolCall(ModelToolCall(id: id, name: name, argumentsJSON: "{}"))]
+        }
+        do {
+            _ = try JSONValue.parse(raw)
+        } catch {
+            if pendingBadTool == nil { pendingBadTool = (name, id, error.description) }
+            return []
+        }
+        return [.toolCall(ModelToolCall(id: id, name: name, argumentsJSON: raw))]
+    }
+
+    private func reportPendingBadTool() throws {
+        guard let bad = pendingBadTool else { return }
+        if stopReason == "max_tokens" {
+            throw ProviderContractViolation("Anthropic stream: tool input truncated by max_tokens (tool \(bad.name), id \(bad.id))")
+        }
+        // Before message_delta the stop reason is unknown; wait for it.
+        if !sawMessageDelta && !isComplete { return }
+        throw ProviderContractViolation(
+            "Anthropic stream: tool input for \(bad.name) (id \(bad.id)) is not valid JSON (\(bad.parseError))")
+    }
+
+    private mutating func complete() throws -> [ProviderEvent] {
+        isComplete = true
+        try reportPendingBadTool()
+        for block in blocks where !block.stopped {
+            if case .toolUse(let id, let name) = block.kind {
+                if stopReason == "max_tokens" {
+                    throw ProviderContractViolation("Anthropic stream: tool input truncated by max_tokens (tool \(name), id \(id))")
+                }
+                throw ProviderContractViolation("Anthropic stream: tool_use block for \(name) (id \(id)) was never stopped")
+            }
+        }
+        var events: [ProviderEvent] = []
+        if sawUsage { events.append(.usage(usage)) }
+        let hasToolCalls = blocks.contains { if case .toolUse = $0.kind { return true } else { return false } }
+        events.append(.end(Self.mapStopReason(stopReason, hasToolCalls: hasToolCalls)))
+        return events
+    }
+
+    private mutating func mergeUsage(_ u: JSONValue) {
+        sawUsage = true
+        if let v = u["input_tokens"]?.intValue { usage.inputTokens = v }
+        if let v = u["output_tokens"]?.intValue { usage.outputTokens = v }
+        if let v = u["cache_read_input_tokens"]?.intValue { usage.cachedInputTokens = v }
+        if let v = u["cache_creation_input_tokens"]?.intValue { usage.cacheCreationInputTokens = v }
+        if let v = u["output_tokens_details"]?["thinking_tokens"]?.intValue { usage.reasoningTokens = v }
+    }
+
+    static func mapStopReason(_ reason: String?, hasToolCalls: Bool) -> ModelStopReason {
+        switch reason {
+        case "end_turn"?, "stop_sequence"?: return .endTurn
+        case "tool_use"?: return .toolUse
+        case "max_tokens"?, "model_context_window_exceeded"?: return .maxTokens
+        case "refusal"?: return .refusal
+        case nil: return hasToolCalls ? .toolUse : .endTurn
+        case let other?: return .other(other)
+        }
+    }
+}

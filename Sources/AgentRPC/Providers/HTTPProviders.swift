@@ -1,0 +1,99 @@
+import AgentRPCProtocol
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// OpenAI Chat Completions (`POST {baseURL}/chat/completions`), streamed over SSE.
+/// Works with any compatible server: OpenAI, Ollama `/v1`, llama.cpp, vLLM,
+/// LM Studio, OpenRouter.
+public struct OpenAIProvider: ModelProvider {
+    public let name: String
+    public let configuration: HTTPProviderConfiguration
+    public var capabilities: ProviderCapabilities { configuration.capabilities }
+
+    /// `name` is what events report (`"openai"` unless the caller names the profile's provider otherwise).
+    public init(configuration: HTTPProviderConfiguration, name: String = "openai") {
+        self.configuration = configuration
+        self.name = name
+    }
+
+    /// Whether this request is sent with `stream: true`.
+    func streams(_ request: ModelRequest) -> Bool {
+        configuration.streamTools || request.tools.isEmpty
+    }
+
+    /// The exact body that would be sent, without headers: safe for `--dump-requests`.
+    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+        OpenAIRequestBuilder.build(request, configuration: configuration, stream: streams(request))
+    }
+
+    func urlRequest(for request: ModelRequest) -> URLRequest {
+        var r = URLRequest(url: configuration.baseURL.appendingPathComponent("chat/completions"))
+        r.httpMethod = "POST"
+        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        r.setValue(streams(request) ? "text/event-stream" : "application/json", forHTTPHeaderField: "Accept")
+        if let key = configuration.apiKey, !key.isEmpty {
+            r.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        }
+        for (k, v) in configuration.headers { r.setValue(v, forHTTPHeaderField: k) }
+        r.httpBody = Data(requestBody(for: request).body.serialized())
+        r.timeoutInterval = configuration.timeoutSeconds
+        return r
+    }
+
+    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        let secrets = configuration.secrets
+        return HTTPStreamTransport.stream(
+            urlRequest(for: request),
+            decoder: OpenAIChatStreamDecoder(secrets: secrets),
+            wholeBodyDecoder: { try OpenAIChatStreamDecoder.decodeResponse($0, secrets: secrets) },
+            secrets: secrets,
+            timeoutSeconds: configuration.timeoutSeconds)
+    }
+}
+
+/// Anthropic Messages (`POST {baseURL}/messages`), streamed over SSE.
+public struct AnthropicProvider: ModelProvider {
+    /// The API version header value this code was written against.
+    public static let apiVersion = "2023-06-01"
+
+    public let name: String
+    public let configuration: HTTPProviderConfiguration
+    public var capabilities: ProviderCapabilities { configuration.capabilities }
+
+    public init(configuration: HTTPProviderConfiguration, name: String = "anthropic") {
+        self.configuration = configuration
+        self.name = name
+    }
+
+    /// The exact body that would be sent, without headers: safe for `--dump-requests`.
+    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+        AnthropicRequestBuilder.build(request, configuration: configuration)
+    }
+
+    func urlRequest(for request: ModelRequest) -> URLRequest {
+        var r = URLRequest(url: configuration.baseURL.appendingPathComponent("messages"))
+        r.httpMethod = "POST"
+        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        r.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        r.setValue(Self.apiVersion, forHTTPHeaderField: "anthropic-version")
+        if let key = configuration.apiKey, !key.isEmpty {
+            r.setValue(key, forHTTPHeaderField: "x-api-key")
+        }
+        for (k, v) in configuration.headers { r.setValue(v, forHTTPHeaderField: k) }
+        r.httpBody = Data(requestBody(for: request).body.serialized())
+        r.timeoutInterval = configuration.timeoutSeconds
+        return r
+    }
+
+    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        let secrets = configuration.secrets
+        return HTTPStreamTransport.stream(
+            urlRequest(for: request),
+            decoder: AnthropicStreamDecoder(secrets: secrets),
+            wholeBodyDecoder: nil,
+            secrets: secrets,
+            timeoutSeconds: configuration.timeoutSeconds)
+    }
+}

@@ -1,0 +1,215 @@
+import AgentRPCProtocol
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Runs one HTTP request and turns the response into `ProviderEvent`s as bytes
+/// arrive: URLSession data delegate → SSE parser → provider decoder → stream.
+///
+/// * 2xx `text/event-stream` (or anything when no whole-body decoder is given):
+///   decoded incrementally.
+/// * 2xx with another content type and a whole-body decoder (OpenAI with
+///   `stream: false`, or a server that ignored `stream: true`): the body is
+///   collected and decoded at the end.
+/// * non-2xx: up to 64 KiB of the body is collected and mapped by `ProviderErrorMapper`.
+/// * transport failures become `network` errors.
+///
+/// Cancelling the consuming task (or dropping the stream) cancels the data task
+/// and invalidates the session. Retries are not done here: the engine decides.
+enum HTTPStreamTransport {
+    typealias WholeBodyDecoder = @Sendable ([UInt8]) throws -> [ProviderEvent]
+
+    static func stream(
+        _ urlRequest: URLRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?,
+        secrets: [String], timeoutSeconds: Double
+    ) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        AsyncThrowingStream { continuation in
+            let delegate = StreamingDataDelegate(
+                decoder: decoder, wholeBodyDecoder: wholeBodyDecoder, secrets: secrets, continuation: continuation)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.timeoutIntervalForRequest = timeoutSeconds
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            let queue = OperationQueue()
+            // Callbacks must arrive in order for the parser; one at a time.
+            queue.maxConcurrentOperationCount = 1
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+            let task = session.dataTask(with: urlRequest)
+            let handle = TaskHandle(task: task, session: session)
+            delegate.attach(handle)
+            continuation.onTermination = { @Sendable termination in
+                if case .cancelled = termination { handle.cancel() }
+            }
+            task.resume()
+        }
+    }
+}
+
+/// Lets the stream's termination handler cancel the HTTP work.
+final class TaskHandle: Sendable {
+    private let task: Mutex<URLSessionDataTask?>
+    private let session: URLSession
+
+    init(task: URLSessionDataTask, session: URLSession) {
+        self.task = Mutex(task)
+        self.session = session
+    }
+
+    /// Also invalidates the session, which breaks the session → delegate retain cycle.
+    func cancel() {
+        let t = task.withLock { t in
+            defer { t = nil }
+            return t
+        }
+        t?.cancel()
+        session.invalidateAndCancel()
+    }
+}
+
+final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    static let maximumErrorBodyBytes = 64 * 1024
+    static let maximumWholeBodyBytes = 32 * 1024 * 1024
+
+    enum Mode: Sendable {
+        case undecided, streaming, wholeBody, errorBody
+    }
+
+    struct State: Sendable {
+        var decoder: any ProviderStreamDecoder
+        var parser = SSEParser()
+        var mode = Mode.undecided
+        var body: [UInt8] = []
+        var status = 0
+        var headers: [String: String] = [:]
+        var done = false
+        var handle: TaskHandle?
+    }
+
+    /// What to do once the lock is released: yielding or finishing can run the
+    /// termination handler synchronously, which must not happen under the lock.
+    enum Action {
+        case yield([ProviderEvent], finish: Bool)
+        case fail(any Error)
+        case nothing
+    }
+
+    private let state: Mutex<State>
+    private let wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?
+    private let secrets: [String]
+    private let continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation
+
+    init(
+        decoder: any ProviderStreamDecoder, wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?, secrets: [String],
+        continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation
+    ) {
+        self.state = Mutex(State(decoder: decoder))
+        self.wholeBodyDecoder = wholeBodyDecoder
+        self.secrets = secrets
+        self.continuation = continuation
+    }
+
+    func attach(_ handle: TaskHandle) {
+        state.withLock { $0.handle = handle }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let response = dataTask.response as? HTTPURLResponse
+        let action = state.withLock { s -> Action in
+            if s.done { return .nothing }
+            if s.mode == .undecided { decideMode(&s, response: response) }
+            switch s.mode {
+            case .streaming:
+                do {
+                    var events: [ProviderEvent] = []
+                    for sse in try s.parser.feed(data) { events += try s.decoder.decode(sse) }
+                    if s.decoder.isComplete { s.done = true }
+                    return .yield(events, finish: s.done)
+                } catch {
+                    s.done = true
+                    return .fail(classify(error))
+                }
+            case .wholeBody, .errorBody:
+                let limit = s.mode == .errorBody ? Self.maximumErrorBodyBytes : Self.maximumWholeBodyBytes
+                if s.body.count < limit { s.body += data.prefix(limit - s.body.count) }
+                if s.mode == .wholeBody && s.body.count >= limit {
+                    s.done = true
+                    return .fail(ProviderContractViolation("provider response body exceeds \(limit) bytes"))
+                }
+                return .nothing
+            case .undecided:
+                return .nothing
+            }
+        }
+        perform(action)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let response = task.response as? HTTPURLResponse
+        let action = state.withLock { s -> Action in
+            if s.done { return .nothing }
+            s.done = true
+            if let error {
+                return .fail(ProviderErrorMapper.map(transportError: error))
+            }
+            if s.mode == .undecided { decideMode(&s, response: response) }
+            switch s.mode {
+            case .errorBody:
+                return .fail(ProviderErrorMapper.map(status: s.status, headers: s.headers, body: s.body, secrets: secrets))
+            case .wholeBody:
+                do {
+                    return .yield(try wholeBodyDecoder?(s.body) ?? [], finish: true)
+                } catch {
+                    return .fail(classify(error))
+                }
+            case .streaming, .undecided:
+                do {
+                    var events: [ProviderEvent] = []
+                    for sse in s.parser.finish() { events += try s.decoder.decode(sse) }
+                    events += try s.decoder.finish()
+                    return .yield(events, finish: true)
+                } catch {
+                    return .fail(classify(error))
+                }
+            }
+        }
+        perform(action)
+    }
+
+    private func decideMode(_ s: inout State, response: HTTPURLResponse?) {
+        s.status = response?.statusCode ?? 0
+        for (key, value) in response?.allHeaderFields ?? [:] {
+            if let k = key as? String, let v = value as? String { s.headers[k.lowercased()] = v }
+        }
+        if !(200..<300).contains(s.status) {
+            s.mode = .errorBody
+        } else if wholeBodyDecoder != nil, !(s.headers["content-type"] ?? "").lowercased().contains("text/event-stream") {
+            s.mode = .wholeBody
+        } else {
+            s.mode = .streaming
+        }
+    }
+
+    private func classify(_ error: any Error) -> any Error {
+        if error is ProviderError || error is ProviderContractViolation { return error }
+        if let e = error as? SSEParserError { return ProviderContractViolation("provider stream: \(e.message)") }
+        return ProviderContractViolation("provider stream could not be decoded: \(error)")
+    }
+
+    private func perform(_ action: Action) {
+        switch action {
+        case .yield(let events, let finish):
+            for event in events { continuation.yield(event) }
+            if finish {
+                continuation.finish()
+                state.withLock { $0.handle }?.cancel()
+            }
+        case .fail(let error):
+            continuation.finish(throwing: error)
+            state.withLock { $0.handle }?.cancel()
+        case .nothing:
+            break
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import AgentRPCProtocol
+import Foundation
+
+/// Decodes an OpenAI Chat Completions stream (`data:` chunks ending in
+/// `data: [DONE]`), as sent by OpenAI and compatible servers (Ollama, llama.cpp,
+/// vLLM, LM Studio, OpenRouter).
+///
+/// Text, reasoning and refusal deltas are emitted as they arrive. Tool calls are
+/// emitted complete, from what was accumulated, when `[DONE]` arrives, followed by
+/// the usage (if the server sent any) and `.end`.
+///
+/// Tool-call fragments are matched by `index`; when a server omits `index`, by
+/// `id`; when both are missing, the fragment continues the latest call. A
+/// fragment whose `index` matches a call with a *different* non-empty `id`
+/// starts a new call (some compatible servers send every parallel call at index 0).
+/// `id`, `type` and `name` are taken from the first fragment that carries them and
+/// never concatenated, because llama.cpp repeats them in every chunk.
+///
+/// Stop reason: `stop`→endTurn, except that a `stop` after refusal text with no
+/// content is `refusal` (OpenAI reports refusals only in the `refusal` field);
+/// `tool_calls`/`function_call`→toolUse, `length`→maxTokens,
+/// `content_filter`→contentFilter. No finish reason at all → toolUse if calls
+/// were made, else endTurn.
+public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
+    struct PartialCall: Sendable {
+        var index: Int?
+        var id = ""
+        var name = ""
+        var arguments = ""
+    }
+
+    private var calls: [PartialCall] = []
+    private var finishReason: String?
+    private var usage: ModelUsage?
+    private var sawContent = false
+    private var sawRefusal = false
+    public private(set) var isComplete = false
+    /// Scrubbed from in-stream error messages.
+    private let secrets: [String]
+
+    public init(secrets: [String] = []) {
+        self.secrets = secrets
+    }
+
+    public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        if isComplete { return [] }
+        let data = event.data.trimmingCharacters(in: .whitespacesAndNewlines)
+        if data == "[DONE]" { return try complete() }
+        if data.isEmpty { return [] }
+        let chunk = try DecoderJSON.parsePayload(data, provider: "OpenAI")
+        return try decode(chunk: chunk)
+    }
+
+    public mutating func finish() throws -> [ProviderEvent] {
+        if isComplete { return [] }
+        throw ProviderError.truncated("no [DONE]")
+    }
+
+    mutating func decode(chunk: JSONValue) throws -> [ProviderEvent] {
+        if let error = chunk["error"], !error.isNull {
+            throw ProviderErrorMapper.mapInStream(chunk, secrets: secrets)
+        }
+        if let u = chunk["usage"], u.objectValue != nil { usage = Self.usage(from: u) }
+        var events: [ProviderEvent] = []
+        // `n > 1` is not something we ask for; only the first choice is read.
+        guard let choice = chunk["choices"]?.arrayValue?.first(where: { ($0["index"]?.intValue ?? 0) == 0 }) else {
+            return events
+        }
+        if let delta = choice["delta"] {
+            if let text = delta["content"]?.stringValue, !text.isEmpty {
+                sawContent = true
+                events.append(.textDelta(text))
+            }
+            for key in ["reasoning_content", "reasoning"] {
+                if let text = delta[key]?.stringValue, !text.isEmpty {
+                    events.append(.reasoningDelta(text))
+                    break
+                }
+            }
+            if let text = delta["refusal"]?.stringValue, !text.isEmpty {
+                sawRefusal = true
+                events.append(.refusalDelta(text))
+            }
+            for fragment in delta["tool_calls"]?.arrayValue ?? [] { accumulate(fragment) }
+        }
+        if let reason = choice["finish_reason"]?.stringValue { finishReason = reason }
+        return events
+    }
+
+    private mutating func accumulate(_ fragment: JSONValue) {
+        let index = fragment["index"]?.intValue
+        let id = fragment["id"]?.stringValue ?? ""
+        let function = fragment["function"]
+        let name = function?["name"]?.stringValue ?? ""
+        let arguments = Self.argumentsText(function?["arguments"])
+
+        var slot: Int?
+        if let index {
+            slot = calls.lastIndex { $0.index == index }
+            if let s = slot, !id.isEmpty, !calls[s].id.isEmpty, calls[s].id != id { slot = nil }
+        } else if !id.isEmpty {
+            slot = calls.lastIndex { $0.id == id }
+        } else if !calls.isEmpty {
+            slot = calls.count - 1
+        }
+        let position: Int
+        if let slot {
+            position = slot
+        } else {
+            calls.append(PartialCall(index: index))
+            position = calls.count - 1
+        }
+        if calls[position].id.isEmpty { calls[position].id = id }
+        if calls[position].name.isEmpty { calls[position].name = name }
+        calls[position].arguments += arguments
+    }
+
+    /// Arguments are a string on the wire, but some servers send an object.
+    static func argumentsText(_ value: JSONValue?) -> String {
+        switch value {
+        case .string(let s)?: return s
+        case .object?, .array?: return value?.serializedString() ?? ""
+        default: return ""
+        }
+    }
+
+    private mutating func complete() throws -> [ProviderEvent] {
+        isComplete = true
+        var events: [ProviderEvent] = []
+        for (n, call) in calls.enumerated() {
+            guard !call.name.isEmpty else {
+                throw ProviderContractViolation("OpenAI stream: tool call \(call.index.map(String.init) ?? "#\(n)") has no function name")
+            }
+            events.append(.toolCall(Self.finalized(call, position: n)))
+        }
+        if let usage { events.append(.usage(usage)) }
+        events.append(.end(stopReason()))
+        return events
+    }
+
+    static func finalized(_ call: PartialCall, position: Int) -> ModelToolCall {
+        // Servers that omit ids still need a stable one to pair results with.
+        let id = call.id.isEmpty ? "call_\(position)" : call.id
+        let trimmed = call.arguments.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A tool without parameters is often sent with no arguments at all.
+        return ModelToolCall(id: id, name: call.name, argumentsJSON: trimmed.isEmpty ? "{}" : call.arguments)
+    }
+
+    private func stopReason() -> ModelStopReason {
+        Self.mapFinishReason(finishReason, hasToolCalls: !calls.isEmpty, refusalOnly: sawRefusal && !sawContent)
+    }
+
+    static func mapFinishReason(_ reason: String?, hasToolCalls: Bool, refusalOnly: Bool) -> ModelStopReason {
+        switch reason {
+        case "stop"?, "end_turn"?: return refusalOnly ? .refusal : .endTurn
+        case "tool_calls"?, "function_call"?: return .toolUse
+        case "length"?: return .maxTokens
+        case "content_filter"?: return .contentFilter
+        case nil: return hasToolCalls ? .toolUse : (refusalOnly ? .refusal : .endTurn)
+        case let other?: return .other(other)
+        }
+    }
+
+    static func usage(from u: JSONValue) -> ModelUsage {
+        ModelUsage(
+            inputTokens: u["prompt_tokens"]?.intValue ?? 0,
+            outputTokens: u["completion_tokens"]?.intValue ?? 0,
+            cachedInputTokens: u["prompt_tokens_details"]?["cached_tokens"]?.intValue,
+            reasoningTokens: u["completion_tokens_details"]?["reasoning_tokens"]?.intValue
+        )
+    }
+
+    /// Decodes a non-streaming Chat Completions response (used when tools are
+    /// not streamed, `streamTools: false`, or a server ignored `stream: true`)
+    /// into the same events a stream would have produced.
+    public static func decodeResponse(_ body: [UInt8], secrets: [String] = []) throws -> [ProviderEvent] {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(body)
+        } catch {
+            throw ProviderContractViolation("OpenAI response is not valid JSON (\(error.description))")
+        }
+        if let error = value["error"], !error.isNull {
+            throw ProviderErrorMapper.mapInStream(value, secrets: secrets)
+        }
+        guard let choice = value["choices"]?.arrayValue?.first, let message = choice["message"] else {
+            throw ProviderContractViolation("OpenAI response has no choices[0].message")
+        }
+        var events: [ProviderEvent] = []
+        let reasoning = message["reasoning_content"]?.stringValue ?? message["reasoning"]?.stringValue ?? ""
+        if !reasoning.isEmpty { events.append(.reasoningDelta(reasoning)) }
+        let content = message["content"]?.stringValue ?? ""
+        if !content.isEmpty { events.append(.textDelta(content)) }
+        let refusal = message["refusal"]?.stringValue ?? ""
+        if !refusal.isEmpty { events.append(.refusalDelta(refusal)) }
+        let rawCalls = message["tool_calls"]?.arrayValue ?? []
+        for (n, raw) in rawCalls.enumerated() {
+            let name = raw["function"]?["name"]?.stringValue ?? ""
+            guard !name.isEmpty else { throw ProviderContractViolation("OpenAI response: tool call #\(n) has no function name") }
+            let call = PartialCall(
+                index: n, id: raw["id"]?.stringValue ?? "", name: name,
+                arguments: argumentsText(raw["function"]?["arguments"]))
+            events.append(.toolCall(finalized(call, position: n)))
+        }
+        if let u = value["usage"], u.objectValue != nil { events.append(.usage(usage(from: u))) }
+        events.append(.end(mapFinishReason(
+            choice["finish_reason"]?.stringValue, hasToolCalls: !rawCalls.isEmpty,
+            refusalOnly: !refusal.isEmpty && content.isEmpty)))
+        return events
+    }
+}

@@ -1,0 +1,238 @@
+import AgentRPCProtocol
+import Foundation
+
+/// A request body ready to send, with the schema changes made to produce it.
+/// The body never contains credentials, so it is what `--dump-requests` prints.
+public struct BuiltRequestBody: Sendable, Hashable {
+    public var body: JSONValue
+    public var warnings: [SchemaWarning]
+}
+
+/// Keys that request extras (`GenerationOptions.extra`) may not replace: they
+/// carry the conversation and the streaming contract the decoders rely on.
+let protectedBodyKeys: Set<String> = ["model", "messages", "stream", "stream_options", "system", "tools"]
+
+func mergeExtras(_ extra: [String: JSONValue], into body: inout [String: JSONValue]) {
+    for (key, value) in extra where !protectedBodyKeys.contains(key) {
+        body[key] = value
+    }
+}
+
+func base64(_ bytes: [UInt8]) -> String {
+    Data(bytes).base64EncodedString()
+}
+
+// MARK: - OpenAI Chat Completions
+
+/// Builds OpenAI Chat Completions request bodies.
+public enum OpenAIRequestBuilder {
+    /// The JSON body for `POST {baseURL}/chat/completions`.
+    public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
+        var warnings: [SchemaWarning] = []
+        var body: [String: JSONValue] = [
+            "model": .string(request.model.isEmpty ? configuration.model : request.model),
+            "messages": .array(messages(request)),
+        ]
+        if stream {
+            body["stream"] = true
+            body["stream_options"] = ["include_usage": true]
+        }
+        if !request.tools.isEmpty {
+            let adapted = adaptToolSchemas(request.tools, strict: configuration.strictTools)
+            warnings += adapted.warnings
+            body["tools"] = .array(adapted.tools.map { tool in
+                var function: [String: JSONValue] = [
+                    "name": .string(tool.name),
+                    "description": .string(tool.description),
+                    "parameters": tool.inputSchema,
+                ]
+                if configuration.strictTools { function["strict"] = true }
+                return ["type": "function", "function": .object(function)]
+            })
+            switch request.toolChoice {
+            case .auto: body["tool_choice"] = "auto"
+            case .none: body["tool_choice"] = "none"
+            case .required: body["tool_choice"] = "required"
+            case .tool(let name): body["tool_choice"] = ["type": "function", "function": ["name": .string(name)]]
+            }
+        }
+        if let t = request.options.temperature { body["temperature"] = .double(t) }
+        if let max = request.options.maxOutputTokens {
+            body[configuration.useMaxCompletionTokens ? "max_completion_tokens" : "max_tokens"] = .int(max)
+        }
+        if let level = request.options.reasoningLevel, !level.isEmpty {
+            body["reasoning_effort"] = .string(level)
+        }
+        if let schema = request.responseSchema {
+            let adapted = adaptSchema(schema, name: "response", strict: configuration.strictTools)
+            warnings += adapted.warnings
+            body["response_format"] = [
+                "type": "json_schema",
+                "json_schema": ["name": "response", "schema": adapted.schema, "strict": .bool(configuration.strictTools)],
+            ]
+        }
+        mergeExtras(request.options.extra, into: &body)
+        return BuiltRequestBody(body: .object(body), warnings: warnings)
+    }
+
+    static func messages(_ request: ModelRequest) -> [JSONValue] {
+        var out: [JSONValue] = []
+        if !request.instructions.isEmpty {
+            out.append(["role": "system", "content": .string(request.instructions)])
+        }
+        for message in request.messages {
+            switch message {
+            case .user(let text, let images):
+                if images.isEmpty {
+                    out.append(["role": "user", "content": .string(text)])
+                } else {
+                    var parts: [JSONValue] = []
+                    if !text.isEmpty { parts.append(["type": "text", "text": .string(text)]) }
+                    for image in images {
+                        let url: String
+                        switch image {
+                        case .data(let bytes, let mimeType): url = "data:\(mimeType);base64,\(base64(bytes))"
+                        case .url(let u): url = u
+                        }
+                        parts.append(["type": "image_url", "image_url": ["url": .string(url)]])
+                    }
+                    out.append(["role": "user", "content": .array(parts)])
+                }
+            case .assistant(let text, let toolCalls, _):
+                // `content` is "" rather than null: several compatible servers reject null.
+                var m: [String: JSONValue] = ["role": "assistant", "content": .string(text)]
+                if !toolCalls.isEmpty {
+                    m["tool_calls"] = .array(toolCalls.map { call in
+                        ["id": .string(call.id), "type": "function",
+                         "function": ["name": .string(call.name), "arguments": .string(call.argumentsJSON)]]
+                    })
+                }
+                out.append(.object(m))
+            case .toolResult(let callId, _, let content, _):
+                // Chat Completions has no error flag; the content says what went wrong.
+                out.append(["role": "tool", "tool_call_id": .string(callId), "content": .string(content)])
+            }
+        }
+        return out
+    }
+}
+
+// MARK: - Anthropic Messages
+
+/// Builds Anthropic Messages request bodies.
+///
+/// Prompt caching: `cache_control: {type: ephemeral}` goes on the last system
+/// block and the last tool, the stable prefix of every round trip of a session.
+///
+/// Thinking: `reasoningLevel` `low`/`medium`/`high` (or a number of tokens) turns on
+/// extended thinking with a 1024/4096/16384-token budget; `off`/`none` leaves it
+/// off. The API needs `max_tokens` above the budget, so `max_tokens` is raised to
+/// budget + 1024 when it is not, and `temperature` is left out (thinking accepts
+/// only the default).
+public enum AnthropicRequestBuilder {
+    /// The JSON body for `POST {baseURL}/messages`.
+    public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
+        var warnings: [SchemaWarning] = []
+        var maxTokens = request.options.maxOutputTokens ?? configuration.defaultMaxOutputTokens
+        var body: [String: JSONValue] = [
+            "model": .string(request.model.isEmpty ? configuration.model : request.model),
+            "messages": .array(messages(request.messages)),
+            "stream": true,
+        ]
+        if !request.instructions.isEmpty {
+            body["system"] = [["type": "text", "text": .string(request.instructions), "cache_control": ["type": "ephemeral"]]]
+        }
+        if !request.tools.isEmpty {
+            let adapted = adaptToolSchemas(request.tools, strict: false)
+            warnings += adapted.warnings
+            var tools: [JSONValue] = adapted.tools.map { tool in
+                ["name": .string(tool.name), "description": .string(tool.description), "input_schema": tool.inputSchema]
+            }
+            if case .object(var last)? = tools.last {
+                last["cache_control"] = ["type": "ephemeral"]
+                tools[tools.count - 1] = .object(last)
+            }
+            body["tools"] = .array(tools)
+            switch request.toolChoice {
+            case .auto: body["tool_choice"] = ["type": "auto"]
+            case .none: body["tool_choice"] = ["type": "none"]
+            case .required: body["tool_choice"] = ["type": "any"]
+            case .tool(let name): body["tool_choice"] = ["type": "tool", "name": .string(name)]
+            }
+        }
+        if let budget = thinkingBudget(request.options.reasoningLevel) {
+            if maxTokens <= budget { maxTokens = budget + 1024 }
+            body["thinking"] = ["type": "enabled", "budget_tokens": .int(budget)]
+        } else if let t = request.options.temperature {
+            body["temperature"] = .double(t)
+        }
+        body["max_tokens"] = .int(maxTokens)
+        mergeExtras(request.options.extra, into: &body)
+        return BuiltRequestBody(body: .object(body), warnings: warnings)
+    }
+
+    static func thinkingBudget(_ level: String?) -> Int? {
+        guard let level = level?.lowercased(), !level.isEmpty else { return nil }
+        switch level {
+        case "off", "none", "disabled": return nil
+        case "minimal", "low": return 1024
+        case "medium": return 4096
+        case "high", "max": return 16384
+        default:
+            if let n = Int(level) { return n >= 1024 ? n : nil }
+            return 4096
+        }
+    }
+
+    /// Maps messages to content blocks. Consecutive messages with the same role
+    /// are merged (tool results that follow one another become one user message
+    /// of `tool_result` blocks), since the API wants roles to alternate.
+    static func messages(_ messages: [ModelMessage]) -> [JSONValue] {
+        var out: [(role: String, blocks: [JSONValue])] = []
+        func append(_ role: String, _ blocks: [JSONValue]) {
+            guard !blocks.isEmpty else { return }
+            if let last = out.last, last.role == role {
+                out[out.count - 1].blocks += blocks
+            } else {
+                out.append((role, blocks))
+            }
+        }
+        for message in messages {
+            switch message {
+            case .user(let text, let images):
+                var blocks: [JSONValue] = images.map(imageBlock)
+                if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
+                append("user", blocks)
+            case .assistant(let text, let toolCalls, _):
+                // Thinking blocks are not sent back: without their signature the API rejects them.
+                var blocks: [JSONValue] = []
+                if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
+                for call in toolCalls {
+                    blocks.append(["type": "tool_use", "id": .string(call.id), "name": .string(call.name),
+                                   "input": toolInput(call.argumentsJSON)])
+                }
+                append("assistant", blocks)
+            case .toolResult(let callId, _, let content, let isError):
+                append("user", [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
+                                 "is_error": .bool(isError)]])
+            }
+        }
+        return out.map { ["role": .string($0.role), "content": .array($0.blocks)] }
+    }
+
+    static func imageBlock(_ image: ModelImage) -> JSONValue {
+        switch image {
+        case .data(let bytes, let mimeType):
+            return ["type": "image", "source": ["type": "base64", "media_type": .string(mimeType), "data": .string(base64(bytes))]]
+        case .url(let url):
+            return ["type": "image", "source": ["type": "url", "url": .string(url)]]
+        }
+    }
+
+    /// `tool_use.input` must be an object. Arguments that were not a JSON object
+    /// (a model that wrote invalid JSON, answered as a failed call) are sent as `{}`.
+    static func toolInput(_ argumentsJSON: String) -> JSONValue {
+        if let value = try? JSONValue.parse(argumentsJSON), value.objectValue != nil { return value }
+        return [:]
+    }
+}

@@ -1,0 +1,125 @@
+"""A local HTTP server that plays a model API for integration tests.
+
+Each test queues canned responses (a recorded SSE stream from
+``shared/fixtures``, an error status with headers and body, an empty 200, a
+stream cut off mid-way); the server answers requests in order and records
+what it received, so tests can check exactly what agentrpc sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"
+if not FIXTURES.is_dir():
+    FIXTURES = Path("/work/shared/fixtures")
+
+
+@dataclass
+class Canned:
+    """One response: status, headers, body; ``cut_after`` closes the
+    connection after that many body bytes without finishing the response."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    cut_after: int | None = None
+
+    @staticmethod
+    def sse(fixture: str) -> Canned:
+        return Canned(200, {"Content-Type": "text/event-stream"}, (FIXTURES / fixture).read_bytes())
+
+    @staticmethod
+    def error(status: int, body: Any, headers: dict[str, str] | None = None) -> Canned:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return Canned(status, {"Content-Type": "application/json", **(headers or {})}, raw)
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeProvider:
+    """Start with ``FakeProvider()``; ``base_url`` is where agentrpc should point."""
+
+    def __init__(self) -> None:
+        self.responses: deque[Canned] = deque()
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length)
+                try:
+                    body: Any = json.loads(raw)
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                with owner._lock:
+                    owner.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    canned = owner.responses.popleft() if owner.responses else Canned.error(500, {"error": {"message": "no canned response left"}})
+                self.send_response(canned.status)
+                for key, value in canned.headers.items():
+                    self.send_header(key, value)
+                if canned.cut_after is None:
+                    self.send_header("Content-Length", str(len(canned.body)))
+                    self.end_headers()
+                    self.wfile.write(canned.body)
+                else:
+                    self.send_header("Content-Length", str(len(canned.body)))
+                    self.end_headers()
+                    self.wfile.write(canned.body[: canned.cut_after])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def queue(self, *responses: Canned) -> None:
+        with self._lock:
+            self.responses.extend(responses)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def fixture_text(fixture: str) -> str:
+    """The text a recorded stream spells out, for expectations."""
+    text = []
+    for line in (FIXTURES / fixture).read_text().splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            continue
+        event = json.loads(payload)
+        for choice in event.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
+        delta = event.get("delta") or {}
+        if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+            text.append(delta.get("text", ""))
+    return "".join(text)
