@@ -105,6 +105,18 @@ def test_results_decode_leniently() -> None:
     assert transcript.ids == ["e1"] and transcript.get("nope") is None
 
 
+def test_typed_results_still_answer_wire_key_lookups() -> None:
+    # Code written against the plain-dict API keeps working.
+    result = TurnResult.from_wire({"turnId": "t", "message": {"entryId": "e", "text": "hi"}, "toolCalls": 2})
+    assert result["message"]["text"] == "hi" and result["toolCalls"] == 2 and result.get("missing", 0) == 0
+    state = SessionState.from_wire({"sessionId": "s", "activeProfile": "answer"})
+    assert state["activeProfile"] == "answer"
+    transcript = Transcript.from_wire({"revision": 1, "entries": []})
+    assert transcript["revision"] == 1
+    with pytest.raises(KeyError):
+        result["nope"]
+
+
 def test_session_config_translates_python_names() -> None:
     @tool
     def t(a: int) -> int:

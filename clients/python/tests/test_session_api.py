@@ -132,7 +132,7 @@ async def test_create_session_is_open_session_and_sessions_are_registered(tmp_pa
         resumed = await client.resume_session(session.id)
         assert resumed.id == session.id and isinstance(resumed.revision, int)
         assert (await client.get_state(session.id))["sessionId"] == session.id
-        assert (await client.get_transcript(session.id))["entries"] == []
+        assert (await client.get_transcript(session))["entries"] == []  # a handle works as an id
         async with client.session(session.id) as handle:
             assert (await handle.send("x")).text == "hi"
         # Leaving `async with` closed it on the server.

@@ -1007,14 +1007,14 @@ class Client:
 
     # -- plain-dict helpers for the session methods ---------------------------
 
-    async def get_state(self, session_id: str) -> JSONObject:
+    async def get_state(self, session_id: str | Session) -> JSONObject:
         """``session/getState``: the SessionState (PROTOCOL.md §5) as a dict."""
-        result: JSONObject = await self.request("session/getState", {"sessionId": session_id})
+        result: JSONObject = await self.request("session/getState", {"sessionId": _sid(session_id)})
         return result
 
-    async def get_transcript(self, session_id: str) -> JSONObject:
+    async def get_transcript(self, session_id: str | Session) -> JSONObject:
         """``session/getTranscript``: ``{revision, instructions, entries}``."""
-        result: JSONObject = await self.request("session/getTranscript", {"sessionId": session_id})
+        result: JSONObject = await self.request("session/getTranscript", {"sessionId": _sid(session_id)})
         return result
 
     async def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
@@ -1027,15 +1027,22 @@ class Client:
         result: JSONObject = await self.request("session/list", params)
         return result
 
-    async def close_session(self, session_id: str) -> None:
+    async def close_session(self, session_id: str | Session) -> None:
         """``session/close``: cancels a running turn and unloads the session."""
+        session_id = _sid(session_id)
         await self.request("session/close", {"sessionId": session_id})
         self._forget_session(session_id)
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str | Session) -> None:
         """``session/delete``: removes the session from the store."""
+        session_id = _sid(session_id)
         await self.request("session/delete", {"sessionId": session_id})
         self._forget_session(session_id)
+
+
+def _sid(session: str | Session) -> str:
+    """A session id, given the id or its handle."""
+    return session.id if isinstance(session, Session) else session
 
 
 def _decision(answer: Any) -> JSONObject:

@@ -32,6 +32,21 @@ __all__ = [
 ]
 
 
+class _WireLookup:
+    """``result["wireKey"]`` reads the object as received, for code written
+    against the plain-dict API (``result["message"]["text"]``)."""
+
+    __slots__ = ()
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``raw.get(key, default)``."""
+        return self.raw.get(key, default)
+
+
 def _obj(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
@@ -87,7 +102,7 @@ class TurnMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnResult(_WireLookup):
     """What ``session/send`` answers when a turn completes.
 
     ``stop_reason`` is ``"completed"`` or ``"finalAnswer"`` (then
@@ -219,7 +234,7 @@ class ContextDiagnostic:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionState:
+class SessionState(_WireLookup):
     """``session/getState``: an observable session (PROTOCOL.md §5)."""
 
     session_id: str
@@ -262,7 +277,7 @@ class SessionState:
 
 
 @dataclass(frozen=True, slots=True)
-class Transcript:
+class Transcript(_WireLookup):
     """``session/getTranscript``: the entries, as wire dicts, and the instructions.
 
     Entries stay plain dicts (``{"id", "type", ...}``, PROTOCOL.md §5) so they
@@ -273,13 +288,14 @@ class Transcript:
     revision: int
     instructions: str
     entries: list[dict[str, Any]]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, value: Any) -> Transcript:
         """Decode ``{revision, instructions, entries}``."""
         obj = _obj(value)
         entries = [dict(e) for e in obj.get("entries") or [] if isinstance(e, Mapping)]
-        return cls(_int(obj.get("revision")), _str(obj.get("instructions")), entries)
+        return cls(_int(obj.get("revision")), _str(obj.get("instructions")), entries, obj)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.entries)
