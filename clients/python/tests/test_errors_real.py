@@ -1,10 +1,9 @@
 """Each exception class, raised by the real server where it can produce it.
 
 Not covered here, because the server cannot produce them through this
-client today: ``ParseError`` (answered with ``id: null``, so no request can
-fail with it; the client logs it), ``InternalError`` (a server bug),
-``HookError`` (lifecycle hooks are not implemented by the server yet).
-The fake-server tests in ``test_client_fake.py`` map every kind.
+client: ``ParseError`` (answered with ``id: null``, so no request can fail
+with it; the client logs it) and ``InternalError`` (a server bug). The
+fake-server tests in ``test_client_fake.py`` map every kind.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from agentrpc import (
     AlreadyRunning,
     Cancelled,
     EgressRefused,
+    HookError,
     InvalidConfiguration,
     InvalidParams,
     InvalidRequest,
@@ -208,6 +208,24 @@ async def test_turn_errors(tmp_path: Path) -> None:
         with pytest.raises(Cancelled) as closed:
             await turn
         assert closed.value.partial_text == "Hi"
+
+
+async def test_hook_errors(tmp_path: Path) -> None:
+    profiles = {"cases": {"default": {"hooks": {"onPrompt": [{"client": True}]}}}}
+    async with spawn_real(tmp_path) as client:
+        # The client did not declare the hooks capability.
+        undeclared = await client.open_session(model=scripted({"text": ["x"]}), profiles=profiles)
+        with pytest.raises(HookError) as missing:
+            await undeclared.send("x")
+        assert missing.value.data["hook"] == "onPrompt"
+
+    capabilities = {"tools": True, "confirmations": "notify", "hooks": True}
+    async with spawn_real(tmp_path, capabilities=capabilities) as client:
+        client.on_request("hook/call", lambda params: {"veto": True, "reason": "not today"})
+        vetoed = await client.open_session(model=scripted({"text": ["x"]}), profiles=profiles)
+        with pytest.raises(HookError) as veto:
+            await vetoed.send("x")
+        assert veto.value.data["reason"] == "not today" and veto.value.turn_id
 
 
 async def test_structured_output_errors(tmp_path: Path) -> None:

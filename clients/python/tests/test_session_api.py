@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import pytest
 
 from agentrpc import (
+    CacheInvalidated,
     Cancelled,
     Client,
     ConfirmationCall,
@@ -25,6 +26,8 @@ from agentrpc import (
     Event,
     Failed,
     Conflict,
+    HookFired,
+    ProfileActivated,
     Limits,
     NoPendingConfirmation,
     PropertiesChanged,
@@ -293,6 +296,40 @@ async def test_watch_sees_turns_run_by_another_task(tmp_path: Path) -> None:
         raw = session.events()
         raw.close()
         assert [n async for n in raw] == []
+
+
+async def test_profile_hook_and_cache_events(tmp_path: Path) -> None:
+    hooks: list[dict[str, Any]] = []
+
+    def on_hook(params: dict[str, Any]) -> dict[str, Any]:
+        hooks.append(params)
+        return {"set": {"hooked": params["hook"]}}
+
+    capabilities = {"tools": True, "confirmations": "notify", "hooks": True}
+    async with spawn_real(tmp_path, capabilities=capabilities) as client:
+        client.on_request("hook/call", on_hook)
+        session = await client.open_session(
+            model=scripted({"text": ["one"]}, {"text": ["two"]}),
+            properties={"mode": "chat"},
+            profiles={"selector": "mode", "cases": {
+                "chat": {"instructions": ["Chat."], "hooks": {"onPrompt": [{"set": {"mode": "plan"}}, {"client": True}]}},
+                "plan": {"instructions": ["Plan."]},
+                "quiet": {"instructions": ["Quiet."]},
+            }},
+        )
+        first = [e async for e in session.stream("a")]
+        fired = next(e for e in first if isinstance(e, HookFired))
+        assert (fired.hook, fired.profile) == ("onPrompt", "chat")
+        activated = next(e for e in first if isinstance(e, ProfileActivated))
+        assert (activated.profile, activated.previous) == ("plan", "chat")
+        assert [h["hook"] for h in hooks] == ["onPrompt"] and hooks[0]["sessionId"] == session.id
+        assert (await session.state()).properties == {"mode": "plan", "hooked": "onPrompt"}
+
+        await session.set_properties({"mode": "quiet"})
+        second = [e async for e in session.stream("b")]
+        invalidated = next(e for e in second if isinstance(e, CacheInvalidated))
+        assert invalidated.reason == "instructionsChanged"
+        assert (await session.state()).active_profile == "quiet"
 
 
 # -- tools ---------------------------------------------------------------------------
