@@ -353,3 +353,25 @@ def test_outcome_types_are_plain_values() -> None:
     assert Conflict({"v": 2}).content == {"v": 2}
     undo = Undoable(1, undo=lambda: None)
     assert undo.value == 1 and callable(undo.undo)
+
+
+def test_bound_methods_become_tools_without_self() -> None:
+    class Store:
+        def __init__(self) -> None:
+            self.items = {"a": 1}
+
+        def lookup(self, key: str) -> int:
+            """Look a key up."""
+            return self.items[key]
+
+        async def count(self) -> int:
+            """How many items."""
+            return len(self.items)
+
+    store = Store()
+    lookup = tool(store.lookup)
+    assert lookup.name == "lookup" and lookup.input_schema["required"] == ["key"]
+    assert list(lookup.input_schema["properties"]) == ["key"]
+    assert lookup.bind({"key": "a"}) == {"key": "a"} and lookup(key="a") == 1
+    spec, made = tool_spec(store.count)
+    assert made is not None and made.is_async and spec["inputSchema"]["properties"] == {}
