@@ -108,7 +108,7 @@ def test_results_decode_leniently() -> None:
 def test_typed_results_still_answer_wire_key_lookups() -> None:
     # Code written against the plain-dict API keeps working.
     result = TurnResult.from_wire({"turnId": "t", "message": {"entryId": "e", "text": "hi"}, "toolCalls": 2})
-    assert result["message"]["text"] == "hi" and result["toolCalls"] == 2 and result.get("missing", 0) == 0
+    assert result["message"]["text"] == "hi" and result["toolCalls"] == 2
     state = SessionState.from_wire({"sessionId": "s", "activeProfile": "answer"})
     assert state["activeProfile"] == "answer"
     transcript = Transcript.from_wire({"revision": 1, "entries": []})

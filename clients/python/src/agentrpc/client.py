@@ -547,7 +547,7 @@ class Client:
             turn_id=str(params.get("turnId") or ""),
             call_id=str(params.get("callId") or ""),
             name=tool.name,
-            revision=params.get("revision") if isinstance(params.get("revision"), int) else 0,
+            revision=revision if isinstance(revision := params.get("revision"), int) else 0,
             session=session,
         )
         try:

@@ -393,7 +393,7 @@ class TurnStream(AsyncIterator[Event]):
 
     def _end(self) -> None:
         self._queue.put_nowait(_CLOSED)
-        self._client._streams.discard(self)  # type: ignore[arg-type]
+        self._client._streams.discard(self)
 
     @property
     def started(self) -> bool:
@@ -419,7 +419,7 @@ class TurnStream(AsyncIterator[Event]):
             # Everything the server wrote before its answer is already queued
             # (the reader handles lines in order), so the subscription can end.
             # A withdrawn turn still ends later; aclose() waits for that.
-            self._client._streams.discard(self)  # type: ignore[arg-type]
+            self._client._streams.discard(self)
             task.exception()  # retrieved here so an unconsumed stream never logs "never retrieved"
         self._queue.put_nowait(_SEND_DONE)
 
@@ -493,7 +493,7 @@ class TurnStream(AsyncIterator[Event]):
                     await self._wait_turn_ended()
             except TimeoutError:
                 _log.warning("session %s: the withdrawn turn did not end within %ss", self.session.id, wait)
-        self._client._streams.discard(self)  # type: ignore[arg-type]
+        self._client._streams.discard(self)
 
     async def _wait_turn_ended(self) -> None:
         seen_start = False

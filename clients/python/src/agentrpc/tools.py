@@ -242,7 +242,7 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(function)
         self._parameters, self._context_parameter, derived = self._derive(function, doc)
         self.input_schema: dict[str, Any] = dict(input_schema) if input_schema is not None else derived
-        functools.update_wrapper(self, function)  # type: ignore[arg-type]
+        functools.update_wrapper(self, function)
 
     def _derive(
         self, function: Callable[..., Any], doc: str | None

@@ -42,10 +42,6 @@ class _WireLookup:
     def __getitem__(self, key: str) -> Any:
         return self.raw[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """``raw.get(key, default)``."""
-        return self.raw.get(key, default)
-
 
 def _obj(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
