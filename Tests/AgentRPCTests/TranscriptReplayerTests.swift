@@ -413,7 +413,7 @@ enum FakeServer {
     @Test func exitCodesAreChecked() async {
         let explicit = #"""
             {"send": {"jsonrpc": "2.0", "id": 1, "method": "exit", "params": {"code": 3}}}
-            {"expectExit": {"code": 3, "withinSeconds": 2}}
+            {"expectExit": {"code": 3, "withinSeconds": 20}}
             """#
         #expect(await FakeServer.replay(explicit).failureReport == nil)
         let wrong = #"""

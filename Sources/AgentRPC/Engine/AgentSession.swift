@@ -87,7 +87,8 @@ actor AgentSession {
     /// Sends one `session/event`; `seq` rises by one per session.
     func emit(_ event: SessionEvent, turn: String? = nil) {
         seq += 1
-        let params = SessionEventParams(sessionId: id, turnId: turn ?? turnId, seq: seq, event: event)
+        // turnId (the last turn, for getState) must not tag events outside a turn.
+        let params = SessionEventParams(sessionId: id, turnId: turn ?? (isRunning ? turnId : nil), seq: seq, event: event)
         context.channel.notify(SessionEventNotification.name, params.json)
     }
 

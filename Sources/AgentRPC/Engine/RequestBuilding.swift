@@ -22,6 +22,14 @@ extension AgentSession {
 
     // MARK: Pre-flight checks
 
+    /// Call-site limits (`options.limits`) get the same checks as the session's
+    /// at create time: a zero or negative limit is a configuration error found in
+    /// pre-flight, not a turn that starts and then fails against it.
+    func checkLimitOverrides(_ limits: Limits?) throws {
+        guard let limits, let problem = SessionConfig(limits: limits).validate().first else { return }
+        throw RPCError.invalidConfiguration("options.\(problem.description)", field: "options.\(problem.path)")
+    }
+
     /// Images are checked at the send boundary: a missing file or bad base64
     /// fails the send before anything changes.
     func checkImages(_ images: [ImageAttachment], provider: any ModelProvider) throws {

@@ -81,6 +81,9 @@ extension AgentSession {
         }
         if case .confirm(let reason) = verdict {
             let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
+            // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
+            // the denial it forced is not the user's and is not recorded as an outcome.
+            if control.reason != nil { throw CancellationError() }
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
                 finishToolCall(call, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
@@ -259,6 +262,9 @@ extension AgentSession {
                         diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
                     }
                 }
+            } catch is CancellationError {
+                // The turn is being stopped: that is not a failure of the sources.
+                return
             } catch {
                 let why: String
                 switch error {

@@ -97,6 +97,7 @@ extension AgentSession {
             }
         }
         try checkImages(input.images ?? [], provider: provider)
+        try checkLimitOverrides(options.limits)
 
         // 2. Schema validation of the active tools against the provider: warnings only.
         let warnings = schemaWarnings(for: profile, provider: provider)
@@ -157,6 +158,8 @@ extension AgentSession {
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
             await refreshContextSources(turn: turn)
+            // A stop during the refresh must not go on to route (a model call).
+            try checkpoint(control)
             try await routeTurn(input: input, turn: &turn)
             let first = try await enterProfile(turn: &turn)
             try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
@@ -266,6 +269,8 @@ extension AgentSession {
                 try await stream(request, provider: provider, control: control, into: &output)
                 return output
             } catch let error as ProviderError {
+                // A provider failing because the turn was stopped is not a provider error.
+                try checkpoint(control)
                 let guidance = error.retryGuidance
                 guard guidance.kind == .retryWithBackoff, !output.hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
                 let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
@@ -273,7 +278,12 @@ extension AgentSession {
                 let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
                 guard delay < remaining else { throw error }
                 emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
-                try await Task.sleep(for: .seconds(delay))
+                control.setWaitingForProvider(true)
+                defer { control.setWaitingForProvider(false) }
+                do { try await Task.sleep(for: .seconds(delay)) } catch {
+                    try checkpoint(control)
+                    throw error
+                }
                 try checkpoint(control)
             }
         }
@@ -281,6 +291,10 @@ extension AgentSession {
 
     private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
         var ended = false
+        // Waiting for the next event is a checkpoint: session/cancel ends even a
+        // stalled stream (the iteration then finishes quietly, see below).
+        control.setWaitingForProvider(true)
+        defer { control.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
             try checkpoint(control)
             switch event {
@@ -464,6 +478,8 @@ extension AgentSession {
                 rpc = .cancelled("the session was closed", data: ["source": "close"])
             case .shutdown:
                 rpc = .cancelled("the server is shutting down", data: ["source": "shutdown"])
+            case .none where control.cooperativeCancelRequested:
+                rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
             case .requestCancelled, .none:
                 rpc = .cancelled("the turn was cancelled", data: ["source": "$/cancelRequest"])
             }
@@ -488,7 +504,8 @@ enum ProviderRetryPolicy {
     static let baseDelay = 0.5
     static let maxDelay = 30.0
 
-    /// Capped exponential backoff with jitter; never shorter than the provider's hint.
+    /// The provider's hint when it gave one (capped), else capped exponential
+    /// backoff with jitter.
     static func delay(attempt: Int, hint: Double?) -> Double {
         let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
         let jittered = exponential * Double.random(in: 0.8...1.2)
