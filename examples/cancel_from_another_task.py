@@ -1,7 +1,7 @@
 """Stopping a turn from another task, both ways.
 
 1. session.cancel(): cooperative. The turn stops at its next checkpoint
-   (between tool calls, between streamed events); a tool already running
+   (between tool calls, while waiting for the model); a tool already running
    finishes first. The send raises Cancelled, with the partial text.
 2. Cancelling the task that awaits send(): immediate. The client withdraws
    the request ($/cancelRequest), which ends even a model that has stalled.

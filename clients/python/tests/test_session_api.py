@@ -582,8 +582,8 @@ async def test_an_on_confirm_that_raises_or_answers_nonsense_denies(tmp_path: Pa
 
 
 async def test_session_cancel_stops_the_turn_at_its_next_checkpoint(tmp_path: Path) -> None:
-    # session/cancel is cooperative: it is observed between tool calls (a
-    # stalled provider stream never reaches a checkpoint; see the report).
+    # session/cancel is cooperative: a tool that is running finishes first,
+    # and the turn stops before the next call.
     started = asyncio.Event()
     release = asyncio.Event()
 
@@ -616,6 +616,19 @@ async def test_session_cancel_stops_the_turn_at_its_next_checkpoint(tmp_path: Pa
         outputs = (await session.transcript()).of_type("toolOutput")
         assert [o["content"] for o in outputs] == ["done"]
         assert (await session.send("again")).text == "next"
+
+
+async def test_session_cancel_also_ends_a_stalled_stream(tmp_path: Path) -> None:
+    async with spawn_real(tmp_path) as client:
+        session = await client.open_session(model=scripted({"text": ["Hel"], "stall": True}))
+        async with session.watch() as watch:
+            turn = asyncio.create_task(session.send("go"))
+            await until(watch, lambda e: isinstance(e, TextDelta))
+            assert await session.cancel() is True
+            with pytest.raises(Cancelled) as caught:
+                await turn
+        assert caught.value.partial_text == "Hel"
+        assert (await session.state()).is_running is False
 
 
 async def test_cancelling_the_send_task_withdraws_the_turn(tmp_path: Path) -> None:
