@@ -551,13 +551,13 @@ class Client:
             session=session,
         )
         try:
-            tool.bind(params.get("arguments"))
+            kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
             # The server validated against the schema, so this is rare; the
             # model can still correct itself from a failed outcome.
             return {"outcome": "failed", "content": f"invalid arguments for {tool.name!r}: {exc}"}
         try:
-            value = await tool.invoke(params.get("arguments"), context)
+            value = await tool.run(kwargs, context)
         except AgentRPCError:
             raise
         except Exception as exc:

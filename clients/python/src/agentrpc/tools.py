@@ -321,8 +321,12 @@ class Tool:
         }
 
     async def invoke(self, arguments: Any, context: ToolContext) -> Any:
-        """Run the function with ``arguments``; sync functions run in a worker thread."""
-        kwargs = self.bind(arguments)
+        """Run the function with JSON ``arguments``; sync functions run in a worker thread."""
+        return await self.run(self.bind(arguments), context)
+
+    async def run(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
+        """Run the function with arguments already converted by :meth:`bind`."""
+        kwargs = dict(kwargs)
         if self._context_parameter is not None:
             kwargs[self._context_parameter] = context
         if self.is_async:
