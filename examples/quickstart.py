@@ -33,19 +33,33 @@ SCRIPTED_MODEL = scripted(
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", help="a model name from agentrpc.json")
+    parser.add_argument("--model", help="a model name from agentrpc.json (or `openai` / `anthropic` from an API key)")
+    parser.add_argument("--config", help="the agentrpc.json to read models from")
+    parser.add_argument("--small-model", action="store_true",
+                        help="force the tool call, then answer without tools (tiny local models loop otherwise)")
     parser.add_argument("prompt", nargs="?", default="What's the weather in Paris?")
     args = parser.parse_args()
     if args.model:
         model: Any = args.model
-        print(f"[model: {args.model} from agentrpc.json]")
+        print(f"[model: {args.model}]")
     else:
         model = SCRIPTED_MODEL
         print("[model: the built-in scripted provider — an offline stand-in replaying a fixed script, "
               "not a language model]")
 
-    async with Client.spawn() as client:
-        session = await client.open_session(model=model, tools=[get_weather])
+    profiles: dict[str, Any] | None = None
+    if args.small_model:
+        # Dynamic profiles: `lookup` forces the tool; its output switches to `answer`, which has none.
+        profiles = {"selector": "phase", "cases": {
+            "lookup": {"tools": ["get_weather"], "options": {"toolChoice": {"tool": "get_weather"}},
+                       "hooks": {"onToolOutput": [{"set": {"phase": "answer"}}]}},
+            "answer": {"instructions": ["Answer in one sentence from the tool result."],
+                       "options": {"toolCallingMode": "disallowed"}},
+        }}
+    async with Client.spawn(args=["--config", args.config] if args.config else ()) as client:
+        session = await client.open_session(
+            model=model, tools=[get_weather], profiles=profiles,
+            properties={"phase": "lookup"} if profiles else None)
         print(f"you: {args.prompt}\nagent: ", end="", flush=True)
         stream = session.stream(args.prompt)
         async for event in stream:
