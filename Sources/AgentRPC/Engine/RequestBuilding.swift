@@ -188,6 +188,13 @@ extension ModelRequest {
 
 /// Turns transcript entries into provider messages.
 enum ModelHistory {
+    /// Arguments that were not valid JSON are kept as the model's raw text (a
+    /// JSON string); they go back to the model as that text, not quoted again.
+    static func argumentsText(_ arguments: JSONValue) -> String {
+        if case .string(let raw) = arguments { return raw }
+        return arguments.serializedString()
+    }
+
     static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
         messagesWithEntryIDs(from: entries).messages
     }
@@ -216,7 +223,7 @@ enum ModelHistory {
             case .toolCalls(let calls, _, let text):
                 add(.assistant(
                     text: text ?? "",
-                    toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: $0.arguments.serializedString()) },
+                    toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: Self.argumentsText($0.arguments)) },
                     reasoning: nil), entry.id)
                 // Outputs follow their calls; a call without one (an interrupted
                 // turn kept under `preserve`) gets a synthetic failure so every
