@@ -70,7 +70,7 @@ async def main() -> int:
             for mode, text, options in CONVERSATION:
                 if mode is not None:
                     changed = await session.set_properties({"mode": mode})
-                    print(f"\n[client sets mode={mode}; active profile is now {changed['activeProfile']}]")
+                    print(f"\n[client sets mode={mode}; active profile is now {changed.active_profile}]")
                 events = session.events()
 
                 async def show(events: Any = events) -> None:
@@ -93,9 +93,8 @@ async def main() -> int:
                 result = await session.send(text, options=options)
                 await asyncio.wait_for(printer, timeout=5)
                 events.close()
-                usage = result["usage"]
-                print(f"  [{result['stopReason']}: {result['roundTrips']} round trip(s), "
-                      f"{usage['inputTokens']} in / {usage['outputTokens']} out tokens]")
+                print(f"  [{result.stop_reason}: {result.round_trips} round trip(s), "
+                      f"{result.usage.input_tokens} in / {result.usage.output_tokens} out tokens]")
 
         # What each model request carried (--dump-requests): the point of profiles.
         print("\nrequests sent:")
