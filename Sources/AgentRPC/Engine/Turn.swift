@@ -25,12 +25,29 @@ struct TurnState: Sendable {
     /// Spans (nil when tracing is off): the turn's root, and the active agent's.
     var turnSpan: ActiveSpan?
     var agentSpan: ActiveSpan?
+    /// The span of the tool call running now (a consult's model call hangs under it).
+    var toolSpan: SpanContext?
     /// The span new model and tool spans hang under.
     var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
 
     /// Call site > profile (case over defaults) > allowed.
     func toolCallingMode(_ profile: ResolvedProfile) -> ToolCallingMode {
         options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
+    }
+
+    /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    mutating func addUsage(_ u: ModelUsage) {
+        usage.inputTokens += u.inputTokens
+        usage.outputTokens += u.outputTokens
+        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0) + c }
+        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0) + r }
+    }
+}
+
+extension Usage {
+    /// The wire form of a provider's usage report.
+    init(_ u: ModelUsage) {
+        self.init(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
     }
 }
 
@@ -198,9 +215,10 @@ extension AgentSession {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
+            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
 
             let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+            completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
             let output: RoundTripOutput
             do {
                 output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
@@ -209,16 +227,11 @@ extension AgentSession {
                 throw error
             }
             if let u = output.usage {
-                completionSpan?.recordUsage(Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens))
+                completionSpan?.recordUsage(Usage(u))
+                turn.addUsage(u)
             }
             completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
             completionSpan?.end(status: .ok)
-            if let u = output.usage {
-                turn.usage.inputTokens += u.inputTokens
-                turn.usage.outputTokens += u.outputTokens
-                if let c = u.cachedInputTokens { turn.usage.cachedInputTokens = (turn.usage.cachedInputTokens ?? 0) + c }
-                if let r = u.reasoningTokens { turn.usage.reasoningTokens = (turn.usage.reasoningTokens ?? 0) + r }
-            }
             try checkpoint(control)
 
             if output.toolCalls.isEmpty {
@@ -318,7 +331,7 @@ extension AgentSession {
                 output.toolCalls.append(call)
             case .usage(let u):
                 output.usage = u
-                let report = Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
+                let report = Usage(u)
                 lastUsageReport = report
                 emit(.usage(report))
             case .end(let reason):
@@ -356,8 +369,10 @@ extension AgentSession {
         }
         let text: String
         if let final = turn.finalAnswer {
-            // The final tool's arguments are the answer; the model's own words, if any, are its text.
-            text = output.text.isEmpty ? final.serializedString() : output.text
+            // The final tool's arguments are the answer. Text the model streamed
+            // beside the call is already in its toolCalls entry: repeating it here
+            // would show it to the model twice on the next turn.
+            text = final.serializedString()
         } else {
             if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
             text = output.text
@@ -430,7 +445,7 @@ extension AgentSession {
             if entries != turn.entriesBefore { replaceAllEntries(turn.entriesBefore) }
         case .preserve:
             if !currentText.isEmpty {
-                append(.response(text: currentText, profile: activeProfileName, incomplete: true), turn: turnID)
+                append(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
             }
         }
         endTurnState()
