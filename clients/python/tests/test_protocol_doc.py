@@ -75,6 +75,7 @@ TRANSCRIPT = [
     {"expect": {"jsonrpc": "2.0", "id": 2, "result": {"$partial": True, "turnId": "$ref:t", "skipped": "$absent"}}},
     {"send": {"jsonrpc": "2.0", "id": 3, "method": "session/create", "params": {}}},
     {"expect": {"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "$capture:b"}}},
+    {"expectFile": {"path": "$tmpdir/requests.jsonl", "lines": [{"$partial": True, "sessionId": "$ref:b", "roundTrip": 1}]}},
 ]
 
 
@@ -112,6 +113,12 @@ def test_hide_skip_comments_and_args(tiny: ModuleType) -> None:
     assert "// $ agentrpc serve --max-message-bytes 300" in text
     skipped = tiny.render_directive("t.jsonl lines=5..9 skip=7..8").text
     assert "tool/call" not in skipped and "// … 2 messages not shown" in skipped
+
+
+def test_file_checks_after_an_answer_belong_to_its_request(tiny: ModuleType) -> None:
+    text = tiny.render_directive("t.jsonl requests=3").text
+    assert "// the server writes to $tmpdir/requests.jsonl:" in text
+    assert '» {"sessionId": "s-…", "roundTrip": 1, …}' in text
 
 
 def test_coverage_counts_only_what_is_shown(tiny: ModuleType) -> None:
