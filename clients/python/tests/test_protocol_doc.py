@@ -47,10 +47,10 @@ def test_documents_match_the_transcripts(generator: ModuleType, rendered: list) 
 
 def test_every_method_is_shown(generator: ModuleType, rendered: list) -> None:
     wanted = generator.protocol_methods()
-    assert "session/send" in wanted and "tool/call" in wanted, "schema/index.json lost its methods"
+    assert ("session/send", "request") in wanted and ("exit", "notification") in wanted, "schema/index.json lost its methods"
     methods, _, _ = generator.coverage([m for d in rendered for m in d.messages])
     missing = sorted(wanted - methods)
-    assert not missing, f"no exchange in the docs shows these methods: {missing}; add a directive (and a transcript under Tests/Transcripts/guide if none has one)"
+    assert not missing, f"no exchange in the docs shows these (method, kind) pairs: {missing}; add a directive (and a transcript under Tests/Transcripts/guide if none has one)"
 
 
 def test_every_event_type_is_shown(generator: ModuleType, rendered: list) -> None:
@@ -124,7 +124,7 @@ def test_file_checks_after_an_answer_belong_to_its_request(tiny: ModuleType) -> 
 def test_coverage_counts_only_what_is_shown(tiny: ModuleType) -> None:
     shown = tiny.render_directive("t.jsonl requests=2 hide=textDelta,tool/call").messages
     methods, events, _ = tiny.coverage(shown)
-    assert "session/send" in methods and "tool/call" not in methods
+    assert ("session/send", "request") in methods and ("tool/call", "request") not in methods
     assert "textDelta" not in events
 
 
