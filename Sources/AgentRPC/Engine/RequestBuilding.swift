@@ -89,6 +89,23 @@ extension AgentSession {
             switch turn.toolCallingMode(profile) {
             case .disallowed:
                 tools = []
+                if provider.capabilities.requiresToolsWithToolHistory {
+                    // Define the tools the history used (choice `none` keeps the model from calling them).
+                    var names: [String] = []
+                    for entry in entries {
+                        if case .toolCalls(let calls, _, _) = entry.content {
+                            for c in calls where !names.contains(c.name) { names.append(c.name) }
+                        }
+                    }
+                    let known = profile.modelToolDefinitions + (config.tools ?? []).map(\.modelDefinition)
+                    let used = names.map { name in
+                        known.first { $0.name == name } ?? ModelToolDefinition(name: name, description: "", inputSchema: ["type": "object"])
+                    }
+                    if !used.isEmpty {
+                        tools = provider.adaptTools(used).tools
+                        choice = .none
+                    }
+                }
             case .required:
                 tools = provider.adaptTools(profile.modelToolDefinitions).tools
                 choice = tools.isEmpty ? .auto : .required

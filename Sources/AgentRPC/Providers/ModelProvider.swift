@@ -26,6 +26,10 @@ public struct ProviderCapabilities: Sendable, Hashable {
     public var supportsParallelToolCalls: Bool
     public var supportsStructuredOutput: Bool
     public var contextWindowTokens: Int?
+    /// The API refuses tool calls and results in the history of a request that
+    /// defines no tools (Anthropic): "no tools" must then be sent as the tools
+    /// with tool choice `none`.
+    public var requiresToolsWithToolHistory: Bool = false
 
     public init(
         supportsToolChoice: Bool = true, supportsImages: Bool = true, supportsReasoning: Bool = true,
