@@ -84,6 +84,7 @@ extension AgentSession {
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
         var responseSchema: JSONValue? = nil
+        var responseStrict = false
         switch turn.mode {
         case .chat:
             switch turn.toolCallingMode(profile) {
@@ -122,8 +123,9 @@ extension AgentSession {
                     }
                 }
             }
-        case .generate(let schema, _):
+        case .generate(let schema, let strict):
             responseSchema = schema
+            responseStrict = strict
             choice = .none
         }
         // Call site > case > defaults (the resolver already merged case over defaults).
@@ -133,10 +135,11 @@ extension AgentSession {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let history = HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
         let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
-        let request = ModelRequest(
+        var request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
             messages: messages, tools: tools, toolChoice: choice, options: options,
             responseSchema: responseSchema)
+        request.responseSchemaStrict = responseStrict
         return (request, entryIDs)
     }
 

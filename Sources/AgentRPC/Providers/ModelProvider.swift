@@ -121,6 +121,9 @@ public struct ModelRequest: Sendable, Hashable {
     public var options: GenerationOptions
     /// For structured output (`session/generate`): the JSON Schema the answer must match.
     public var responseSchema: JSONValue?
+    /// Whether the provider should enforce `responseSchema` while decoding (OpenAI strict mode).
+    /// The engine validates the answer against the schema either way.
+    public var responseSchemaStrict: Bool = false
 
     public init(
         model: String, instructions: String, messages: [ModelMessage], tools: [ModelToolDefinition] = [],
