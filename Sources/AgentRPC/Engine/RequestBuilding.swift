@@ -84,11 +84,29 @@ extension AgentSession {
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
         var responseSchema: JSONValue? = nil
+        var responseStrict = false
         switch turn.mode {
         case .chat:
             switch turn.toolCallingMode(profile) {
             case .disallowed:
                 tools = []
+                if provider.capabilities.requiresToolsWithToolHistory {
+                    // Define the tools the history used (choice `none` keeps the model from calling them).
+                    var names: [String] = []
+                    for entry in entries {
+                        if case .toolCalls(let calls, _, _) = entry.content {
+                            for c in calls where !names.contains(c.name) { names.append(c.name) }
+                        }
+                    }
+                    let known = profile.modelToolDefinitions + (config.tools ?? []).map(\.modelDefinition)
+                    let used = names.map { name in
+                        known.first { $0.name == name } ?? ModelToolDefinition(name: name, description: "", inputSchema: ["type": "object"])
+                    }
+                    if !used.isEmpty {
+                        tools = provider.adaptTools(used).tools
+                        choice = .none
+                    }
+                }
             case .required:
                 tools = provider.adaptTools(profile.modelToolDefinitions).tools
                 choice = tools.isEmpty ? .auto : .required
@@ -105,8 +123,9 @@ extension AgentSession {
                     }
                 }
             }
-        case .generate(let schema, _):
+        case .generate(let schema, let strict):
             responseSchema = schema
+            responseStrict = strict
             choice = .none
         }
         // Call site > case > defaults (the resolver already merged case over defaults).
@@ -116,10 +135,11 @@ extension AgentSession {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let history = HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
         let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
-        let request = ModelRequest(
+        var request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
             messages: messages, tools: tools, toolChoice: choice, options: options,
             responseSchema: responseSchema)
+        request.responseSchemaStrict = responseStrict
         return (request, entryIDs)
     }
 
