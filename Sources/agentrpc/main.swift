@@ -13,6 +13,7 @@ let usage = """
       agentrpc [serve] [options]     Serve one client on stdin/stdout (the default).
       agentrpc schema --out DIR      Write the JSON Schema of every method, notification and error.
       agentrpc replay FILE|DIR...    Replay recorded transcripts against this binary.
+      agentrpc chat [options]        Talk with a model in the terminal (an offline demo without one).
       agentrpc --version | --help
 
     SERVE OPTIONS
@@ -36,6 +37,13 @@ let usage = """
 
     SCHEMA OPTIONS
       --out DIR               Directory to write into (created if missing; stale .json files removed).
+
+    CHAT OPTIONS
+      --model NAME            A model from the config file (default: its defaultModel; with none, the
+                              built-in offline scripted demo, which is not a language model).
+      --config PATH           Model configuration file, as for serve (passed on to the server).
+      --session FILE          A session configuration (JSON, as for session/create) to start from:
+                              instructions, profiles, limits... The chat adds its own tools.
 
     REPLAY OPTIONS
       --timeout S             Seconds to wait for each expected message (default 5).
@@ -144,6 +152,13 @@ case "replay":
     let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
     let code = await TranscriptReplayer.runCommandLine(arguments: Array(argv), executable: executable) { line in
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+    exit(code)
+
+case "chat":
+    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let code = ChatCommand.runCommandLine(arguments: Array(argv), executable: executable) { text in
+        FileHandle.standardOutput.write(Data(text.utf8))
     }
     exit(code)
 

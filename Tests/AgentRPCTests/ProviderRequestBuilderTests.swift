@@ -67,7 +67,9 @@ import Testing
             model: "", instructions: "", messages: [.user(text: "hi", images: [])], toolChoice: .required,
             options: GenerationOptions(maxOutputTokens: 50, reasoningLevel: "low", extra: ["seed": 7, "stream": false]),
             responseSchema: schema)
-        let built = OpenAIRequestBuilder.build(request, configuration: try config(strict: true, maxCompletion: true), stream: false)
+        var strictRequest = request
+        strictRequest.responseSchemaStrict = true
+        let built = OpenAIRequestBuilder.build(strictRequest, configuration: try config(strict: true, maxCompletion: true), stream: false)
         try expectJSON(built.body, #"""
         {"model":"default-model","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":50,
          "reasoning_effort":"low","seed":7,

@@ -139,7 +139,7 @@ private func json(_ text: String) -> JSONValue {
             }
         }
         #expect(error("{\"send\": 1}\n{\"expect\": \"$strng\"}")?.hasPrefix("line 2: expect pattern at $: unknown placeholder") == true)
-        #expect(error("{\"sned\": {}}") == "line 1: unknown step field \"sned\" (steps: closeStdin, expect, expectBatch, expectExit, expectStderr, expectUnordered, reply, send, sendBytes, sendRaw)")
+        #expect(error("{\"sned\": {}}") == "line 1: unknown step field \"sned\" (steps: closeStdin, expect, expectBatch, expectExit, expectFile, expectStderr, expectUnordered, reply, send, sendBytes, sendRaw)")
         #expect(error("{\"send\": {}, \"expect\": {}}") == "line 1: one step per line; found expect and send")
         #expect(error("{\"send\": {\"a\": \"$any\"}}")?.contains("only allowed in expectations") == true)
         #expect(error("{\"send\": {}}\n{\"transcript\": {}}") == "line 2: the \"transcript\" header must be the first line")
@@ -283,6 +283,21 @@ enum FakeServer {
                 send(result(mid, {"value": os.environ.get(params["name"])}))
             elif method == "args":
                 send(result(mid, {"args": sys.argv[1:]}))
+            elif method == "dump":
+                # Appends to the file named after --dump: JSON values one per line, or raw text.
+                target = sys.argv[sys.argv.index("--dump") + 1]
+                def write_lines():
+                    with open(target, "a") as f:
+                        for line in params.get("lines", []):
+                            f.write(json.dumps(line) + "\n")
+                        f.write(params.get("raw", ""))
+                delay = params.get("afterSeconds")
+                if delay:
+                    import threading
+                    threading.Timer(delay, write_lines).start()
+                else:
+                    write_lines()
+                send(result(mid, {}))
             elif method == "chatty":
                 send(result(mid, {}))
                 send({"jsonrpc": "2.0", "method": "extra", "params": {"n": 1}})
@@ -413,7 +428,7 @@ enum FakeServer {
     @Test func exitCodesAreChecked() async {
         let explicit = #"""
             {"send": {"jsonrpc": "2.0", "id": 1, "method": "exit", "params": {"code": 3}}}
-            {"expectExit": {"code": 3, "withinSeconds": 2}}
+            {"expectExit": {"code": 3, "withinSeconds": 20}}
             """#
         #expect(await FakeServer.replay(explicit).failureReport == nil)
         let wrong = #"""
@@ -512,6 +527,113 @@ enum FakeServer {
         #expect(output.contains(#"  <- {"id":1,"jsonrpc":"2.0","result":{"echo":{}}}"#))
         #expect(await TranscriptReplayer.runCommandLine(arguments: ["--bogus"], executable: FakeServer.path) { _ in } == 2)
         #expect(await TranscriptReplayer.runCommandLine(arguments: [directory + "/missing"], executable: FakeServer.path) { _ in } == 2)
+    }
+}
+
+@Suite struct TranscriptExpectFileTests {
+    /// A transcript whose fake server appends to `$tmpdir/d.jsonl`; `steps` follow the header.
+    func replay(_ steps: String, timeout: Double = 3) async -> TranscriptResult {
+        let header = #"{"transcript": {"args": ["--dump", "$tmpdir/d.jsonl"]}}"#
+        return await FakeServer.replay(header + "\n" + steps, timeout: timeout)
+    }
+
+    @Test func matchesNewLinesInOrderWithCapturesAcrossSteps() async {
+        let text = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"lines": [{"n": 1, "id": "a-7", "big": {"x": 1, "y": 2}}, {"n": 2, "ref": "a-7"}]}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1, "id": "$capture:id", "big": {"$partial": true, "x": 1}}, {"n": 2, "ref": "$ref:id"}]}}
+            {"send": {"jsonrpc": "2.0", "id": 2, "method": "dump", "params": {"lines": [{"n": 3}]}}}
+            {"expect": {"jsonrpc": "2.0", "id": 2, "result": {}}}
+            {"comment": "only the line after those already matched"}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 3}]}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": []}}
+            {"send": {"jsonrpc": "2.0", "id": 3, "method": "echo", "params": {"id": "$ref:id"}}}
+            {"expect": {"jsonrpc": "2.0", "id": 3, "result": {"echo": {"id": "a-7"}}}}
+            """#
+        let result = await replay(text)
+        #expect(result.failureReport == nil)
+        #expect(result.steps == 9)
+    }
+
+    @Test func waitsForLinesWrittenLaterAndIgnoresAnUnfinishedLine() async {
+        let text = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"lines": [{"n": 1}], "raw": "{\"n\": 2", "afterSeconds": 0.3}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}]}}
+            {"send": {"jsonrpc": "2.0", "id": 2, "method": "dump", "params": {"raw": "}\n"}}}
+            {"expect": {"jsonrpc": "2.0", "id": 2, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 2}]}}
+            """#
+        let result = await replay(text)
+        #expect(result.failureReport == nil)
+    }
+
+    @Test func moreLinesThanExpectedFailUnlessAtLeast() async {
+        let dumpTwo = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"lines": [{"n": 1}, {"n": 2}]}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            """#
+        let strict = await replay(dumpTwo + "\n" + #"{"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}]}}"#)
+        let report = strict.failureReport ?? ""
+        #expect(report.hasPrefix("t.jsonl:4: expectFile: $tmpdir/d.jsonl ("))
+        #expect(report.contains("has 1 more line than the 1 expected (add \"atLeast\": true to allow that)"))
+        #expect(report.contains(#"line 2: {"n": 2}"#))
+
+        let loose = dumpTwo + "\n" + #"""
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}], "atLeast": true}}
+            {"comment": "the rest stays for the next step"}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 2}]}}
+            """#
+        #expect(await replay(loose).failureReport == nil)
+    }
+
+    @Test func fewerLinesTimeOut() async {
+        let text = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"lines": [{"n": 1}]}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}, {"n": 2}], "atLeast": true}, "timeoutSeconds": 0.3}
+            """#
+        let started = Date()
+        let report = await replay(text).failureReport ?? ""
+        #expect(report.contains("has 1 new line after 0.3 s, expected at least 2"))
+        #expect(report.contains(#"line 1: {"n": 1}"#))
+        #expect(Date().timeIntervalSince(started) < 4)
+        let missing = #"{"expectFile": {"path": "$tmpdir/none.jsonl", "lines": []}, "timeoutSeconds": 0.2}"#
+        #expect(await replay(missing).failureReport?.contains("none.jsonl) does not exist after 0.2 s") == true)
+    }
+
+    @Test func mismatchNamesFileLineAndPattern() async {
+        let text = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"lines": [{"n": 1}, {"n": 2, "model": "a"}]}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}, {"n": 2, "model": "b"}]}}
+            """#
+        let report = await replay(text).failureReport ?? ""
+        #expect(report.contains(#"line 2 (pattern 2): at $.model: expected "b", got "a""#))
+        #expect(report.contains("  expected:\n"))
+        let notJSON = #"""
+            {"send": {"jsonrpc": "2.0", "id": 1, "method": "dump", "params": {"raw": "plain text\n"}}}
+            {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+            {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": ["$any"]}}
+            """#
+        #expect(await replay(notJSON).failureReport?.contains("line 1 is not JSON") == true)
+    }
+
+    @Test func badStepsAreRefusedWhenTheFileLoads() {
+        func error(_ step: String) -> String? {
+            do {
+                _ = try TranscriptScript.parse(step)
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        #expect(error(#"{"expectFile": {"lines": []}}"#) == #"line 1: expectFile needs a "path" string"#)
+        #expect(error(#"{"expectFile": {"path": "x"}}"#)?.hasPrefix(#"line 1: expectFile needs "lines""#) == true)
+        #expect(error(#"{"expectFile": {"path": "x", "lines": [], "exact": true}}"#)?.hasPrefix(#"line 1: unknown expectFile field "exact""#) == true)
+        #expect(error(#"{"expectFile": {"path": "x", "lines": [], "atLeast": 1}}"#) == #"line 1: expectFile "atLeast" must be a boolean"#)
+        #expect(error(#"{"expectFile": {"path": "x", "lines": [{"a": "$strng"}]}}"#)?.hasPrefix("line 1: expectFile lines[0] pattern at $.a: unknown placeholder") == true)
+        #expect(error(#"{"expectFile": {"path": "x", "lines": [{"a": 1}]}, "timeoutSeconds": 1}"#) == nil)
     }
 }
 

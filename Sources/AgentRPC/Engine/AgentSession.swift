@@ -38,7 +38,7 @@ actor AgentSession {
     var lastContextValues: [String: String] = [:]
     /// Providers by model reference; a scripted provider keeps its place in the script across turns.
     var providers: [ModelReference: any ModelProvider] = [:]
-    /// The profile the last round trip (or session creation) resolved.
+    /// The profile the last round trip resolved (nil before the first, with profiles).
     var activeProfile: ResolvedProfile?
     /// What was sent last per model, for `cacheInvalidated`.
     var prefixTracker = PrefixTracker()
@@ -48,13 +48,19 @@ actor AgentSession {
         self.config = config
         self.context = context
         self.properties = config.properties ?? [:]
-        self.activeProfile = try? ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
+        // With profiles, the first request activates the initial profile (its
+        // onActivate hooks run, profileActivated has no `previous`); a session
+        // without profiles has nothing to activate.
+        self.activeProfile = config.profiles == nil ? try? ProfileResolver.resolve(config: config, properties: config.properties ?? [:]) : nil
     }
 
     // MARK: Read-only views
 
+    /// The profile the current properties select: what the next request will use.
+    /// (`activeProfile` lags behind until that request is built, so a property
+    /// change between turns must not be reported as the old profile.)
     var activeProfileName: String {
-        activeProfile?.name ?? ProfileResolver.activeProfileName(config: config, properties: properties)
+        ProfileResolver.activeProfileName(config: config, properties: properties)
     }
 
     func handle() -> SessionHandle {
@@ -87,7 +93,8 @@ actor AgentSession {
     /// Sends one `session/event`; `seq` rises by one per session.
     func emit(_ event: SessionEvent, turn: String? = nil) {
         seq += 1
-        let params = SessionEventParams(sessionId: id, turnId: turn ?? turnId, seq: seq, event: event)
+        // turnId (the last turn, for getState) must not tag events outside a turn.
+        let params = SessionEventParams(sessionId: id, turnId: turn ?? (isRunning ? turnId : nil), seq: seq, event: event)
         context.channel.notify(SessionEventNotification.name, params.json)
     }
 

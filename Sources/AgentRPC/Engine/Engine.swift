@@ -116,7 +116,11 @@ final class Engine: Sendable {
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).transcript())
         }
-        table.on(SessionMutateTranscriptRequest.self) { [self] params, _ in
+        // A malformed entry (e.g. an unknown entry type) is invalidTranscript
+        // (PROTOCOL.md section 5), not a generic invalidParams.
+        table.on(SessionMutateTranscriptRequest.self, errorKindForField: { field in
+            field.hasPrefix("operations") && (field.contains(".entries") || field.contains(".entry")) ? .invalidTranscript : .invalidParams
+        }) { [self] params, _ in
             .now(try await session(params.sessionId).mutateTranscript(expectedRevision: params.expectedRevision, operations: params.operations))
         }
         table.on(SessionSetPropertiesRequest.self) { [self] params, _ in

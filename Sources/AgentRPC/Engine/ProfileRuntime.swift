@@ -18,16 +18,21 @@ extension AgentSession {
 
     /// Resolves the profile before a round trip; when it changed, runs the old
     /// profile's `onDeactivate` and the new one's `onActivate` hooks and says so
-    /// with `profileActivated`. A hook that changes properties again gets one more
-    /// resolution, no more, so two profiles can never ping-pong forever.
+    /// with `profileActivated`. The session's first request activates its initial
+    /// profile the same way, without a previous one. A hook that changes
+    /// properties again gets one more resolution, no more, so two profiles can
+    /// never ping-pong forever.
     func enterProfile(turn: inout TurnState) async throws -> ResolvedProfile {
         var profile = try resolveProfile()
         for _ in 0..<2 {
-            guard let previous = activeProfile, previous.name != profile.name else { break }
-            try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+            let previous = activeProfile
+            if let previous, previous.name == profile.name { break }
+            if let previous {
+                try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+            }
             activeProfile = profile
-            emit(.profileActivated(profile: profile.name, previous: previous.name), turn: turn.id)
-            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: ["previous": .string(previous.name)])
+            emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
+            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]))
             profile = try resolveProfile()
         }
         activeProfile = profile
@@ -60,7 +65,18 @@ extension AgentSession {
             case .then(let nested):
                 try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
             case .summarizeHistory(let spec):
-                try await summarizeHistory(spec, profile: profile, turn: &turn)
+                do {
+                    try await summarizeHistory(spec, profile: profile, turn: &turn)
+                } catch let error as RPCError where error.kind == .invalidConfiguration {
+                    throw error
+                } catch {
+                    // A failed summary is a failed hook (ENGINE.md: hookError, "a hook
+                    // vetoed or failed"); a cancel stays a cancel.
+                    if Task.isCancelled || error is CancellationError || error is TurnStop { throw error }
+                    var data: [String: JSONValue] = ["hook": .string(hook.rawValue), "profile": .string(profile.name)]
+                    if let e = error as? ProviderError { data["provider"] = e.json }
+                    throw RPCError(.hookError, "the summarizeHistory action failed: \(Self.safeDescription(of: error))", data: data)
+                }
             case .client:
                 try await callClientHook(hook, profile: profile, turn: turn, payload: payload)
             }
@@ -105,6 +121,12 @@ extension AgentSession {
             } catch let e as RPCError {
                 throw hookError("the client's history edit was refused: \(e.message)")
             }
+            // The running turn goes on appending to its own entries (an open tool
+            // exchange, the prompt it answers), so they must stay as they are, last.
+            let running = entries.filter { $0.turnId == turn.id }
+            if Array(working.suffix(running.count)) != running || working.dropLast(running.count).contains(where: { $0.turnId == turn.id }) {
+                throw hookError("the client's history edit was refused: it changes the running turn's entries; only earlier entries may be edited")
+            }
             if working != entries { replaceAllEntries(working) }
         }
     }
@@ -137,17 +159,7 @@ extension AgentSession {
                 + (previous.isEmpty ? "" : "\n\nAn earlier summary to fold in:\n\(previous)"),
             messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
             tools: [], toolChoice: .none)
-        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: profile.name, provider: provider.name, request: request)
-        var summary = ""
-        for try await event in provider.stream(request) {
-            switch event {
-            case .textDelta(let d): summary += d
-            case .usage(let u):
-                turn.usage.inputTokens += u.inputTokens
-                turn.usage.outputTokens += u.outputTokens
-            default: break
-            }
-        }
+        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, turn: &turn).text
         _ = setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
         let kept = Array(entries[cut...])
         replaceAllEntries(kept)
@@ -200,22 +212,7 @@ extension AgentSession {
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: personaPrefix() + child.instructions,
             messages: [.user(text: question, images: [])], tools: [], toolChoice: .none,
             options: GenerationOptions(temperature: child.options.temperature, maxOutputTokens: child.options.maxOutputTokens, reasoningLevel: child.options.reasoningLevel))
-        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: child.name, provider: provider.name, request: request)
-        var answer = ""
-        var ended = false
-        for try await event in provider.stream(request) {
-            switch event {
-            case .textDelta(let d), .refusalDelta(let d): answer += d
-            case .usage(let u):
-                turn.usage.inputTokens += u.inputTokens
-                turn.usage.outputTokens += u.outputTokens
-            case .end: ended = true
-            default: break
-            }
-        }
-        try Task.checkCancellation()
-        if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the consulted model's stream ended before it was complete") }
-        return answer
+        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, turn: &turn).text
     }
 
     // MARK: Router
@@ -228,6 +225,7 @@ extension AgentSession {
         let fallback = ProfileResolver.fallbackCaseName(profiles) ?? agents.first ?? ProfileResolver.defaultProfileName
         var chosen: String?
         var diagnostic: String?
+        let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: router.kind.rawValue) }
         switch router.kind {
         case .rules:
             for rule in router.rules ?? [] {
@@ -237,36 +235,48 @@ extension AgentSession {
                     break
                 }
             }
-            if chosen == nil { chosen = fallback }
         case .llm:
-            let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: "llm") }
-            defer { span?.end() }
             do {
-                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, turn: &turn)
+                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, parent: span?.context, turn: &turn)
                 if let picked, agents.contains(picked) {
                     chosen = picked
                 } else {
                     diagnostic = picked.map { "the router chose the unknown agent '\($0)'; using '\(fallback)'" } ?? "the router made no selection; using '\(fallback)'"
                 }
-            } catch is CancellationError {
-                throw CancellationError()
             } catch {
-                diagnostic = "the router failed (\(error)); using '\(fallback)'"
+                // A cancel (either kind) is not a router failure: it ends the turn.
+                if Task.isCancelled || error is CancellationError || error is TurnStop {
+                    span?.end(status: .error("cancelled"))
+                    throw error is TurnStop ? error : CancellationError()
+                }
+                diagnostic = "the router failed (\(Self.safeDescription(of: error))); using '\(fallback)'"
             }
-            if chosen == nil { chosen = fallback }
         }
+        let agent = chosen ?? fallback
+        span?.setAttribute(SpanAttributeKey.profile, .string(agent))
+        span?.end()
         if let diagnostic {
             context.logger.warning(diagnostic)
             let d = [ContextDiagnostic(source: "router", message: diagnostic)]
             lastContextDiagnostics += d
             emit(.contextDiagnostics(d), turn: turn.id)
         }
-        if let chosen, properties[selector] != .string(chosen) {
-            _ = setProperties(set: [selector: .string(chosen)], remove: [])
+        if properties[selector] != .string(agent) {
+            _ = setProperties(set: [selector: .string(agent)], remove: [])
         }
     }
 
-    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, turn: inout TurnState) async throws -> String? {
+    /// What may be shown of an error: never a provider's raw message, which can echo request content.
+    static func safeDescription(of error: any Error) -> String {
+        switch error {
+        case let e as ProviderError: return e.safeDescription
+        case let e as RPCError: return e.message
+        case let e as ProviderContractViolation: return "the provider broke its protocol: \(e.message)"
+        default: return "\(type(of: error))"
+        }
+    }
+
+    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, parent: SpanContext?, turn: inout TurnState) async throws -> String? {
         let reference = try router.model ?? resolveModelReference(options: turn.options)
         let provider = try provider(for: reference)
         let modelConfig = try context.catalog.resolve(reference, field: "router.model")
@@ -278,19 +288,67 @@ extension AgentSession {
             model: modelConfig.model ?? modelConfig.provider.rawValue,
             instructions: (router.instructions ?? "Route the user's message to the best agent.") + "\n\nAgents:\n" + descriptions,
             messages: ModelHistory.messages(from: entries), tools: [tool], toolChoice: .tool("select_agent"))
-        context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: 0, profile: "router", provider: provider.name, request: request)
-        var selection: String?
-        for try await event in provider.stream(request) {
-            switch event {
-            case .toolCall(let call) where call.name == "select_agent":
-                selection = (try? JSONValue.parse(call.argumentsJSON))?["agent"]?.stringValue
-            case .usage(let u):
-                turn.usage.inputTokens += u.inputTokens
-                turn.usage.outputTokens += u.outputTokens
-            default: break
-            }
-        }
+        let response = try await sideRequest(request, provider: provider, purpose: .router, profile: "router", parent: parent, turn: &turn)
+        // The last select_agent call counts; any text beside it is ignored.
+        let selection = response.toolCalls.last { $0.name == "select_agent" }.flatMap { try? JSONValue.parse($0.argumentsJSON) }?["agent"]?.stringValue
         return selection
+    }
+}
+
+extension AgentSession {
+    /// What a side request streamed back.
+    struct SideResponse {
+        var text = ""
+        var toolCalls: [ModelToolCall] = []
+    }
+
+    /// Sends one of the engine's own requests — the `llm` router's, a consult's, a
+    /// summary's — outside the turn's round trips. Like a round trip it is dumped,
+    /// traced as an `llm.completion` under `parent`, and its usage is announced
+    /// with `usage`, becomes `lastUsageReport` and counts in the turn's usage: the
+    /// `usage` events of a turn add up to its `TurnResult.usage`.
+    func sideRequest(
+        _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
+        parent: SpanContext?, turn: inout TurnState
+    ) async throws -> SideResponse {
+        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request)
+        let span = parent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+        span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
+        var response = SideResponse()
+        var usage: ModelUsage?
+        // Like the turn's own stream, waiting for the model is a checkpoint: session/cancel ends it.
+        control?.setWaitingForProvider(true)
+        defer { control?.setWaitingForProvider(false) }
+        do {
+            var ended = false
+            for try await event in provider.stream(request) {
+                if let control { try checkpoint(control) }
+                switch event {
+                case .textDelta(let d), .refusalDelta(let d): response.text += d
+                case .toolCall(let call): response.toolCalls.append(call)
+                case .usage(let u):
+                    usage = u
+                    lastUsageReport = Usage(u)
+                    emit(.usage(Usage(u)))
+                case .end: ended = true
+                case .reasoningDelta: break
+                }
+            }
+            if let control { try checkpoint(control) }
+            try Task.checkCancellation()
+            if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete") }
+        } catch {
+            if let usage { turn.addUsage(usage) }
+            span?.end(status: .error(Self.safeDescription(of: error)))
+            throw error
+        }
+        if let usage {
+            turn.addUsage(usage)
+            span?.recordUsage(Usage(usage))
+        }
+        span?.setPayload(SpanAttributeKey.completion, response.text)
+        span?.end(status: .ok)
+        return response
     }
 }
 

@@ -22,6 +22,14 @@ extension AgentSession {
 
     // MARK: Pre-flight checks
 
+    /// Call-site limits (`options.limits`) get the same checks as the session's
+    /// at create time: a zero or negative limit is a configuration error found in
+    /// pre-flight, not a turn that starts and then fails against it.
+    func checkLimitOverrides(_ limits: Limits?) throws {
+        guard let limits, let problem = SessionConfig(limits: limits).validate().first else { return }
+        throw RPCError.invalidConfiguration("options.\(problem.description)", field: "options.\(problem.path)")
+    }
+
     /// Images are checked at the send boundary: a missing file or bad base64
     /// fails the send before anything changes.
     func checkImages(_ images: [ImageAttachment], provider: any ModelProvider) throws {
@@ -76,11 +84,29 @@ extension AgentSession {
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
         var responseSchema: JSONValue? = nil
+        var responseStrict = false
         switch turn.mode {
         case .chat:
             switch turn.toolCallingMode(profile) {
             case .disallowed:
                 tools = []
+                if provider.capabilities.requiresToolsWithToolHistory {
+                    // Define the tools the history used (choice `none` keeps the model from calling them).
+                    var names: [String] = []
+                    for entry in entries {
+                        if case .toolCalls(let calls, _, _) = entry.content {
+                            for c in calls where !names.contains(c.name) { names.append(c.name) }
+                        }
+                    }
+                    let known = profile.modelToolDefinitions + (config.tools ?? []).map(\.modelDefinition)
+                    let used = names.map { name in
+                        known.first { $0.name == name } ?? ModelToolDefinition(name: name, description: "", inputSchema: ["type": "object"])
+                    }
+                    if !used.isEmpty {
+                        tools = provider.adaptTools(used).tools
+                        choice = .none
+                    }
+                }
             case .required:
                 tools = provider.adaptTools(profile.modelToolDefinitions).tools
                 choice = tools.isEmpty ? .auto : .required
@@ -97,8 +123,9 @@ extension AgentSession {
                     }
                 }
             }
-        case .generate(let schema, _):
+        case .generate(let schema, let strict):
             responseSchema = schema
+            responseStrict = strict
             choice = .none
         }
         // Call site > case > defaults (the resolver already merged case over defaults).
@@ -108,10 +135,11 @@ extension AgentSession {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let history = HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
         let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
-        let request = ModelRequest(
+        var request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
             messages: messages, tools: tools, toolChoice: choice, options: options,
             responseSchema: responseSchema)
+        request.responseSchemaStrict = responseStrict
         return (request, entryIDs)
     }
 
@@ -180,6 +208,13 @@ extension ModelRequest {
 
 /// Turns transcript entries into provider messages.
 enum ModelHistory {
+    /// Arguments that were not valid JSON are kept as the model's raw text (a
+    /// JSON string); they go back to the model as that text, not quoted again.
+    static func argumentsText(_ arguments: JSONValue) -> String {
+        if case .string(let raw) = arguments { return raw }
+        return arguments.serializedString()
+    }
+
     static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
         messagesWithEntryIDs(from: entries).messages
     }
@@ -208,7 +243,7 @@ enum ModelHistory {
             case .toolCalls(let calls, _, let text):
                 add(.assistant(
                     text: text ?? "",
-                    toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: $0.arguments.serializedString()) },
+                    toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: Self.argumentsText($0.arguments)) },
                     reasoning: nil), entry.id)
                 // Outputs follow their calls; a call without one (an interrupted
                 // turn kept under `preserve`) gets a synthetic failure so every

@@ -5,6 +5,13 @@ import Synchronization
 /// Appends every provider request as one JSON line (`--dump-requests FILE`), so
 /// users and tests can see exactly what a model received. Requests carry no
 /// secrets by construction (keys live inside provider instances).
+///
+/// A line is `{sessionId, turnId, purpose, roundTrip, profile, provider, request}`;
+/// `purpose` tells the turn's own round trips (`turn`) from the engine's side
+/// requests: the `llm` router's classification (`router`), a consulted profile's
+/// answer (`consult`) and a `summarizeHistory` hook (`summary`). Side requests
+/// carry the number of the round trip they happened before or during (0 before
+/// the first).
 final class RequestDumper: Sendable {
     private let handle: Mutex<FileHandle?>
 
@@ -21,9 +28,14 @@ final class RequestDumper: Sendable {
         handle = Mutex(h)
     }
 
-    func dump(sessionId: String, turnId: String, roundTrip: Int, profile: String, provider: String, request: ModelRequest) {
+    /// Why the engine sent a request.
+    enum Purpose: String {
+        case turn, router, consult, summary
+    }
+
+    func dump(sessionId: String, turnId: String, purpose: Purpose, roundTrip: Int, profile: String, provider: String, request: ModelRequest) {
         let line: JSONValue = [
-            "sessionId": .string(sessionId), "turnId": .string(turnId), "roundTrip": .int(roundTrip),
+            "sessionId": .string(sessionId), "turnId": .string(turnId), "purpose": .string(purpose.rawValue), "roundTrip": .int(roundTrip),
             "profile": .string(profile), "provider": .string(provider), "request": request.dumpJSON,
         ]
         var bytes = line.serialized()

@@ -8,9 +8,14 @@ extension AgentSession {
     func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws {
         let span = turn.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
         span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
+        turn.toolSpan = span?.context
+        defer { turn.toolSpan = nil }
         do {
             if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, control: control) {
                 span?.recordToolOutcome(outcome)
+                if let span, span.includesPayloads, let output = lastToolOutputContent(callId: call.id) {
+                    span.setPayload(SpanAttributeKey.toolOutput, output.stringValue ?? output.serializedString())
+                }
             }
             span?.end()
         } catch {
@@ -29,11 +34,11 @@ extension AgentSession {
         guard let resolved = profile.tool(named: call.name) else {
             let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
-            finishToolCall(call, outcome: .failed, content: .string(message), turn: turn)
+            finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn)
             return .failed
         }
         guard let arguments = parsedArguments else {
-            finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
+            finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
             return .failed
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
@@ -47,7 +52,7 @@ extension AgentSession {
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
-                finishToolCall(call, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
+                finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
                 return .failed
             }
         }
@@ -57,34 +62,40 @@ extension AgentSession {
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ])
 
-        guard let tool = resolved.clientSpec else {
-            // Built-in orchestration tools run inside the engine.
-            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
-            finishToolCall(call, outcome: outcome, content: content, turn: turn)
+        // From here on every call ends with its toolOutput entry and onToolOutput,
+        // whatever the outcome, so the two hooks always come in pairs.
+        func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
+            finishToolCall(call, profile: profile, outcome: outcome, content: content, turn: turn)
             try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
             return outcome
         }
+
+        guard let tool = resolved.clientSpec else {
+            // Built-in orchestration tools run inside the engine.
+            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+            return try await output(outcome, content, turn: &turn)
+        }
         if tool.final == true {
             // A final tool ends the turn: its arguments are the answer. The client never runs it.
             turn.finalAnswer = arguments
-            finishToolCall(call, outcome: .ok, content: .string("Final answer recorded."), turn: turn)
-            return .ok
+            return try await output(.ok, "Final answer recorded.", turn: &turn)
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
         let verdict = guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
-            finishToolCall(call, outcome: .denied, content: .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: turn)
-            return .denied
+            return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
             let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
+            // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
+            // the denial it forced is not the user's and is not recorded as an outcome.
+            if control.reason != nil { throw CancellationError() }
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
-                finishToolCall(call, outcome: .denied, content: .string("The user declined this call\(why)"), turn: turn)
-                return .denied
+                return try await output(.denied, .string("The user declined this call\(why)"), turn: &turn)
             }
         }
 
@@ -101,8 +112,7 @@ extension AgentSession {
                 "callId": .string(call.id), "name": .string(call.name), "clientError": clientError.json,
             ])
         } catch OutgoingRequestError.timedOut(let seconds) {
-            finishToolCall(call, outcome: .failed, content: .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: turn)
-            return .failed
+            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
         } catch OutgoingRequestError.disconnected {
             throw CancellationError()
         }
@@ -115,15 +125,21 @@ extension AgentSession {
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
         }
-        finishToolCall(call, outcome: result.outcome, content: result.content, turn: turn)
-        try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
-            "callId": .string(call.id), "name": .string(call.name), "outcome": .string(result.outcome.rawValue), "content": result.content,
-        ])
-        return result.outcome
+        return try await output(result.outcome, result.content, turn: &turn)
     }
 
-    private func finishToolCall(_ call: ModelToolCall, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {
-        append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: activeProfileName), turn: turn.id)
+    /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
+    private func lastToolOutputContent(callId: String) -> JSONValue? {
+        for entry in entries.reversed() {
+            if case .toolOutput(let id, _, _, let content, _) = entry.content, id == callId { return content }
+        }
+        return nil
+    }
+
+    /// The output belongs to the profile that made the call, even when the call
+    /// itself (a handoff) changed which profile is selected.
+    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {
+        append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name), turn: turn.id)
         emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
     }
 
@@ -259,6 +275,9 @@ extension AgentSession {
                         diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
                     }
                 }
+            } catch is CancellationError {
+                // The turn is being stopped: that is not a failure of the sources.
+                return
             } catch {
                 let why: String
                 switch error {

@@ -20,13 +20,15 @@ extension AgentSession {
     }
 }
 
-/// What makes a history well-formed: unique ids, and every `toolOutput` after
-/// a `toolCalls` entry that made that call (each answered at most once).
+/// What makes a history well-formed: unique entry ids, unique call ids within
+/// one `toolCalls` entry, and every `toolOutput` answering a call of an earlier
+/// `toolCalls` entry that is still unanswered. Call ids are matched to the
+/// nearest open call, not required unique across the whole history: models
+/// (local ones especially) reuse ids such as `call_0` from turn to turn.
 enum TranscriptShape {
     static func check(_ entries: [TranscriptEntry]) throws {
         var seen = Set<String>()
-        var calls = Set<String>()
-        var answered = Set<String>()
+        var open = Set<String>()
         for (i, e) in entries.enumerated() {
             func fail(_ message: String) -> RPCError {
                 RPCError(.invalidTranscript, "entry \(i) ('\(e.id)'): \(message)", data: ["index": .int(i), "entryId": .string(e.id)])
@@ -35,10 +37,13 @@ enum TranscriptShape {
             if !seen.insert(e.id).inserted { throw fail("duplicate id") }
             switch e.content {
             case .toolCalls(let list, _, _):
-                for c in list where !calls.insert(c.callId).inserted { throw fail("duplicate callId '\(c.callId)'") }
+                var here = Set<String>()
+                for c in list where !here.insert(c.callId).inserted { throw fail("duplicate callId '\(c.callId)'") }
+                open.formUnion(here)
             case .toolOutput(let callId, _, _, _, _):
-                if !calls.contains(callId) { throw fail("a toolOutput for '\(callId)' without its toolCalls entry before it") }
-                if !answered.insert(callId).inserted { throw fail("a second toolOutput for '\(callId)'") }
+                if open.remove(callId) == nil {
+                    throw fail("a toolOutput for '\(callId)' without an unanswered call in a toolCalls entry before it")
+                }
             default:
                 break
             }

@@ -25,12 +25,29 @@ struct TurnState: Sendable {
     /// Spans (nil when tracing is off): the turn's root, and the active agent's.
     var turnSpan: ActiveSpan?
     var agentSpan: ActiveSpan?
+    /// The span of the tool call running now (a consult's model call hangs under it).
+    var toolSpan: SpanContext?
     /// The span new model and tool spans hang under.
     var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
 
     /// Call site > profile (case over defaults) > allowed.
     func toolCallingMode(_ profile: ResolvedProfile) -> ToolCallingMode {
         options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
+    }
+
+    /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    mutating func addUsage(_ u: ModelUsage) {
+        usage.inputTokens += u.inputTokens
+        usage.outputTokens += u.outputTokens
+        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0) + c }
+        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0) + r }
+    }
+}
+
+extension Usage {
+    /// The wire form of a provider's usage report.
+    init(_ u: ModelUsage) {
+        self.init(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
     }
 }
 
@@ -97,6 +114,7 @@ extension AgentSession {
             }
         }
         try checkImages(input.images ?? [], provider: provider)
+        try checkLimitOverrides(options.limits)
 
         // 2. Schema validation of the active tools against the provider: warnings only.
         let warnings = schemaWarnings(for: profile, provider: provider)
@@ -157,6 +175,8 @@ extension AgentSession {
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
             await refreshContextSources(turn: turn)
+            // A stop during the refresh must not go on to route (a model call).
+            try checkpoint(control)
             try await routeTurn(input: input, turn: &turn)
             let first = try await enterProfile(turn: &turn)
             try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
@@ -195,9 +215,10 @@ extension AgentSession {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
+            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
 
             let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+            completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
             let output: RoundTripOutput
             do {
                 output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
@@ -206,16 +227,11 @@ extension AgentSession {
                 throw error
             }
             if let u = output.usage {
-                completionSpan?.recordUsage(Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens))
+                completionSpan?.recordUsage(Usage(u))
+                turn.addUsage(u)
             }
             completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
             completionSpan?.end(status: .ok)
-            if let u = output.usage {
-                turn.usage.inputTokens += u.inputTokens
-                turn.usage.outputTokens += u.outputTokens
-                if let c = u.cachedInputTokens { turn.usage.cachedInputTokens = (turn.usage.cachedInputTokens ?? 0) + c }
-                if let r = u.reasoningTokens { turn.usage.reasoningTokens = (turn.usage.reasoningTokens ?? 0) + r }
-            }
             try checkpoint(control)
 
             if output.toolCalls.isEmpty {
@@ -266,6 +282,8 @@ extension AgentSession {
                 try await stream(request, provider: provider, control: control, into: &output)
                 return output
             } catch let error as ProviderError {
+                // A provider failing because the turn was stopped is not a provider error.
+                try checkpoint(control)
                 let guidance = error.retryGuidance
                 guard guidance.kind == .retryWithBackoff, !output.hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
                 let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
@@ -273,7 +291,12 @@ extension AgentSession {
                 let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
                 guard delay < remaining else { throw error }
                 emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
-                try await Task.sleep(for: .seconds(delay))
+                control.setWaitingForProvider(true)
+                defer { control.setWaitingForProvider(false) }
+                do { try await Task.sleep(for: .seconds(delay)) } catch {
+                    try checkpoint(control)
+                    throw error
+                }
                 try checkpoint(control)
             }
         }
@@ -281,6 +304,10 @@ extension AgentSession {
 
     private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
         var ended = false
+        // Waiting for the next event is a checkpoint: session/cancel ends even a
+        // stalled stream (the iteration then finishes quietly, see below).
+        control.setWaitingForProvider(true)
+        defer { control.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
             try checkpoint(control)
             switch event {
@@ -304,7 +331,7 @@ extension AgentSession {
                 output.toolCalls.append(call)
             case .usage(let u):
                 output.usage = u
-                let report = Usage(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
+                let report = Usage(u)
                 lastUsageReport = report
                 emit(.usage(report))
             case .end(let reason):
@@ -342,8 +369,10 @@ extension AgentSession {
         }
         let text: String
         if let final = turn.finalAnswer {
-            // The final tool's arguments are the answer; the model's own words, if any, are its text.
-            text = output.text.isEmpty ? final.serializedString() : output.text
+            // The final tool's arguments are the answer. Text the model streamed
+            // beside the call is already in its toolCalls entry: repeating it here
+            // would show it to the model twice on the next turn.
+            text = final.serializedString()
         } else {
             if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
             text = output.text
@@ -416,7 +445,7 @@ extension AgentSession {
             if entries != turn.entriesBefore { replaceAllEntries(turn.entriesBefore) }
         case .preserve:
             if !currentText.isEmpty {
-                append(.response(text: currentText, profile: activeProfileName, incomplete: true), turn: turnID)
+                append(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
             }
         }
         endTurnState()
@@ -464,6 +493,8 @@ extension AgentSession {
                 rpc = .cancelled("the session was closed", data: ["source": "close"])
             case .shutdown:
                 rpc = .cancelled("the server is shutting down", data: ["source": "shutdown"])
+            case .none where control.cooperativeCancelRequested:
+                rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
             case .requestCancelled, .none:
                 rpc = .cancelled("the turn was cancelled", data: ["source": "$/cancelRequest"])
             }
@@ -488,7 +519,8 @@ enum ProviderRetryPolicy {
     static let baseDelay = 0.5
     static let maxDelay = 30.0
 
-    /// Capped exponential backoff with jitter; never shorter than the provider's hint.
+    /// The provider's hint when it gave one (capped), else capped exponential
+    /// backoff with jitter.
     static func delay(attempt: Int, hint: Double?) -> Double {
         let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
         let jittered = exponential * Double.random(in: 0.8...1.2)

@@ -22,6 +22,10 @@ final class TurnControl: Sendable {
     private let abortReason = Mutex<AbortReason?>(nil)
     private let task = Mutex<Task<TurnOutcome, any Error>?>(nil)
     private let cooperative = Atomic<Bool>(false)
+    /// True while the turn waits for the provider (its next stream event or a
+    /// retry backoff): that wait is itself a checkpoint, so a cooperative cancel
+    /// must end it rather than wait for an event a stalled stream never sends.
+    private let waitingForProvider = Atomic<Bool>(false)
 
     init(turnId: String) { self.turnId = turnId }
 
@@ -41,8 +45,19 @@ final class TurnControl: Sendable {
 
     var reason: AbortReason? { abortReason.withLock { $0 } }
 
-    /// `session/cancel`: observed at the next checkpoint.
-    func requestCooperativeCancel() { cooperative.store(true, ordering: .sequentiallyConsistent) }
+    /// `session/cancel`: observed at the next checkpoint. A turn that is waiting
+    /// for the provider is at a checkpoint already, so its wait is ended now.
+    func requestCooperativeCancel() {
+        cooperative.store(true, ordering: .sequentiallyConsistent)
+        if waitingForProvider.load(ordering: .sequentiallyConsistent) { task.withLock { $0 }?.cancel() }
+    }
+
+    /// Marks the span in which the turn only waits for the provider; a
+    /// cooperative cancel arriving meanwhile interrupts the wait.
+    func setWaitingForProvider(_ waiting: Bool) {
+        waitingForProvider.store(waiting, ordering: .sequentiallyConsistent)
+        if waiting && cooperativeCancelRequested { task.withLock { $0 }?.cancel() }
+    }
     var cooperativeCancelRequested: Bool { cooperative.load(ordering: .sequentiallyConsistent) }
 
     /// Awaits the turn, turning cancellation of the awaiting request into an

@@ -26,6 +26,10 @@ public struct ProviderCapabilities: Sendable, Hashable {
     public var supportsParallelToolCalls: Bool
     public var supportsStructuredOutput: Bool
     public var contextWindowTokens: Int?
+    /// The API refuses tool calls and results in the history of a request that
+    /// defines no tools (Anthropic): "no tools" must then be sent as the tools
+    /// with tool choice `none`.
+    public var requiresToolsWithToolHistory: Bool = false
 
     public init(
         supportsToolChoice: Bool = true, supportsImages: Bool = true, supportsReasoning: Bool = true,
@@ -117,6 +121,9 @@ public struct ModelRequest: Sendable, Hashable {
     public var options: GenerationOptions
     /// For structured output (`session/generate`): the JSON Schema the answer must match.
     public var responseSchema: JSONValue?
+    /// Whether the provider should enforce `responseSchema` while decoding (OpenAI strict mode).
+    /// The engine validates the answer against the schema either way.
+    public var responseSchemaStrict: Bool = false
 
     public init(
         model: String, instructions: String, messages: [ModelMessage], tools: [ModelToolDefinition] = [],

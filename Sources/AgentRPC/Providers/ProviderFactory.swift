@@ -19,13 +19,14 @@ enum ProviderFactory {
             // Anthropic's Messages API has no response-format option here.
             defaults = ProviderCapabilities(supportsStructuredOutput: false)
         }
-        let capabilities = ProviderCapabilities(
+        var capabilities = ProviderCapabilities(
             supportsToolChoice: config.supportsToolChoice ?? defaults.supportsToolChoice,
             supportsImages: config.supportsImages ?? defaults.supportsImages,
             supportsReasoning: config.supportsReasoning ?? defaults.supportsReasoning,
             supportsParallelToolCalls: config.supportsParallelToolCalls ?? defaults.supportsParallelToolCalls,
             supportsStructuredOutput: config.supportsStructuredOutput ?? defaults.supportsStructuredOutput,
             contextWindowTokens: config.contextWindowTokens ?? defaults.contextWindowTokens)
+        capabilities.requiresToolsWithToolHistory = config.provider == .anthropic
         switch config.provider {
         case .scripted:
             return ScriptedProvider(script: config.script ?? [], capabilities: capabilities)

@@ -64,11 +64,13 @@ public enum OpenAIRequestBuilder {
             body["reasoning_effort"] = .string(level)
         }
         if let schema = request.responseSchema {
-            let adapted = adaptSchema(schema, name: "response", strict: configuration.strictTools)
+            // `session/generate`'s `strict` asks the provider to enforce the schema while decoding.
+            let strict = request.responseSchemaStrict
+            let adapted = adaptSchema(schema, name: "response", strict: strict)
             warnings += adapted.warnings
             body["response_format"] = [
                 "type": "json_schema",
-                "json_schema": ["name": "response", "schema": adapted.schema, "strict": .bool(configuration.strictTools)],
+                "json_schema": ["name": "response", "schema": adapted.schema, "strict": .bool(strict)],
             ]
         }
         mergeExtras(request.options.extra, into: &body)

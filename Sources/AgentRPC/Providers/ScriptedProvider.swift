@@ -5,7 +5,7 @@ import Synchronization
 /// (ENGINE.md §5). Each provider call consumes the next script item; keys of an
 /// item combine in a fixed order: delay, reasoning, text, refusal, tool calls,
 /// usage, then error or stall. When the script runs out it fails with a
-/// `providerError` instead of inventing text.
+/// `providerError` (code `badRequest`) instead of inventing text.
 public final class ScriptedProvider: ModelProvider {
     public let name = "scripted"
     public let capabilities: ProviderCapabilities
@@ -29,8 +29,10 @@ public final class ScriptedProvider: ModelProvider {
         let callBase = cursor.withLock { $0 }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProviderEvent.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
         guard let item else {
+            // badRequest, not a transient code: asking again cannot help, so the
+            // engine must not retry it (a transient code cost seconds of backoff).
             continuation.finish(throwing: ProviderError(
-                code: .providerError, safeDescription: "the scripted provider has no script item left for this request",
+                code: .badRequest, safeDescription: "the scripted provider has no script item left for this request",
                 unsafeMessage: "script exhausted after \(script.count) items"))
             return stream
         }

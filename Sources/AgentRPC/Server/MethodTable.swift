@@ -44,9 +44,19 @@ final class MethodTable: Sendable {
             _ method: M.Type, strictKeys: Bool = false, errorKind: ErrorKind = .invalidParams,
             _ body: @escaping @Sendable (M.Params, RequestContext) async throws -> Reply<M.Result>
         ) {
+            on(method, strictKeys: strictKeys, errorKindForField: { _ in errorKind }, body)
+        }
+
+        /// Like `on(_:strictKeys:errorKind:_:)`, with the error kind of a params
+        /// decoding failure chosen by the offending field's path (e.g. a bad
+        /// transcript entry is `invalidTranscript`, a bad session id `invalidParams`).
+        mutating func on<M: RPCMethod>(
+            _ method: M.Type, strictKeys: Bool = false, errorKindForField: @escaping @Sendable (String) -> ErrorKind,
+            _ body: @escaping @Sendable (M.Params, RequestContext) async throws -> Reply<M.Result>
+        ) {
             if handlers[M.name] != nil { duplicates.append(M.name) }
             handlers[M.name] = { raw, context in
-                let params: M.Params = try decodeParams(raw, as: M.Params.self, strictKeys: strictKeys, errorKind: errorKind)
+                let params: M.Params = try decodeParams(raw, as: M.Params.self, strictKeys: strictKeys, errorKindForField: errorKindForField)
                 switch try await body(params, context) {
                 case .now(let result):
                     return .now(try encodeResult(result))
@@ -60,7 +70,7 @@ final class MethodTable: Sendable {
             if notificationHandlers[N.name] != nil { duplicates.append(N.name) }
             notificationHandlers[N.name] = { raw in
                 // A notification cannot be answered; ill-typed ones are dropped.
-                guard let params = try? decodeParams(raw, as: N.Params.self, strictKeys: false, errorKind: .invalidParams) else { return }
+                guard let params = try? decodeParams(raw, as: N.Params.self, strictKeys: false, errorKindForField: { _ in .invalidParams }) else { return }
                 await body(params)
             }
         }
@@ -70,10 +80,10 @@ final class MethodTable: Sendable {
 }
 
 /// Decodes params, naming the offending field in the error (`data.field`).
-func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: Bool, errorKind: ErrorKind) throws -> T {
+func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: Bool, errorKindForField: (String) -> ErrorKind) throws -> T {
     let value = raw ?? .object([:])
     if case .array = value {
-        throw RPCError(errorKind, "params must be an object (by-name), not an array")
+        throw RPCError(errorKindForField(""), "params must be an object (by-name), not an array")
     }
     do {
         return try value.decode(as: T.self, rejectUnknownKeys: strictKeys)
@@ -81,7 +91,7 @@ func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: 
         let failure = error
         let field = failure.path
         let message = field.isEmpty ? failure.message : "\(field): \(failure.message)"
-        throw RPCError(errorKind, message, data: field.isEmpty ? [:] : ["field": .string(field)])
+        throw RPCError(errorKindForField(field), message, data: field.isEmpty ? [:] : ["field": .string(field)])
     }
 }
 

@@ -218,6 +218,9 @@ public final class ActiveSpan: Sendable {
         return true
     }
 
+    /// Whether content attributes are kept (so a caller can skip gathering them).
+    public var includesPayloads: Bool { tracer.includesPayloads }
+
     /// Whether `end` has been called.
     public var isEnded: Bool { state.withLock { $0.ended } }
 

@@ -199,6 +199,13 @@ final class TranscriptRun {
     private var trace: [String] = []
     private var stepsRun = 0
     private var exited = false
+    /// The directory `$tmpdir` names, made on first use and removed after the run.
+    private var temporaryDirectory: String?
+    /// Per file an `expectFile` step read (by expanded path): how many of its lines earlier steps consumed.
+    private var fileCursors: [String: Int] = [:]
+
+    /// How often `expectFile` looks at its file again while waiting for lines.
+    static let filePollInterval = 0.01
 
     init(name: String, script: TranscriptScript, executable: String, defaultTimeout: Double, verbose: Bool) {
         self.name = name
@@ -208,21 +215,21 @@ final class TranscriptRun {
         self.verbose = verbose
     }
 
+    /// `$tmpdir` in args, env and `expectFile` paths names a fresh empty directory
+    /// per replay, so transcripts can point a store or files somewhere private.
+    private func expand(_ text: String) -> String {
+        guard text.contains("$tmpdir") else { return text }
+        if temporaryDirectory == nil {
+            let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-transcript-\(UUID().uuidString)")
+            try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            temporaryDirectory = path
+        }
+        return text.replacingOccurrences(of: "$tmpdir", with: temporaryDirectory ?? NSTemporaryDirectory())
+    }
+
     func run() -> TranscriptResult {
-        var temporaryDirectory: String?
         defer {
             if let temporaryDirectory { try? FileManager.default.removeItem(atPath: temporaryDirectory) }
-        }
-        // `$tmpdir` in args/env names a fresh empty directory per replay, so
-        // transcripts can point a store or files somewhere private.
-        func expand(_ text: String) -> String {
-            guard text.contains("$tmpdir") else { return text }
-            if temporaryDirectory == nil {
-                let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-transcript-\(UUID().uuidString)")
-                try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-                temporaryDirectory = path
-            }
-            return text.replacingOccurrences(of: "$tmpdir", with: temporaryDirectory ?? NSTemporaryDirectory())
         }
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in script.header.env { environment[key] = expand(value) }
@@ -318,7 +325,67 @@ final class TranscriptRun {
                 throw TranscriptFailure(summary: "expectStderr: nothing on stderr matched /\(pattern)/ within \(seconds(timeout(step)))")
             }
             log("stderr matched /\(pattern)/")
+        case .expectFile(let expectation):
+            try checkFile(expectation, until: deadline, seconds: timeout(step))
         }
+    }
+
+    /// Waits until the file has the expected number of complete lines past what
+    /// earlier steps consumed, then matches them in order; without `atLeast`, no
+    /// further complete line may be there yet.
+    private func checkFile(_ expectation: FileExpectation, until deadline: Date, seconds limit: Double) throws(TranscriptFailure) {
+        let path = expand(expectation.path)
+        let shown = expectation.path == path ? path : "\(expectation.path) (\(path))"
+        let start = fileCursors[path] ?? 0
+        let wanted = expectation.lines.count
+        var lines = Self.completeLines(ofFileAt: path)
+        while (lines?.count ?? 0) < start + wanted && Date() < deadline {
+            Thread.sleep(forTimeInterval: Self.filePollInterval)
+            lines = Self.completeLines(ofFileAt: path)
+        }
+        guard let all = lines else {
+            throw TranscriptFailure(summary: "expectFile: \(shown) does not exist after \(seconds(limit))")
+        }
+        let fresh = Array(all.dropFirst(start))
+        func listing(_ texts: [String], from first: Int) -> String {
+            texts.enumerated().map { "line \(first + $0.offset + 1): \($0.element)" }.joined(separator: "\n")
+        }
+        if fresh.count < wanted {
+            throw TranscriptFailure(
+                summary: "expectFile: \(shown) has \(fresh.count) new line\(fresh.count == 1 ? "" : "s") after \(seconds(limit)), expected \(expectation.atLeast ? "at least " : "")\(wanted)",
+                sections: fresh.isEmpty ? [] : [("new lines", listing(fresh, from: start))])
+        }
+        for (i, pattern) in expectation.lines.enumerated() {
+            let number = start + i + 1
+            let actual: JSONValue
+            do {
+                actual = try JSONValue.parse(fresh[i])
+            } catch {
+                throw TranscriptFailure(summary: "expectFile: \(shown) line \(number) is not JSON: \(error)", sections: [("line \(number)", fresh[i])])
+            }
+            if let mismatch = matcher.match(pattern, against: actual) {
+                throw TranscriptFailure(
+                    summary: "expectFile: \(shown) line \(number) (pattern \(i + 1)): \(mismatch)",
+                    sections: [("expected", TranscriptPrettyPrinter.format(pattern)), ("actual", TranscriptPrettyPrinter.format(actual))])
+            }
+        }
+        if !expectation.atLeast && fresh.count > wanted {
+            let extra = Array(fresh.dropFirst(wanted))
+            throw TranscriptFailure(
+                summary: "expectFile: \(shown) has \(extra.count) more line\(extra.count == 1 ? "" : "s") than the \(wanted) expected (add \"atLeast\": true to allow that)",
+                sections: [("unexpected", listing(extra, from: start + wanted))])
+        }
+        fileCursors[path] = start + wanted
+        log("file \(path): lines \(start + 1)-\(start + wanted) matched")
+    }
+
+    /// The file's complete lines (ended by a newline), blank ones left out; nil if
+    /// it cannot be read. A last line still being written is not counted.
+    static func completeLines(ofFileAt path: String) -> [String]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        var lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // after the last newline: empty, or a line in progress
+        return lines.map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
     }
 
     private func write(_ bytes: [UInt8], _ server: TranscriptServerProcess, _ deadline: Date) throws(TranscriptFailure) {

@@ -26,7 +26,20 @@ enum TranscriptStepKind: Sendable {
     case closeStdin
     case expectExit(code: Int, withinSeconds: Double?)
     case expectStderr(String)
+    case expectFile(FileExpectation)
     case comment
+}
+
+/// An `expectFile` step: the next lines of a JSON Lines file the server writes
+/// (a `--dump-requests` or `--trace-file` file), each matched against a pattern.
+struct FileExpectation: Sendable {
+    /// As written; `$tmpdir` is expanded when the step runs.
+    var path: String
+    /// One pattern per line, in order.
+    var lines: [JSONValue]
+    /// More lines than `lines` may follow; they stay for the next `expectFile` step.
+    /// Without it the file must hold no further complete line once these matched.
+    var atLeast: Bool
 }
 
 struct TranscriptStep: Sendable {
@@ -53,7 +66,7 @@ struct TranscriptScript: Sendable {
 
     static let stepKeys: Set<String> = [
         "send", "sendRaw", "sendBytes", "reply", "expect", "expectUnordered", "expectBatch",
-        "closeStdin", "expectExit", "expectStderr",
+        "closeStdin", "expectExit", "expectStderr", "expectFile",
     ]
     static let headerKeys: Set<String> = ["description", "args", "env", "framing", "timeoutSeconds"]
 
@@ -220,6 +233,31 @@ struct TranscriptScript: Sendable {
                 throw TranscriptLoadError(line: line, message: "expectStderr: invalid regex: \(error)")
             }
             kind = .expectStderr(re)
+        case "expectFile":
+            let usage = "expectFile takes {\"path\": \"...\", \"lines\": [PATTERN, ...], \"atLeast\": false}"
+            guard case .object(let e) = value else { throw TranscriptLoadError(line: line, message: usage) }
+            if let unknown = Set(e.keys).subtracting(["path", "lines", "atLeast"]).sorted().first {
+                throw TranscriptLoadError(line: line, message: "unknown expectFile field \"\(unknown)\" (\(usage))")
+            }
+            guard let path = e["path"]?.stringValue, !path.isEmpty else {
+                throw TranscriptLoadError(line: line, message: "expectFile needs a \"path\" string")
+            }
+            guard let list = e["lines"]?.arrayValue else {
+                throw TranscriptLoadError(line: line, message: "expectFile needs \"lines\": an array of patterns, one per line (may be empty)")
+            }
+            var patterns: [JSONValue] = []
+            for (i, p) in list.enumerated() {
+                if let error = TranscriptMatcher.validatePattern(p) {
+                    throw TranscriptLoadError(line: line, message: "expectFile lines[\(i)] pattern \(error)")
+                }
+                patterns.append(p)
+            }
+            var atLeast = false
+            if let a = e["atLeast"] {
+                guard case .bool(let flag) = a else { throw TranscriptLoadError(line: line, message: "expectFile \"atLeast\" must be a boolean") }
+                atLeast = flag
+            }
+            kind = .expectFile(FileExpectation(path: path, lines: patterns, atLeast: atLeast))
         default:
             throw TranscriptLoadError(line: line, message: "unknown step \"\(key)\"")
         }

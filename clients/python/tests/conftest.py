@@ -66,3 +66,26 @@ def real_binary() -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+#: The real server binary, or None (then the real-server tests are skipped).
+REAL_BINARY = real_binary()
+
+#: Marks a module or test as needing the real binary.
+requires_real = [
+    pytest.mark.real_server,
+    pytest.mark.skipif(
+        REAL_BINARY is None,
+        reason="no agentrpc binary: set AGENTRPC_BIN or run `swift build` so .build/debug/agentrpc exists",
+    ),
+]
+
+#: Generous but bounded: a hung server fails the test instead of the run.
+REAL_TIMEOUT = 20.0
+
+
+def spawn_real(cwd: Path, **kwargs: Any) -> Any:
+    """``Client.spawn`` for the real server in a scratch directory (any store it writes stays there)."""
+    kwargs.setdefault("request_timeout", REAL_TIMEOUT)
+    kwargs.setdefault("shutdown_timeout", REAL_TIMEOUT)
+    return Client.spawn(binary=REAL_BINARY, cwd=cwd, **kwargs)

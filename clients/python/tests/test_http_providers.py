@@ -194,3 +194,29 @@ async def test_api_key_never_appears_in_dumps_logs_or_errors(tmp_path: Path) -> 
         stderr = client.stderr_tail
     assert SECRET not in (tmp_path / "dump.jsonl").read_text()
     assert SECRET not in stderr
+
+
+async def test_anthropic_disallowed_mode_still_defines_the_tools_its_history_used(tmp_path: Path) -> None:
+    """Anthropic refuses tool_use/tool_result blocks in a request without tools,
+    so `disallowed` sends the history's tools with tool_choice none."""
+    fake = FakeProvider()
+    config = {"models": {"m": {"provider": "anthropic", "model": "claude-test", "baseURL": fake.base_url + "/v1", "apiKeyEnv": "TEST_PROVIDER_KEY"}}}
+    (tmp_path / "agentrpc.json").write_text(json.dumps(config))
+    try:
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, env={"TEST_PROVIDER_KEY": SECRET}, request_timeout=TIMEOUT) as client:
+            client.on_request("tool/call", lambda params: {"outcome": "ok", "content": "18 C"})
+            session = await client.open_session(
+                model="m", tools=[WEATHER], properties={"phase": "lookup"},
+                profiles={"selector": "phase", "cases": {
+                    "lookup": {"tools": ["get_weather"], "hooks": {"onToolOutput": [{"set": {"phase": "answer"}}]}},
+                    "answer": {"options": {"toolCallingMode": "disallowed"}},
+                }})
+            fake.queue(Canned.sse("anthropic/tool-use.sse"), Canned.sse("anthropic/text.sse"))
+            await session.send("weather in Paris")
+            second = fake.received[1].body
+            assert [t["name"] for t in second["tools"]] == ["get_weather"]
+            assert second["tool_choice"] == {"type": "none"}
+            first = fake.received[0].body
+            assert "tool_choice" not in first or first["tool_choice"] != {"type": "none"}
+    finally:
+        fake.close()

@@ -65,7 +65,7 @@ async def test_session_create_get_state_list_and_close(tmp_path: Path) -> None:
         assert isinstance(created["revision"], int)
         assert "activeProfile" in created
 
-        other = await client.create_session()
+        other = (await client.create_session()).id
         assert other != session_id
 
         state = await client.get_state(session_id)
@@ -140,8 +140,8 @@ async def test_scripted_turn_returns_a_turn_result_and_streams_events(tmp_path: 
         session = await client.open_session(scripted({"text": ["Hel", "lo"]}))
         events = session.events()
         result = await session.send("hi")
-        assert result["message"]["text"] == "Hello"
-        assert result["stopReason"] == "completed"
+        assert result.message.text == "Hello"
+        assert result.stop_reason == "completed"
         seen: list[dict[str, Any]] = []
         async with asyncio.timeout(TIMEOUT):
             async for note in events:
@@ -152,7 +152,7 @@ async def test_scripted_turn_returns_a_turn_result_and_streams_events(tmp_path: 
         assert [p["seq"] for p in seen] == list(range(seen[0]["seq"], seen[0]["seq"] + len(seen)))
         assert [p["event"]["delta"] for p in seen if p["event"]["type"] == "textDelta"] == ["Hel", "lo"]
         assert seen[-1]["event"]["status"] == "completed"
-        assert (await session.state())["currentText"] == "Hello"
+        assert (await session.state()).current_text == "Hello"
 
 
 async def _cancel_stalled_turn(session: Any) -> dict[str, Any]:
@@ -182,12 +182,12 @@ async def test_cancelling_the_send_task_cancels_the_turn(tmp_path: Path) -> None
         assert ended["error"]["data"]["kind"] == "cancelled"
         assert ended["error"]["data"]["partialText"] == "Hi"
         state = await session.state()
-        assert state["isRunning"] is False and state["currentText"] == "Hi"
+        assert state.is_running is False and state.current_text == "Hi"
 
 
 async def test_cancelling_a_second_turn_also_reports_cancelled(tmp_path: Path) -> None:
     async with spawn_real(tmp_path) as client:
         session = await client.open_session(scripted({"text": ["Hello"]}, {"text": ["Hi"], "stall": True}))
-        assert (await session.send("first"))["message"]["text"] == "Hello"
+        assert (await session.send("first")).text == "Hello"
         ended = await _cancel_stalled_turn(session)
         assert ended["status"] == "cancelled"

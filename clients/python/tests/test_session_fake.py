@@ -14,36 +14,48 @@ async def test_open_session_and_helpers_send_protocol_params() -> None:
         session = await client.open_session({"model": "gpt"}, instructions="Be brief.")
         assert isinstance(session, Session)
         assert (session.id, session.revision, session.active_profile) == ("s-1", 3, "default")
-        assert await client.create_session() == "s-2"
+        assert (await client.create_session()).id == "s-2"
 
-        async def sent(coro: Any) -> tuple[str, Any]:
-            result = await coro
-            return result["method"], result["params"]
+        async def last_sent(method: str) -> Any:
+            seen = await client.request("test/received", {"method": method})
+            return seen[-1]["params"]
 
         sid = {"sessionId": "s-1"}
-        assert await sent(session.send("hi")) == ("session/send", {**sid, "input": "hi"})
-        assert await sent(session.send({"text": "hi", "images": [{"path": "a.png"}]}, options={"temperature": 0})) == (
-            "session/send", {**sid, "input": {"text": "hi", "images": [{"path": "a.png"}]}, "options": {"temperature": 0}})
-        assert await sent(session.generate("list", {"type": "array"}, strict=True)) == (
-            "session/generate", {**sid, "input": "list", "schema": {"type": "array"}, "strict": True})
-        assert await sent(session.state()) == ("session/getState", sid)
-        assert await sent(session.transcript()) == ("session/getTranscript", sid)
+        # The fake answers {method, params}, which is not a TurnResult: the typed
+        # results come out empty, and what matters here is what was sent.
+        await session.send("hi")
+        assert await last_sent("session/send") == {**sid, "input": "hi"}
+        await session.send({"text": "hi", "images": [{"path": "a.png"}]}, options={"temperature": 0})
+        assert await last_sent("session/send") == {
+            **sid, "input": {"text": "hi", "images": [{"path": "a.png"}]}, "options": {"temperature": 0}}
+        await session.send("hi", temperature=0.5, max_output_tokens=10, limits={"max_tool_calls": 2})
+        assert await last_sent("session/send") == {
+            **sid, "input": "hi", "options": {"temperature": 0.5, "maxOutputTokens": 10, "limits": {"maxToolCalls": 2}}}
+        await session.generate("list", {"type": "array"}, strict=True)
+        assert await last_sent("session/generate") == {
+            **sid, "input": "list", "schema": {"type": "array"}, "strict": True}
+        await session.state()
+        assert await last_sent("session/getState") == sid
+        await session.transcript()
+        assert await last_sent("session/getTranscript") == sid
         ops = [{"op": "truncateAfter", "id": None}]
-        assert await sent(session.mutate_transcript(ops, expected_revision=3)) == (
-            "session/mutateTranscript", {**sid, "operations": ops, "expectedRevision": 3})
-        assert await sent(session.set_properties({"mode": "plan"}, ["summary"])) == (
-            "session/setProperties", {**sid, "set": {"mode": "plan"}, "remove": ["summary"]})
+        await session.mutate_transcript(ops, expected_revision=3)
+        assert await last_sent("session/mutateTranscript") == {**sid, "operations": ops, "expectedRevision": 3}
+        await session.set_properties({"mode": "plan"}, ["summary"])
+        assert await last_sent("session/setProperties") == {**sid, "set": {"mode": "plan"}, "remove": ["summary"]}
         assert await session.cancel() is True
 
         # Methods that return nothing still reach the server with the right params.
         await session.approve("c-1")
         await session.deny("c-2", "not now")
+        await session.confirm("c-3", approve=False)
         await session.delete()
         await client.delete_session("s-2")
         confirms = await client.request("test/received", {"method": "session/confirm"})
         assert [m["params"] for m in confirms] == [
             {**sid, "callId": "c-1", "decision": "approve"},
             {**sid, "callId": "c-2", "decision": "deny", "reason": "not now"},
+            {**sid, "callId": "c-3", "decision": "deny"},
         ]
         assert len(await client.request("test/received", {"method": "session/delete"})) == 2
 

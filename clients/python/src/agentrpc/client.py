@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -22,19 +23,25 @@ from typing import Any, Final, TypeAlias
 
 from ._version import __version__
 from .discovery import find_binary
+from .config import session_config
 from .errors import (
     AgentRPCError,
     AgentRPCException,
     ClientError,
     InternalError,
+    InvalidParams,
     MethodNotFound,
     RequestTimeout,
     ServerExited,
+    ToolExecutorError,
     TransportClosed,
     error_from_wire,
 )
+from .schema import to_json
 from .session import Session
+from .tools import Conflict, Denied, Failed, Tool, ToolContext, Undoable, UndoCallable
 from .transport import ProcessTransport
+from .types import ConfirmationCall, Limits
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -45,6 +52,7 @@ __all__ = [
     "NotificationStream",
     "NotificationCallback",
     "RequestHandler",
+    "ConfirmHandler",
     "JSONObject",
 ]
 
@@ -62,6 +70,18 @@ RequestId: TypeAlias = int | str
 NotificationCallback: TypeAlias = Callable[[Any], "None | Awaitable[None]"]
 #: Called with a server request's ``params``; returns (or awaits to) the result.
 RequestHandler: TypeAlias = Callable[[Any], Any]
+#: ``on_confirm``: called with a :class:`~agentrpc.ConfirmationCall`; returns (or
+#: awaits to) a bool, or ``(bool, reason)``. Sync callbacks run in a worker thread.
+ConfirmHandler: TypeAlias = Callable[[ConfirmationCall], Any]
+
+
+@dataclass(slots=True)
+class _UndoRecord:
+    session_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    undo: UndoCallable
 
 
 class _Default(enum.Enum):
@@ -191,9 +211,19 @@ class Client:
         *,
         request_timeout: float | None = None,
         shutdown_timeout: float = 5.0,
+        on_confirm: ConfirmHandler | None = None,
     ) -> None:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
         self._transport = transport
+        #: Answers ``confirmation/request`` (only sent if ``initialize`` declared
+        #: ``confirmations: "request"``, which :meth:`spawn` does when given one).
+        self.on_confirm = on_confirm
+        # Sessions this client opened or resumed: routes tool/call to their tools.
+        self._sessions: dict[str, Session] = {}
+        # Undo callables by the opaque token sent to the server.
+        self._undo: dict[str, _UndoRecord] = {}
+        # The latest turn's tool exceptions per session: (turnId, {callId: exc}).
+        self._tool_exceptions: dict[str, tuple[str, dict[str, BaseException]]] = {}
         self.request_timeout = request_timeout
         self.shutdown_timeout = shutdown_timeout
         self._next_id = 0
@@ -229,6 +259,7 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         request_timeout: float | None = None,
         *,
+        on_confirm: ConfirmHandler | None = None,
         shutdown_timeout: float = 5.0,
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
@@ -240,7 +271,16 @@ class Client:
         is added to the inherited environment (``inherit_env=False`` uses it
         alone). ``request_timeout`` is the default for every request; ``None``
         waits as long as the server takes, which suits turns that run minutes.
+
+        ``on_confirm(call) -> bool | (bool, reason)`` (sync or async) decides
+        tool calls that need confirmation: the client then declares
+        ``confirmations: "request"`` and answers ``confirmation/request``.
+        Without it, confirmations arrive as ``ConfirmationRequested`` events,
+        answered with :meth:`Session.confirm`.
         """
+        if on_confirm is not None:
+            capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES),
+                            "confirmations": "request"}
 
         async def factory() -> Client:
             path = find_binary(binary)
@@ -253,7 +293,8 @@ class Client:
             transport = await ProcessTransport.start(
                 [path, *args], env=environment, cwd=cwd, stderr_tail_lines=stderr_tail_lines
             )
-            client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout)
+            client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout,
+                         on_confirm=on_confirm)
             if initialize:
                 try:
                     await client.initialize(capabilities=capabilities, client_info=client_info)
@@ -472,6 +513,151 @@ class Client:
 
         return remove
 
+    # -- built-in handlers: tools, undo, confirmation ------------------------
+
+    def _builtin_handler(self, method: str, params: Any) -> RequestHandler | None:
+        """The client's own handler for a server request, when it owns the answer.
+
+        Session tools registered through :meth:`open_session` answer
+        ``tool/call``; undo tokens this client issued answer ``tool/undo``;
+        ``on_confirm`` answers ``confirmation/request``. Anything else goes to
+        a handler from :meth:`on_request`.
+        """
+        if not isinstance(params, dict):
+            return None
+        if method == "tool/call":
+            session = self._sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+            name = params.get("name")
+            tool = session._tools.get(name) if session is not None and isinstance(name, str) else None
+            if session is None or tool is None:
+                return None
+            return lambda p: self._run_tool(session, tool, p)
+        if method == "tool/undo":
+            token = params.get("undo")
+            if isinstance(token, str) and token in self._undo:
+                return self._run_undo
+            return None
+        if method == "confirmation/request" and self.on_confirm is not None:
+            return self._run_confirm
+        return None
+
+    async def _run_tool(self, session: Session, tool: Tool, params: JSONObject) -> JSONObject:
+        context = ToolContext(
+            session_id=session.id,
+            turn_id=str(params.get("turnId") or ""),
+            call_id=str(params.get("callId") or ""),
+            name=tool.name,
+            revision=revision if isinstance(revision := params.get("revision"), int) else 0,
+            session=session,
+        )
+        try:
+            kwargs = tool.bind(params.get("arguments"))
+        except ValueError as exc:
+            # The server validated against the schema, so this is rare; the
+            # model can still correct itself from a failed outcome.
+            return {"outcome": "failed", "content": f"invalid arguments for {tool.name!r}: {exc}"}
+        try:
+            value = await tool.run(kwargs, context)
+        except AgentRPCError:
+            raise
+        except Exception as exc:
+            # Not a warning: the exception reaches the caller, chained to the
+            # turn's ToolExecutorError (see _attach_tool_exception).
+            _log.debug("tool %r raised %s: %s", tool.name, type(exc).__name__, exc, exc_info=exc)
+            self._remember_tool_exception(context, exc)
+            raise InternalError(
+                f"tool {tool.name!r} raised {type(exc).__name__}: {exc}",
+                {"exceptionType": type(exc).__name__},
+            ) from exc
+        try:
+            return self._tool_answer(context, value)
+        except TypeError as exc:
+            self._remember_tool_exception(context, exc)
+            raise InternalError(f"tool {tool.name!r} returned a value with no JSON form: {exc}") from exc
+
+    def _tool_answer(self, context: ToolContext, value: Any) -> JSONObject:
+        if isinstance(value, Failed):
+            return {"outcome": "failed", "content": to_json(value.content)}
+        if isinstance(value, Denied):
+            return {"outcome": "denied", "content": to_json(value.reason)}
+        if isinstance(value, Conflict):
+            return {"outcome": "conflict", "content": to_json(value.content)}
+        if isinstance(value, Undoable):
+            content = to_json(value.value)
+            if not callable(value.undo):
+                raise TypeError(f"Undoable.undo must be callable, got {value.undo!r}")
+            token = f"undo-{uuid.uuid4().hex}"
+            self._undo[token] = _UndoRecord(context.session_id, context.turn_id, context.call_id,
+                                            context.name, value.undo)
+            return {"outcome": "ok", "content": content, "undo": token}
+        return {"outcome": "ok", "content": to_json(value)}
+
+    def _remember_tool_exception(self, context: ToolContext, exc: BaseException) -> None:
+        turn_id, by_call = self._tool_exceptions.get(context.session_id, ("", {}))
+        if turn_id != context.turn_id:
+            by_call = {}
+        by_call[context.call_id] = exc
+        self._tool_exceptions[context.session_id] = (context.turn_id, by_call)
+
+    def _attach_tool_exception(self, session_id: str, error: ToolExecutorError) -> None:
+        """Chain the Python exception a tool raised to the turn's ToolExecutorError."""
+        turn_id, by_call = self._tool_exceptions.get(session_id, ("", {}))
+        call_id = error.call_id
+        if call_id is None or call_id not in by_call or (error.turn_id and error.turn_id != turn_id):
+            return
+        original = by_call.pop(call_id)
+        error.tool_exception = original
+        error.__cause__ = original
+
+    async def _run_undo(self, params: JSONObject) -> JSONObject:
+        token = params.get("undo")
+        record = self._undo.pop(token, None) if isinstance(token, str) else None
+        if record is None:
+            raise InvalidParams(f"unknown undo token {token!r}")
+        try:
+            if inspect.iscoroutinefunction(record.undo):
+                await record.undo()
+            else:
+                outcome = await asyncio.to_thread(record.undo)
+                if inspect.isawaitable(outcome):
+                    await outcome
+        except Exception as exc:
+            _log.warning("undo of %r (call %s) raised %s: %s", record.name, record.call_id,
+                         type(exc).__name__, exc, exc_info=exc)
+            raise InternalError(f"undo of {record.name!r} raised {type(exc).__name__}: {exc}") from exc
+        return {}
+
+    def _forget_undo(self, session_id: Any, turn_id: Any) -> None:
+        """A turn ended: its undo records can no longer be called."""
+        if not self._undo:
+            return
+        for token, record in list(self._undo.items()):
+            if record.session_id == session_id and record.turn_id == turn_id:
+                del self._undo[token]
+
+    async def _run_confirm(self, params: JSONObject) -> JSONObject:
+        handler = self.on_confirm
+        if handler is None:  # pragma: no cover - routed here only when set
+            raise MethodNotFound("no on_confirm handler")
+        session_id = str(params.get("sessionId") or "")
+        call = ConfirmationCall(
+            session_id=session_id,
+            turn_id=str(params.get("turnId") or ""),
+            call_id=str(params.get("callId") or ""),
+            name=str(params.get("name") or ""),
+            arguments=params.get("arguments"),
+            reason=params.get("reason") if isinstance(params.get("reason"), str) else None,
+            session=self._sessions.get(session_id),
+        )
+        if inspect.iscoroutinefunction(handler):
+            answer = await handler(call)
+        else:
+            # Sync callbacks may block (e.g. ask on the terminal): keep the loop free.
+            answer = await asyncio.to_thread(handler, call)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        return _decision(answer)
+
     # -- reading -------------------------------------------------------------
 
     async def _read_loop(self) -> None:
@@ -533,6 +719,10 @@ class Client:
         if method == "$/cancelRequest":
             self._handle_inbound_cancel(params)
             return
+        if method == "session/event" and isinstance(params, dict):
+            event = params.get("event")
+            if isinstance(event, dict) and event.get("type") == "turnEnded":
+                self._forget_undo(params.get("sessionId"), params.get("turnId"))
         note = Notification(method, params)
         for stream in list(self._streams):
             stream._push(note)
@@ -553,9 +743,15 @@ class Client:
             _log.error("async notification callback failed", exc_info=task.exception())
 
     def _handle_server_request(self, request_id: RequestId, method: str, params: Any) -> None:
-        handler = self._request_handlers.get(method)
+        handler = self._builtin_handler(method, params) or self._request_handlers.get(method)
         if handler is None:
             error = MethodNotFound(f"client does not handle {method!r}", {"method": method})
+            if method == "tool/call" and isinstance(params, dict):
+                error = MethodNotFound(
+                    f"no function is registered for tool {params.get('name')!r} in session "
+                    f"{params.get('sessionId')!r} on this client",
+                    {"method": method, "name": params.get("name")},
+                )
             self._spawn_answer(request_id, error=error.to_error_object())
             return
         if request_id in self._inbound:
@@ -704,24 +900,121 @@ class Client:
         for task in list(self._background):
             task.cancel()
 
-    # -- typed helpers for the session methods --------------------------------
+    # -- sessions --------------------------------------------------------------
 
-    async def create_session(self, config: Mapping[str, Any] | None = None, /, **fields: Any) -> str:
-        """``session/create``; returns the new ``sessionId``.
+    async def open_session(
+        self,
+        config: Mapping[str, Any] | None = None,
+        /,
+        *,
+        model: str | Mapping[str, Any] | None = None,
+        role: Mapping[str, Any] | None = None,
+        persona: str | None = None,
+        directives: str | Sequence[str] | None = None,
+        instructions: str | None = None,
+        tools: Sequence[Any] | None = None,
+        guards: Sequence[Mapping[str, Any]] | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
+        tool_choice: Any = None,
+        transcript_error_policy: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+        context_sources: Sequence[str | Mapping[str, Any]] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        profiles: Mapping[str, Any] | None = None,
+        blocks: Mapping[str, Any] | None = None,
+        router: Mapping[str, Any] | None = None,
+        store: bool | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+    ) -> Session:
+        """``session/create``: a new session, returned as a :class:`Session`.
 
-        Pass the SessionConfig (ENGINE.md §1) as a dict, as keyword
-        arguments, or both (keywords win).
+        Every SessionConfig field (ENGINE.md §1) has a keyword:
+        ``model`` (a name from agentrpc.json or an inline dict such as
+        :func:`agentrpc.scripted`), ``role`` or ``persona`` / ``directives``,
+        ``instructions``, ``tools`` (``@tool`` functions, plain functions or
+        ToolSpec dicts), ``guards``, ``limits`` (:class:`~agentrpc.Limits` or a
+        dict), ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a
+        tool), ``transcript_error_policy``, ``egress``, ``context_sources``,
+        ``properties``, ``profiles``, ``blocks``, ``router``, ``store``,
+        ``user_id``, ``title``. ``config`` is a raw wire config (camelCase)
+        that the keywords override. The session's ``tool/call`` requests
+        are answered by the functions of its tools.
         """
-        return (await self.open_session(config, **fields)).id
+        params, session_tools = session_config(config, {
+            "model": model, "role": role, "persona": persona, "directives": directives,
+            "instructions": instructions, "tools": tools, "guards": guards, "limits": limits,
+            "tool_choice": tool_choice, "transcript_error_policy": transcript_error_policy,
+            "egress": egress, "context_sources": context_sources, "properties": properties,
+            "profiles": profiles, "blocks": blocks, "router": router, "store": store,
+            "user_id": user_id, "title": title,
+        })
+        result = await self.request("session/create", params)
+        return self._session_from(result, "session/create", session_tools)
 
-    async def get_state(self, session_id: str) -> JSONObject:
-        """``session/getState``: the SessionState (PROTOCOL.md §5)."""
-        result: JSONObject = await self.request("session/getState", {"sessionId": session_id})
+    #: Same as :meth:`open_session`.
+    create_session = open_session
+
+    async def resume_session(self, session_id: str, *, tools: Sequence[Any] = ()) -> Session:
+        """``session/resume``: load a stored session and return its handle.
+
+        ``tools`` are the functions that answer its tool calls (the specs
+        were stored with the session).
+        """
+        result = await self.request("session/resume", {"sessionId": session_id})
+        session = self._session_from(result, "session/resume", {})
+        session.add_tools(*tools)
+        return session
+
+    def session(self, session_id: str) -> Session:
+        """The :class:`Session` handle for an id (the registered one if this client has it)."""
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            return existing
+        handle = Session(self, session_id)
+        self._sessions[session_id] = handle
+        return handle
+
+    def _session_from(self, result: Any, method: str, tools: Mapping[str, Tool]) -> Session:
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(session_id, str):
+            raise InternalError(f"{method} returned no sessionId: {result!r}")
+        revision = result.get("revision")
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            # Resuming a session this client already holds keeps its handle,
+            # and with it the functions that answer its tool calls.
+            existing.revision = revision if isinstance(revision, int) else existing.revision
+            existing.active_profile = result.get("activeProfile", existing.active_profile)
+            existing._tools.update(tools)
+            return existing
+        session = Session(
+            self,
+            session_id,
+            revision=revision if isinstance(revision, int) else None,
+            active_profile=result.get("activeProfile"),
+            tools=tools,
+        )
+        self._sessions[session_id] = session
+        return session
+
+    def _forget_session(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        self._tool_exceptions.pop(session_id, None)
+        for token, record in list(self._undo.items()):
+            if record.session_id == session_id:
+                del self._undo[token]
+
+    # -- plain-dict helpers for the session methods ---------------------------
+
+    async def get_state(self, session_id: str | Session) -> JSONObject:
+        """``session/getState``: the SessionState (PROTOCOL.md §5) as a dict."""
+        result: JSONObject = await self.request("session/getState", {"sessionId": _sid(session_id)})
         return result
 
-    async def get_transcript(self, session_id: str) -> JSONObject:
+    async def get_transcript(self, session_id: str | Session) -> JSONObject:
         """``session/getTranscript``: ``{revision, instructions, entries}``."""
-        result: JSONObject = await self.request("session/getTranscript", {"sessionId": session_id})
+        result: JSONObject = await self.request("session/getTranscript", {"sessionId": _sid(session_id)})
         return result
 
     async def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
@@ -734,43 +1027,36 @@ class Client:
         result: JSONObject = await self.request("session/list", params)
         return result
 
-    async def close_session(self, session_id: str) -> None:
+    async def close_session(self, session_id: str | Session) -> None:
         """``session/close``: cancels a running turn and unloads the session."""
+        session_id = _sid(session_id)
         await self.request("session/close", {"sessionId": session_id})
+        self._forget_session(session_id)
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str | Session) -> None:
         """``session/delete``: removes the session from the store."""
+        session_id = _sid(session_id)
         await self.request("session/delete", {"sessionId": session_id})
+        self._forget_session(session_id)
 
-    # -- session handles -----------------------------------------------------
 
-    def session(self, session_id: str) -> Session:
-        """A :class:`Session` handle for an id already loaded on the server."""
-        return Session(self, session_id)
+def _sid(session: str | Session) -> str:
+    """A session id, given the id or its handle."""
+    return session.id if isinstance(session, Session) else session
 
-    async def open_session(self, config: Mapping[str, Any] | None = None, /, **fields: Any) -> Session:
-        """``session/create``, returning a :class:`Session` handle.
 
-        Same arguments as :meth:`create_session`.
-        """
-        params: JSONObject = dict(config or {})
-        params.update(fields)
-        result = await self.request("session/create", params)
-        return self._session_from(result, "session/create")
-
-    async def resume_session(self, session_id: str) -> Session:
-        """``session/resume``: load a stored session and return its handle."""
-        result = await self.request("session/resume", {"sessionId": session_id})
-        return self._session_from(result, "session/resume")
-
-    def _session_from(self, result: Any, method: str) -> Session:
-        session_id = result.get("sessionId") if isinstance(result, dict) else None
-        if not isinstance(session_id, str):
-            raise InternalError(f"{method} returned no sessionId: {result!r}")
-        revision = result.get("revision")
-        return Session(
-            self,
-            session_id,
-            revision=revision if isinstance(revision, int) else None,
-            active_profile=result.get("activeProfile"),
-        )
+def _decision(answer: Any) -> JSONObject:
+    """An ``on_confirm`` answer as ``confirmation/request``'s result."""
+    reason: Any = None
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer, reason = answer
+    if isinstance(answer, bool):
+        decision = "approve" if answer else "deny"
+    elif answer in ("approve", "deny"):
+        decision = answer
+    else:
+        raise TypeError(f"on_confirm must return a bool or (bool, reason), not {answer!r:.80}")
+    result: JSONObject = {"decision": decision}
+    if reason is not None:
+        result["reason"] = str(reason)
+    return result

@@ -440,10 +440,35 @@ class ProviderContractViolation(_KnownError):
 
 
 class ToolExecutorError(_KnownError):
-    """The client answered ``tool/call`` with an error, ending the turn (-32060)."""
+    """The client answered ``tool/call`` with an error, ending the turn (-32060).
+
+    When the failing tool was a function registered with this client,
+    ``tool_exception`` (and ``__cause__``) is the exception it raised.
+    """
 
     KIND = "toolExecutorError"
     CODE = -32060
+
+    #: The exception the client-side tool function raised, when known.
+    tool_exception: BaseException | None = None
+
+    @property
+    def call_id(self) -> str | None:
+        """The tool call that failed."""
+        value = self.data.get("callId")
+        return value if isinstance(value, str) else None
+
+    @property
+    def tool_name(self) -> str | None:
+        """The name of the tool that failed."""
+        value = self.data.get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def client_error(self) -> AgentRPCError | None:
+        """The error the client answered ``tool/call`` with, decoded."""
+        value = self.data.get("clientError")
+        return error_from_wire(value) if isinstance(value, Mapping) else None
 
 
 class HookError(_KnownError):

@@ -1,29 +1,58 @@
-"""A thin handle on one server session.
+"""A handle on one server session: turns, streaming, tools, state and edits.
 
-:class:`Session` only fills in ``sessionId`` and names the params of the
-``session/*`` methods (PROTOCOL.md §3); results are the server's plain dicts.
-Richer turn streaming and tool registration build on top of it later.
+Get one from :meth:`Client.open_session` (which also registers the session's
+``@tool`` functions), :meth:`Client.resume_session` or :meth:`Client.session`.
+Results are typed (:mod:`agentrpc.types`, :mod:`agentrpc.events`); the
+``Client`` keeps the plain-dict methods for anything lower level.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from .config import turn_input, turn_options
+from .errors import ToolExecutorError
+from .events import Event, TextDelta, TurnEnded, parse_event
+from .retry import RefreshAuth, retry_once
+from .schema import from_json, json_schema
+from .tools import Tool, tool_spec
+from .types import (
+    GenerateResult,
+    MutationResult,
+    PropertiesResult,
+    SessionState,
+    Transcript,
+    TurnResult,
+    Usage,
+)
 
 if TYPE_CHECKING:
-    from .client import Client, JSONObject, NotificationStream, _Default
+    from .client import Client, JSONObject, Notification, NotificationStream, _Default
 
-__all__ = ["Session", "Input"]
+__all__ = ["Session", "Input", "TurnStream", "EventStream"]
+
+_log = logging.getLogger("agentrpc.session")
+_T = TypeVar("_T")
 
 #: A turn input: a bare string, or ``{text, images?}``.
 Input = str | Mapping[str, Any]
+
+# Markers in a TurnStream's queue, after the events.
+_SEND_DONE = object()
+_CLOSED = object()
 
 
 class Session:
     """One session on a :class:`~agentrpc.Client`.
 
-    Get one from :meth:`Client.open_session`, :meth:`Client.resume_session`
-    or :meth:`Client.session`. ``async with`` closes (unloads) it on exit.
+    ``async with`` closes (unloads) it on exit. Methods that run a turn
+    (:meth:`send`, :meth:`stream`, :meth:`generate`) wait as long as the turn
+    runs by default; cancelling the awaiting task withdraws the turn
+    (``$/cancelRequest``), and :meth:`cancel` asks it to stop cooperatively.
     """
 
     def __init__(
@@ -33,6 +62,7 @@ class Session:
         *,
         revision: int | None = None,
         active_profile: Any = None,
+        tools: Mapping[str, Tool] | None = None,
     ) -> None:
         self.client = client
         self.id = session_id
@@ -40,6 +70,7 @@ class Session:
         self.revision = revision
         #: Active profile reported when the session was created or resumed.
         self.active_profile = active_profile
+        self._tools: dict[str, Tool] = dict(tools or {})
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -56,107 +87,234 @@ class Session:
         params.update({key: value for key, value in extra.items() if value is not None})
         return params
 
-    # -- turns ---------------------------------------------------------------
+    # -- tools -----------------------------------------------------------------
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The client-side tools that answer this session's ``tool/call``, by name."""
+        return dict(self._tools)
+
+    def add_tools(self, *tools: Any) -> None:
+        """Answer this session's calls of these tools with their functions.
+
+        For a resumed session, or one created from a raw config: the server
+        already knows the specs, the client needs the functions.
+        """
+        for item in tools:
+            _, made = tool_spec(item)
+            if made is None:
+                raise TypeError("add_tools needs @tool functions or plain functions, not ToolSpec dicts")
+            self._tools[made.name] = made
+
+    # -- turns -----------------------------------------------------------------
 
     async def send(
         self,
         input: Input,
         *,
+        images: Iterable[Any] | None = None,
         options: Mapping[str, Any] | None = None,
         timeout: float | None | _Default = None,
-    ) -> JSONObject:
-        """``session/send``: run one turn; returns the ``TurnResult`` when it ends.
+        retry: bool = False,
+        refresh_auth: RefreshAuth | None = None,
+        **option_kwargs: Any,
+    ) -> TurnResult:
+        """``session/send``: run one turn and return its :class:`TurnResult`.
 
-        ``timeout=None`` (the default here) waits as long as the turn runs,
-        since turns routinely outlast a request timeout; cancelling the
-        awaiting task withdraws the turn.
+        ``images`` are paths, URLs, bytes or wire dicts. Turn options go in as
+        keywords (``temperature``, ``max_output_tokens``, ``reasoning_level``,
+        ``tool_choice``, ``tool_calling_mode``, ``limits``, ``model``) or as a
+        raw ``options`` dict. A failed turn raises its :class:`AgentRPCError`
+        subclass; ``retry=True`` follows a provider error's retry guidance
+        once (see :func:`agentrpc.retry_once`). ``timeout=None`` (the default
+        here) waits as long as the turn runs.
         """
-        params = self._params(input=_input(input), options=_dict_or_none(options))
-        result: JSONObject = await self.client.request("session/send", params, timeout=timeout)
-        return result
+        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs))
 
-    async def generate(
+        async def once() -> TurnResult:
+            return TurnResult.from_wire(await self._turn_request("session/send", params, timeout))
+
+        if retry:
+            return await retry_once(once, refresh_auth=refresh_auth)
+        return await once()
+
+    def stream(
         self,
         input: Input,
-        schema: Mapping[str, Any],
         *,
+        images: Iterable[Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        timeout: float | None | _Default = None,
+        **option_kwargs: Any,
+    ) -> TurnStream:
+        """Run one turn and iterate its events as they arrive.
+
+        ``async for event in session.stream("hi"):`` yields typed events
+        (:mod:`agentrpc.events`) and ends after the turn's answer; then
+        ``stream.result`` holds the :class:`TurnResult`. If the turn failed,
+        the iteration raises the turn's exception once every event before it
+        was yielded. The turn starts on the first iteration (or on entering
+        ``async with``); leaving ``async with`` early withdraws it.
+        """
+        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs))
+        return TurnStream(self, params, timeout)
+
+    @overload
+    async def generate(self, input: Input, schema: type[_T], **kwargs: Any) -> _T: ...
+
+    @overload
+    async def generate(self, input: Input, schema: Mapping[str, Any] | Any, **kwargs: Any) -> Any: ...
+
+    async def generate(self, input: Input, schema: Any, **kwargs: Any) -> Any:
+        """``session/generate``: structured output, validated by the server.
+
+        ``schema`` is a JSON Schema dict, or a type: a dataclass, a
+        ``TypedDict`` or any annotation ``@tool`` supports (``list[str]``...).
+        With a type, the value comes back converted (a dataclass instance for
+        a dataclass). Same keywords as :meth:`generate_result`.
+        """
+        return (await self.generate_result(input, schema, **kwargs)).value
+
+    async def generate_result(
+        self,
+        input: Input,
+        schema: Any,
+        *,
+        images: Iterable[Any] | None = None,
         strict: bool | None = None,
         options: Mapping[str, Any] | None = None,
         timeout: float | None | _Default = None,
-    ) -> JSONObject:
-        """``session/generate``: structured output; ``{value, turnId, usage}``."""
+        retry: bool = False,
+        refresh_auth: RefreshAuth | None = None,
+        **option_kwargs: Any,
+    ) -> GenerateResult:
+        """Like :meth:`generate`, also returning the turn id and usage."""
+        if isinstance(schema, Mapping):
+            wire_schema: dict[str, Any] = dict(schema)
+            target: Any = None
+        else:
+            wire_schema = json_schema(schema, where=f"generate schema {getattr(schema, '__name__', schema)!r}")
+            target = schema
         params = self._params(
-            input=_input(input), schema=dict(schema), strict=strict, options=_dict_or_none(options)
+            input=turn_input(input, images), schema=wire_schema, strict=strict,
+            options=turn_options(options, option_kwargs),
         )
-        result: JSONObject = await self.client.request("session/generate", params, timeout=timeout)
-        return result
+
+        async def once() -> GenerateResult:
+            raw = await self._turn_request("session/generate", params, timeout)
+            obj = raw if isinstance(raw, dict) else {}
+            value = obj.get("value")
+            converted = from_json(value, target, where="generated value") if target is not None else value
+            turn_id = obj.get("turnId")
+            return GenerateResult(converted, turn_id if isinstance(turn_id, str) else "",
+                                  Usage.from_wire(obj.get("usage")), value)
+
+        if retry:
+            return await retry_once(once, refresh_auth=refresh_auth)
+        return await once()
+
+    async def _turn_request(self, method: str, params: JSONObject, timeout: float | None | _Default) -> Any:
+        try:
+            return await self.client.request(method, params, timeout=timeout)
+        except ToolExecutorError as exc:
+            self.client._attach_tool_exception(self.id, exc)
+            raise
 
     async def cancel(self) -> bool:
-        """``session/cancel``: cooperative cancel; True if a turn was running."""
+        """``session/cancel``: stop the running turn at its next checkpoint.
+
+        The turn's ``send`` then raises :class:`~agentrpc.Cancelled`. Returns
+        True if a turn was running.
+        """
         result = await self.client.request("session/cancel", self._params())
         return bool(isinstance(result, dict) and result.get("wasRunning"))
 
-    async def confirm(self, call_id: str, decision: str, reason: str | None = None) -> None:
-        """``session/confirm``: answer a pending confirmation (``"approve"``/``"deny"``)."""
+    async def confirm(self, call_id: str, approve: bool | str = True, reason: str | None = None) -> None:
+        """``session/confirm``: settle the pending confirmation of ``call_id``.
+
+        ``approve`` is a bool (or the wire word ``"approve"`` / ``"deny"``);
+        ``reason`` is shown to the model when denying. Raises
+        :class:`~agentrpc.NoPendingConfirmation` if nothing waits for it.
+        """
+        if isinstance(approve, str):
+            if approve not in ("approve", "deny"):
+                raise ValueError(f"decision must be 'approve' or 'deny', not {approve!r}")
+            decision = approve
+        else:
+            decision = "approve" if approve else "deny"
         await self.client.request(
             "session/confirm", self._params(callId=call_id, decision=decision, reason=reason)
         )
 
     async def approve(self, call_id: str, reason: str | None = None) -> None:
         """Approve the pending call ``call_id``."""
-        await self.confirm(call_id, "approve", reason)
+        await self.confirm(call_id, True, reason)
 
     async def deny(self, call_id: str, reason: str | None = None) -> None:
         """Deny the pending call ``call_id``."""
-        await self.confirm(call_id, "deny", reason)
+        await self.confirm(call_id, False, reason)
 
     # -- state ---------------------------------------------------------------
 
-    async def state(self) -> JSONObject:
-        """``session/getState``: the SessionState (PROTOCOL.md §5)."""
-        result: JSONObject = await self.client.request("session/getState", self._params())
-        return result
+    async def state(self) -> SessionState:
+        """``session/getState`` (PROTOCOL.md §5)."""
+        return SessionState.from_wire(await self.client.request("session/getState", self._params()))
 
-    async def transcript(self) -> JSONObject:
-        """``session/getTranscript``: ``{revision, instructions, entries}``."""
-        result: JSONObject = await self.client.request("session/getTranscript", self._params())
-        return result
+    async def transcript(self) -> Transcript:
+        """``session/getTranscript``: entries (wire dicts), instructions, revision."""
+        return Transcript.from_wire(await self.client.request("session/getTranscript", self._params()))
 
     async def mutate_transcript(
-        self, operations: Sequence[Mapping[str, Any]], *, expected_revision: int | None = None
-    ) -> JSONObject:
-        """``session/mutateTranscript``: all-or-nothing edits; ``{revision, entryCount}``."""
-        params = self._params(
-            operations=[dict(op) for op in operations], expectedRevision=expected_revision
-        )
-        result: JSONObject = await self.client.request("session/mutateTranscript", params)
-        return result
+        self,
+        operations: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        expected_revision: int | None = None,
+    ) -> MutationResult:
+        """``session/mutateTranscript``: apply operations, all or nothing.
+
+        Build operations with :mod:`agentrpc.ops` (``remove``,
+        ``truncate_after``, ``replace``, ``insert``, ``set``); one operation
+        or a list. ``expected_revision`` guards against concurrent edits
+        (:class:`~agentrpc.RevisionMismatch`).
+        """
+        ops = [dict(operations)] if isinstance(operations, Mapping) else [dict(op) for op in operations]
+        params = self._params(operations=ops, expectedRevision=expected_revision)
+        result = await self.client.request("session/mutateTranscript", params)
+        obj = result if isinstance(result, dict) else {}
+        return MutationResult(int(obj.get("revision") or 0), int(obj.get("entryCount") or 0))
 
     async def set_properties(
         self, set: Mapping[str, Any] | None = None, remove: Sequence[str] | None = None
-    ) -> JSONObject:
-        """``session/setProperties``: ``{properties, activeProfile}`` afterwards."""
+    ) -> PropertiesResult:
+        """``session/setProperties``: set and remove session properties."""
         params = self._params(
-            set=_dict_or_none(set), remove=list(remove) if remove is not None else None
+            set=dict(set) if set is not None else None, remove=list(remove) if remove is not None else None
         )
-        result: JSONObject = await self.client.request("session/setProperties", params)
-        return result
+        result = await self.client.request("session/setProperties", params)
+        obj = result if isinstance(result, dict) else {}
+        properties = obj.get("properties")
+        profile = obj.get("activeProfile")
+        return PropertiesResult(dict(properties) if isinstance(properties, dict) else {},
+                                profile if isinstance(profile, str) else None)
 
     # -- lifetime ------------------------------------------------------------
 
     async def close(self) -> None:
         """``session/close``: cancel a running turn and unload the session."""
-        await self.client.request("session/close", self._params())
+        await self.client.close_session(self.id)
 
     async def delete(self) -> None:
         """``session/delete``: remove the session from the store."""
-        await self.client.request("session/delete", self._params())
+        await self.client.delete_session(self.id)
+
+    # -- events --------------------------------------------------------------
 
     def events(self) -> NotificationStream:
-        """``session/event`` notifications of this session, as they arrive.
+        """This session's raw ``session/event`` notifications, as they arrive.
 
         Subscribes immediately, so create it before :meth:`send` to see the
         whole turn. Each item's ``params`` is ``{sessionId, turnId?, seq, event}``.
+        :meth:`watch` gives the same events typed.
         """
         session_id = self.id
         return self.client.notifications(
@@ -164,10 +322,199 @@ class Session:
             predicate=lambda note: isinstance(note.params, dict) and note.params.get("sessionId") == session_id,
         )
 
+    def watch(self) -> EventStream:
+        """This session's events, typed, from now until :meth:`EventStream.close`.
 
-def _input(value: Input) -> Any:
-    return value if isinstance(value, str) else dict(value)
+        For observing turns that another task runs with :meth:`send`.
+        """
+        return EventStream(self.events())
 
 
-def _dict_or_none(value: Mapping[str, Any] | None) -> JSONObject | None:
-    return dict(value) if value is not None else None
+class EventStream(AsyncIterator[Event]):
+    """Typed events of one session (see :meth:`Session.watch`)."""
+
+    def __init__(self, notes: NotificationStream) -> None:
+        self._notes = notes
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        note = await self._notes.__anext__()
+        return parse_event(note.params)
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends after what is already queued."""
+        self._notes.close()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TurnStream(AsyncIterator[Event]):
+    """One turn's events, then its result (see :meth:`Session.stream`).
+
+    ``result`` holds the :class:`TurnResult` once iteration ended normally;
+    ``error`` the exception a failed turn raised; ``text`` the text streamed
+    so far. Events are those of the session from the stream's creation until
+    the turn's answer.
+    """
+
+    def __init__(self, session: Session, params: JSONObject, timeout: float | None | _Default) -> None:
+        self.session = session
+        self._client = session.client
+        self._params = params
+        self._timeout = timeout
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[Any] | None = None
+        self._finished = False
+        self._raised = False
+        # Whether this turn's TurnEnded was seen (aclose waits for it).
+        self._turn_ended = False
+        #: The turn's result, once the iteration ended normally.
+        self.result: TurnResult | None = None
+        #: The exception the turn ended with, if it failed.
+        self.error: BaseException | None = None
+        #: Text deltas seen so far, joined (the current round trip's and earlier ones).
+        self.text = ""
+        # Subscribe now, before the turn can start, so no event is missed.
+        self._client._streams.add(self)  # type: ignore[arg-type]
+        if self._client.closed:
+            self._end()
+
+    # The client's notification fan-out calls these (see NotificationStream).
+    def _push(self, note: Notification) -> None:
+        params = note.params
+        if note.method == "session/event" and isinstance(params, dict) and params.get("sessionId") == self.session.id:
+            self._queue.put_nowait(parse_event(params))
+
+    def _end(self) -> None:
+        self._queue.put_nowait(_CLOSED)
+        self._client._streams.discard(self)
+
+    @property
+    def started(self) -> bool:
+        """True once the turn was sent."""
+        return self._task is not None
+
+    @property
+    def done(self) -> bool:
+        """True once iteration is over (the turn's answer and every event before it)."""
+        return self._finished
+
+    def _start(self) -> None:
+        if self._task is not None:
+            return
+        self._task = asyncio.create_task(
+            self.session._turn_request("session/send", self._params, self._timeout),
+            name=f"agentrpc-stream-{self.session.id}",
+        )
+        self._task.add_done_callback(self._on_sent)
+
+    def _on_sent(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled():
+            # Everything the server wrote before its answer is already queued
+            # (the reader handles lines in order), so the subscription can end.
+            # A withdrawn turn still ends later; aclose() waits for that.
+            self._client._streams.discard(self)
+            task.exception()  # retrieved here so an unconsumed stream never logs "never retrieved"
+        self._queue.put_nowait(_SEND_DONE)
+
+    def _settle(self) -> None:
+        self._finished = True
+        task = self._task
+        if task is None:
+            return
+        if task.cancelled():
+            self.error = asyncio.CancelledError()
+        elif task.exception() is not None:
+            self.error = task.exception()
+        else:
+            self.result = TurnResult.from_wire(task.result())
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._finished:
+            if self.error is not None and not self._raised:
+                self._raised = True
+                raise self.error
+            raise StopAsyncIteration
+        self._start()
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, Event):
+                if isinstance(item, TextDelta):
+                    self.text += item.delta
+                elif isinstance(item, TurnEnded):
+                    self._turn_ended = True
+                return item
+            if item is _CLOSED and self._task is not None and not self._task.done():
+                continue  # the send fails with TransportClosed in a moment
+            self._settle()
+            if self.error is not None:
+                self._raised = True
+                raise self.error
+            raise StopAsyncIteration
+
+    async def get_result(self) -> TurnResult:
+        """Consume the remaining events and return the result (or raise the turn's error)."""
+        async for _ in self:
+            pass
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+    async def aclose(self, *, wait: float | None = 10.0) -> None:
+        """Stop iterating; withdraw the turn if it still runs (``$/cancelRequest``).
+
+        Then wait (up to ``wait`` seconds) until the server reports the turn
+        ended, so the session accepts the next ``send`` at once.
+        """
+        task = self._task
+        withdrawn = task is not None and not task.done()
+        if withdrawn:
+            assert task is not None
+            task.cancel()
+            # wait() rather than await: the task's own outcome must not be
+            # raised here, while a cancellation of the caller still is.
+            await asyncio.wait({task})
+        if not self._finished:
+            self._settle()
+            self._raised = True
+        if withdrawn and not self._turn_ended and not self._client.closed:
+            try:
+                async with asyncio.timeout(wait):
+                    await self._wait_turn_ended()
+            except TimeoutError:
+                _log.warning("session %s: the withdrawn turn did not end within %ss", self.session.id, wait)
+        self._client._streams.discard(self)
+
+    async def _wait_turn_ended(self) -> None:
+        seen_start = False
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if isinstance(item, TurnEnded) or item is _CLOSED:
+                return
+            seen_start = seen_start or isinstance(item, Event) and item.type == "turnStarted"
+        if not seen_start and not (await self.session.state()).is_running:
+            return  # the turn never started, or already ended
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, TurnEnded) or item is _CLOSED:
+                return
+
+    async def __aenter__(self) -> TurnStream:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if not self._finished:
+            await self.aclose()

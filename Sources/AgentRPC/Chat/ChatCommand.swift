@@ -1,0 +1,183 @@
+import AgentRPCProtocol
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `agentrpc chat`: an interactive terminal conversation for a person. It
+/// starts this same binary as `agentrpc serve` and talks to it as an ordinary
+/// JSON-RPC client, so it exercises exactly what every other client gets.
+public enum ChatCommand {
+    static let usage = "usage: agentrpc chat [--model NAME] [--config FILE] [--session FILE]"
+
+    /// What the command line asked for.
+    struct Options: Equatable {
+        var model: String?
+        var configPath: String?
+        var sessionPath: String?
+    }
+
+    /// Parses `chat`'s arguments; the error is a message for the person.
+    static func parse(_ arguments: [String]) -> Result<Options, ChatUsageError> {
+        var options = Options()
+        var i = 0
+        while i < arguments.count {
+            var name = arguments[i]
+            var value: String?
+            if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            guard ["--model", "--config", "--session"].contains(name) else {
+                return .failure(ChatUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
+            }
+            if value == nil {
+                i += 1
+                guard i < arguments.count else { return .failure(ChatUsageError(message: "option \(name) needs a value")) }
+                value = arguments[i]
+            }
+            switch name {
+            case "--model": options.model = value
+            case "--config": options.configPath = value
+            default: options.sessionPath = value
+            }
+            i += 1
+        }
+        return .success(options)
+    }
+
+    /// Which model the chat talks to, and how the banner describes it.
+    struct ModelChoice {
+        var reference: ModelReference
+        var isDemo: Bool
+        var banner: String
+    }
+
+    /// `--model` wins, then the session file's model, then the config file's
+    /// `defaultModel` (or a model an API key in the environment brings); with
+    /// none of them, the offline demo script.
+    static func chooseModel(options: Options, session: SessionConfig, environment: [String: String]) throws -> ModelChoice {
+        let catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: environment)
+        // The models an API key in the environment brings, to say where a model came from.
+        let fromEnvironment = ModelCatalog.withEnvironmentDefaults(
+            ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment)).models
+        func describe(_ name: String, _ config: ModelConfig) -> String {
+            let origin = catalog.sourcePath.map { fromEnvironment[name] == config ? "the environment" : $0 } ?? "the environment"
+            var text = "Model: \(name) (\(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "")) from \(origin)."
+            if config.provider == .scripted {
+                text += " It is the scripted provider: a fixed script, not a language model."
+            }
+            return text
+        }
+        if let name = options.model {
+            let config = try catalog.resolve(.named(name), field: "--model")
+            return ModelChoice(reference: .named(name), isDemo: false, banner: describe(name, config))
+        }
+        if let reference = session.model {
+            let config = try catalog.resolve(reference, field: "model")
+            if case .named(let name) = reference { return ModelChoice(reference: reference, isDemo: false, banner: describe(name, config)) }
+            var banner = "Model: inline \(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "") from the session file."
+            if config.provider == .scripted { banner += " It is the scripted provider: a fixed script, not a language model." }
+            return ModelChoice(reference: reference, isDemo: false, banner: banner)
+        }
+        if let name = catalog.defaultModel, let config = catalog.models[name] {
+            return ModelChoice(reference: .named(name), isDemo: false, banner: describe(name, config))
+        }
+        return ModelChoice(reference: .inline(ChatDemoScript.model), isDemo: true, banner: ChatDemoScript.banner)
+    }
+
+    /// The session the chat creates: the session file's (if any) with the
+    /// chosen model and the chat's built-in tools added.
+    static func sessionConfig(base: SessionConfig, model: ModelReference) -> SessionConfig {
+        var config = base
+        config.model = model
+        let taken = Set((config.tools ?? []).map(\.name))
+        config.tools = (config.tools ?? []) + ChatToolbox.specs.filter { !taken.contains($0.name) }
+        // A chat is a scratch conversation unless the session file asks to keep it.
+        if config.store == nil { config.store = false }
+        return config
+    }
+
+    static func loadSessionFile(_ path: String) throws -> SessionConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ChatUsageError(message: "cannot read the session file \(path)")
+        }
+        do {
+            return try JSONValue.parse(Array(data)).decode(as: SessionConfig.self)
+        } catch {
+            throw ChatUsageError(message: "the session file \(path) is not a valid session configuration: \(error)")
+        }
+    }
+
+    /// Runs the chat on this process's terminal (or pipes): `write` prints to
+    /// stdout; problems before the chat starts go to stderr. Returns the exit
+    /// status: 0 after `/exit` or Ctrl-D, 1 when the server failed, 2 for a usage error.
+    public static func runCommandLine(arguments: [String], executable: String, write: @escaping (String) -> Void) -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let options: Options
+        switch parse(arguments) {
+        case .success(let parsed): options = parsed
+        case .failure(let error):
+            complain("\(error.message)\n\(usage)")
+            return 2
+        }
+        let choice: ModelChoice
+        let session: SessionConfig
+        do {
+            let base = try options.sessionPath.map(loadSessionFile) ?? SessionConfig()
+            choice = try chooseModel(options: options, session: base, environment: environment)
+            session = sessionConfig(base: base, model: choice.reference)
+        } catch let error as ChatUsageError {
+            complain(error.message)
+            return 2
+        } catch let error as RPCError {
+            complain(error.message)
+            return 2
+        } catch {
+            complain("\(error)")
+            return 2
+        }
+
+        let output = ChatTerminalOutput(styled: wantsStyle(environment), sink: write)
+        output.line("agentrpc chat \(Server.version)")
+        output.line(choice.banner)
+        output.note("Type a message and press Enter. /help lists the commands; Ctrl-C cancels a running turn; Ctrl-D or /exit leaves.")
+
+        var serverArguments = ["serve"]
+        if let path = options.configPath { serverArguments += ["--config", path] }
+        let server = TranscriptServerProcess(executable: executable, arguments: serverArguments, environment: environment, framing: .newline)
+        do {
+            try server.start()
+        } catch {
+            complain("cannot start the server \(executable): \(error.localizedDescription)")
+            return 1
+        }
+        let inbox = ChatInbox()
+        let interrupts = ChatInputSources.catchInterrupts(into: inbox)
+        defer { interrupts.cancel() }
+        ChatInputSources.startForwarding(server, into: inbox)
+        ChatInputSources.startReadingLines(from: STDIN_FILENO, into: inbox)
+
+        let setup = ChatConversation.Setup(session: session, isDemo: choice.isDemo, echoInput: isatty(STDIN_FILENO) == 0)
+        return ChatConversation(setup: setup, server: server, inbox: inbox, output: output).run()
+    }
+
+    /// Styles only for a terminal, and never when the person opted out (NO_COLOR, TERM=dumb).
+    static func wantsStyle(_ environment: [String: String]) -> Bool {
+        isatty(STDOUT_FILENO) != 0 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+    }
+
+    private static func complain(_ message: String) {
+        FileHandle.standardError.write(Data("agentrpc chat: \(message)\n".utf8))
+    }
+}
+
+/// A problem with what the person asked for on the command line.
+struct ChatUsageError: Error {
+    var message: String
+}

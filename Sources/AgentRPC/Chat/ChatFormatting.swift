@@ -1,0 +1,95 @@
+import AgentRPCProtocol
+import Foundation
+
+/// How the chat shows protocol values to a person: one line each, shortened.
+/// Pure functions, so the wording is testable without a terminal.
+enum ChatFormatting {
+    /// Longest single-line rendering of a value before it is cut with "…".
+    static let maxInline = 160
+
+    /// A value on one line: strings as themselves, everything else as compact JSON.
+    static func inline(_ value: JSONValue, limit: Int = maxInline) -> String {
+        let text = value.stringValue ?? value.serializedString()
+        return shorten(text, limit: limit)
+    }
+
+    /// Collapses line breaks and cuts to `limit` characters.
+    static func shorten(_ text: String, limit: Int = maxInline) -> String {
+        let flat = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).joined(separator: " ⏎ ")
+        guard flat.count > limit else { return flat }
+        return String(flat.prefix(max(1, limit - 1))) + "…"
+    }
+
+    /// `name({"a":1})`: how a tool call is shown, with its arguments as the model sent them.
+    static func call(_ name: String, _ arguments: JSONValue) -> String {
+        "\(name)(\(shorten(arguments.serializedString())))"
+    }
+
+    static func toolStarted(_ name: String, _ arguments: JSONValue) -> String { "→ " + call(name, arguments) }
+
+    static func toolFinished(_ outcome: String, _ content: JSONValue) -> String { "← \(outcome): \(inline(content))" }
+
+    static func confirmationQuestion(_ name: String, _ arguments: JSONValue, reason: String?) -> String {
+        let why = reason.map { " (\($0))" } ?? ""
+        return "Allow \(call(name, arguments))?\(why) [y/N] "
+    }
+
+    /// `y`/`yes` in any case approves; anything else, including an empty line, denies.
+    static func isApproval(_ answer: String) -> Bool {
+        ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    /// One transcript entry: `e3 toolOutput  current_time ok: {...}`.
+    static func entry(_ entry: TranscriptEntry) -> String {
+        let head = "\(entry.id) \(entry.type.rawValue)"
+        switch entry.content {
+        case .prompt(let text, let images):
+            let attached = (images?.isEmpty ?? true) ? "" : " [+\(images?.count ?? 0) image(s)]"
+            return "\(head): \(shorten(text))\(attached)"
+        case .response(let text, _, let incomplete):
+            return "\(head): \(shorten(text))" + (incomplete ? " [incomplete]" : "")
+        case .reasoning(let text, _):
+            return "\(head): \(shorten(text))"
+        case .toolCalls(let calls, _, let text):
+            let said = text.map { " — said: \(shorten($0, limit: 60))" } ?? ""
+            return "\(head): " + calls.map { call($0.name, $0.arguments) }.joined(separator: ", ") + said
+        case .toolOutput(_, let name, let outcome, let content, _):
+            return "\(head): \(name) \(outcome.rawValue): \(inline(content))"
+        }
+    }
+
+    /// The line after a turn: tokens if the provider reported any, round trips and tool calls.
+    static func turnSummary(usage: Usage?, roundTrips: Int?, toolCalls: Int?) -> String {
+        var parts: [String] = []
+        if let u = usage {
+            var tokens = "\(u.inputTokens) in, \(u.outputTokens) out"
+            if let c = u.cachedInputTokens, c > 0 { tokens += ", \(c) cached" }
+            if let r = u.reasoningTokens, r > 0 { tokens += ", \(r) reasoning" }
+            parts.append("usage: \(tokens) tokens")
+        } else {
+            parts.append("usage: not reported by the provider")
+        }
+        if let n = roundTrips { parts.append(plural(n, "round trip")) }
+        if let n = toolCalls, n > 0 { parts.append(plural(n, "tool call")) }
+        return "(" + parts.joined(separator: " · ") + ")"
+    }
+
+    static func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
+    /// An error from the server: its stable `data.kind`, its message, and for a
+    /// provider error the provider's own code and safe description.
+    static func error(_ error: RPCError) -> String {
+        let kind = error.kind.rawValue.isEmpty ? "code \(error.code.rawValue)" : error.kind.rawValue
+        var text = "error [\(kind)]: \(error.message)"
+        if let provider = error.data["provider"]?.objectValue {
+            var details: [String] = []
+            if let code = provider["code"]?.stringValue { details.append("provider code \(code)") }
+            if let safe = provider["safeDescription"]?.stringValue, safe != error.message { details.append(safe) }
+            if provider["requiresUserAction"]?.boolValue == true { details.append("needs action on your account") }
+            if provider["retryGuidance"]?["kind"]?.stringValue == "retryWithBackoff" { details.append("may work if retried later") }
+            if !details.isEmpty { text += " (" + details.joined(separator: "; ") + ")" }
+        }
+        if let limit = error.data["limit"], error.data["provider"] == nil { text += " (limit \(inline(limit)))" }
+        return text
+    }
+}

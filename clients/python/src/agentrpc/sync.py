@@ -1,0 +1,551 @@
+"""A blocking facade over the asyncio client, for scripts and notebooks.
+
+>>> from agentrpc.sync import Client                      # doctest: +SKIP
+>>> with Client.spawn() as client:
+...     session = client.open_session(model="gpt", tools=[get_weather])
+...     print(session.send("Weather in Paris?").text)
+...     for event in session.stream("And in Rome?"):
+...         ...
+
+The same methods as :class:`agentrpc.Client` and :class:`agentrpc.Session`,
+returning the same types, but blocking. An event loop runs in a background
+thread owned by the client; every call hands a coroutine to it and waits.
+Consequences worth knowing:
+
+* ``@tool`` functions, ``on_confirm`` and ``on_request`` handlers that are
+  plain functions run in worker threads, so they may block (ask on the
+  terminal, do I/O); coroutine functions run on the background loop.
+* ``on_notification`` callbacks run on the background loop's thread and
+  must return quickly.
+* Ctrl-C (``KeyboardInterrupt``) while a call blocks withdraws that request:
+  a running ``send`` is cancelled on the server with ``$/cancelRequest``.
+* To stop a turn from another thread, call ``session.cancel()`` there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from . import client as _async_client
+from . import session as _async_session
+from .client import DEFAULT, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
+from .events import Event
+from .retry import RefreshAuth
+from .tools import Tool
+from .types import (
+    GenerateResult,
+    Limits,
+    MutationResult,
+    PropertiesResult,
+    SessionState,
+    Transcript,
+    TurnResult,
+)
+
+__all__ = ["Client", "Session", "TurnStream", "EventStream"]
+
+_T = TypeVar("_T")
+
+
+class _Portal:
+    """An event loop in a daemon thread, and a blocking way to run coroutines on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="agentrpc-sync-loop", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            self.loop.close()
+
+    def call(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coroutine`` on the loop and wait; Ctrl-C cancels it there."""
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            raise RuntimeError(
+                "a blocking agentrpc.sync call was made from the client's own loop thread "
+                "(inside an async tool or callback); use the asyncio API there"
+            )
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+        except concurrent.futures.CancelledError as exc:
+            raise asyncio.CancelledError() from exc
+
+    def soon(self, function: Callable[[], Any]) -> None:
+        """Run ``function`` on the loop thread without waiting."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(function)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop and join its thread (bounded)."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+
+def _threaded(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain function becomes a coroutine function that runs it in a worker thread."""
+    if inspect.iscoroutinefunction(handler):
+        return handler
+
+    async def run(*args: Any) -> Any:
+        result = await asyncio.to_thread(handler, *args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run
+
+
+class Client:
+    """Blocking twin of :class:`agentrpc.Client`; create it with :meth:`spawn`."""
+
+    def __init__(self, portal: _Portal, inner: _async_client.Client) -> None:
+        self._portal = portal
+        #: The underlying asyncio client (lives on the background loop).
+        self.async_client = inner
+        self._session_handles: dict[str, Session] = {}
+
+    @classmethod
+    def spawn(
+        cls,
+        binary: str | os.PathLike[str] | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        initialize: bool = True,
+        capabilities: Mapping[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        request_timeout: float | None = None,
+        *,
+        on_confirm: ConfirmHandler | None = None,
+        shutdown_timeout: float = 5.0,
+        stderr_tail_lines: int = 200,
+        inherit_env: bool = True,
+    ) -> Client:
+        """Start a server and run the handshake; see :meth:`agentrpc.Client.spawn`.
+
+        Use as ``with Client.spawn() as client:``, or call :meth:`close`.
+        """
+        portal = _Portal()
+
+        async def start() -> _async_client.Client:
+            return await _async_client.Client.spawn(
+                binary, args, env, cwd, initialize, capabilities, client_info, request_timeout,
+                on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
+                shutdown_timeout=shutdown_timeout, stderr_tail_lines=stderr_tail_lines,
+                inherit_env=inherit_env,
+            )
+
+        try:
+            inner = portal.call(start())
+        except BaseException:
+            portal.stop()
+            raise
+        return cls(portal, inner)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Shut the server down politely and stop the background loop."""
+        if self._portal.loop.is_closed():
+            return
+        try:
+            self._portal.call(self.async_client.close())
+        finally:
+            self._portal.stop()
+
+    def _call(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return self._portal.call(coroutine)
+
+    # -- facts -----------------------------------------------------------------
+
+    @property
+    def initialize_result(self) -> JSONObject | None:
+        """The ``initialize`` result."""
+        return self.async_client.initialize_result
+
+    @property
+    def server_info(self) -> JSONObject | None:
+        """``serverInfo`` from the handshake."""
+        return self.async_client.server_info
+
+    @property
+    def server_capabilities(self) -> JSONObject | None:
+        """``capabilities`` from the handshake."""
+        return self.async_client.server_capabilities
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The protocol version the server answered with."""
+        return self.async_client.protocol_version
+
+    @property
+    def stderr_tail(self) -> str:
+        """The server's most recent stderr lines."""
+        return self.async_client.stderr_tail
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self.async_client.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit code once it has exited."""
+        return self.async_client.returncode
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is gone."""
+        return self.async_client.closed
+
+    # -- plain requests ----------------------------------------------------------
+
+    def initialize(self, capabilities: Mapping[str, Any] | None = None,
+                   client_info: Mapping[str, Any] | None = None) -> JSONObject:
+        """``initialize`` (for a client spawned with ``initialize=False``)."""
+        return self._call(self.async_client.initialize(capabilities, client_info))
+
+    def request(self, method: str, params: Any = None, timeout: float | None | _Default = DEFAULT) -> Any:
+        """Send a request and return its result (see :meth:`agentrpc.Client.request`)."""
+        return self._call(self.async_client.request(method, params, timeout))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification."""
+        self._call(self.async_client.notify(method, params))
+
+    def on_notification(self, method: str, callback: NotificationCallback) -> Callable[[], None]:
+        """Call ``callback(params)`` for each ``method`` notification (on the loop thread)."""
+        return self.async_client.on_notification(method, callback)
+
+    def on_request(self, method: str, handler: RequestHandler) -> Callable[[], None]:
+        """Answer the server's ``method`` requests; plain functions run in a worker thread."""
+        return self.async_client.on_request(method, _threaded(handler))
+
+    # -- sessions ------------------------------------------------------------------
+
+    def _wrap(self, inner: _async_session.Session) -> Session:
+        handle = self._session_handles.get(inner.id)
+        if handle is None or handle.async_session is not inner:
+            handle = Session(self, inner)
+            self._session_handles[inner.id] = handle
+        return handle
+
+    def open_session(
+        self,
+        config: Mapping[str, Any] | None = None,
+        /,
+        *,
+        model: str | Mapping[str, Any] | None = None,
+        role: Mapping[str, Any] | None = None,
+        persona: str | None = None,
+        directives: str | Sequence[str] | None = None,
+        instructions: str | None = None,
+        tools: Sequence[Any] | None = None,
+        guards: Sequence[Mapping[str, Any]] | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
+        tool_choice: Any = None,
+        transcript_error_policy: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+        context_sources: Sequence[str | Mapping[str, Any]] | None = None,
+        properties: Mapping[str, Any] | None = None,
+        profiles: Mapping[str, Any] | None = None,
+        blocks: Mapping[str, Any] | None = None,
+        router: Mapping[str, Any] | None = None,
+        store: bool | None = None,
+        user_id: str | None = None,
+        title: str | None = None,
+    ) -> Session:
+        """``session/create``; the same keywords as :meth:`agentrpc.Client.open_session`."""
+        inner = self._call(self.async_client.open_session(
+            config, model=model, role=role, persona=persona, directives=directives,
+            instructions=instructions, tools=tools, guards=guards, limits=limits,
+            tool_choice=tool_choice, transcript_error_policy=transcript_error_policy, egress=egress,
+            context_sources=context_sources, properties=properties, profiles=profiles, blocks=blocks,
+            router=router, store=store, user_id=user_id, title=title,
+        ))
+        return self._wrap(inner)
+
+    #: Same as :meth:`open_session`.
+    create_session = open_session
+
+    def resume_session(self, session_id: str, *, tools: Sequence[Any] = ()) -> Session:
+        """``session/resume``: load a stored session."""
+        return self._wrap(self._call(self.async_client.resume_session(session_id, tools=tools)))
+
+    def session(self, session_id: str) -> Session:
+        """The handle for a session id."""
+        return self._wrap(self.async_client.session(session_id))
+
+    def get_state(self, session_id: str) -> JSONObject:
+        """``session/getState`` as a dict."""
+        return self._call(self.async_client.get_state(session_id))
+
+    def get_transcript(self, session_id: str) -> JSONObject:
+        """``session/getTranscript`` as a dict."""
+        return self._call(self.async_client.get_transcript(session_id))
+
+    def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
+        """``session/list``."""
+        return self._call(self.async_client.list_sessions(cursor, limit))
+
+    def close_session(self, session_id: str) -> None:
+        """``session/close``."""
+        self._call(self.async_client.close_session(session_id))
+        self._session_handles.pop(session_id, None)
+
+    def delete_session(self, session_id: str) -> None:
+        """``session/delete``."""
+        self._call(self.async_client.delete_session(session_id))
+        self._session_handles.pop(session_id, None)
+
+
+class Session:
+    """Blocking twin of :class:`agentrpc.Session`."""
+
+    def __init__(self, client: Client, inner: _async_session.Session) -> None:
+        self.client = client
+        #: The underlying asyncio session.
+        self.async_session = inner
+
+    def __repr__(self) -> str:
+        return f"sync.Session({self.id!r})"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.client.closed:
+            self.close()
+
+    def _call(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return self.client._portal.call(coroutine)
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self.async_session.id
+
+    @property
+    def revision(self) -> int | None:
+        """Revision reported when the session was created or resumed."""
+        return self.async_session.revision
+
+    @property
+    def active_profile(self) -> Any:
+        """Active profile reported when the session was created or resumed."""
+        return self.async_session.active_profile
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The client-side tools of this session."""
+        return self.async_session.tools
+
+    def add_tools(self, *tools: Any) -> None:
+        """Answer this session's calls of these tools with their functions."""
+        self.async_session.add_tools(*tools)
+
+    def send(
+        self,
+        input: _async_session.Input,
+        *,
+        images: Iterable[Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        timeout: float | None | _Default = None,
+        retry: bool = False,
+        refresh_auth: RefreshAuth | None = None,
+        **option_kwargs: Any,
+    ) -> TurnResult:
+        """Run one turn and return its :class:`~agentrpc.TurnResult` (see the async ``send``)."""
+        return self._call(self.async_session.send(
+            input, images=images, options=options, timeout=timeout, retry=retry,
+            refresh_auth=_threaded(refresh_auth) if refresh_auth is not None else None, **option_kwargs,
+        ))
+
+    def stream(
+        self,
+        input: _async_session.Input,
+        *,
+        images: Iterable[Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        timeout: float | None | _Default = None,
+        **option_kwargs: Any,
+    ) -> TurnStream:
+        """Run one turn, iterating its events; ``stream.result`` afterwards."""
+        inner = self.async_session.stream(input, images=images, options=options, timeout=timeout, **option_kwargs)
+        return TurnStream(self.client._portal, inner)
+
+    def generate(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> Any:
+        """Structured output (see the async ``generate``)."""
+        return self.generate_result(input, schema, **kwargs).value
+
+    def generate_result(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> GenerateResult:
+        """Structured output with the turn id and usage."""
+        if kwargs.get("refresh_auth") is not None:
+            kwargs["refresh_auth"] = _threaded(kwargs["refresh_auth"])
+        return self._call(self.async_session.generate_result(input, schema, **kwargs))
+
+    def cancel(self) -> bool:
+        """``session/cancel`` (safe to call from any thread)."""
+        return self._call(self.async_session.cancel())
+
+    def confirm(self, call_id: str, approve: bool | str = True, reason: str | None = None) -> None:
+        """``session/confirm``."""
+        self._call(self.async_session.confirm(call_id, approve, reason))
+
+    def approve(self, call_id: str, reason: str | None = None) -> None:
+        """Approve the pending call."""
+        self.confirm(call_id, True, reason)
+
+    def deny(self, call_id: str, reason: str | None = None) -> None:
+        """Deny the pending call."""
+        self.confirm(call_id, False, reason)
+
+    def state(self) -> SessionState:
+        """``session/getState``."""
+        return self._call(self.async_session.state())
+
+    def transcript(self) -> Transcript:
+        """``session/getTranscript``."""
+        return self._call(self.async_session.transcript())
+
+    def mutate_transcript(
+        self,
+        operations: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        expected_revision: int | None = None,
+    ) -> MutationResult:
+        """``session/mutateTranscript`` (build operations with :mod:`agentrpc.ops`)."""
+        return self._call(self.async_session.mutate_transcript(operations, expected_revision=expected_revision))
+
+    def set_properties(
+        self, set: Mapping[str, Any] | None = None, remove: Sequence[str] | None = None
+    ) -> PropertiesResult:
+        """``session/setProperties``."""
+        return self._call(self.async_session.set_properties(set, remove))
+
+    def close(self) -> None:
+        """``session/close``."""
+        self.client.close_session(self.id)
+
+    def delete(self) -> None:
+        """``session/delete``."""
+        self.client.delete_session(self.id)
+
+    def watch(self) -> EventStream:
+        """This session's typed events until :meth:`EventStream.close` (from any thread)."""
+        return EventStream(self.client._portal, self.async_session.watch())
+
+
+async def _next(iterator: Any) -> tuple[bool, Any]:
+    try:
+        return True, await iterator.__anext__()
+    except StopAsyncIteration:
+        return False, None
+
+
+class TurnStream(Iterator[Event]):
+    """Blocking twin of :class:`agentrpc.TurnStream`: ``for event in stream``."""
+
+    def __init__(self, portal: _Portal, inner: _async_session.TurnStream) -> None:
+        self._portal = portal
+        #: The underlying asyncio stream.
+        self.async_stream = inner
+
+    def __iter__(self) -> TurnStream:
+        return self
+
+    def __next__(self) -> Event:
+        more, event = self._portal.call(_next(self.async_stream))
+        if not more:
+            raise StopIteration
+        assert isinstance(event, Event)
+        return event
+
+    @property
+    def result(self) -> TurnResult | None:
+        """The turn's result once iteration ended normally."""
+        return self.async_stream.result
+
+    @property
+    def error(self) -> BaseException | None:
+        """The exception the turn failed with, if it did."""
+        return self.async_stream.error
+
+    @property
+    def text(self) -> str:
+        """Text streamed so far."""
+        return self.async_stream.text
+
+    @property
+    def done(self) -> bool:
+        """True once iteration is over."""
+        return self.async_stream.done
+
+    def get_result(self) -> TurnResult:
+        """Consume the remaining events; return the result or raise the turn's error."""
+        return self._portal.call(self.async_stream.get_result())
+
+    def close(self) -> None:
+        """Stop; withdraw the turn if it still runs."""
+        self._portal.call(self.async_stream.aclose())
+
+    def __enter__(self) -> TurnStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.done:
+            self.close()
+
+
+class EventStream(Iterator[Event]):
+    """Blocking twin of :class:`agentrpc.EventStream`."""
+
+    def __init__(self, portal: _Portal, inner: _async_session.EventStream) -> None:
+        self._portal = portal
+        self._inner = inner
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> Event:
+        more, event = self._portal.call(_next(self._inner))
+        if not more:
+            raise StopIteration
+        assert isinstance(event, Event)
+        return event
+
+    def close(self) -> None:
+        """Stop receiving; safe from any thread, ends a blocked iteration."""
+        self._portal.soon(self._inner.close)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

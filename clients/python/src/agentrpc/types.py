@@ -1,0 +1,361 @@
+"""Typed views of the server's results (PROTOCOL.md §3 and §5).
+
+Each class is a frozen dataclass with snake_case fields, built from the wire's
+camelCase object by ``from_wire``. Decoding is lenient: a missing field takes
+a neutral default and an unknown one is ignored, so a newer server never
+makes the client fail to read a result. The object as received is kept in
+``raw`` (left out of ``repr`` and comparisons) for fields this client does
+not know yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Usage",
+    "TurnMessage",
+    "TurnResult",
+    "GenerateResult",
+    "ToolCall",
+    "PendingConfirmation",
+    "ConfirmationCall",
+    "SchemaWarning",
+    "ContextDiagnostic",
+    "SessionState",
+    "Transcript",
+    "MutationResult",
+    "PropertiesResult",
+    "Limits",
+]
+
+
+class _WireLookup:
+    """``result["wireKey"]`` reads the object as received, for code written
+    against the plain-dict API (``result["message"]["text"]``)."""
+
+    __slots__ = ()
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of a turn (summed over its round trips) or of one report."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Usage:
+        """Decode ``{inputTokens, outputTokens, cachedInputTokens?, reasoningTokens?}``."""
+        obj = _obj(value)
+        return cls(
+            _int(obj.get("inputTokens")),
+            _int(obj.get("outputTokens")),
+            _opt_int(obj.get("cachedInputTokens")),
+            _opt_int(obj.get("reasoningTokens")),
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMessage:
+    """The response entry a completed turn appended."""
+
+    entry_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult(_WireLookup):
+    """What ``session/send`` answers when a turn completes.
+
+    ``stop_reason`` is ``"completed"`` or ``"finalAnswer"`` (then
+    ``final_answer`` holds the final tool's arguments).
+    """
+
+    turn_id: str
+    message: TurnMessage
+    stop_reason: str
+    final_answer: Any
+    usage: Usage
+    round_trips: int
+    tool_calls: int
+    revision: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """Shortcut for ``message.text``."""
+        return self.message.text
+
+    @classmethod
+    def from_wire(cls, value: Any) -> TurnResult:
+        """Decode a wire ``TurnResult``."""
+        obj = _obj(value)
+        message = _obj(obj.get("message"))
+        return cls(
+            turn_id=_str(obj.get("turnId")),
+            message=TurnMessage(_str(message.get("entryId")), _str(message.get("text"))),
+            stop_reason=_str(obj.get("stopReason"), "completed"),
+            final_answer=obj.get("finalAnswer"),
+            usage=Usage.from_wire(obj.get("usage")),
+            round_trips=_int(obj.get("roundTrips")),
+            tool_calls=_int(obj.get("toolCalls")),
+            revision=_int(obj.get("revision")),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateResult:
+    """What ``session/generate`` answers: the validated value, its turn and usage.
+
+    ``value`` is already converted to the requested Python type (a dataclass
+    instance when a dataclass was given); ``raw_value`` is the JSON as received.
+    """
+
+    value: Any
+    turn_id: str
+    usage: Usage
+    raw_value: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the model made it (``activeToolCalls`` items)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+
+    @classmethod
+    def from_wire(cls, value: Any) -> ToolCall:
+        """Decode ``{callId, name, arguments}``."""
+        obj = _obj(value)
+        return cls(_str(obj.get("callId")), _str(obj.get("name")), obj.get("arguments"))
+
+
+@dataclass(frozen=True, slots=True)
+class PendingConfirmation:
+    """A tool call waiting for ``session/confirm``."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    reason: str | None = None
+
+    @classmethod
+    def from_wire(cls, value: Any) -> PendingConfirmation:
+        """Decode ``{callId, name, arguments, reason?}``."""
+        obj = _obj(value)
+        return cls(_str(obj.get("callId")), _str(obj.get("name")), obj.get("arguments"), _opt_str(obj.get("reason")))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationCall:
+    """What an ``on_confirm`` callback is asked about (``confirmation/request``).
+
+    ``session`` is the :class:`~agentrpc.Session` handle when the client knows
+    the session (it was opened or resumed through this client), else ``None``.
+    """
+
+    session_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    arguments: Any
+    reason: str | None = None
+    session: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaWarning:
+    """A part of a tool's input schema the provider could not take as it is."""
+
+    tool: str
+    path: str
+    message: str
+
+    @classmethod
+    def from_wire(cls, value: Any) -> SchemaWarning:
+        """Decode ``{tool, path, message}``."""
+        obj = _obj(value)
+        return cls(_str(obj.get("tool")), _str(obj.get("path")), _str(obj.get("message")))
+
+
+@dataclass(frozen=True, slots=True)
+class ContextDiagnostic:
+    """A context source that could not be refreshed."""
+
+    source: str
+    message: str
+
+    @classmethod
+    def from_wire(cls, value: Any) -> ContextDiagnostic:
+        """Decode ``{source, message}``."""
+        obj = _obj(value)
+        return cls(_str(obj.get("source")), _str(obj.get("message")))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState(_WireLookup):
+    """``session/getState``: an observable session (PROTOCOL.md §5)."""
+
+    session_id: str
+    is_running: bool
+    turn_id: str | None
+    current_text: str
+    active_tool_calls: list[ToolCall]
+    pending_confirmation: PendingConfirmation | None
+    last_usage_report: Usage | None
+    last_schema_warnings: list[SchemaWarning]
+    last_context_diagnostics: list[ContextDiagnostic]
+    active_profile: str | None
+    properties: dict[str, Any]
+    revision: int
+    entry_count: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> SessionState:
+        """Decode a wire ``SessionState``."""
+        obj = _obj(value)
+        pending = obj.get("pendingConfirmation")
+        usage = obj.get("lastUsageReport")
+        return cls(
+            session_id=_str(obj.get("sessionId")),
+            is_running=obj.get("isRunning") is True,
+            turn_id=_opt_str(obj.get("turnId")),
+            current_text=_str(obj.get("currentText")),
+            active_tool_calls=[ToolCall.from_wire(c) for c in obj.get("activeToolCalls") or []],
+            pending_confirmation=PendingConfirmation.from_wire(pending) if isinstance(pending, Mapping) else None,
+            last_usage_report=Usage.from_wire(usage) if isinstance(usage, Mapping) else None,
+            last_schema_warnings=[SchemaWarning.from_wire(w) for w in obj.get("lastSchemaWarnings") or []],
+            last_context_diagnostics=[ContextDiagnostic.from_wire(d) for d in obj.get("lastContextDiagnostics") or []],
+            active_profile=_opt_str(obj.get("activeProfile")),
+            properties=_obj(obj.get("properties")),
+            revision=_int(obj.get("revision")),
+            entry_count=_int(obj.get("entryCount")),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript(_WireLookup):
+    """``session/getTranscript``: the entries, as wire dicts, and the instructions.
+
+    Entries stay plain dicts (``{"id", "type", ...}``, PROTOCOL.md §5) so they
+    can be edited and handed straight back to ``mutate_transcript``.
+    Iterating a transcript iterates its entries.
+    """
+
+    revision: int
+    instructions: str
+    entries: list[dict[str, Any]]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Transcript:
+        """Decode ``{revision, instructions, entries}``."""
+        obj = _obj(value)
+        entries = [dict(e) for e in obj.get("entries") or [] if isinstance(e, Mapping)]
+        return cls(_int(obj.get("revision")), _str(obj.get("instructions")), entries, obj)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def ids(self) -> list[str]:
+        """The entry ids, in order."""
+        return [_str(e.get("id")) for e in self.entries]
+
+    def get(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry with ``entry_id``, or ``None``."""
+        return next((e for e in self.entries if e.get("id") == entry_id), None)
+
+    def of_type(self, entry_type: str) -> list[dict[str, Any]]:
+        """Entries of one type (``"prompt"``, ``"response"``, ``"toolCalls"``, ...)."""
+        return [e for e in self.entries if e.get("type") == entry_type]
+
+
+@dataclass(frozen=True, slots=True)
+class MutationResult:
+    """``session/mutateTranscript``: the new revision and entry count."""
+
+    revision: int
+    entry_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class PropertiesResult:
+    """``session/setProperties``: the properties and active profile afterwards."""
+
+    properties: dict[str, Any]
+    active_profile: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-turn limits (ENGINE.md §1 ``limits``); ``None`` keeps the server default.
+
+    Usable for ``create_session(limits=...)`` and ``send(limits=...)``.
+    """
+
+    max_tool_calls: int | None = None
+    max_round_trips: int | None = None
+    wall_clock_seconds: float | None = None
+    tool_timeout_seconds: float | None = None
+    confirmation_timeout_seconds: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire object, without the fields left at ``None``."""
+        return {
+            wire: getattr(self, name)
+            for name, wire in LIMITS_WIRE_NAMES.items()
+            if getattr(self, name) is not None
+        }
+
+
+#: Limits' Python names and their wire names.
+LIMITS_WIRE_NAMES: dict[str, str] = {
+    "max_tool_calls": "maxToolCalls",
+    "max_round_trips": "maxRoundTrips",
+    "wall_clock_seconds": "wallClockSeconds",
+    "tool_timeout_seconds": "toolTimeoutSeconds",
+    "confirmation_timeout_seconds": "confirmationTimeoutSeconds",
+}
