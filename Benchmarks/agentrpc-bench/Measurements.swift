@@ -67,6 +67,8 @@ struct ColdStartFigures {
     var startups: Samples
     var idlePeakKiB: [Int]
     var idleRSSKiB: [Int]
+    var idleAnonKiB: [Int]
+    var medianIdleAnonKiB: Int { idleAnonKiB.sorted()[idleAnonKiB.count / 2] }
     var medianIdlePeakKiB: Int { idlePeakKiB.sorted()[idlePeakKiB.count / 2] }
     var medianIdleRSSKiB: Int { idleRSSKiB.sorted()[idleRSSKiB.count / 2] }
 }
@@ -326,6 +328,7 @@ struct Measurements {
         var times: [UInt64] = []
         var peaks: [Int] = []
         var rss: [Int] = []
+        var anon: [Int] = []
         for _ in 0..<spawns {
             let t0 = nowNanos()
             let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
@@ -334,9 +337,10 @@ struct Measurements {
             let m = try server.memory()
             peaks.append(m.peakKiB)
             rss.append(m.rssKiB)
+            anon.append(m.anonKiB)
             let status = server.finish()
             if status != 0 { throw BenchError("the server exited with status \(status) at end of input") }
         }
-        return ColdStartFigures(startups: Samples(times), idlePeakKiB: peaks, idleRSSKiB: rss)
+        return ColdStartFigures(startups: Samples(times), idlePeakKiB: peaks, idleRSSKiB: rss, idleAnonKiB: anon)
     }
 }

@@ -206,19 +206,22 @@ final class ServerProcess {
         return status
     }
 
-    /// Current and peak resident set size from `/proc/<pid>/status`, in KiB.
-    func memory() throws -> (rssKiB: Int, peakKiB: Int) {
+    /// Current and peak resident set size from `/proc/<pid>/status`, in KiB, and
+    /// the anonymous (private, not file-backed) part of the current one.
+    func memory() throws -> (rssKiB: Int, peakKiB: Int, anonKiB: Int) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
             throw BenchError("cannot read /proc/\(pid)/status")
         }
         var rss = -1
         var hwm = -1
+        var anon = -1
         for line in text.split(separator: "\n") {
+            if line.hasPrefix("RssAnon:") { anon = Self.kibValue(line) }
             if line.hasPrefix("VmRSS:") { rss = Self.kibValue(line) }
             if line.hasPrefix("VmHWM:") { hwm = Self.kibValue(line) }
         }
         guard rss >= 0, hwm >= 0 else { throw BenchError("no VmRSS/VmHWM in /proc/\(pid)/status") }
-        return (rss, hwm)
+        return (rss, hwm, anon)
     }
 
     /// CPU time the server has used so far, all threads, in nanoseconds: the sum

@@ -186,11 +186,12 @@ do {
         let c = try bench.coldStart(spawns: options.spawns)
         rows.append(Row(label: "5  cold start to the initialize answer (median of \(c.startups.count))", value: "\(c.startups.median.millis.fixed(2)) ms"))
         rows.append(Row(label: "   min / max", value: "\(c.startups.min.millis.fixed(2)) / \(c.startups.max.millis.fixed(2)) ms"))
-        rows.append(Row(label: "   idle server peak RSS (VmHWM) / RSS", value: "\(c.medianIdlePeakKiB) / \(c.medianIdleRSSKiB) KiB"))
+        rows.append(Row(label: "   idle server peak RSS (VmHWM) / RSS / anonymous part", value: "\(c.medianIdlePeakKiB) / \(c.medianIdleRSSKiB) / \(c.medianIdleAnonKiB) KiB"))
         json["coldStartMillis"] = .double(c.startups.median.millis.rounded(places: 2))
         json["coldStartMillisMin"] = .double(c.startups.min.millis.rounded(places: 2))
         json["idlePeakRSSKiB"] = .int(c.medianIdlePeakKiB)
         json["idleRSSKiB"] = .int(c.medianIdleRSSKiB)
+        json["idleAnonRSSKiB"] = .int(c.medianIdleAnonKiB)
     }
 
     if options.only.contains("encode") {
