@@ -166,6 +166,9 @@ final class Engine: Sendable {
         if let model = config.model {
             _ = try catalog.resolve(model, field: "model")
         }
+        if client.withLock({ $0.0.tools }) == false, !(config.tools ?? []).isEmpty {
+            throw RPCError.invalidConfiguration("the session declares tools, but the client said it runs none (capabilities.tools: false)", field: "tools")
+        }
         // Resolving once now reports unknown tool names, blocks and cases at create time.
         _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
         if sessions.withLock({ $0.count }) >= options.maxSessions {

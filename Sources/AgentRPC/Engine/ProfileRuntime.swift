@@ -96,7 +96,7 @@ extension AgentSession {
         let params = HookCallParams(sessionId: id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
         let result: HookCallResult
         do {
-            let raw = try await context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(60, turn.limits.wallClockSeconds))
+            let raw = try await context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(context.options.clientRequestTimeoutSeconds, turn.limits.wallClockSeconds))
             result = try raw.decode(as: HookCallResult.self)
         } catch OutgoingRequestError.rpc(let e) {
             throw hookError("the client's \(hook.rawValue) hook failed: \(e.message)", ["clientError": e.json])

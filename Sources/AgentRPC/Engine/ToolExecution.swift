@@ -86,6 +86,8 @@ extension AgentSession {
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
         let verdict = guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
+            // A policy settled it: no question was asked, but clients still see who decided.
+            emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy))
             return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
@@ -95,7 +97,13 @@ extension AgentSession {
             if control.reason != nil { throw CancellationError() }
             if answer.decision == .deny {
                 let why = answer.reason.map { ": \($0)" } ?? "."
-                return try await output(.denied, .string("The user declined this call\(why)"), turn: &turn)
+                let text: String
+                switch answer.source {
+                case .cancel: text = "The call was not run: the turn was cancelled before it was confirmed."
+                case .timeout: text = "The call was not run: " + (answer.reason ?? "no confirmation arrived in time") + "."
+                default: text = "The user declined this call\(why)"
+                }
+                return try await output(.denied, .string(text), turn: &turn)
             }
         }
 
@@ -266,7 +274,7 @@ extension AgentSession {
         } else {
             let params = ContextRefreshParams(sessionId: id, turnId: turn.id, sources: sources.map(\.name))
             do {
-                let raw = try await context.channel.request(ContextRefreshRequest.name, try JSONValue(encoding: params), timeout: min(30, turn.limits.wallClockSeconds))
+                let raw = try await context.channel.request(ContextRefreshRequest.name, try JSONValue(encoding: params), timeout: min(context.options.clientRequestTimeoutSeconds, 30, turn.limits.wallClockSeconds))
                 let result = try raw.decode(as: ContextRefreshResult.self)
                 for source in sources {
                     if let value = result.values[source.name] {

@@ -150,6 +150,10 @@ final class Dispatcher: Sendable {
         if inFlight.withLock({ $0[id] != nil }) {
             return .immediate(.failure(id, RPCError(.invalidRequest, "request id \(id) is already in use by a running request")))
         }
+        // Refuse before the handler runs: a refused request must have started nothing.
+        if inFlight.withLock({ $0.count }) >= maxInFlight {
+            return .immediate(.failure(id, RPCError(.overloaded, "too many requests in flight; retry later")))
+        }
         let context = RequestContext(requestID: id, method: method)
         let reply: Reply<JSONValue>
         do {
@@ -161,9 +165,6 @@ final class Dispatcher: Sendable {
         case .now(let value):
             return .immediate(.success(id, value))
         case .later(let work):
-            if inFlight.withLock({ $0.count }) >= maxInFlight {
-                return .immediate(.failure(id, RPCError(.overloaded, "too many requests in flight; retry later")))
-            }
             let logger = self.logger
             let task = Task<Message?, Never> {
                 do {

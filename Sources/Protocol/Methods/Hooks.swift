@@ -12,7 +12,8 @@ public enum HookCallRequest: RPCMethod {
 /// `hook/call` params.
 public struct HookCallParams: Codable, Sendable, Hashable {
     public var sessionId: String
-    /// Absent for hooks fired outside a turn (e.g. `onActivate` after `session/setProperties`).
+    /// The turn the hook runs in. Hooks run only inside turns today; the field is
+    /// optional so a hook point outside a turn can be added without a protocol change.
     public var turnId: String?
     public var hook: HookName
     public var profile: String
