@@ -37,7 +37,10 @@ actor AgentSession {
     var earlyConfirmation: (callId: String, answer: ConfirmationAnswer)?
     var lastContextValues: [String: String] = [:]
     /// Providers by model reference; a scripted provider keeps its place in the script across turns.
-    var providers: [ModelReference: any ModelProvider] = [:]
+    var providers: [(reference: ModelReference, provider: any ModelProvider)] = []
+    var lastProvider: (reference: ModelReference, provider: any ModelProvider)?
+    /// Compiled tool input schemas by tool name (recompiled if a profile's schema differs).
+    var inputValidators: [String: (schema: JSONValue, validator: JSONSchemaValidator)] = [:]
     /// The profile the last round trip resolved (nil before the first, with profiles).
     var activeProfile: ResolvedProfile?
     /// What was sent last per model, for `cacheInvalidated`.

@@ -13,11 +13,28 @@ extension AgentSession {
 
     /// The provider for a model reference, created once per session.
     func provider(for reference: ModelReference) throws -> any ModelProvider {
-        if let existing = providers[reference] { return existing }
-        let modelConfig = try context.catalog.resolve(reference, field: "model")
-        let made = try ProviderFactory.make(modelConfig, environment: context.options.environment)
-        providers[reference] = made
-        return made
+        // Looked up every round trip: an inline scripted model's reference holds its
+        // whole script, so hashing it each time would cost more than the round trip.
+        // The same reference is usually a copy sharing storage, which `==` sees at once.
+        if let last = lastProvider, last.reference == reference { return last.provider }
+        let found: any ModelProvider
+        if let existing = providers.first(where: { $0.reference == reference }) {
+            found = existing.provider
+        } else {
+            let modelConfig = try context.catalog.resolve(reference, field: "model")
+            found = try ProviderFactory.make(modelConfig, environment: context.options.environment)
+            providers.append((reference, found))
+        }
+        lastProvider = (reference, found)
+        return found
+    }
+
+    /// A compiled validator for a tool's input schema, compiled once per schema.
+    func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {
+        if let cached = inputValidators[tool], cached.schema == schema { return cached.validator }
+        let validator = try JSONSchemaValidator(schema: schema)
+        inputValidators[tool] = (schema, validator)
+        return validator
     }
 
     // MARK: Pre-flight checks

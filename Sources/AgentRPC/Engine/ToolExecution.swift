@@ -45,7 +45,7 @@ extension AgentSession {
         if let schema {
             let violations: [JSONSchemaViolation]
             do {
-                violations = try JSONSchemaValidator(schema: schema).validate(arguments)
+                violations = try inputValidator(for: call.name, schema: schema).validate(arguments)
             } catch {
                 violations = []
                 context.logger.warning("tool \(call.name) has an unusable input schema: \(error)")
