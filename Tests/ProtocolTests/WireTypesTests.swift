@@ -474,3 +474,11 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(MethodRegistry.notification(named: "session/cancel", direction: .clientToServer) == SessionCancelNotification.self)
     }
 }
+
+@Suite struct HandBuiltWireFormTests {
+    @Test func toolCallParamsJSONEqualsItsCodableForm() throws {
+        let params = ToolCallParams(sessionId: "s-1", turnId: "t-1", callId: "c1", name: "get", arguments: ["q": 1, "x": [true, nil]], revision: 7)
+        #expect(params.json == (try JSONValue(encoding: params)))
+        #expect(try params.json.decode(as: ToolCallParams.self) == params)
+    }
+}

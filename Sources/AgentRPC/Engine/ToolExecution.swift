@@ -114,7 +114,7 @@ extension AgentSession {
         let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, revision: revision)
         let answer: JSONValue
         do {
-            answer = try await context.channel.request(ToolCallRequest.name, try JSONValue(encoding: params), timeout: turn.limits.toolTimeoutSeconds)
+            answer = try await context.channel.request(ToolCallRequest.name, params.json, timeout: turn.limits.toolTimeoutSeconds)
         } catch OutgoingRequestError.rpc(let clientError) {
             throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
                 "callId": .string(call.id), "name": .string(call.name), "clientError": clientError.json,

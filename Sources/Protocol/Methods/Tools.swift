@@ -35,6 +35,15 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
         self.arguments = arguments
         self.revision = revision
     }
+
+    /// The wire form, built directly: one is sent per tool call, so it skips the
+    /// Codable encoder (a test pins it to the Codable form).
+    public var json: JSONValue {
+        .object([
+            "sessionId": .string(sessionId), "turnId": .string(turnId), "callId": .string(callId),
+            "name": .string(name), "arguments": arguments, "revision": .int(revision),
+        ])
+    }
 }
 
 /// `tool/call` result.
