@@ -316,31 +316,48 @@ extension AgentSession {
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         var response = SideResponse()
         var usage: ModelUsage?
-        // Like the turn's own stream, waiting for the model is a checkpoint: session/cancel ends it.
-        control?.setWaitingForProvider(true)
-        defer { control?.setWaitingForProvider(false) }
-        do {
-            var ended = false
-            for try await event in provider.stream(request) {
-                if let control { try checkpoint(control) }
-                switch event {
-                case .textDelta(let d), .refusalDelta(let d): response.text += d
-                case .toolCall(let call): response.toolCalls.append(call)
-                case .usage(let u):
-                    usage = u
-                    lastUsageReport = Usage(u)
-                    emit(.usage(Usage(u)))
-                case .end: ended = true
-                case .reasoningDelta: break
+        var attempt = 0
+        while true {
+            attempt += 1
+            response = SideResponse()
+            usage = nil
+            // Like the turn's own stream, waiting for the model is a checkpoint: session/cancel ends it.
+            control?.setWaitingForProvider(true)
+            do {
+                defer { control?.setWaitingForProvider(false) }
+                var ended = false
+                for try await event in provider.stream(request) {
+                    if let control { try checkpoint(control) }
+                    switch event {
+                    case .textDelta(let d), .refusalDelta(let d): response.text += d
+                    case .toolCall(let call): response.toolCalls.append(call)
+                    case .usage(let u):
+                        usage = u
+                        lastUsageReport = Usage(u)
+                        emit(.usage(Usage(u)))
+                    case .end: ended = true
+                    case .reasoningDelta: break
+                    }
                 }
+                if let control { try checkpoint(control) }
+                try Task.checkCancellation()
+                if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete") }
+                break
+            } catch {
+                if let usage { turn.addUsage(usage) }
+                // Side requests retry transient errors like round trips do.
+                if let providerError = error as? ProviderError, let control {
+                    do {
+                        try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: !response.text.isEmpty || !response.toolCalls.isEmpty, control: control, turn: turn)
+                        continue
+                    } catch {
+                        span?.end(status: .error(Self.safeDescription(of: error)))
+                        throw error
+                    }
+                }
+                span?.end(status: .error(Self.safeDescription(of: error)))
+                throw error
             }
-            if let control { try checkpoint(control) }
-            try Task.checkCancellation()
-            if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete") }
-        } catch {
-            if let usage { turn.addUsage(usage) }
-            span?.end(status: .error(Self.safeDescription(of: error)))
-            throw error
         }
         if let usage {
             turn.addUsage(usage)

@@ -282,24 +282,31 @@ extension AgentSession {
                 try await stream(request, provider: provider, control: control, into: &output)
                 return output
             } catch let error as ProviderError {
-                // A provider failing because the turn was stopped is not a provider error.
-                try checkpoint(control)
-                let guidance = error.retryGuidance
-                guard guidance.kind == .retryWithBackoff, !output.hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
-                let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
-                let elapsed = turn.startedAt.duration(to: .now)
-                let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
-                guard delay < remaining else { throw error }
-                emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
-                control.setWaitingForProvider(true)
-                defer { control.setWaitingForProvider(false) }
-                do { try await Task.sleep(for: .seconds(delay)) } catch {
-                    try checkpoint(control)
-                    throw error
-                }
-                try checkpoint(control)
+                try await waitBeforeRetry(error, attempt: attempt, hadOutput: output.hadOutput, control: control, turn: turn)
             }
         }
+    }
+
+    /// Transient provider errors before any output are retried (ENGINE.md §2):
+    /// this returns after the backoff when another attempt is due, and rethrows
+    /// the error when it is not retryable, output already streamed, attempts are
+    /// used up, or the wait would outlast the turn's wall clock.
+    func waitBeforeRetry(_ error: ProviderError, attempt: Int, hadOutput: Bool, control: TurnControl, turn: TurnState) async throws {
+        // A provider failing because the turn was stopped is not a provider error.
+        try checkpoint(control)
+        guard error.retryGuidance.kind == .retryWithBackoff, !hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
+        let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
+        let elapsed = turn.startedAt.duration(to: .now)
+        let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
+        guard delay < remaining else { throw error }
+        emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
+        control.setWaitingForProvider(true)
+        defer { control.setWaitingForProvider(false) }
+        do { try await Task.sleep(for: .seconds(delay)) } catch {
+            try checkpoint(control)
+            throw error
+        }
+        try checkpoint(control)
     }
 
     private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
