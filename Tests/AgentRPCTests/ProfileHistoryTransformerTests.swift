@@ -328,6 +328,17 @@ private func expectedWindowStart(_ window: RollingWindow, _ entries: [Transcript
         #expect(entries[0].content == .prompt(text: "my card is \(secret), ok", images: nil))
     }
 
+    @Test func redactDropsTheSignatureOfRewrittenReasoningOnly() {
+        let entries = [
+            TranscriptEntry(id: "r1", turnId: "t", .reasoning(text: "card 4111-1111", profile: "p", signature: "s1")),
+            TranscriptEntry(id: "r2", turnId: "t", .reasoning(text: "nothing secret", profile: "p", signature: "s2")),
+        ]
+        let redacted = HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "x"), entries)
+        // A signature seals its exact text: a rewritten one would be rejected by the provider.
+        #expect(redacted[0].content == .reasoning(text: "card x", profile: "p", signature: nil))
+        #expect(redacted[1].content == .reasoning(text: "nothing secret", profile: "p", signature: "s2"))
+    }
+
     @Test func redactKeepsImagesAndInvalidPatternsChangeNothing() {
         let withImage = [TranscriptEntry(id: "p", turnId: "t", .prompt(text: "secret", images: [.url("https://x/secret.png")]))]
         #expect(HistoryTransformer.redact(Redaction(pattern: "secret", replacement: "x"), withImage)[0].content

@@ -177,14 +177,32 @@ func openAIChunk(_ delta: String, finish: String? = nil) -> String {
             #"{"type":"some_future_event"}"#,
             Self.stop,
         ]
+        // The signature comes out once its block stops; the redacted block is dropped.
         #expect(run(payloads).events == [
-            .reasoningDelta("Let me think"), .textDelta("Done"),
+            .reasoningDelta("Let me think"), .reasoningSignature("sig=="), .textDelta("Done"),
             .usage(ModelUsage(inputTokens: 3, outputTokens: 9)), .end(.endTurn),
         ])
-        var decoder = AnthropicStreamDecoder()
-        let names: [String?] = payloads.map { (try? JSONValue.parse($0))?["type"]?.stringValue }
-        _ = try? decoder.decodeAll(chunks: [sseBody(payloads, events: names)])
-        #expect(decoder.thinkingSignatures == ["sig=="])
+    }
+
+    @Test func thinkingSignatureInPiecesBeforeToolUse() {
+        let events = run([
+            Self.start,
+            #"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Need the time."}}"#,
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}"#,
+            #"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"Rk9P"}}"#,
+            #"{"type":"content_block_stop","index":0}"#,
+            #"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"now","input":{}}}"#,
+            #"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            #"{"type":"content_block_stop","index":1}"#,
+            Self.delta("tool_use"),
+            Self.stop,
+        ]).events
+        #expect(events == [
+            .reasoningDelta("Need the time."), .reasoningSignature("EqQBRk9P"),
+            .toolCall(ModelToolCall(id: "t1", name: "now", argumentsJSON: "{}")),
+            .usage(ModelUsage(inputTokens: 3, outputTokens: 9)), .end(.toolUse),
+        ])
     }
 
     @Test func emptyToolInputIsEmptyObject() {

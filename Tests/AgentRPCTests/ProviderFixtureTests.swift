@@ -98,6 +98,7 @@ struct Assembled: Equatable {
     var text = ""
     var reasoning = ""
     var refusal = ""
+    var signatures: [String] = []
     var toolCalls: [ModelToolCall] = []
     var usage: ModelUsage?
     var stop: ModelStopReason?
@@ -107,6 +108,7 @@ struct Assembled: Equatable {
             switch event {
             case .textDelta(let t): text += t
             case .reasoningDelta(let t): reasoning += t
+            case .reasoningSignature(let sig): signatures.append(sig)
             case .refusalDelta(let t): refusal += t
             case .toolCall(let c): toolCalls.append(c)
             case .usage(let u): usage = u

@@ -117,6 +117,48 @@ import Testing
         """#)
     }
 
+    @Test func anthropicSignedThinkingGoesBackBeforeToolUse() throws {
+        let messages: [ModelMessage] = [
+            .user(text: "Time?", images: []),
+            .assistant(
+                text: "Checking.", toolCalls: [ModelToolCall(id: "t1", name: "now", argumentsJSON: "{}")],
+                reasoning: "Need the clock.", reasoningSignature: "EqQBsig"),
+            .toolResult(callId: "t1", name: "now", content: "noon", isError: false),
+            // Unsigned reasoning is never sent as a thinking block.
+            .assistant(text: "It is noon.", toolCalls: [], reasoning: "unsigned", reasoningSignature: nil),
+        ]
+        let request = ModelRequest(model: "m", instructions: "", messages: messages, options: GenerationOptions(maxOutputTokens: 100))
+        try expectJSON(AnthropicRequestBuilder.build(request, configuration: try config()).body["messages"] ?? .null, #"""
+        [{"role":"user","content":[{"type":"text","text":"Time?"}]},
+         {"role":"assistant","content":[
+           {"type":"thinking","thinking":"Need the clock.","signature":"EqQBsig"},
+           {"type":"text","text":"Checking."},
+           {"type":"tool_use","id":"t1","name":"now","input":{}}]},
+         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"noon","is_error":false}]},
+         {"role":"assistant","content":[{"type":"text","text":"It is noon."}]}]
+        """#)
+        // OpenAI has no place for it.
+        let openAI = OpenAIRequestBuilder.build(request, configuration: try config()).body.serializedString()
+        #expect(!openAI.contains("EqQBsig") && !openAI.contains("Need the clock."))
+    }
+
+    @Test func historyAttachesSignedReasoningToTheNextAssistantMessage() {
+        let entries = [
+            TranscriptEntry(id: "p", .prompt(text: "Time?", images: nil)),
+            TranscriptEntry(id: "r1", .reasoning(text: "Need the clock.", profile: "a", signature: "sig1")),
+            TranscriptEntry(id: "c", .toolCalls(calls: [ToolCallRecord(callId: "t1", name: "now", arguments: [:])], profile: "a", text: nil)),
+            TranscriptEntry(id: "o", .toolOutput(callId: "t1", name: "now", outcome: .ok, content: "noon", profile: "a")),
+            TranscriptEntry(id: "r2", .reasoning(text: "unsigned", profile: "a")),
+            TranscriptEntry(id: "s", .response(text: "It is noon.", profile: "a", incomplete: false)),
+        ]
+        #expect(ModelHistory.messages(from: entries) == [
+            .user(text: "Time?", images: []),
+            .assistant(text: "", toolCalls: [ModelToolCall(id: "t1", name: "now", argumentsJSON: "{}")], reasoning: "Need the clock.", reasoningSignature: "sig1"),
+            .toolResult(callId: "t1", name: "now", content: "noon", isError: false),
+            .assistant(text: "It is noon.", toolCalls: [], reasoning: nil, reasoningSignature: nil),
+        ])
+    }
+
     @Test func anthropicThinkingAndToolChoice() throws {
         let request = ModelRequest(
             model: "m", instructions: "", messages: [.user(text: "hi", images: [])], tools: [Self.weatherTool],

@@ -148,6 +148,9 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         try checkCoding(TranscriptEntry(id: "e3", .response(text: "ok", profile: nil, incomplete: false)), json: ["id": "e3", "type": "response", "text": "ok"])
         try checkCoding(TranscriptEntry(id: "e4", .reasoning(text: "hmm", profile: nil)), json: ["id": "e4", "type": "reasoning", "text": "hmm"])
         try checkCoding(
+            TranscriptEntry(id: "e5", .reasoning(text: "hmm", profile: "p", signature: "sig")),
+            json: ["id": "e5", "type": "reasoning", "text": "hmm", "profile": "p", "signature": "sig"])
+        try checkCoding(
             TranscriptEntry(id: "e5", .toolCalls(calls: [ToolCallRecord(callId: "c1", name: "f", arguments: ["x": 1])], profile: "p", text: nil)),
             json: ["id": "e5", "type": "toolCalls", "calls": [["callId": "c1", "name": "f", "arguments": ["x": 1]]], "profile": "p"])
         try checkCoding(

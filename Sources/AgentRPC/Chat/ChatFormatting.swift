@@ -48,7 +48,7 @@ enum ChatFormatting {
             return "\(head): \(shorten(text))\(attached)"
         case .response(let text, _, let incomplete):
             return "\(head): \(shorten(text))" + (incomplete ? " [incomplete]" : "")
-        case .reasoning(let text, _):
+        case .reasoning(let text, _, _):
             return "\(head): \(shorten(text))"
         case .toolCalls(let calls, _, let text):
             let said = text.map { " — said: \(shorten($0, limit: 60))" } ?? ""

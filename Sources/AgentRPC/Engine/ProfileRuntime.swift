@@ -336,7 +336,7 @@ extension AgentSession {
                         lastUsageReport = Usage(u)
                         emit(.usage(Usage(u)))
                     case .end: ended = true
-                    case .reasoningDelta: break
+                    case .reasoningDelta, .reasoningSignature: break
                     }
                 }
                 if let control { try checkpoint(control) }

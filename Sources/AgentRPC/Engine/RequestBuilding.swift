@@ -200,7 +200,9 @@ extension ModelRequest {
         for m in messages {
             switch m {
             case .user(let text, _): out.append(text)
-            case .assistant(let text, let calls, _):
+            case .assistant(let text, let calls, let reasoning, let signature):
+                // Only signed reasoning is sent (see AnthropicRequestBuilder).
+                if let reasoning, signature != nil { out.append(reasoning) }
                 out.append(text)
                 out.append(contentsOf: calls.map(\.argumentsJSON))
             case .toolResult(_, _, let content, _): out.append(content)
@@ -214,8 +216,12 @@ extension ModelRequest {
         messages = messages.map { m in
             switch m {
             case .user(let text, let images): return .user(text: f(text), images: images)
-            case .assistant(let text, let calls, let reasoning):
-                return .assistant(text: f(text), toolCalls: calls.map { ModelToolCall(id: $0.id, name: $0.name, argumentsJSON: f($0.argumentsJSON)) }, reasoning: reasoning)
+            case .assistant(let text, let calls, let reasoning, let signature):
+                // A signature seals its exact text: rewritten reasoning loses it (and is then not sent).
+                let rewritten = reasoning.map(f)
+                return .assistant(
+                    text: f(text), toolCalls: calls.map { ModelToolCall(id: $0.id, name: $0.name, argumentsJSON: f($0.argumentsJSON)) },
+                    reasoning: rewritten, reasoningSignature: rewritten == reasoning ? signature : nil)
             case .toolResult(let callId, let name, let content, let isError):
                 return .toolResult(callId: callId, name: name, content: f(content), isError: isError)
             }
@@ -249,19 +255,26 @@ enum ModelHistory {
         while index < entries.count {
             let entry = entries[index]
             index += 1
+            // Signed reasoning (Anthropic thinking) goes back on the assistant message
+            // right after it: the engine appends it just before its tool calls or
+            // response. Unsigned reasoning is never sent back.
+            var reasoning: (text: String, signature: String)?
+            if index > 1, case .reasoning(let text, _, let signature?) = entries[index - 2].content {
+                reasoning = (text, signature)
+            }
             switch entry.content {
             case .prompt(let text, let images):
                 add(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)), entry.id)
             case .response(let text, _, _):
-                add(.assistant(text: text, toolCalls: [], reasoning: nil), entry.id)
+                add(.assistant(text: text, toolCalls: [], reasoning: reasoning?.text, reasoningSignature: reasoning?.signature), entry.id)
             case .reasoning:
-                // Reasoning is shown to clients but not replayed to models.
+                // Replayed with the assistant message that follows it (above).
                 continue
             case .toolCalls(let calls, _, let text):
                 add(.assistant(
                     text: text ?? "",
                     toolCalls: calls.map { ModelToolCall(id: $0.callId, name: $0.name, argumentsJSON: Self.argumentsText($0.arguments)) },
-                    reasoning: nil), entry.id)
+                    reasoning: reasoning?.text, reasoningSignature: reasoning?.signature), entry.id)
                 // Outputs follow their calls; a call without one (an interrupted
                 // turn kept under `preserve`) gets a synthetic failure so every
                 // provider sees a well-formed exchange.

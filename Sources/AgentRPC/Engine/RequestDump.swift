@@ -95,12 +95,13 @@ extension ModelMessage {
                 })
             }
             return .object(o)
-        case .assistant(let text, let calls, let reasoning):
+        case .assistant(let text, let calls, let reasoning, let signature):
             var o: [String: JSONValue] = ["role": "assistant", "text": .string(text)]
             if !calls.isEmpty {
                 o["toolCalls"] = .array(calls.map { ["id": .string($0.id), "name": .string($0.name), "arguments": .string($0.argumentsJSON)] })
             }
             if let reasoning { o["reasoning"] = .string(reasoning) }
+            if let signature { o["reasoningSignature"] = .string(signature) }
             return .object(o)
         case .toolResult(let callId, let name, let content, let isError):
             return ["role": "tool", "callId": .string(callId), "name": .string(name), "content": .string(content), "isError": .bool(isError)]

@@ -72,11 +72,21 @@ struct EffectiveLimits: Sendable {
 struct RoundTripOutput: Sendable {
     var text = ""
     var reasoning = ""
+    /// Signatures of the thinking blocks streamed (Anthropic), in order.
+    var reasoningSignatures: [String] = []
     var refusal = ""
     var toolCalls: [ModelToolCall] = []
     var usage: ModelUsage?
     var stopReason: ModelStopReason?
     var hadOutput: Bool { !text.isEmpty || !reasoning.isEmpty || !refusal.isEmpty || !toolCalls.isEmpty }
+    /// The reasoning as one transcript entry. A signature seals one thinking block's
+    /// text: with several blocks run together in `reasoning`, none of them matches the
+    /// whole, so the entry is kept unsigned (and is then not sent back).
+    func reasoningEntry(profile: String) -> TranscriptContent? {
+        guard !reasoning.isEmpty else { return nil }
+        let signature = reasoningSignatures.count == 1 ? reasoningSignatures.first : nil
+        return .reasoning(text: reasoning, profile: profile, signature: signature)
+    }
 }
 
 extension AgentSession {
@@ -240,7 +250,7 @@ extension AgentSession {
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { append(reasoning, turn: turn.id) }
             let records = output.toolCalls.map { call in
                 ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
             }
@@ -327,6 +337,9 @@ extension AgentSession {
                 guard !delta.isEmpty else { continue }
                 output.reasoning += delta
                 emit(.reasoningDelta(delta))
+            case .reasoningSignature(let signature):
+                // Not shown to clients: it only matters for sending the thinking back.
+                output.reasoningSignatures.append(signature)
             case .refusalDelta(let delta):
                 // A refusal is the model's answer to the user: shown as text.
                 guard !delta.isEmpty else { continue }
@@ -381,7 +394,7 @@ extension AgentSession {
             // would show it to the model twice on the next turn.
             text = final.serializedString()
         } else {
-            if !output.reasoning.isEmpty { append(.reasoning(text: output.reasoning, profile: profile.name), turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { append(reasoning, turn: turn.id) }
             text = output.text
         }
         let response = append(.response(text: text, profile: profile.name, incomplete: false), turn: turn.id)

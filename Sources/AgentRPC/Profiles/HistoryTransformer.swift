@@ -162,8 +162,10 @@ public enum HistoryTransformer {
                 out.content = .prompt(text: text(t), images: images)
             case .response(let t, let profile, let incomplete):
                 out.content = .response(text: text(t), profile: profile, incomplete: incomplete)
-            case .reasoning(let t, let profile):
-                out.content = .reasoning(text: text(t), profile: profile)
+            case .reasoning(let t, let profile, let signature):
+                // The signature seals this exact text: once rewritten, it would be rejected.
+                let rewritten = text(t)
+                out.content = .reasoning(text: rewritten, profile: profile, signature: rewritten == t ? signature : nil)
             case .toolCalls(let calls, let profile, let t):
                 let rewritten = calls.map { ToolCallRecord(callId: $0.callId, name: $0.name, arguments: json($0.arguments)) }
                 out.content = .toolCalls(calls: rewritten, profile: profile, text: t.map(text))

@@ -4,7 +4,9 @@ import AgentRPCProtocol
 /// * `text_delta` → `.textDelta`, `thinking_delta` → `.reasoningDelta`, as they arrive.
 /// * `tool_use` blocks collect `input_json_delta` fragments; the call is emitted
 ///   complete at its `content_block_stop` (empty input → `{}`).
-/// * `signature_delta`s are kept in `thinkingSignatures`, never emitted as text.
+/// * A thinking block's signature (`signature_delta`s, or one given at its start)
+///   is emitted as `.reasoningSignature` at the block's `content_block_stop`, so the
+///   engine can send the thinking back. `redacted_thinking` blocks are dropped.
 /// * Usage starts from `message_start.message.usage` and is overwritten field by
 ///   field by `message_delta.usage`; it is emitted once, just before `.end`.
 /// * `ping`, unknown event names, unknown block and delta types (server tools,
@@ -26,6 +28,8 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     struct Block: Sendable {
         var kind: BlockKind
         var json = ""
+        /// A thinking block's signature, assembled from its `signature_delta`s.
+        var signature = ""
         var stopped = false
     }
 
@@ -38,8 +42,6 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// known, since `max_tokens` changes what it means.
     private var pendingBadTool: (name: String, id: String, parseError: String)?
     public private(set) var isComplete = false
-    /// Signatures of thinking blocks, in block order, for sending thinking back later.
-    public private(set) var thinkingSignatures: [String] = []
     private let secrets: [String]
 
     public init(secrets: [String] = []) {
@@ -106,7 +108,9 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
             // server_tool_use, *_tool_result, compaction, fallback…: not ours to run or show.
             kind = .ignored
         }
-        blocks.append(Block(kind: kind))
+        var started = Block(kind: kind)
+        if kind == .thinking { started.signature = block?["signature"]?.stringValue ?? "" }
+        blocks.append(started)
     }
 
     private func blockIndex(_ payload: JSONValue, _ what: String) throws -> Int {
@@ -126,7 +130,9 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
         case "thinking_delta"?:
             if let text = delta["thinking"]?.stringValue, !text.isEmpty { return [.reasoningDelta(text)] }
         case "signature_delta"?:
-            if let signature = delta["signature"]?.stringValue { thinkingSignatures.append(signature) }
+            if blocks[index].kind == .thinking, let signature = delta["signature"]?.stringValue {
+                blocks[index].signature += signature
+            }
         case "input_json_delta"?:
             if case .toolUse = blocks[index].kind {
                 blocks[index].json += delta["partial_json"]?.stringValue ?? ""
@@ -140,6 +146,9 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     private mutating func stopBlock(_ payload: JSONValue) throws -> [ProviderEvent] {
         let index = try blockIndex(payload, "content_block_stop")
         blocks[index].stopped = true
+        if blocks[index].kind == .thinking {
+            return blocks[index].signature.isEmpty ? [] : [.reasoningSignature(blocks[index].signature)]
+        }
         guard case .toolUse(let id, let name) = blocks[index].kind else { return [] }
         let raw = blocks[index].json
         if raw.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }) {

@@ -89,9 +89,10 @@ public struct ModelToolCall: Sendable, Hashable {
 /// these into their own shapes (OpenAI messages, Anthropic content blocks).
 public enum ModelMessage: Sendable, Hashable {
     case user(text: String, images: [ModelImage])
-    /// `reasoning` carries the model's earlier thinking where a provider needs it
-    /// back (Anthropic signatures); providers that cannot take it ignore it.
-    case assistant(text: String, toolCalls: [ModelToolCall], reasoning: String?)
+    /// `reasoning` carries the model's earlier thinking, `reasoningSignature` the
+    /// provider's seal on it (Anthropic), where a provider needs it back; providers
+    /// that cannot take it ignore both.
+    case assistant(text: String, toolCalls: [ModelToolCall], reasoning: String?, reasoningSignature: String? = nil)
     case toolResult(callId: String, name: String, content: String, isError: Bool)
 }
 
@@ -170,6 +171,9 @@ public enum ModelStopReason: Sendable, Hashable {
 public enum ProviderEvent: Sendable, Hashable {
     case textDelta(String)
     case reasoningDelta(String)
+    /// The signature closing a thinking block (Anthropic): it seals the reasoning
+    /// streamed before it, which must be sent back with it unchanged.
+    case reasoningSignature(String)
     /// A refusal streamed separately from content (OpenAI `delta.refusal`).
     case refusalDelta(String)
     /// A complete tool call (fragments are assembled inside the provider).

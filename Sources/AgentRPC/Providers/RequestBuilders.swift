@@ -100,7 +100,7 @@ public enum OpenAIRequestBuilder {
                     }
                     out.append(["role": "user", "content": .array(parts)])
                 }
-            case .assistant(let text, let toolCalls, _):
+            case .assistant(let text, let toolCalls, _, _):
                 // `content` is "" rather than null: several compatible servers reject null.
                 var m: [String: JSONValue] = ["role": "assistant", "content": .string(text)]
                 if !toolCalls.isEmpty {
@@ -205,9 +205,13 @@ public enum AnthropicRequestBuilder {
                 var blocks: [JSONValue] = images.map(imageBlock)
                 if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
                 append("user", blocks)
-            case .assistant(let text, let toolCalls, _):
-                // Thinking blocks are not sent back: without their signature the API rejects them.
+            case .assistant(let text, let toolCalls, let reasoning, let signature):
+                // Signed thinking goes back unchanged and first, as the API requires before
+                // tool_use; unsigned thinking cannot be sent at all (the API rejects it).
                 var blocks: [JSONValue] = []
+                if let reasoning, let signature {
+                    blocks.append(["type": "thinking", "thinking": .string(reasoning), "signature": .string(signature)])
+                }
                 if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
                 for call in toolCalls {
                     blocks.append(["type": "tool_use", "id": .string(call.id), "name": .string(call.name),

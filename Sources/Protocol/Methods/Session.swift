@@ -567,7 +567,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
     public var type: TranscriptEntryType { content.type }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, turnId, type, text, images, profile, incomplete, calls, callId, name, outcome, content
+        case id, turnId, type, text, images, profile, incomplete, calls, callId, name, outcome, content, signature
     }
 
     /// An unknown `type` throws a `DecodingError`, which the server reports as `invalidTranscript`.
@@ -589,7 +589,9 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
                 text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile),
                 incomplete: try c.decodeIfPresent(Bool.self, forKey: .incomplete) ?? false)
         case .reasoning:
-            content = .reasoning(text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile))
+            content = .reasoning(
+                text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile),
+                signature: try c.decodeIfPresent(String.self, forKey: .signature))
         case .toolCalls:
             content = .toolCalls(
                 calls: try c.decode([ToolCallRecord].self, forKey: .calls), profile: try c.decodeIfPresent(String.self, forKey: .profile),
@@ -618,9 +620,10 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
             o["text"] = .string(text)
             profile(p)
             if incomplete { o["incomplete"] = true }
-        case .reasoning(let text, let p):
+        case .reasoning(let text, let p, let signature):
             o["text"] = .string(text)
             profile(p)
+            if let signature { o["signature"] = .string(signature) }
         case .toolCalls(let calls, let p, let text):
             o["calls"] = .array(calls.map(\.json))
             profile(p)
@@ -647,7 +650,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         return WireSchema.oneOf([
             variant("prompt", ["text": s, "images": WireSchema.array(WireSchema.ref(ImageAttachment.self))], ["text"]),
             variant("response", ["text": s, "profile": s, "incomplete": WireSchema.boolean], ["text"]),
-            variant("reasoning", ["text": s, "profile": s], ["text"]),
+            variant("reasoning", ["text": s, "profile": s, "signature": s], ["text"]),
             variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s, "text": s], ["calls"]),
             variant(
                 "toolOutput",
@@ -665,7 +668,9 @@ public enum TranscriptContent: Sendable, Hashable {
     case prompt(text: String, images: [ImageAttachment]?)
     /// `incomplete`: a partial response kept by the `preserve` error policy.
     case response(text: String, profile: String?, incomplete: Bool)
-    case reasoning(text: String, profile: String?)
+    /// `signature`: the provider's opaque seal on the thinking (Anthropic), kept so the
+    /// thinking can be sent back unchanged; only valid with exactly this `text`.
+    case reasoning(text: String, profile: String?, signature: String? = nil)
     /// `text` is what the model said alongside the calls, if anything.
     case toolCalls(calls: [ToolCallRecord], profile: String?, text: String?)
     case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?)
@@ -684,7 +689,7 @@ public enum TranscriptContent: Sendable, Hashable {
     public var profile: String? {
         switch self {
         case .prompt: return nil
-        case .response(_, let p, _), .reasoning(_, let p), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
+        case .response(_, let p, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
         }
     }
 }

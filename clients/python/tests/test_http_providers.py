@@ -105,6 +105,44 @@ async def test_anthropic_tool_use_then_text(tmp_path: Path) -> None:
         assert results[0]["type"] == "tool_result"
 
 
+def anthropic_stream(*events: dict[str, Any]) -> Canned:
+    """A synthetic Anthropic SSE stream of the given events (name taken from each `type`)."""
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return Canned(200, {"Content-Type": "text/event-stream"}, body.encode())
+
+
+async def test_anthropic_signed_thinking_goes_back_before_tool_use(tmp_path: Path) -> None:
+    """Extended thinking with tools: the API wants the thinking block, with its
+    signature and unchanged, first in the assistant message before the tool_use."""
+    thinking_then_tool = anthropic_stream(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The user wants "}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Paris weather."}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBCkYIBx=="}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Paris\"}"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}},
+        {"type": "message_stop"},
+    )
+    async with served(tmp_path, "anthropic") as (session, fake, _client, calls):
+        fake.queue(thinking_then_tool, Canned.sse("anthropic/text.sse"))
+        result = await session.send("weather in Paris", options={"reasoningLevel": "low"})
+        assert calls[0]["arguments"] == {"city": "Paris"}
+        assert result["message"]["text"] == fixture_text("anthropic/text.sse")
+        second = fake.received[1].body
+        assert second["thinking"]["type"] == "enabled"
+        assistant = second["messages"][1]
+        assert assistant["role"] == "assistant"
+        assert assistant["content"][0] == {"type": "thinking", "thinking": "The user wants Paris weather.", "signature": "EqQBCkYIBx=="}
+        assert assistant["content"][1]["type"] == "tool_use" and assistant["content"][1]["id"] == "toolu_1"
+        entries = list(await session.transcript())
+        reasoning = [e for e in entries if e["type"] == "reasoning"]
+        assert reasoning[0]["text"] == "The user wants Paris weather." and reasoning[0]["signature"] == "EqQBCkYIBx=="
+
+
 async def test_anthropic_truncated_tool_json_is_a_contract_violation(tmp_path: Path) -> None:
     async with served(tmp_path, "anthropic") as (session, fake, _client, calls):
         fake.queue(Canned.sse("anthropic/truncated-tool-json.sse"))
