@@ -103,7 +103,7 @@ extension AgentSession {
         } catch OutgoingRequestError.timedOut(let s) {
             throw hookError("the client's \(hook.rawValue) hook did not answer within \(s) seconds")
         } catch OutgoingRequestError.disconnected {
-            throw CancellationError()
+            throw clientGone()
         } catch let e as JSONDecodingFailure {
             throw hookError("the client's answer to hook/call is malformed: \(e)")
         }

@@ -122,7 +122,7 @@ extension AgentSession {
         } catch OutgoingRequestError.timedOut(let seconds) {
             return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
         } catch OutgoingRequestError.disconnected {
-            throw CancellationError()
+            throw clientGone()
         }
         let result: ToolCallResult
         do {
@@ -146,6 +146,13 @@ extension AgentSession {
 
     /// The output belongs to the profile that made the call, even when the call
     /// itself (a handoff) changed which profile is selected.
+    /// The client's input closed while the turn waited on it: the turn ends as
+    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
+    func clientGone() -> CancellationError {
+        control?.abort(.shutdown)
+        return CancellationError()
+    }
+
     private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {
         append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name), turn: turn.id)
         emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
@@ -188,7 +195,7 @@ extension AgentSession {
             } catch OutgoingRequestError.rpc(let e) {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation handler failed: \(e.message)")
             } catch OutgoingRequestError.disconnected {
-                throw CancellationError()
+                throw clientGone()
             } catch let e as JSONDecodingFailure {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation answer was malformed: \(e)")
             }

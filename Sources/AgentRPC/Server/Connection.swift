@@ -92,8 +92,11 @@ public final class Connection: Sendable {
         logger.debug("stdin closed")
         inputClosed.store(true, ordering: .sequentiallyConsistent)
         recorder?.inputClosed()
-        inboundContinuation.finish()
+        // Settle our own requests before the dispatcher learns of the end, so the
+        // shutdown that follows finds nothing to withdraw: the output is the same
+        // on every run (no `$/cancelRequest` racing the end of input).
         failAllPending(.disconnected)
+        inboundContinuation.finish()
     }
 
     private func handle(_ event: FrameEvent, parser: FrameParser) {
