@@ -130,13 +130,7 @@ final class Engine: Sendable {
             .now(try await list(params))
         }
         table.on(SessionCloseRequest.self) { [self] params, _ in
-            let s = try session(params.sessionId)
-            sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.remove(params.sessionId) }
-            return .later {
-                await s.abortRunningTurn(reason: .closed)
-                return Empty()
-            }
+            try unload(params.sessionId)
         }
         table.on(SessionResumeRequest.self) { [self] params, _ in
             // Without a store, only a loaded session can be "resumed".
@@ -144,13 +138,20 @@ final class Engine: Sendable {
             return .now(await s.handle())
         }
         table.on(SessionDeleteRequest.self) { [self] params, _ in
-            let s = try session(params.sessionId)
-            sessions.withLock { _ = $0.removeValue(forKey: params.sessionId) }
-            order.withLock { $0.remove(params.sessionId) }
-            return .later {
-                await s.abortRunningTurn(reason: .closed)
-                return Empty()
-            }
+            // Without a store there is nothing on disk to remove: delete is close.
+            try unload(params.sessionId)
+        }
+    }
+
+    /// Removes a session at once (later requests get `sessionNotFound`), then
+    /// cancels its running turn, which rolls back, before answering.
+    private func unload(_ id: String) throws -> Reply<Empty> {
+        let s = try session(id)
+        sessions.withLock { _ = $0.removeValue(forKey: id) }
+        order.withLock { $0.remove(id) }
+        return .later {
+            await s.abortRunningTurn(reason: .closed)
+            return Empty()
         }
     }
 
