@@ -29,17 +29,10 @@ public struct OpenAIProvider: ModelProvider {
     }
 
     func urlRequest(for request: ModelRequest) -> URLRequest {
-        var r = URLRequest(url: configuration.baseURL.appendingPathComponent("chat/completions"))
-        r.httpMethod = "POST"
-        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        r.setValue(streams(request) ? "text/event-stream" : "application/json", forHTTPHeaderField: "Accept")
-        if let key = configuration.apiKey, !key.isEmpty {
-            r.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        }
-        for (k, v) in configuration.headers { r.setValue(v, forHTTPHeaderField: k) }
-        r.httpBody = Data(requestBody(for: request).body.serialized())
-        r.timeoutInterval = configuration.timeoutSeconds
-        return r
+        configuration.post(
+            path: "chat/completions", accept: streams(request) ? "text/event-stream" : "application/json",
+            auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
+            body: requestBody(for: request).body)
     }
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
@@ -73,18 +66,9 @@ public struct AnthropicProvider: ModelProvider {
     }
 
     func urlRequest(for request: ModelRequest) -> URLRequest {
-        var r = URLRequest(url: configuration.baseURL.appendingPathComponent("messages"))
-        r.httpMethod = "POST"
-        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        r.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        r.setValue(Self.apiVersion, forHTTPHeaderField: "anthropic-version")
-        if let key = configuration.apiKey, !key.isEmpty {
-            r.setValue(key, forHTTPHeaderField: "x-api-key")
-        }
-        for (k, v) in configuration.headers { r.setValue(v, forHTTPHeaderField: k) }
-        r.httpBody = Data(requestBody(for: request).body.serialized())
-        r.timeoutInterval = configuration.timeoutSeconds
-        return r
+        var auth = ["anthropic-version": Self.apiVersion]
+        if let key = configuration.apiKey { auth["x-api-key"] = key }
+        return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: requestBody(for: request).body)
     }
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
@@ -95,5 +79,21 @@ public struct AnthropicProvider: ModelProvider {
             wholeBodyDecoder: nil,
             secrets: secrets,
             timeoutSeconds: configuration.timeoutSeconds)
+    }
+}
+
+extension HTTPProviderConfiguration {
+    /// A JSON POST to `baseURL/path` with this configuration's headers and
+    /// timeout. `auth` holds the provider's own headers; an empty key is left out.
+    func post(path: String, accept: String, auth: [String: String], body: JSONValue) -> URLRequest {
+        var r = URLRequest(url: baseURL.appendingPathComponent(path))
+        r.httpMethod = "POST"
+        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        r.setValue(accept, forHTTPHeaderField: "Accept")
+        for (k, v) in auth where !v.isEmpty { r.setValue(v, forHTTPHeaderField: k) }
+        for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
+        r.httpBody = Data(body.serialized())
+        r.timeoutInterval = timeoutSeconds
+        return r
     }
 }
