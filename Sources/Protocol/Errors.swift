@@ -1,5 +1,5 @@
 /// A JSON-RPC error code. Open (a struct, not an enum) so a peer's unknown codes
-/// still round-trip; the named constants are every code of PROTOCOL.md §6.
+/// still round-trip; the named constants are every code of docs/protocol.md §13.
 public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public var rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
@@ -87,7 +87,7 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let structuredOutput: ErrorKind = "structuredOutput"
     public static let overloaded: ErrorKind = "overloaded"
 
-    /// Every kind of PROTOCOL.md §6 with its code, in table order. The schema and
+    /// Every kind of docs/protocol.md §13 with its code, in table order. The schema and
     /// the docs are generated from this list.
     public static let all: [(kind: ErrorKind, code: ErrorCode)] = [
         (.parseError, .parseError),
@@ -159,7 +159,7 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
         self.data = o["data"]?.objectValue ?? [:]
     }
 
-    // Common constructors, so call sites read as the table in PROTOCOL.md §6.
+    // Common constructors, so call sites read as the table in docs/protocol.md §13.
     public static func invalidParams(_ message: String, field: String? = nil) -> RPCError {
         var data: [String: JSONValue] = [:]
         if let field { data["field"] = .string(field) }

@@ -394,7 +394,7 @@ private func expectedWindowStart(_ window: RollingWindow, _ entries: [Transcript
     }
 
     @Test func classicMultiAgentChatStore() {
-        // ENGINE.md §4: own turns, then a message window that never splits a pair.
+        // docs/protocol.md §11: own turns, then a message window that never splits a pair.
         let transforms: [HistoryTransform] = [.ownTurnsOnly, .rollingWindow(RollingWindow(messages: 4, evenPairs: true))]
         #expect(ids(HistoryTransformer.apply(transforms, to: agents, profile: "B")) == ["p3", "s3", "p4"])
         #expect(ids(HistoryTransformer.apply(transforms, to: agents, profile: "A")) == ["p3", "r3", "c3", "o3", "p4"])

@@ -26,7 +26,7 @@ private func configErrorField(_ body: () throws -> Void) -> (field: String?, mes
     }
 }
 
-/// The three-mode example of ENGINE.md §3: brainstorm → planning → reviewing.
+/// The three-mode example of docs/protocol.md §11: brainstorm → planning → reviewing.
 private let threeModes = #"""
     {
       "model": "session-model",

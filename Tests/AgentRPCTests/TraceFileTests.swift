@@ -6,7 +6,7 @@ import Testing
 
 /// Tracing end to end through the built `agentrpc` binary: a routed turn with a
 /// handoff and two client tool calls, read back from `--trace-file` and from the
-/// `trace/span` notifications of a client that asked for them (ENGINE.md §4).
+/// `trace/span` notifications of a client that asked for them (docs/protocol.md §12).
 @Suite struct TraceFileTests {
     /// One finished span, from an OTLP/JSON line or a `trace/span` notification.
     struct Span {

@@ -18,7 +18,7 @@ actor AgentSession {
     var nextEntryNumber = 1
     var properties: [String: JSONValue]
 
-    // Observable state (PROTOCOL.md §5); when each changes is ENGINE.md §2.
+    // Observable state (docs/protocol.md §3); when each changes is in docs/turns.md.
     var isRunning = false
     var turnId: String?
     var currentText = ""

@@ -117,7 +117,7 @@ final class Engine: Sendable {
             .now(try await session(params.sessionId).transcript())
         }
         // A malformed entry (e.g. an unknown entry type) is invalidTranscript
-        // (PROTOCOL.md section 5), not a generic invalidParams.
+        // (docs/protocol.md §3), not a generic invalidParams.
         table.on(SessionMutateTranscriptRequest.self, errorKindForField: { field in
             field.hasPrefix("operations") && (field.contains(".entries") || field.contains(".entry")) ? .invalidTranscript : .invalidParams
         }) { [self] params, _ in

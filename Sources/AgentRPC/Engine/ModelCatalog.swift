@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 
-/// Named models from `agentrpc.json` (ENGINE.md §1): `{"models": {"name": ModelConfig}, "defaultModel": "name"}`.
+/// Named models from `agentrpc.json` (docs/protocol.md §15): `{"models": {"name": ModelConfig}, "defaultModel": "name"}`.
 /// Looked up at `--config PATH`, else `$AGENTRPC_CONFIG`, else `./agentrpc.json`.
 struct ModelCatalog: Sendable {
     var models: [String: ModelConfig]

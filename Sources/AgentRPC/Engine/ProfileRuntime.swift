@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 
-/// The session property that records activated skills (ENGINE.md §3: "activations live in a session property").
+/// The session property that records activated skills (docs/protocol.md §11: "activations live in a session property").
 let activeSkillsProperty = "activeSkills"
 
 extension AgentSession {
@@ -70,7 +70,7 @@ extension AgentSession {
                 } catch let error as RPCError where error.kind == .invalidConfiguration {
                     throw error
                 } catch {
-                    // A failed summary is a failed hook (ENGINE.md: hookError, "a hook
+                    // A failed summary is a failed hook (docs/protocol.md §11: hookError, "a hook
                     // vetoed or failed"); a cancel stays a cancel.
                     if Task.isCancelled || error is CancellationError || error is TurnStop { throw error }
                     var data: [String: JSONValue] = ["hook": .string(hook.rawValue), "profile": .string(profile.name)]
@@ -131,7 +131,7 @@ extension AgentSession {
         }
     }
 
-    /// Lossy and global (ENGINE.md §3): old entries are summarized by a model into
+    /// Lossy and global (docs/protocol.md §11): old entries are summarized by a model into
     /// a property and removed from the real transcript. The current turn's
     /// entries are never removed, and a tool exchange is never split.
     private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, turn: inout TurnState) async throws {
@@ -217,7 +217,7 @@ extension AgentSession {
 
     // MARK: Router
 
-    /// Picks the agent for this turn (ENGINE.md §4) by setting the selector.
+    /// Picks the agent for this turn (docs/protocol.md §11) by setting the selector.
     /// No router: nothing happens and no model is called.
     func routeTurn(input: TurnInput, turn: inout TurnState) async throws {
         guard let router = config.router, let profiles = config.profiles, let selector = profiles.selector else { return }

@@ -297,7 +297,7 @@ extension AgentSession {
         }
     }
 
-    /// Transient provider errors before any output are retried (ENGINE.md §2):
+    /// Transient provider errors before any output are retried (docs/turns.md):
     /// this returns after the backoff when another attempt is due, and rethrows
     /// the error when it is not retryable, output already streamed, attempts are
     /// used up, or the wait would outlast the turn's wall clock.
@@ -533,7 +533,7 @@ extension AgentSession {
     }
 }
 
-/// Automatic retries of transient provider errors before any output (ENGINE.md §2).
+/// Automatic retries of transient provider errors before any output (docs/turns.md).
 enum ProviderRetryPolicy {
     static let maxAttempts = 4
     static let baseDelay = 0.5

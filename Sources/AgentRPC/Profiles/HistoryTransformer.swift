@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 
-/// A profile's view of the history (ENGINE.md §3): the built-in transforms, applied
+/// A profile's view of the history (docs/protocol.md §11): the built-in transforms, applied
 /// in order to a copy of the transcript just before a request. Lossless: the
 /// session's transcript is never touched, entries keep their ids, and only
 /// `redact` rewrites content.

@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 
 /// Remembers what was sent last, per model, and says why a new request's cacheable
-/// prefix differs from it (ENGINE.md §3, "Prefix stability"): the engine turns a
+/// prefix differs from it (docs/protocol.md §11, "Prefix stability"): the engine turns a
 /// non-nil answer into a `cacheInvalidated` event.
 ///
 /// A request keeps the prefix when it goes to the same model as the last request,

@@ -2,7 +2,7 @@ import AgentRPCProtocol
 import Foundation
 
 /// Computes the active profile from the config and the session properties
-/// (ENGINE.md §3). Pure: the turn loop calls it before every round trip, so a
+/// (docs/protocol.md §11). Pure: the turn loop calls it before every round trip, so a
 /// property change takes effect on the next request.
 public enum ProfileResolver {
     /// The profile name of a session without `profiles`, and the preferred fallback case.

@@ -201,7 +201,7 @@ public struct ProviderError: Error, Sendable, Hashable {
         self.unsafeMessage = unsafeMessage
     }
 
-    /// The protocol's view of this error: code, guidance and flags per PROTOCOL.md §6.
+    /// The protocol's view of this error: code, guidance and flags per docs/protocol.md §13.
     public var info: ProviderErrorInfo {
         ProviderErrorInfo(code: code, httpStatus: httpStatus, retryAfter: retryAfterSeconds, safeDescription: safeDescription, unsafeMessage: unsafeMessage)
     }
@@ -209,7 +209,7 @@ public struct ProviderError: Error, Sendable, Hashable {
     public var isRetryable: Bool { info.isRetryable }
     public var requiresUserAction: Bool { info.requiresUserAction }
 
-    /// The `data.provider` object of PROTOCOL.md §6.
+    /// The `data.provider` object of docs/protocol.md §13.
     public var json: JSONValue { (try? JSONValue(encoding: info)) ?? .null }
 }
 

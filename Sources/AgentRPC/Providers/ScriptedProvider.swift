@@ -2,7 +2,7 @@ import AgentRPCProtocol
 import Synchronization
 
 /// A deterministic, offline provider for tests, demos and recorded transcripts
-/// (ENGINE.md §5). Each provider call consumes the next script item; keys of an
+/// (docs/protocol.md §15). Each provider call consumes the next script item; keys of an
 /// item combine in a fixed order: delay, reasoning, text, refusal, tool calls,
 /// usage, then error or stall. When the script runs out it fails with a
 /// `providerError` (code `badRequest`) instead of inventing text.

@@ -1,4 +1,4 @@
-// The typed, schema-bearing form of a JSON-RPC error object (PROTOCOL.md §6).
+// The typed, schema-bearing form of a JSON-RPC error object (docs/protocol.md §13).
 // The engine throws `RPCError`; this mirror exists so the schema and clients
 // can name the fields of `data`, and converts both ways.
 
@@ -111,7 +111,7 @@ public struct ProviderErrorInfo: Codable, Sendable, Hashable {
         self.unsafeMessage = unsafeMessage
     }
 
-    /// The guidance and flags PROTOCOL.md §6 prescribes for `code`.
+    /// The guidance and flags docs/protocol.md §13 prescribes for `code`.
     /// `retryAfter` is the provider's hint in seconds (default 1).
     public init(code: ProviderErrorCode, httpStatus: Int? = nil, retryAfter: Double? = nil, safeDescription: String, unsafeMessage: String) {
         let kind = code.retryGuidanceKind

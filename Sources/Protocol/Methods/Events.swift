@@ -115,7 +115,7 @@ public enum CacheInvalidationReason: String, Codable, Sendable, Hashable, JSONSc
     case modelChanged
 }
 
-/// One event of a session (PROTOCOL.md §4): `{"type": ..., fields}`.
+/// One event of a session (docs/protocol.md §4): `{"type": ..., fields}`.
 public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
     case turnStarted(input: TurnInput)
     case profileActivated(profile: String, previous: String?)

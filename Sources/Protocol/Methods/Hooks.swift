@@ -1,4 +1,4 @@
-// Server → client hooks (`{"client": true}` hook actions, ENGINE.md §3).
+// Server → client hooks (`{"client": true}` hook actions, docs/protocol.md §11).
 
 /// `hook/call`: a profile hook asks the client; the answer may set properties,
 /// edit history, or veto (a veto from `onToolCall` ends the turn with `hookError`).

@@ -1,4 +1,4 @@
-// `initialize`, `shutdown`, `exit` (PROTOCOL.md §2).
+// `initialize`, `shutdown`, `exit` (docs/protocol.md §2).
 
 /// `initialize`: must be the first request; a second one is refused.
 public enum InitializeRequest: RPCMethod {

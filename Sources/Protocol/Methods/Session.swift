@@ -1,4 +1,4 @@
-// Client → server `session/*` methods (PROTOCOL.md §3) and the values they carry:
+// Client → server `session/*` methods (docs/protocol.md §3) and the values they carry:
 // turn input and result, transcript entries and operations, session state.
 
 // MARK: - Methods
@@ -767,10 +767,10 @@ public enum TranscriptOperation: Codable, Sendable, Hashable, JSONSchemaProvidin
     public static var jsonSchemaDependencies: [any Decodable.Type] { [TranscriptEntry.self] }
 }
 
-// MARK: - Session state (PROTOCOL.md §5)
+// MARK: - Session state (docs/protocol.md §3)
 
 /// A snapshot of an observable session (`session/getState`). When each field
-/// changes is ENGINE.md §2.
+/// changes is in docs/turns.md.
 public struct SessionState: Codable, Sendable, Hashable {
     public var sessionId: String
     public var isRunning: Bool

@@ -1,4 +1,4 @@
-// The `session/create` params (ENGINE.md §1 and §3). Plain structs decode with
+// The `session/create` params (docs/protocol.md §3 and §11). Plain structs decode with
 // synthesized conformances so the schema generator can probe them; only the
 // unions (`A | B` JSON shapes) have hand-written Codable and a stated schema.
 // Semantic checks live in `SessionConfig.validate()`, never in `init(from:)`.
@@ -109,7 +109,7 @@ public struct ModelConfig: Codable, Sendable, Hashable {
     public var timeoutSeconds: Double?
     /// Provider-specific request extras, passed through.
     public var options: [String: JSONValue]?
-    /// The scripted provider's round trips (ENGINE.md §5).
+    /// The scripted provider's round trips (docs/protocol.md §15).
     public var script: [ScriptItem]?
     // Capability overrides, for compatible servers whose abilities differ from the default.
     public var supportsToolChoice: Bool?
@@ -143,7 +143,7 @@ public struct ModelConfig: Codable, Sendable, Hashable {
     }
 }
 
-/// One round trip of the scripted provider (ENGINE.md §5). Keys combine: text,
+/// One round trip of the scripted provider (docs/protocol.md §15). Keys combine: text,
 /// reasoning and tool calls stream in one response; `error` fails the round trip.
 public struct ScriptItem: Codable, Sendable, Hashable {
     /// Text deltas, streamed in order.
@@ -211,7 +211,7 @@ public struct ScriptUsage: Codable, Sendable, Hashable {
 
 /// A provider error the scripted provider raises, as if from a cloud API.
 public struct ScriptError: Codable, Sendable, Hashable {
-    /// A `data.provider.code` of PROTOCOL.md §6 (`rateLimited`, `authExpired`, ...).
+    /// A `data.provider.code` of docs/protocol.md §13 (`rateLimited`, `authExpired`, ...).
     public var code: String
     /// The retry hint, as a `Retry-After` header would give it.
     public var afterSeconds: Double?
@@ -416,7 +416,7 @@ public enum ToolChoice: Codable, Sendable, Hashable, JSONSchemaProviding {
     }
 }
 
-/// What a failed turn leaves in the transcript (ENGINE.md §2).
+/// What a failed turn leaves in the transcript (docs/turns.md).
 public enum TranscriptErrorPolicy: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     case keepCompleted
     case revert
@@ -457,7 +457,7 @@ public struct ContextSource: Codable, Sendable, Hashable {
     }
 }
 
-// MARK: - Profiles (ENGINE.md §3)
+// MARK: - Profiles (docs/protocol.md §11)
 
 /// The session's profiles: a selector property picks one of `cases`.
 public struct Profiles: Codable, Sendable, Hashable {
@@ -1006,7 +1006,7 @@ public struct Block: Codable, Sendable, Hashable {
     }
 }
 
-// MARK: - Router (ENGINE.md §4)
+// MARK: - Router (docs/protocol.md §11)
 
 /// Picks the agent (profile case) at the start of each turn.
 public struct Router: Codable, Sendable, Hashable {

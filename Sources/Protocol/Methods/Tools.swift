@@ -1,4 +1,4 @@
-// Server → client tool execution (PROTOCOL.md §4).
+// Server → client tool execution (docs/protocol.md §5).
 
 /// `tool/call`: the client runs a tool. An error answer is a thrown executor
 /// error and ends the turn; outcomes other than `ok` are fed back to the model.

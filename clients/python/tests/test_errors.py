@@ -1,4 +1,4 @@
-"""Decoding error answers into the exception hierarchy (PROTOCOL.md §6)."""
+"""Decoding error answers into the exception hierarchy (docs/protocol.md §13)."""
 
 from __future__ import annotations
 

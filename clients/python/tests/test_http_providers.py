@@ -1,6 +1,6 @@
 """Full turns through the real binary against a local HTTP server that plays
 OpenAI's and Anthropic's APIs with the recorded streams in shared/fixtures and
-with their error responses (ENGINE.md §5, PROTOCOL.md §6)."""
+with their error responses (docs/protocol.md §15, docs/protocol.md §13)."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ async def test_non_transient_errors_surface_typed_without_retry(tmp_path: Path, 
         (Canned.error(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after-ms": "20"}), "rateLimited"),
         (Canned.error(429, {"error": {"message": "pay up", "type": "insufficient_quota", "code": "insufficient_quota"}}, {"retry-after": "0"}), "quotaExceeded"),
         (Canned.error(500, {"error": {"message": "oops"}}, {"retry-after": "0"}), "internalError"),
-        # PROTOCOL.md §6 counts modelUnavailable among the transient codes.
+        # docs/protocol.md §13 counts modelUnavailable among the transient codes.
         (Canned.error(404, {"error": {"message": "no model", "code": "model_not_found"}}, {"retry-after": "0"}), "modelUnavailable"),
         (Canned.error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, {"retry-after": "0"}), "serviceUnavailable"),
         (Canned(200, {"Content-Type": "text/event-stream"}, b""), "streamTruncated"),

@@ -1,4 +1,4 @@
-"""The client against the real agentrpc binary (PROTOCOL.md is the oracle).
+"""The client against the real agentrpc binary (docs/protocol.md is the oracle).
 
 Skipped when no binary is found: set ``AGENTRPC_BIN`` or run ``swift build``
 in the repository so ``.build/debug/agentrpc`` exists.
@@ -125,7 +125,7 @@ async def test_requests_before_initialize_are_not_initialized(tmp_path: Path) ->
         assert caught.value.code == -32002
         await client.initialize()
         assert client.server_info is not None
-        # A second initialize is refused (PROTOCOL.md §2).
+        # A second initialize is refused (docs/protocol.md §2).
         with pytest.raises(InvalidRequest):
             await client.initialize()
 

@@ -58,7 +58,7 @@ __all__ = [
 
 _log = logging.getLogger("agentrpc.client")
 
-#: The protocol version this client speaks (PROTOCOL.md §2).
+#: The protocol version this client speaks (docs/protocol.md §2).
 PROTOCOL_VERSION: Final = 1
 #: Capabilities sent by default: this client runs tools and gets confirmations
 #: as notifications (answered with ``session/confirm``).
@@ -319,7 +319,7 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         timeout: float | None | _Default = DEFAULT,
     ) -> JSONObject:
-        """Send ``initialize``; must be the first request (PROTOCOL.md §2)."""
+        """Send ``initialize``; must be the first request (docs/protocol.md §2)."""
         params = {
             "protocolVersion": PROTOCOL_VERSION,
             "clientInfo": dict(client_info) if client_info is not None else {
@@ -929,7 +929,7 @@ class Client:
     ) -> Session:
         """``session/create``: a new session, returned as a :class:`Session`.
 
-        Every SessionConfig field (ENGINE.md §1) has a keyword:
+        Every SessionConfig field (docs/protocol.md §3) has a keyword:
         ``model`` (a name from agentrpc.json or an inline dict such as
         :func:`agentrpc.scripted`), ``role`` or ``persona`` / ``directives``,
         ``instructions``, ``tools`` (``@tool`` functions, plain functions or
@@ -1008,7 +1008,7 @@ class Client:
     # -- plain-dict helpers for the session methods ---------------------------
 
     async def get_state(self, session_id: str | Session) -> JSONObject:
-        """``session/getState``: the SessionState (PROTOCOL.md §5) as a dict."""
+        """``session/getState``: the SessionState (docs/protocol.md §3) as a dict."""
         result: JSONObject = await self.request("session/getState", {"sessionId": _sid(session_id)})
         return result
 

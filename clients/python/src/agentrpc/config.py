@@ -20,7 +20,7 @@ __all__ = ["scripted", "session_config", "turn_options", "turn_input", "image"]
 
 
 def scripted(*items: Mapping[str, Any], model: str = "scripted") -> dict[str, Any]:
-    """An inline model on the offline *scripted* provider (ENGINE.md §5).
+    """An inline model on the offline *scripted* provider (docs/protocol.md §15).
 
     Each item is one round trip: ``{"text": ["Hel", "lo"]}``,
     ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``, ``{"stall": True}``,

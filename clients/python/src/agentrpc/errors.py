@@ -3,7 +3,7 @@
 Two families share one root, :class:`AgentRPCException`:
 
 * :class:`AgentRPCError` and its subclasses are JSON-RPC error *answers*
-  (PROTOCOL.md §6). The class is chosen by ``error.data.kind`` — the stable,
+  (docs/protocol.md §13). The class is chosen by ``error.data.kind`` — the stable,
   machine-readable name — never by the message. An unknown kind falls back to
   the class of its code, then to :class:`AgentRPCError` itself, so a newer
   server never makes the client crash on an error it does not know.
@@ -122,7 +122,7 @@ class AgentRPCError(AgentRPCException):
         AgentRPCError.__init__(err, code, message, data, kind)
         return err
 
-    # Fields every turn error carries (PROTOCOL.md §6, last paragraph).
+    # Fields every turn error carries (docs/protocol.md §13, last paragraph).
     @property
     def turn_id(self) -> str | None:
         """The turn this error ended, when it is a turn error."""
@@ -154,7 +154,7 @@ class AgentRPCError(AgentRPCException):
 
 
 class _KnownError(AgentRPCError):
-    """A kind from PROTOCOL.md §6: code and kind default from the class.
+    """A kind from docs/protocol.md §13: code and kind default from the class.
 
     ``raise InvalidParams("bad 'limit'", {"field": "limit"})`` is the common
     shape when a server→client request handler rejects its params.

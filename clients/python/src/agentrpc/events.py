@@ -1,4 +1,4 @@
-"""Typed ``session/event`` notifications (PROTOCOL.md §4).
+"""Typed ``session/event`` notifications (docs/protocol.md §4).
 
 :func:`parse_event` turns one notification's params into an instance of the
 class named by ``event.type``; a type this client does not know becomes a
@@ -142,7 +142,7 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EntryAppended(Event):
-    """A transcript entry was appended (the wire dict, PROTOCOL.md §5)."""
+    """A transcript entry was appended (the wire dict, docs/protocol.md §3)."""
 
     entry: dict[str, Any] = field(default_factory=dict)
 

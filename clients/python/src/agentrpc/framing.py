@@ -1,4 +1,4 @@
-"""Newline-delimited JSON framing (PROTOCOL.md §1).
+"""Newline-delimited JSON framing (docs/protocol.md §1).
 
 One compact JSON object per line. ``json.dumps`` escapes control characters
 inside strings, so an encoded message never contains a raw newline and the

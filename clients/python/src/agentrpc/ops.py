@@ -1,4 +1,4 @@
-"""Builders for ``session/mutateTranscript`` operations and entries (PROTOCOL.md §5).
+"""Builders for ``session/mutateTranscript`` operations and entries (docs/protocol.md §3).
 
 >>> from agentrpc import ops
 >>> ops.truncate_after("e3")

@@ -1,7 +1,7 @@
-"""Following a provider error's ``retryGuidance`` once (PROTOCOL.md §6).
+"""Following a provider error's ``retryGuidance`` once (docs/protocol.md §13).
 
 The server already retries transient errors that happen before any output
-(ENGINE.md §2); what reaches the client is an error it could not retry
+(docs/turns.md); what reaches the client is an error it could not retry
 itself, e.g. one that struck mid-answer, or one that needs fresh credentials.
 """
 
@@ -42,7 +42,7 @@ async def retry_once(
     ``lambda: session.send("hi")``: a coroutine can only be awaited once. The
     second attempt's error, if any, propagates. Note that under the default
     ``keepCompleted`` policy the failed turn's prompt stays in the
-    transcript, so the retried send appends it again (ENGINE.md §2).
+    transcript, so the retried send appends it again (docs/turns.md).
     """
     try:
         return await attempt()

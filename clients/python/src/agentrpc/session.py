@@ -257,7 +257,7 @@ class Session:
     # -- state ---------------------------------------------------------------
 
     async def state(self) -> SessionState:
-        """``session/getState`` (PROTOCOL.md §5)."""
+        """``session/getState`` (docs/protocol.md §3)."""
         return SessionState.from_wire(await self.client.request("session/getState", self._params()))
 
     async def transcript(self) -> Transcript:

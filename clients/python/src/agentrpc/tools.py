@@ -15,7 +15,7 @@ What a tool returns decides the outcome the model sees:
 
 A raised exception is different: the client answers ``tool/call`` with a
 JSON-RPC error, which ends the turn with
-:class:`~agentrpc.ToolExecutorError` (ENGINE.md §2). Return
+:class:`~agentrpc.ToolExecutorError` (docs/turns.md). Return
 :class:`Failed` when the model should see the problem and carry on.
 """
 
@@ -296,7 +296,7 @@ class Tool:
         return f"Tool({self.name!r})"
 
     def spec(self) -> dict[str, Any]:
-        """The wire ``ToolSpec`` (ENGINE.md §1)."""
+        """The wire ``ToolSpec`` (docs/protocol.md §3)."""
         out: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
         if self.confirmation is not None:
             out["confirmation"] = self.confirmation

@@ -1,4 +1,4 @@
-"""Typed views of the server's results (PROTOCOL.md §3 and §5).
+"""Typed views of the server's results (docs/protocol.md §3 and §5).
 
 Each class is a frozen dataclass with snake_case fields, built from the wire's
 camelCase object by ``from_wire``. Decoding is lenient: a missing field takes
@@ -231,7 +231,7 @@ class ContextDiagnostic:
 
 @dataclass(frozen=True, slots=True)
 class SessionState(_WireLookup):
-    """``session/getState``: an observable session (PROTOCOL.md §5)."""
+    """``session/getState``: an observable session (docs/protocol.md §3)."""
 
     session_id: str
     is_running: bool
@@ -276,7 +276,7 @@ class SessionState(_WireLookup):
 class Transcript(_WireLookup):
     """``session/getTranscript``: the entries, as wire dicts, and the instructions.
 
-    Entries stay plain dicts (``{"id", "type", ...}``, PROTOCOL.md §5) so they
+    Entries stay plain dicts (``{"id", "type", ...}``, docs/protocol.md §3) so they
     can be edited and handed straight back to ``mutate_transcript``.
     Iterating a transcript iterates its entries.
     """
@@ -331,7 +331,7 @@ class PropertiesResult:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-turn limits (ENGINE.md §1 ``limits``); ``None`` keeps the server default.
+    """Per-turn limits (docs/protocol.md §3 ``limits``); ``None`` keeps the server default.
 
     Usable for ``create_session(limits=...)`` and ``send(limits=...)``.
     """
