@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Client, ProviderError
+from agentrpc import Client, ProviderError, StructuredOutputError
 
 from conftest import real_binary
 from fake_provider import Canned, FakeProvider
@@ -146,11 +146,45 @@ async def test_store_and_summary_options(tmp_path: Path) -> None:
         assert body["store"] is True and body["reasoning"] == {"effort": "high", "summary": "detailed"}
 
 
+async def response_entry(session: Any) -> dict[str, Any]:
+    return [e for e in await session.transcript() if e["type"] == "response"][-1]
+
+
+@pytest.mark.parametrize(("fixture", "reason"), [("incomplete-max-output-tokens.sse", "maxTokens"), ("incomplete-content-filter.sse", "contentFilter")])
+async def test_incomplete_reply_says_how_it_ended(tmp_path: Path, fixture: str, reason: str) -> None:
+    async with served(tmp_path) as (session, fake, client, _calls):
+        fake.queue(sse(fixture))
+        stream = client.notifications("session/event")
+        result = await session.send("go on")
+        assert result["stopReason"] == reason and result["message"]["text"] == streamed_text(fixture)
+        ended = [e for e in await turn_events(stream) if e["type"] == "turnEnded"][0]
+        assert ended["status"] == "completed" and ended["stopReason"] == reason
+        entry = await response_entry(session)
+        assert entry["incomplete"] is True and entry["stopReason"] == reason
+
+
+async def test_refusal_ends_refusal(tmp_path: Path) -> None:
+    async with served(tmp_path) as (session, fake, _client, _calls):
+        fake.queue(sse("refusal.sse"))
+        result = await session.send("something harmful")
+        assert result["stopReason"] == "refusal" and result["message"]["text"] == "I'm sorry, I can't help with that."
+
+
+async def test_generate_cut_by_the_token_limit_fails_truncated(tmp_path: Path) -> None:
+    async with served(tmp_path) as (session, fake, _client, _calls):
+        fake.queue(sse("incomplete-max-output-tokens.sse"))
+        with pytest.raises(StructuredOutputError) as info:
+            await session.generate("a title", {"type": "object", "properties": {"title": {"type": "string"}}})
+        assert info.value.reason == "truncated" and info.value.data["stopReason"] == "maxTokens"
+
+
 async def test_function_call_cut_by_the_token_limit_is_not_run(tmp_path: Path) -> None:
     async with served(tmp_path) as (session, fake, _client, calls):
         fake.queue(sse("incomplete-truncated-function-call.sse"))
-        await session.send("write it")
+        result = await session.send("write it")
+        assert result["stopReason"] == "maxTokens" and result["toolCalls"] == 0
         assert calls == [] and len(fake.received) == 1
+        assert [e["type"] for e in await session.transcript()] == ["prompt", "response"]
 
 
 @pytest.mark.parametrize(
