@@ -191,7 +191,7 @@ final class StreamingDataDelegate: Sendable {
     /// termination handler synchronously, which must not happen under the lock.
     enum Action {
         case yield([ProviderEvent], finish: Bool)
-        case fail(any Error)
+        case fail(any Error, after: [ProviderEvent] = [])
         case nothing
     }
 
@@ -220,14 +220,16 @@ final class StreamingDataDelegate: Sendable {
             if s.mode == .undecided { decideMode(&s, response: response) }
             switch s.mode {
             case .streaming:
+                var events: [ProviderEvent] = []
                 do {
-                    var events: [ProviderEvent] = []
                     for sse in try s.parser.feed(data) { events += try s.decoder.decode(sse) }
                     if s.decoder.isComplete { s.done = true }
                     return .yield(events, finish: s.done)
                 } catch {
                     s.done = true
-                    return .fail(classify(error))
+                    // What arrived before the failure in the same read is delivered:
+                    // whether output was streamed decides if the engine may retry.
+                    return .fail(classify(error), after: events)
                 }
             case .wholeBody, .errorBody:
                 let limit = s.mode == .errorBody ? Self.maximumErrorBodyBytes : Self.maximumWholeBodyBytes
@@ -262,13 +264,13 @@ final class StreamingDataDelegate: Sendable {
                     return .fail(classify(error))
                 }
             case .streaming, .undecided:
+                var events: [ProviderEvent] = []
                 do {
-                    var events: [ProviderEvent] = []
                     for sse in s.parser.finish() { events += try s.decoder.decode(sse) }
                     events += try s.decoder.finish()
                     return .yield(events, finish: true)
                 } catch {
-                    return .fail(classify(error))
+                    return .fail(classify(error), after: events)
                 }
             }
         }
@@ -303,7 +305,8 @@ final class StreamingDataDelegate: Sendable {
                 // connection stays reusable, rather than cancel it.
                 state.withLock { $0.handle }?.linger()
             }
-        case .fail(let error):
+        case .fail(let error, let events):
+            for event in events { continuation.yield(event) }
             continuation.finish(throwing: error)
             state.withLock { $0.handle }?.cancel()
         case .nothing:
