@@ -142,7 +142,10 @@ public final class Server: Sendable {
         }
         let exitRequested = self.exitRequested
         let exitWatcher = self.exitWatcher
+        let dispatcher = self.dispatcher
         table.onNotification(ExitNotification.self) { _ in
+            // Before anything else: what the client wrote after `exit` must not start.
+            dispatcher.stop()
             let code: Int32 = lifecycle.withLock { $0 } == .shutDown ? 0 : 1
             exitRequested.withLock { $0 = code }
             exitWatcher.withLock { $0?.finish() }
