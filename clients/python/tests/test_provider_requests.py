@@ -97,3 +97,34 @@ async def test_tool_choice_is_never_sent_when_the_model_does_not_support_it(tmp_
             assert "tool_choice" not in body
     finally:
         fake.close()
+
+
+# -- 9. usage that was not reported -------------------------------------------------
+
+
+async def test_unreported_usage_is_absent_in_result_events_and_traces(tmp_path: Path) -> None:
+    """llama.cpp streams no usage: the result's usage is empty, no usage event is
+    sent, and the spans carry no token counts (not zeros)."""
+    fake = FakeProvider()
+    config = {"models": {"m": {"provider": "openai", "model": "local", "baseURL": fake.base_url + "/v1"}}}
+    (tmp_path / "agentrpc.json").write_text(json.dumps(config))
+    trace = tmp_path / "trace.jsonl"
+    try:
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--trace-file", str(trace)], request_timeout=TIMEOUT) as client:
+            session = await client.open_session(model="m")
+            fake.queue(sse(delta("Hi"), delta("", "stop")))
+            events = client.notifications("session/event")
+            result = await session.send("hi")
+            assert result["usage"] == {}
+            assert result.usage.input_tokens is None and result.usage.total_tokens is None
+            seen = []
+            async for note in events:
+                seen.append(note.params["event"]["type"])
+                if seen[-1] == "turnEnded":
+                    break
+            assert "usage" not in seen
+    finally:
+        fake.close()
+    spans = trace.read_text()
+    assert "agentrpc.turn" in spans or spans.strip(), "the trace file is empty"
+    assert "gen_ai.usage.input_tokens" not in spans and "gen_ai.usage.output_tokens" not in spans
