@@ -105,6 +105,8 @@ public enum ConfirmationSource: String, Codable, Sendable, Hashable, JSONSchemaS
     case cancel
     /// A guard decided without asking.
     case policy
+    /// A standing approval rule (`approveForSession`) approved without asking.
+    case rule
 }
 
 /// Why a request's cacheable prefix differs from the previous one.
@@ -136,6 +138,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
     case cacheInvalidated(reason: CacheInvalidationReason, firstChangedEntry: String?)
     case retrying(attempt: Int, afterSeconds: Double, error: RPCError)
     case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?)
+    /// `session/steer` input reached the transcript as the prompt entry `entryId`.
+    case steeringApplied(entryId: String, input: TurnInput)
+    /// The standing approval rules changed; `rules` is the whole new list.
+    case approvalRulesChanged(rules: [ApprovalRule])
 
     /// The event's `type` member.
     public var type: String {
@@ -158,6 +164,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case .cacheInvalidated: return "cacheInvalidated"
         case .retrying: return "retrying"
         case .turnEnded: return "turnEnded"
+        case .steeringApplied: return "steeringApplied"
+        case .approvalRulesChanged: return "approvalRulesChanged"
         }
     }
 
@@ -221,6 +229,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             var o: [String: JSONValue] = ["type": "turnEnded", "status": .string(status.rawValue), "undo": .string(undo.rawValue)]
             if let error { o["error"] = error.json }
             return .object(o)
+        case .steeringApplied(let entryId, let input):
+            return .object(["type": "steeringApplied", "entryId": .string(entryId), "input": input.json])
+        case .approvalRulesChanged(let rules):
+            return .object(["type": "approvalRulesChanged", "rules": .array(rules.map(\.json))])
         }
     }
 
@@ -231,6 +243,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case decision, source, outcome, content, entry, set, removed, hook
         case inputTokens, outputTokens, cachedInputTokens, reasoningTokens
         case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo
+        case entryId, rules
     }
 
     /// Clients and tests read events back; the server never decodes them.
@@ -282,6 +295,9 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             self = .turnEnded(
                 status: try c.decode(TurnStatus.self, forKey: .status), undo: try c.decode(UndoOutcome.self, forKey: .undo),
                 error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError)
+        case "steeringApplied":
+            self = .steeringApplied(entryId: try str(.entryId), input: try c.decode(TurnInput.self, forKey: .input))
+        case "approvalRulesChanged": self = .approvalRulesChanged(rules: try c.decode([ApprovalRule].self, forKey: .rules))
         default:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown event type '\(type)'")
         }
@@ -320,6 +336,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             event(
                 "turnEnded", ["status": WireSchema.ref(TurnStatus.self), "undo": WireSchema.ref(UndoOutcome.self)],
                 optional: ["error": error]),
+            event("steeringApplied", ["entryId": s, "input": WireSchema.ref(TurnInput.self)]),
+            event("approvalRulesChanged", ["rules": WireSchema.array(WireSchema.ref(ApprovalRule.self))]),
         ])
     }
 
@@ -327,7 +345,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         [
             TurnInput.self, ConfirmationDecision.self, ConfirmationSource.self, ToolOutcome.self, TranscriptEntry.self,
             HookName.self, SchemaWarning.self, ContextDiagnostic.self, CacheInvalidationReason.self, ErrorObject.self,
-            TurnStatus.self, UndoOutcome.self,
+            TurnStatus.self, UndoOutcome.self, ApprovalRule.self,
         ]
     }
 }
