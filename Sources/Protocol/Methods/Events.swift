@@ -137,7 +137,9 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
     /// `firstChangedEntry`: the id of the first transcript entry whose message changed, if any.
     case cacheInvalidated(reason: CacheInvalidationReason, firstChangedEntry: String?)
     case retrying(attempt: Int, afterSeconds: Double, error: RPCError)
-    case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?)
+    /// `stopReason`: set on a completed turn whose reply did not end normally
+    /// (`maxTokens`, `contentFilter`, `refusal`), as in its result; absent otherwise.
+    case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil)
     /// `session/steer` input reached the transcript as the prompt entry `entryId`.
     case steeringApplied(entryId: String, input: TurnInput)
     /// The standing approval rules changed; `rules` is the whole new list.
@@ -225,9 +227,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             return .object(o)
         case .retrying(let attempt, let afterSeconds, let error):
             return .object(["type": "retrying", "attempt": .int(attempt), "afterSeconds": .double(afterSeconds), "error": error.json])
-        case .turnEnded(let status, let undo, let error):
+        case .turnEnded(let status, let undo, let error, let stopReason):
             var o: [String: JSONValue] = ["type": "turnEnded", "status": .string(status.rawValue), "undo": .string(undo.rawValue)]
             if let error { o["error"] = error.json }
+            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
             return .object(o)
         case .steeringApplied(let entryId, let input):
             return .object(["type": "steeringApplied", "entryId": .string(entryId), "input": input.json])
@@ -242,7 +245,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case type, input, profile, previous, roundTrip, provider, model, delta, callId, name, arguments, reason
         case decision, source, outcome, content, entry, set, removed, hook
         case inputTokens, outputTokens, cachedInputTokens, reasoningTokens
-        case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo
+        case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo, stopReason
         case entryId, rules
     }
 
@@ -294,7 +297,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case "turnEnded":
             self = .turnEnded(
                 status: try c.decode(TurnStatus.self, forKey: .status), undo: try c.decode(UndoOutcome.self, forKey: .undo),
-                error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError)
+                error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError,
+                stopReason: try c.decodeIfPresent(StopReason.self, forKey: .stopReason))
         case "steeringApplied":
             self = .steeringApplied(entryId: try str(.entryId), input: try c.decode(TurnInput.self, forKey: .input))
         case "approvalRulesChanged": self = .approvalRulesChanged(rules: try c.decode([ApprovalRule].self, forKey: .rules))
@@ -335,7 +339,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             event("retrying", ["attempt": int, "afterSeconds": WireSchema.number, "error": error]),
             event(
                 "turnEnded", ["status": WireSchema.ref(TurnStatus.self), "undo": WireSchema.ref(UndoOutcome.self)],
-                optional: ["error": error]),
+                optional: ["error": error, "stopReason": WireSchema.ref(StopReason.self)]),
             event("steeringApplied", ["entryId": s, "input": WireSchema.ref(TurnInput.self)]),
             event("approvalRulesChanged", ["rules": WireSchema.array(WireSchema.ref(ApprovalRule.self))]),
         ])
@@ -345,7 +349,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         [
             TurnInput.self, ConfirmationDecision.self, ConfirmationSource.self, ToolOutcome.self, TranscriptEntry.self,
             HookName.self, SchemaWarning.self, ContextDiagnostic.self, CacheInvalidationReason.self, ErrorObject.self,
-            TurnStatus.self, UndoOutcome.self, ApprovalRule.self,
+            TurnStatus.self, UndoOutcome.self, StopReason.self, ApprovalRule.self,
         ]
     }
 }
