@@ -61,3 +61,44 @@ import Testing
         #expect(BoundedGlob.matches("*b", "aaab", budget: 10_000) == true)
     }
 }
+
+/// Records what a transcript journals, so tests can see undo records reach the journal.
+private final class RecordingJournal: TranscriptJournal, @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [TranscriptChange] = []
+    var changes: [TranscriptChange] { lock.withLock { recorded } }
+    func record(_ change: TranscriptChange) throws { lock.withLock { recorded.append(change) } }
+}
+
+@Suite struct TranscriptUndoRecordTests {
+    func record(_ turn: String, _ call: String) -> UndoRecord {
+        UndoRecord(turnId: turn, callId: call, name: "write", undo: .string("\(turn)/\(call)"))
+    }
+
+    @Test func committedUndoRecordsAreJournaledKeptAndTaken() throws {
+        let journal = RecordingJournal()
+        var transcript = Transcript(properties: [:])
+        transcript.journal = journal
+        try transcript.keepUndoRecords([record("t1", "c1"), record("t2", "c1")])
+        try transcript.keepUndoRecords([])
+        #expect(transcript.committedUndo == [record("t1", "c1"), record("t2", "c1")])
+        // Call ids repeat across turns: a rewind of t2 takes t2's record only.
+        let taken = try transcript.takeUndoRecords { $0.turnId == "t2" }
+        #expect(taken == [record("t2", "c1")])
+        #expect(transcript.committedUndo == [record("t1", "c1")])
+        #expect(journal.changes == [.undoRecordsKept([record("t1", "c1"), record("t2", "c1")]), .undoRecordsTaken([record("t2", "c1")])])
+
+        // What the journal recorded rebuilds the same records.
+        var replayed = Transcript(properties: [:])
+        for change in journal.changes { try replayed.replay(change) }
+        #expect(replayed.committedUndo == transcript.committedUndo)
+    }
+
+    @Test func onlyTheNewestRecordsAreKept() throws {
+        var transcript = Transcript(properties: [:])
+        let many = (0..<(Transcript.maxCommittedUndoRecords + 5)).map { record("t\($0)", "c") }
+        try transcript.keepUndoRecords(many)
+        #expect(transcript.committedUndo.count == Transcript.maxCommittedUndoRecords)
+        #expect(transcript.committedUndo.first == record("t5", "c"))
+    }
+}

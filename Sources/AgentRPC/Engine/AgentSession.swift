@@ -9,14 +9,12 @@ actor AgentSession {
     let config: SessionConfig
     let context: EngineContext
     let createdAt = Date()
-    var updatedAt = Date()
 
-    // Transcript
-    var entries: [TranscriptEntry] = []
-    var entryIDs: Set<String> = []
-    var revision = 0
-    var nextEntryNumber = 1
-    var properties: [String: JSONValue]
+    /// Entries, revision and properties: every change to them goes through it.
+    var transcript: Transcript
+    var entries: [TranscriptEntry] { transcript.entries }
+    var revision: Int { transcript.revision }
+    var properties: [String: JSONValue] { transcript.properties }
 
     // Observable state (docs/protocol.md §3); when each changes is in docs/turns.md.
     var isRunning = false
@@ -60,8 +58,6 @@ actor AgentSession {
     var nextApprovalRuleNumber = 1
     /// The input schema of the call waiting for `session/confirm`, for edited arguments.
     var pendingConfirmationSchema: JSONValue?
-    /// Undo records of committed turns, oldest first (for `session/rewind`).
-    var committedUndo: [UndoRecord] = []
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
 
@@ -69,7 +65,7 @@ actor AgentSession {
         self.id = id
         self.config = config
         self.context = context
-        self.properties = config.properties ?? [:]
+        self.transcript = Transcript(properties: config.properties ?? [:], createdAt: createdAt)
         // With profiles, the first request activates the initial profile (its
         // onActivate hooks run, profileActivated has no `previous`); a session
         // without profiles has nothing to activate.
@@ -99,7 +95,7 @@ actor AgentSession {
             queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules)
     }
 
-    func transcript() -> SessionTranscript {
+    func transcriptForClient() -> SessionTranscript {
         let profile = (try? resolveProfile()) ?? activeProfile
         return SessionTranscript(revision: revision, instructions: instructionsText(profile: profile), entries: entries)
     }
@@ -107,7 +103,7 @@ actor AgentSession {
     func summary() -> SessionSummary {
         SessionSummary(
             sessionId: id, title: config.title, userId: config.userId,
-            createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(updatedAt),
+            createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(transcript.updatedAt),
             revision: revision, entryCount: entries.count, isRunning: isRunning, loaded: true)
     }
 
@@ -121,45 +117,21 @@ actor AgentSession {
         context.channel.notify(SessionEventNotification.name, params.json)
     }
 
-    // MARK: Transcript primitives
+    // MARK: Transcript changes that are announced
 
-    func makeEntryID() -> String {
-        while true {
-            let candidate = "e\(nextEntryNumber)"
-            nextEntryNumber += 1
-            if !entryIDs.contains(candidate) { return candidate }
-        }
-    }
-
+    /// Appends an entry and announces it (`entryAppended`), in that order.
     @discardableResult
-    func append(_ content: TranscriptContent, turn: String?) -> TranscriptEntry {
-        let entry = TranscriptEntry(id: makeEntryID(), turnId: turn, content)
-        entries.append(entry)
-        entryIDs.insert(entry.id)
-        revision += 1
-        updatedAt = Date()
+    func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry {
+        let entry = try transcript.append(content, turn: turn)
         emit(.entryAppended(entry), turn: turn)
         return entry
     }
 
-    func replaceAllEntries(_ new: [TranscriptEntry]) {
-        entries = new
-        entryIDs = Set(new.map(\.id))
-        revision += 1
-        updatedAt = Date()
-    }
-
-    // MARK: Properties
-
-    func setProperties(set: [String: JSONValue], remove: [String]) -> SetPropertiesResult {
-        var removed: [String] = []
-        for key in remove where properties[key] != nil {
-            properties.removeValue(forKey: key)
-            removed.append(key)
-        }
-        for (k, v) in set { properties[k] = v }
+    /// Sets and removes properties and announces the change (`propertiesChanged`).
+    func setProperties(set: [String: JSONValue], remove: [String]) throws -> SetPropertiesResult {
+        let removed = try transcript.setProperties(set: set, remove: remove)
         if !set.isEmpty || !removed.isEmpty {
-            emit(.propertiesChanged(set: set, removed: removed.sorted()))
+            emit(.propertiesChanged(set: set, removed: removed))
         }
         return SetPropertiesResult(properties: properties, activeProfile: activeProfileName)
     }

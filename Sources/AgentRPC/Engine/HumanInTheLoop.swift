@@ -31,8 +31,6 @@ enum HumanInTheLoopLimits {
     static let maxPendingSteering = 16
     static let maxQueuedSends = 16
     static let maxApprovalRules = 32
-    /// Committed undo records kept per session; older ones are dropped first.
-    static let maxCommittedUndoRecords = 1000
     /// Glob steps one argument match may take before it counts as no match.
     static let globStepBudget = 100_000
     /// How long one `tool/undo` of a rewind may take.
@@ -64,12 +62,12 @@ extension AgentSession {
 
     /// The checkpoint before a round trip: steering that arrived meanwhile joins
     /// the transcript as prompt entries, so the next request carries it.
-    func applySteering(turn: TurnState) {
+    func applySteering(turn: TurnState) throws {
         guard !pendingSteering.isEmpty else { return }
         let inputs = pendingSteering
         pendingSteering = []
         for input in inputs {
-            let entry = append(.prompt(text: input.text, images: input.images), turn: turn.id)
+            let entry = try append(.prompt(text: input.text, images: input.images), turn: turn.id)
             emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
         }
     }
@@ -224,15 +222,6 @@ extension AgentSession {
         }
     }
 
-    // MARK: Undo records of committed turns
-
-    /// Keeps a committed turn's undo records for `session/rewind`.
-    func keepCommittedUndo(_ records: [UndoRecord]) {
-        guard !records.isEmpty else { return }
-        committedUndo.append(contentsOf: records)
-        let excess = committedUndo.count - HumanInTheLoopLimits.maxCommittedUndoRecords
-        if excess > 0 { committedUndo.removeFirst(excess) }
-    }
 }
 
 /// Matches approval rules against a call's arguments, with bounded work: a
@@ -329,9 +318,8 @@ extension AgentSession {
             guard case .toolOutput(let callId, _, _, _, _, _) = entry.content, let turn = entry.turnId else { return nil }
             return UndoKey(turnId: turn, callId: callId)
         })
-        let taken = committedUndo.filter { removedCalls.contains(UndoKey(turnId: $0.turnId, callId: $0.callId)) }
-        committedUndo.removeAll { removedCalls.contains(UndoKey(turnId: $0.turnId, callId: $0.callId)) }
-        if !removed.isEmpty { replaceAllEntries(Array(entries[..<cut])) }
+        if !removed.isEmpty { try transcript.mutate([.truncateAfter(id: cut == 0 ? nil : entries[cut - 1].id)]) }
+        let taken = try transcript.takeUndoRecords { removedCalls.contains(UndoKey(turnId: $0.turnId, callId: $0.callId)) }
         let undos = params.undo ? Array(taken.reversed()) : []
         if !undos.isEmpty { rewindingUndos = true }
         let result = SessionRewindResult(revision: revision, entryCount: entries.count, removedEntries: removed.map(\.id), undos: [])
