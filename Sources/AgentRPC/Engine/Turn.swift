@@ -36,11 +36,9 @@ struct TurnState: Sendable {
     }
 
     /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    /// A turn whose provider reported no usage keeps `usage` empty: not reported, not 0.
     mutating func addUsage(_ u: ModelUsage) {
-        usage.inputTokens += u.inputTokens
-        usage.outputTokens += u.outputTokens
-        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0) + c }
-        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0) + r }
+        usage.add(Usage(u))
     }
 }
 
