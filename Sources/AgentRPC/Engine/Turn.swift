@@ -177,7 +177,7 @@ extension AgentSession {
 
     private func runTurn(_ turn: inout TurnState, control: TurnControl, input: TurnInput) async throws -> TurnOutcome {
         let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
-            try? await Task.sleep(for: .seconds(limit))
+            try? await Task.sleep(for: .clampedSeconds(limit))
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
         defer { watchdog.cancel() }
@@ -307,12 +307,12 @@ extension AgentSession {
         guard error.retryGuidance.kind == .retryWithBackoff, !hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
         let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
         let elapsed = turn.startedAt.duration(to: .now)
-        let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
+        let remaining = turn.limits.wallClockSeconds - elapsed.secondsValue
         guard delay < remaining else { throw error }
         emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
-        do { try await Task.sleep(for: .seconds(delay)) } catch {
+        do { try await Task.sleep(for: .clampedSeconds(delay)) } catch {
             try checkpoint(control)
             throw error
         }

@@ -65,7 +65,7 @@ enum ProviderFactory {
         let options = config.options ?? [:]
         return HTTPProviderConfiguration(
             baseURL: url, apiKey: key, model: model, headers: config.headers ?? [:],
-            timeoutSeconds: config.timeoutSeconds ?? 600,
+            timeoutSeconds: min(config.timeoutSeconds ?? 600, DurationBounds.maximumSeconds),
             streamTools: options["streamTools"]?.boolValue ?? true,
             strictTools: options["strictTools"]?.boolValue ?? false,
             useMaxCompletionTokens: options["useMaxCompletionTokens"]?.boolValue ?? false,

@@ -135,7 +135,7 @@ struct TranscriptScript: Sendable {
             }
         }
         if let t = o["timeoutSeconds"] {
-            guard let seconds = t.numberValue, seconds > 0 else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" must be a positive number") }
+            guard let seconds = t.numberValue, DurationBounds.positiveSeconds.contains(seconds) else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
             header.timeoutSeconds = seconds
         }
         return header
@@ -155,7 +155,7 @@ struct TranscriptScript: Sendable {
         }
         var timeout: Double?
         if let t = o["timeoutSeconds"] {
-            guard let seconds = t.numberValue, seconds > 0 else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" must be a positive number") }
+            guard let seconds = t.numberValue, DurationBounds.positiveSeconds.contains(seconds) else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
             timeout = seconds
         }
         guard let key = kinds.first, let value = o[key] else {
@@ -221,7 +221,7 @@ struct TranscriptScript: Sendable {
             }
             var within: Double?
             if let w = e["withinSeconds"] {
-                guard let s = w.numberValue, s > 0 else { throw TranscriptLoadError(line: line, message: "expectExit \"withinSeconds\" must be a positive number") }
+                guard let s = w.numberValue, DurationBounds.positiveSeconds.contains(s) else { throw TranscriptLoadError(line: line, message: "expectExit \"withinSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
                 within = s
             }
             kind = .expectExit(code: code, withinSeconds: within)
