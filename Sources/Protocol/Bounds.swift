@@ -104,3 +104,11 @@ extension Int {
         }
     }
 }
+
+extension Int {
+    /// `self + other`, stuck at `Int.max`/`Int.min` instead of trapping.
+    public func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+}

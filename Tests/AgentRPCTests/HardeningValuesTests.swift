@@ -106,3 +106,20 @@ final class LockedBox<T: Sendable>: @unchecked Sendable {
         #expect(run.stderr.contains("models.slow.timeoutSeconds: must be > 0 and <= 2592000 seconds"))
     }
 }
+
+@Suite struct UsageSanityTests {
+    @Test func sumsSaturate() {
+        #expect(Int.max.addingSaturating(1) == .max)
+        #expect(Int.min.addingSaturating(-1) == .min)
+        #expect(40.addingSaturating(2) == 42)
+    }
+
+    @Test func unbelievableCountsAreDroppedAndNamed() {
+        let raw = ModelUsage(inputTokens: .max, outputTokens: -1, cachedInputTokens: 5, cacheCreationInputTokens: -3, reasoningTokens: 1_000_000_000_001)
+        let (usage, rejected) = raw.sanitized()
+        #expect(usage == ModelUsage(inputTokens: 0, outputTokens: 0, cachedInputTokens: 5))
+        #expect(rejected == ["inputTokens=9223372036854775807", "outputTokens=-1", "cacheCreationInputTokens=-3", "reasoningTokens=1000000000001"])
+        let fine = ModelUsage(inputTokens: ModelUsage.largestBelievableTokenCount, outputTokens: 0)
+        #expect(fine.sanitized().rejected.isEmpty)
+    }
+}

@@ -522,10 +522,11 @@ final class ChatConversation {
         case "usage":
             guard let report = try? event.decode(as: Usage.self) else { return }
             var sum = turn?.usage ?? Usage(inputTokens: 0, outputTokens: 0)
-            sum.inputTokens += report.inputTokens
-            sum.outputTokens += report.outputTokens
-            if let c = report.cachedInputTokens { sum.cachedInputTokens = (sum.cachedInputTokens ?? 0) + c }
-            if let r = report.reasoningTokens { sum.reasoningTokens = (sum.reasoningTokens ?? 0) + r }
+            // The numbers came over the wire: sums saturate rather than trap.
+            sum.inputTokens = sum.inputTokens.addingSaturating(report.inputTokens)
+            sum.outputTokens = sum.outputTokens.addingSaturating(report.outputTokens)
+            if let c = report.cachedInputTokens { sum.cachedInputTokens = (sum.cachedInputTokens ?? 0).addingSaturating(c) }
+            if let r = report.reasoningTokens { sum.reasoningTokens = (sum.reasoningTokens ?? 0).addingSaturating(r) }
             turn?.usage = sum
         case "retrying":
             let after = event["afterSeconds"]?.numberValue.map { String(format: "%.1f", $0) } ?? "?"

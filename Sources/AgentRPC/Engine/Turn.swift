@@ -35,12 +35,13 @@ struct TurnState: Sendable {
         options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
     }
 
-    /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    /// Counts one provider request's usage (its last, cumulative report) in the
+    /// turn. Sums saturate: many believable reports still must not trap.
     mutating func addUsage(_ u: ModelUsage) {
-        usage.inputTokens += u.inputTokens
-        usage.outputTokens += u.outputTokens
-        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0) + c }
-        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0) + r }
+        usage.inputTokens = usage.inputTokens.addingSaturating(u.inputTokens)
+        usage.outputTokens = usage.outputTokens.addingSaturating(u.outputTokens)
+        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0).addingSaturating(c) }
+        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0).addingSaturating(r) }
     }
 }
 
@@ -349,7 +350,8 @@ extension AgentSession {
                 emit(.textDelta(delta))
             case .toolCall(let call):
                 output.toolCalls.append(call)
-            case .usage(let u):
+            case .usage(let reported):
+                let u = believableUsage(reported)
                 output.usage = u
                 let report = Usage(u)
                 lastUsageReport = report
