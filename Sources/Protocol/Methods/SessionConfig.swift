@@ -96,7 +96,10 @@ extension ModelConfig: JSONSchemaBounded {
 
 /// Which provider implementation talks to the model.
 public enum ProviderKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// OpenAI Chat Completions and compatible servers.
     case openai
+    /// The OpenAI Responses API (`POST /v1/responses`).
+    case openaiResponses = "openai-responses"
     case anthropic
     case scripted
 }
