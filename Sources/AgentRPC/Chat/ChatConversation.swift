@@ -521,12 +521,8 @@ final class ChatConversation {
             out.line(ChatFormatting.toolFinished(event["outcome"]?.stringValue ?? "?", event["content"] ?? .null))
         case "usage":
             guard let report = try? event.decode(as: Usage.self) else { return }
-            var sum = turn?.usage ?? Usage(inputTokens: 0, outputTokens: 0)
-            // The numbers came over the wire: sums saturate rather than trap.
-            sum.inputTokens = sum.inputTokens.addingSaturating(report.inputTokens)
-            sum.outputTokens = sum.outputTokens.addingSaturating(report.outputTokens)
-            if let c = report.cachedInputTokens { sum.cachedInputTokens = (sum.cachedInputTokens ?? 0).addingSaturating(c) }
-            if let r = report.reasoningTokens { sum.reasoningTokens = (sum.reasoningTokens ?? 0).addingSaturating(r) }
+            var sum = turn?.usage ?? Usage()
+            sum.add(report)
             turn?.usage = sum
         case "retrying":
             let after = event["afterSeconds"]?.numberValue.map { String(format: "%.1f", $0) } ?? "?"

@@ -35,13 +35,10 @@ struct TurnState: Sendable {
         options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
     }
 
-    /// Counts one provider request's usage (its last, cumulative report) in the
-    /// turn. Sums saturate: many believable reports still must not trap.
+    /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    /// A turn whose provider reported no usage keeps `usage` empty: not reported, not 0.
     mutating func addUsage(_ u: ModelUsage) {
-        usage.inputTokens = usage.inputTokens.addingSaturating(u.inputTokens)
-        usage.outputTokens = usage.outputTokens.addingSaturating(u.outputTokens)
-        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0).addingSaturating(c) }
-        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0).addingSaturating(r) }
+        usage.add(Usage(u))
     }
 }
 
@@ -200,6 +197,7 @@ extension AgentSession {
         guard isRunning, let control else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
         control.requestCooperativeCancel()
         resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        askUserRequest?.cancel()
         return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
     }
 
