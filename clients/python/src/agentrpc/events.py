@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .errors import AgentRPCError, error_from_wire
-from .types import ContextDiagnostic, SchemaWarning, Usage
+from .types import (
+    ContextDiagnostic,
+    SchemaWarning,
+    ToolOutcome,
+    TurnStatus,
+    UndoOutcome,
+    Usage,
+    wire_word,
+)
 
 __all__ = [
     "Event",
@@ -136,7 +144,7 @@ class ToolCallFinished(Event):
 
     call_id: str = ""
     name: str = ""
-    outcome: str = ""
+    outcome: ToolOutcome = "ok"
     content: Any = None
 
 
@@ -213,8 +221,8 @@ class Retrying(Event):
 class TurnEnded(Event):
     """The turn ended: ``status`` completed, failed or cancelled; ``undo`` committed, rolledBack or none."""
 
-    status: str = ""
-    undo: str = ""
+    status: TurnStatus = "completed"
+    undo: UndoOutcome = "none"
     error: AgentRPCError | None = None
 
 
@@ -276,7 +284,7 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
         return ToolCallFinished, {
             "call_id": _str(e.get("callId")),
             "name": _str(e.get("name")),
-            "outcome": _str(e.get("outcome")),
+            "outcome": cast(ToolOutcome, wire_word(e.get("outcome"), "ok")),
             "content": e.get("content"),
         }
     if kind == "entryAppended":
@@ -312,7 +320,8 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
             "error": _error(e.get("error")),
         }
     if kind == "turnEnded":
-        return TurnEnded, {"status": _str(e.get("status")), "undo": _str(e.get("undo")), "error": _error(e.get("error"))}
+        return TurnEnded, {"status": cast(TurnStatus, wire_word(e.get("status"), "completed")),
+                           "undo": cast(UndoOutcome, wire_word(e.get("undo"), "none")), "error": _error(e.get("error"))}
     return Event, {}
 
 
