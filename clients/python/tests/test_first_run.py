@@ -59,3 +59,17 @@ def test_local_model_script_usage_lists_every_command() -> None:
     assert usage.returncode == 2
     for command in ("install", "serve", "model-path", "model-config", "describe", "status"):
         assert f"scripts/local-model {command}" in usage.stdout
+
+
+def test_the_scripted_item_format_is_documented_in_one_place_and_cited() -> None:
+    from agentrpc import scripted
+
+    guide = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    section = guide.split("### The scripted provider", 1)[1].split("\n## ", 1)[0]
+    doc = scripted.__doc__ or ""
+    assert 'docs/protocol.md §15, "The scripted provider"' in doc
+    for key in ("text", "toolCalls", "reasoning", "refusal", "usage", "error", "delayMs", "stall"):
+        assert f"| `{key}` |" in section, key
+        assert f"``{key}``" in doc, key
+    python_guide = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    assert "protocol.md#the-scripted-provider" in python_guide
