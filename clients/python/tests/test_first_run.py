@@ -68,7 +68,7 @@ def test_the_scripted_item_format_is_documented_in_one_place_and_cited() -> None
     section = guide.split("### The scripted provider", 1)[1].split("\n## ", 1)[0]
     doc = scripted.__doc__ or ""
     assert 'docs/protocol.md §15, "The scripted provider"' in doc
-    for key in ("text", "toolCalls", "reasoning", "refusal", "usage", "error", "delayMs", "stall"):
+    for key in ("text", "toolCalls", "reasoning", "refusal", "usage", "error", "delayMs", "stall", "stopReason"):
         assert f"| `{key}` |" in section, key
         assert f"``{key}``" in doc, key
     python_guide = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")

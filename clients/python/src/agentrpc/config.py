@@ -38,6 +38,8 @@ def scripted(*items: Mapping[str, Any], model: str = "scripted") -> dict[str, An
       failing the same way;
     * ``stall``: ``True`` streams the text, then never finishes (for
       cancellation and timeout tests).
+    * ``stopReason``: ``"maxTokens"``, ``"contentFilter"`` or ``"refusal"``,
+      how the reply ends when it did not end normally.
 
     The full format is in docs/protocol.md §15, "The scripted provider". It is
     a deterministic stand-in for tests and offline demos, not a language model.

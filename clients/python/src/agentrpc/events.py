@@ -17,6 +17,7 @@ from .errors import AgentRPCError, error_from_wire
 from .types import (
     ContextDiagnostic,
     SchemaWarning,
+    StopReason,
     ToolOutcome,
     TurnStatus,
     UndoOutcome,
@@ -219,11 +220,16 @@ class Retrying(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnEnded(Event):
-    """The turn ended: ``status`` completed, failed or cancelled; ``undo`` committed, rolledBack or none."""
+    """The turn ended: ``status`` completed, failed or cancelled; ``undo`` committed, rolledBack or none.
+
+    ``stop_reason`` is set on a completed turn whose reply did not end normally:
+    ``"maxTokens"``, ``"contentFilter"`` or ``"refusal"`` (``None`` otherwise).
+    """
 
     status: TurnStatus = "completed"
     undo: UndoOutcome = "none"
     error: AgentRPCError | None = None
+    stop_reason: StopReason | None = None
 
 
 def _str(value: Any, default: str = "") -> str:
@@ -320,8 +326,12 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
             "error": _error(e.get("error")),
         }
     if kind == "turnEnded":
-        return TurnEnded, {"status": cast(TurnStatus, wire_word(e.get("status"), "completed")),
-                           "undo": cast(UndoOutcome, wire_word(e.get("undo"), "none")), "error": _error(e.get("error"))}
+        return TurnEnded, {
+            "status": cast(TurnStatus, wire_word(e.get("status"), "completed")),
+            "undo": cast(UndoOutcome, wire_word(e.get("undo"), "none")),
+            "error": _error(e.get("error")),
+            "stop_reason": cast("StopReason | None", _opt_str(e.get("stopReason"))),
+        }
     return Event, {}
 
 

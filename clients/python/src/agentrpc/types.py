@@ -38,7 +38,7 @@ __all__ = [
 # The wire's closed sets of words (docs/protocol.md). A newer server may send a
 # word this client does not list yet; it is passed through unchanged.
 #: ``TurnResult.stopReason``.
-StopReason: TypeAlias = Literal["completed", "finalAnswer"]
+StopReason: TypeAlias = Literal["completed", "finalAnswer", "maxTokens", "contentFilter", "refusal"]
 #: ``turnEnded.status``.
 TurnStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
 #: ``turnEnded.undo``: what happened to the turn's undo transaction.
@@ -51,6 +51,10 @@ def wire_word(value: Any, default: str) -> Any:
     """A wire enum word as received (``default`` when absent); typed by the caller."""
     return value if isinstance(value, str) else default
 
+
+
+#: Stop reasons that mean the answer was cut off before the model finished it.
+STOP_REASONS_CUT = frozenset({"maxTokens", "contentFilter"})
 
 
 class _WireLookup:
@@ -122,8 +126,10 @@ class TurnMessage:
 class TurnResult(_WireLookup):
     """What ``session/send`` answers when a turn completes.
 
-    ``stop_reason`` is ``"completed"`` or ``"finalAnswer"`` (then
-    ``final_answer`` holds the final tool's arguments).
+    ``stop_reason`` is ``"completed"``, ``"finalAnswer"`` (then
+    ``final_answer`` holds the final tool's arguments), or how a reply that did
+    not end normally ended: ``"maxTokens"`` and ``"contentFilter"`` (the answer
+    is cut off: see ``truncated``) or ``"refusal"``.
     """
 
     turn_id: str
@@ -140,6 +146,11 @@ class TurnResult(_WireLookup):
     def text(self) -> str:
         """Shortcut for ``message.text``."""
         return self.message.text
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off by the token limit or the content filter."""
+        return self.stop_reason in STOP_REASONS_CUT
 
     @classmethod
     def from_wire(cls, value: Any) -> TurnResult:
