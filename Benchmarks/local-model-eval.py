@@ -92,20 +92,21 @@ async def evaluate(client: Client, runs: int) -> dict[str, int]:
         score["forced"] += ok
         print(f"  forced tool, run {run + 1}: {'ok ' if ok else 'bad'} {time.monotonic() - started:4.1f}s {answer!r:.160}")
 
-        session = await client.open_session(model="local", tools=[get_weather])
+        session = await client.open_session(model="local", tools=[get_weather],
+                                            limits={"max_round_trips": 3})
         calls: list[Any] = []
         stream = session.stream("What's the weather in Paris?")
         try:
             async for event in stream:
                 if isinstance(event, ToolCallStarted):
                     calls.append(event.arguments)
-        except Exception as exc:  # a tiny model may answer nonsense the server rejects
+        except Exception as exc:  # a tiny model may loop on tool calls until a limit
             print(f"  auto tool, run {run + 1}: error {type(exc).__name__}: {exc}"[:200])
-            continue
         ok = any(isinstance(c, dict) and "paris" in str(c.get("city", "")).lower() for c in calls)
         score["auto"] += ok
         text = stream.result.text if stream.result else ""
-        print(f"  auto tool, run {run + 1}: {'ok ' if ok else 'bad'} calls={json.dumps(calls)} {text!r:.120}")
+        print(f"  auto tool, run {run + 1}: {'ok ' if ok else 'bad'} {len(calls)} calls, first "
+              f"{json.dumps(calls[:1])} {text!r:.100}")
 
         for question, expected in QUESTIONS:
             session = await client.open_session(model="local")
