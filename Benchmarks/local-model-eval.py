@@ -11,7 +11,8 @@ the real agentrpc binary through the Python client, as scripts/demo does:
 * the demo's tool task: "What's the weather in Paris?" with ``get_weather``,
   the call forced and then answered without tools (``quickstart.py
   --small-model``); sensible when the answer mentions 18 °C or sunny;
-* the same with ``toolChoice: auto``: does the model call the tool with Paris?
+* the same with ``toolChoice: auto`` (at most 3 round trips): does the model
+  call the tool with Paris, and then answer from its result?
 * three plain questions, each checked for one expected word.
 
 Each task runs ``--runs`` times; it prints every answer and a summary line.
@@ -82,7 +83,7 @@ def start_server(python: str, gguf: str, chat_format: str | None, port: int, log
 
 
 async def evaluate(client: Client, runs: int) -> dict[str, int]:
-    score = {"forced": 0, "auto": 0, "questions": 0}
+    score = {"forced": 0, "auto called": 0, "auto answered": 0, "questions": 0}
     for run in range(runs):
         session = await client.open_session(model="local", tools=[get_weather], profiles=FORCED_PROFILES,
                                             properties={"phase": "lookup"})
@@ -102,11 +103,13 @@ async def evaluate(client: Client, runs: int) -> dict[str, int]:
                     calls.append(event.arguments)
         except Exception as exc:  # a tiny model may loop on tool calls until a limit
             print(f"  auto tool, run {run + 1}: error {type(exc).__name__}: {exc}"[:200])
-        ok = any(isinstance(c, dict) and "paris" in str(c.get("city", "")).lower() for c in calls)
-        score["auto"] += ok
+        called = any(isinstance(c, dict) and "paris" in str(c.get("city", "")).lower() for c in calls)
         text = stream.result.text if stream.result else ""
-        print(f"  auto tool, run {run + 1}: {'ok ' if ok else 'bad'} {len(calls)} calls, first "
-              f"{json.dumps(calls[:1])} {text!r:.100}")
+        answered = called and any(word in text.lower() for word in ("18", "sunny"))
+        score["auto called"] += called
+        score["auto answered"] += answered
+        print(f"  auto tool, run {run + 1}: {'called' if called else 'no call'}, "
+              f"{'answered' if answered else 'no answer'}: {len(calls)} calls, first {json.dumps(calls[:1])} {text!r:.100}")
 
         for question, expected in QUESTIONS:
             session = await client.open_session(model="local")
@@ -142,7 +145,8 @@ async def main() -> int:
             server.wait(10)
     total = args.runs
     print(f"SUMMARY {Path(args.gguf).name} [{args.chat_format or 'GGUF template'}]: "
-          f"forced tool {score['forced']}/{total}, auto tool {score['auto']}/{total}, "
+          f"forced tool {score['forced']}/{total}, auto tool called {score['auto called']}/{total} "
+          f"and answered {score['auto answered']}/{total}, "
           f"questions {score['questions']}/{total * len(QUESTIONS)}")
     return 0
 
