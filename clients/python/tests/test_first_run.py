@@ -38,7 +38,7 @@ def test_the_readme_sample_defaults_to_the_local_model_as_the_script_describes_i
     assert models["local"] == described
     # The alternatives need a key, and say which variable holds it.
     assert {name: m["apiKeyEnv"] for name, m in models.items() if name != "local"} == {
-        "claude": "ANTHROPIC_API_KEY", "gpt": "OPENAI_API_KEY"}
+        "claude": "ANTHROPIC_API_KEY", "gpt": "OPENAI_API_KEY", "reasoner": "OPENAI_API_KEY"}
 
 
 @pytest.mark.real_server
