@@ -73,6 +73,8 @@ from .errors import (
     BinaryNotFound,
     error_from_wire,
     error_class_for,
+    NoRunningTurn,
+    TurnMismatch,
 )
 from .events import (
     Event,
@@ -96,6 +98,8 @@ from .events import (
     TurnEnded,
     parse_event,
     EVENT_TYPES,
+    SteeringApplied,
+    ApprovalRulesChanged,
 )
 from .retry import retry_once
 from .schema import from_json, json_schema, to_json
@@ -223,7 +227,11 @@ __all__ = [
     "BinaryNotFound",
     "error_from_wire",
     "error_class_for",
+    "NoRunningTurn",
+    "TurnMismatch",
     # events
+    "SteeringApplied",
+    "ApprovalRulesChanged",
     "Event",
     "TurnStarted",
     "ProfileActivated",
