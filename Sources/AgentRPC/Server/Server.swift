@@ -20,6 +20,11 @@ public struct ServerOptions: Sendable {
     public var tracePayloads = false
     /// At most this many loaded sessions; more is `overloaded`.
     public var maxSessions: Int = 10_000
+    /// Where sessions are stored (`--store`); nil: the default directory
+    /// (`JournalStore.defaultDirectory`).
+    public var storeDirectory: String?
+    /// No store at all (`--ephemeral`): sessions live only in this process.
+    public var ephemeral = false
     public var environment: [String: String] = ProcessInfo.processInfo.environment
 
     public init() {}
@@ -57,6 +62,8 @@ public final class Server: Sendable {
             var args: [String] = []
             if options.maxMessageBytes != ServerOptions().maxMessageBytes { args += ["--max-message-bytes", String(options.maxMessageBytes)] }
             if let c = options.configPath { args += ["--config", c] }
+            // Where the store is differs per machine; a replay gets a fresh one. Its absence does not.
+            if options.ephemeral { args += ["--ephemeral"] }
             recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc \(Server.version)", args: args)
         }
         self.recorder = recorder
@@ -103,6 +110,7 @@ public final class Server: Sendable {
         // End of input, or `exit`: cancel every turn (they roll back), then leave.
         let clean = exitRequested.withLock { $0 }
         await engine.shutdownAll(reason: clean == nil ? "the client closed its input" : "exit")
+        await engine.closeAll()
         dispatcher.cancelAll()
         await dispatcher.waitForIdle(timeoutSeconds: 0.5)
         engine.tracer.close()
@@ -131,12 +139,14 @@ public final class Server: Sendable {
                 protocolVersion: min(params.protocolVersion, InitializeRequest.protocolVersion),
                 serverInfo: ServerInfo(name: "agentrpc", version: Server.version),
                 capabilities: ServerCapabilities(
-                    providers: Engine.providerNames, store: false, maxMessageBytes: options.maxMessageBytes)))
+                    providers: Engine.providerNames, store: engine.storeLocation != nil, storeDirectory: engine.storeLocation,
+                    maxMessageBytes: options.maxMessageBytes)))
         }
         table.on(ShutdownRequest.self) { _, _ in
             lifecycle.withLock { $0 = .shutDown }
             return .later {
                 await engine.shutdownAll(reason: "shutdown")
+                try await engine.syncAll()
                 return NullResult()
             }
         }

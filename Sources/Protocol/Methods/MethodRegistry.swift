@@ -19,6 +19,7 @@ public enum MethodRegistry {
         SessionCloseRequest.self,
         SessionResumeRequest.self,
         SessionDeleteRequest.self,
+        SessionForkRequest.self,
         ToolCallRequest.self,
         ToolUndoRequest.self,
         ConfirmationRequest.self,
