@@ -21,7 +21,9 @@ from .retry import RefreshAuth, retry_once
 from .schema import from_json, json_schema
 from .tools import Tool, tool_spec
 from .types import (
+    ContextDiagnostic,
     GenerateResult,
+    InterruptedTurn,
     MutationResult,
     PropertiesResult,
     SessionState,
@@ -71,6 +73,10 @@ class Session:
         #: Active profile reported when the session was created or resumed.
         self.active_profile = active_profile
         self._tools: dict[str, Tool] = dict(tools or {})
+        #: Set by ``resume_session`` when the session's last turn was cut by a crash.
+        self.interrupted_turn: InterruptedTurn | None = None
+        #: Set by ``resume_session``: parts of the stored journal that did not load.
+        self.warnings: list[ContextDiagnostic] = []
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -298,6 +304,13 @@ class Session:
                                 profile if isinstance(profile, str) else None)
 
     # -- lifetime ------------------------------------------------------------
+
+    async def fork(self, at_entry_id: str | None = None) -> Session:
+        """``session/fork``: a new session (own id, own journal) with this one's
+        configuration and properties and a copy of its transcript up to and
+        including ``at_entry_id`` (default: all). Refused with ``SessionBusy``
+        while a turn runs."""
+        return await self.client.fork_session(self.id, at_entry_id)
 
     async def close(self) -> None:
         """``session/close``: cancel a running turn and unload the session."""
