@@ -138,6 +138,7 @@ case "serve":
     if let dir = options.storeDirectory, dir.isEmpty { fail("--store needs a directory") }
     // A closed stdout must surface as a write error, not kill the process.
     signal(SIGPIPE, SIG_IGN)
+    options.handleTerminationSignals = true
     let server: Server
     do {
         server = try Server(options: options)
