@@ -44,9 +44,10 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         let id = try live.beginTurn { "t-\($0)" }
         try live.append(prompt("one"), turn: id)
         try live.activateProfile("default")
-        try live.recordUndo(UndoRecord(callId: "c1", name: "rm", undo: ["p": "x"]), turn: id)
+        try live.recordUndo(UndoRecord(turnId: id, callId: "c1", name: "rm", undo: ["p": "x"]), turn: id)
         try live.append(response("ok"), turn: id)
         try live.endTurn(TurnEnd(turnId: id, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 3, outputTokens: 4), undo: .committed))
+        try live.keepUndoRecords([UndoRecord(turnId: id, callId: "c1", name: "rm", undo: ["p": "x"])])
         try live.mutate([.insert(after: nil, entries: [TranscriptEntry(id: "e3", turnId: nil, prompt("inserted"))])])
         try live.append(prompt("two"), turn: nil)  // skips e3, which a client took
         try live.setProperties(set: ["b": 2], remove: ["a", "missing"])
@@ -61,6 +62,7 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(rebuilt.activeProfileName == "default")
         #expect(rebuilt.nextTurnNumber == 2 && rebuilt.openTurn == nil)
         #expect(rebuilt.usageTotals == Usage(inputTokens: 3, outputTokens: 4))
+        #expect(rebuilt.committedUndo == live.committedUndo && rebuilt.committedUndo.count == 1)
     }
 
     /// A refused change is not made, and the error reaches the caller.

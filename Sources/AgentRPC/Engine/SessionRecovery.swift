@@ -46,7 +46,7 @@ extension AgentSession {
     /// `session/resume {rollback: true}`: undoes what the interrupted turn did.
     func rollBackInterrupted(_ turn: InterruptedTurn) async {
         guard turn.undoOutcome == .rolledBack else { return }
-        let oldestFirst = turn.undo.reversed().map { UndoRecord(callId: $0.callId, name: $0.name, undo: $0.undo) }
+        let oldestFirst = turn.undo.reversed().map { UndoRecord(turnId: turn.turnId, callId: $0.callId, name: $0.name, undo: $0.undo) }
         let timeout = min(config.limits?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds, 30)
         await rollBack(oldestFirst, turnID: turn.turnId, timeout: timeout)
     }
@@ -60,7 +60,7 @@ extension AgentSession {
         }), case .toolCalls(let calls, let profile, let text) = entries[index].content
         else { return nil }
         let answered = Set(entries[index...].compactMap { e -> String? in
-            if case .toolOutput(let callId, _, _, _, _) = e.content { return callId }
+            if case .toolOutput(let callId, _, _, _, _, _) = e.content { return callId }
             return nil
         })
         let kept = calls.filter { answered.contains($0.callId) }

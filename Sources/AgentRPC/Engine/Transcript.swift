@@ -21,13 +21,10 @@ enum TranscriptChange: Sendable, Equatable {
     case undoRecorded(turnId: String, UndoRecord)
     /// A turn ended (any status, `interrupted` included).
     case turnEnded(TurnEnd)
-}
-
-/// An `ok` tool result that carries `undo`: what `tool/undo` needs to reverse it.
-struct UndoRecord: Sendable, Equatable {
-    var callId: String
-    var name: String
-    var undo: JSONValue
+    /// A turn committed with these undo records; they are kept for `session/rewind`.
+    case undoRecordsKept([UndoRecord])
+    /// A rewind removed these records' calls (and sent or dropped their undos).
+    case undoRecordsTaken([UndoRecord])
 }
 
 /// How a turn ended, as the journal keeps it.
@@ -89,6 +86,11 @@ struct Transcript: Sendable {
     private(set) var usageTotals = Usage()
     /// When anything last changed.
     private(set) var updatedAt: Date
+    /// Undo records of committed turns, oldest first: what `session/rewind` can
+    /// still undo. Kept here so a store keeps them with the session.
+    private(set) var committedUndo: [UndoRecord] = []
+    /// Older records are dropped first beyond this many.
+    static let maxCommittedUndoRecords = 1000
     /// Nil without a store.
     var journal: (any TranscriptJournal)?
     /// A change was made that the journal refused (see `mutateEvenIfUnjournaled`):
@@ -110,6 +112,7 @@ struct Transcript: Sendable {
         activeProfileName = snapshot.activeProfile
         nextTurnNumber = snapshot.nextTurnNumber
         usageTotals = snapshot.usage
+        committedUndo = snapshot.committedUndo
         updatedAt = snapshot.updatedAt
     }
 
@@ -121,7 +124,8 @@ struct Transcript: Sendable {
     var snapshot: TranscriptSnapshot {
         TranscriptSnapshot(
             entries: entries, revision: revision, nextEntryNumber: nextEntryNumber, properties: properties,
-            activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, updatedAt: updatedAt)
+            activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, committedUndo: committedUndo,
+            updatedAt: updatedAt)
     }
 
     // MARK: Changes
@@ -228,6 +232,20 @@ struct Transcript: Sendable {
         try journal.sync(self)
     }
 
+    /// Keeps a committed turn's undo records (the newest `maxCommittedUndoRecords` stay).
+    mutating func keepUndoRecords(_ records: [UndoRecord]) throws {
+        guard !records.isEmpty else { return }
+        try commit(.undoRecordsKept(records))
+    }
+
+    /// Takes out the records `matching` selects, oldest first.
+    mutating func takeUndoRecords(matching: (UndoRecord) -> Bool) throws -> [UndoRecord] {
+        let taken = committedUndo.filter(matching)
+        guard !taken.isEmpty else { return [] }
+        try commit(.undoRecordsTaken(taken))
+        return taken
+    }
+
     /// Journals a change, then makes it.
     private mutating func commit(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]? = nil) throws {
         let now = Date()
@@ -275,6 +293,13 @@ struct Transcript: Sendable {
         case .turnEnded(let end):
             if openTurn?.id == end.turnId { openTurn = nil }
             usageTotals = usageTotals.adding(end.usage)
+        case .undoRecordsKept(let records):
+            committedUndo.append(contentsOf: records)
+            let excess = committedUndo.count - Self.maxCommittedUndoRecords
+            if excess > 0 { committedUndo.removeFirst(excess) }
+        case .undoRecordsTaken(let records):
+            let taken = Set(records)
+            committedUndo.removeAll { taken.contains($0) }
         }
         updatedAt = date
     }
@@ -296,6 +321,8 @@ struct TranscriptSnapshot: Sendable, Equatable {
     var activeProfile: String?
     var nextTurnNumber: Int
     var usage: Usage
+    /// Undo records of committed turns (what `session/rewind` can still undo).
+    var committedUndo: [UndoRecord]
     var updatedAt: Date
 }
 

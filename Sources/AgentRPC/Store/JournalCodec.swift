@@ -43,6 +43,12 @@ enum JournalCodec {
             o["type"] = "undoRecorded"
             o["turnId"] = .string(turnID)
             o["record"] = undoJSON(record)
+        case .undoRecordsKept(let records):
+            o["type"] = "undoRecordsKept"
+            o["records"] = .array(records.map(undoJSON))
+        case .undoRecordsTaken(let records):
+            o["type"] = "undoRecordsTaken"
+            o["records"] = .array(records.map(undoJSON))
         case .turnEnded(let end):
             o["type"] = "turnEnded"
             o["turnId"] = .string(end.turnId)
@@ -62,6 +68,7 @@ enum JournalCodec {
             "properties": .object(s.properties), "nextTurn": .int(s.nextTurnNumber), "usage": try JSONValue(encoding: s.usage),
         ]
         if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
+        if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
         if let open = state.openTurn {
             o["openTurn"] = [
                 "turnId": .string(open.id), "entriesBefore": try JSONValue(encoding: open.entriesBefore),
@@ -72,7 +79,7 @@ enum JournalCodec {
     }
 
     private static func undoJSON(_ r: UndoRecord) -> JSONValue {
-        ["callId": .string(r.callId), "name": .string(r.name), "undo": r.undo]
+        ["turnId": .string(r.turnId), "callId": .string(r.callId), "name": .string(r.name), "undo": r.undo]
     }
 
     private static func line(_ value: JSONValue) -> [UInt8] {
@@ -178,6 +185,10 @@ enum JournalCodec {
             return (.turnStarted(turnId: try field(value, "turnId", \.stringValue), number: try field(value, "number", \.intValue)), at)
         case "undoRecorded":
             return (.undoRecorded(turnId: try field(value, "turnId", \.stringValue), try decodeUndo(try field(value, "record") { $0 })), at)
+        case "undoRecordsKept":
+            return (.undoRecordsKept(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
+        case "undoRecordsTaken":
+            return (.undoRecordsTaken(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
         case "turnEnded":
             guard let status = TurnEnd.Status(rawValue: try field(value, "status", \.stringValue)) else {
                 throw Malformed(description: "unknown turn status")
@@ -194,7 +205,9 @@ enum JournalCodec {
     }
 
     private static func decodeUndo(_ value: JSONValue) throws -> UndoRecord {
-        UndoRecord(callId: try field(value, "callId", \.stringValue), name: try field(value, "name", \.stringValue), undo: try field(value, "undo") { $0 })
+        UndoRecord(
+            turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue),
+            name: try field(value, "name", \.stringValue), undo: try field(value, "undo") { $0 })
     }
 
     private static func decodeSnapshot(_ value: JSONValue) throws -> Transcript {
@@ -203,6 +216,7 @@ enum JournalCodec {
             revision: try field(value, "revision", \.intValue), nextEntryNumber: try field(value, "nextEntry", \.intValue),
             properties: try field(value, "properties", \.objectValue), activeProfile: value["activeProfile"]?.stringValue,
             nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try field(value, "usage") { $0 }.decode(as: Usage.self),
+            committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
         if let open = value["openTurn"] {

@@ -20,11 +20,15 @@ public enum MethodRegistry {
         SessionResumeRequest.self,
         SessionDeleteRequest.self,
         SessionForkRequest.self,
+        SessionSteerRequest.self,
+        SessionSetApprovalRulesRequest.self,
+        SessionRewindRequest.self,
         ToolCallRequest.self,
         ToolUndoRequest.self,
         ConfirmationRequest.self,
         HookCallRequest.self,
         ContextRefreshRequest.self,
+        UserAskRequest.self,
     ]
 
     /// All notifications, both directions. `session/cancel` is also a request:

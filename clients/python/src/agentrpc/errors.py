@@ -41,6 +41,8 @@ __all__ = [
     "SessionBusy",
     "RevisionMismatch",
     "NoPendingConfirmation",
+    "NoRunningTurn",
+    "TurnMismatch",
     "RunLimitExceeded",
     "MaxToolCallsExceeded",
     "MaxRoundTripsExceeded",
@@ -285,6 +287,23 @@ class NoPendingConfirmation(_KnownError):
     CODE = -32014
 
 
+class NoRunningTurn(_KnownError):
+    """``session/steer`` with no turn running to take the input (-32015): send instead."""
+
+    KIND = "noRunningTurn"
+    CODE = -32015
+
+
+class TurnMismatch(_KnownError):
+    """``session/steer`` whose ``expected_turn_id`` is not the running turn (-32016).
+
+    The turn meant has ended; ``data["turnId"]`` is the one running now.
+    """
+
+    KIND = "turnMismatch"
+    CODE = -32016
+
+
 class RunLimitExceeded(_KnownError):
     """Base of the three per-turn limit errors; ``limit`` is the limit hit.
 
@@ -510,11 +529,11 @@ class Overloaded(_KnownError):
 
 
 class SessionLocked(_KnownError):
-    """Another server process has the stored session loaded (-32015).
+    """Another server process has the stored session loaded (-32017).
     It can be resumed once that process closes it or exits."""
 
     KIND = "sessionLocked"
-    CODE = -32015
+    CODE = -32017
 
     @property
     def pid(self) -> int | None:
@@ -569,7 +588,9 @@ _BY_CODE: dict[int, type[AgentRPCError]] = {
     -32012: SessionBusy,
     -32013: RevisionMismatch,
     -32014: NoPendingConfirmation,
-    -32015: SessionLocked,
+    -32015: NoRunningTurn,
+    -32016: TurnMismatch,
+    -32017: SessionLocked,
     -32080: StoreUnavailable,
     -32081: JournalUnreadable,
     -32020: MaxToolCallsExceeded,
