@@ -292,7 +292,7 @@ struct Transcript: Sendable {
             openTurn?.undo.append(record)
         case .turnEnded(let end):
             if openTurn?.id == end.turnId { openTurn = nil }
-            usageTotals = usageTotals.adding(end.usage)
+            usageTotals.add(end.usage)
         case .undoRecordsKept(let records):
             committedUndo.append(contentsOf: records)
             let excess = committedUndo.count - Self.maxCommittedUndoRecords
@@ -324,22 +324,4 @@ struct TranscriptSnapshot: Sendable, Equatable {
     /// Undo records of committed turns (what `session/rewind` can still undo).
     var committedUndo: [UndoRecord]
     var updatedAt: Date
-}
-
-extension Usage {
-    /// Sums two reports; saturates rather than trapping on absurd counts.
-    func adding(_ other: Usage) -> Usage {
-        func add(_ a: Int, _ b: Int) -> Int {
-            let (sum, overflow) = a.addingReportingOverflow(b)
-            return overflow ? Int.max : sum
-        }
-        func addOptional(_ a: Int?, _ b: Int?) -> Int? {
-            if a == nil && b == nil { return nil }
-            return add(a ?? 0, b ?? 0)
-        }
-        return Usage(
-            inputTokens: add(inputTokens, other.inputTokens), outputTokens: add(outputTokens, other.outputTokens),
-            cachedInputTokens: addOptional(cachedInputTokens, other.cachedInputTokens),
-            reasoningTokens: addOptional(reasoningTokens, other.reasoningTokens))
-    }
 }
