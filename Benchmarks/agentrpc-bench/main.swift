@@ -12,7 +12,10 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,store
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http,store
+      --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
+      --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
+      --http-requests N      http: one-delta turns for the connection figures (default 21)
       --deltas N             text deltas in the streaming turn (default 100000)
       --delta-runs N         streaming turns, each in a fresh session (default 3)
       --tool-turns N         turns in the tool benchmark, each in a fresh session (default 100)
@@ -33,7 +36,7 @@ let usage = """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "store"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http", "store"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -47,6 +50,9 @@ struct Options {
     var storedSessions = 10_000
     var resumeEntries = 10_000
     var resumeRuns = 5
+    var idleSeconds = 8
+    var httpDeltas = 20_000
+    var httpRequests = 21
 }
 
 func parseOptions(_ args: [String]) -> Options {
@@ -77,6 +83,9 @@ func parseOptions(_ args: [String]) -> Options {
         case "--stored-sessions": options.storedSessions = count(arg)
         case "--resume-entries": options.resumeEntries = max(2, count(arg))
         case "--resume-runs": options.resumeRuns = count(arg)
+        case "--idle-seconds": options.idleSeconds = count(arg)
+        case "--http-deltas": options.httpDeltas = count(arg)
+        case "--http-requests": options.httpRequests = max(2, count(arg))
         case "--help", "-h":
             print(usage)
             exit(0)
@@ -223,10 +232,29 @@ do {
         json["idleAnonRSSKiB"] = .int(c.medianIdleAnonKiB)
     }
 
+    if options.only.contains("http") {
+        progress("HTTP providers against a local fake model server")
+        let h = try bench.httpProviders(idleSeconds: options.idleSeconds, deltas: options.httpDeltas, runs: 3, requests: options.httpRequests)
+        rows.append(Row(label: "7  idle stream (1 chunk/s over http): server CPU / wall", value: "\(h.idleCPUSeconds.fixed(3)) / \(h.idleWallSeconds.fixed(1)) s = \(h.idleCPUPercent.fixed(2)) %", target: "< 2 % of a core", verdict: verdict(h.idleCPUPercent < 2)))
+        let openai = (h.cpuNanosPerDelta["openai"] ?? 0) / 1000
+        let anthropic = (h.cpuNanosPerDelta["anthropic"] ?? 0) / 1000
+        rows.append(Row(label: "   server CPU per delta over HTTP: OpenAI / Anthropic", value: "\(openai.fixed(2)) / \(anthropic.fixed(2)) µs", target: "OpenAI ≤ 1.2 × Anthropic", verdict: verdict(openai <= anthropic * 1.2)))
+        rows.append(Row(label: "   connections opened for \(h.requests) requests", value: "\(h.connections)"))
+        rows.append(Row(label: "   one-delta turn, median: kept-alive / new connection each", value: "\((Double(h.keepAliveTurnNanos) / 1000).fixed(0)) / \((Double(h.freshConnectionTurnNanos) / 1000).fixed(0)) µs"))
+        json["httpIdleCPUPercent"] = .double(h.idleCPUPercent.rounded(places: 3))
+        json["httpIdleCPUSeconds"] = .double(h.idleCPUSeconds.rounded(places: 3))
+        json["httpDeltaCPUMicrosOpenAI"] = .double(openai.rounded(places: 3))
+        json["httpDeltaCPUMicrosAnthropic"] = .double(anthropic.rounded(places: 3))
+        json["httpConnections"] = .int(h.connections)
+        json["httpRequests"] = .int(h.requests)
+        json["httpTurnMicrosKeepAlive"] = .double((Double(h.keepAliveTurnNanos) / 1000).rounded(places: 1))
+        json["httpTurnMicrosNewConnection"] = .double((Double(h.freshConnectionTurnNanos) / 1000).rounded(places: 1))
+    }
+
     if options.only.contains("store") {
         progress("session/list over \(options.storedSessions) stored sessions")
         let l = try bench.storeList(sessions: options.storedSessions)
-        rows.append(Row(label: "7  session/list, first page of \(l.pageSize), \(l.sessions) stored sessions (fresh server)", value: "\(l.firstPageNanos.millis.fixed(1)) ms", target: "< 200 ms", verdict: verdict(l.firstPageNanos.millis < 200)))
+        rows.append(Row(label: "8  session/list, first page of \(l.pageSize), \(l.sessions) stored sessions (fresh server)", value: "\(l.firstPageNanos.millis.fixed(1)) ms", target: "< 200 ms", verdict: verdict(l.firstPageNanos.millis < 200)))
         rows.append(Row(label: "   the same page again / the last page", value: "\(l.warmPageNanos.millis.fixed(1)) / \(l.lastPageNanos.millis.fixed(1)) ms"))
         json["storedSessions"] = .int(l.sessions)
         json["listFirstPageMillis"] = .double(l.firstPageNanos.millis.rounded(places: 2))
@@ -235,7 +263,7 @@ do {
 
         progress("session/resume of a stored session of \(options.resumeEntries) entries × \(options.resumeRuns)")
         let r = try bench.resumeLarge(entries: options.resumeEntries, runs: options.resumeRuns)
-        rows.append(Row(label: "8  session/resume, \(r.entries) entries (\(r.journalBytes / 1024) KiB journal, median of \(r.resumes.count))", value: "\(r.resumes.median.millis.fixed(1)) ms", target: "< 50 ms", verdict: verdict(r.resumes.median.millis < 50)))
+        rows.append(Row(label: "9  session/resume, \(r.entries) entries (\(r.journalBytes / 1024) KiB journal, median of \(r.resumes.count))", value: "\(r.resumes.median.millis.fixed(1)) ms", target: "< 50 ms", verdict: verdict(r.resumes.median.millis < 50)))
         rows.append(Row(label: "   min / max", value: "\(r.resumes.min.millis.fixed(1)) / \(r.resumes.max.millis.fixed(1)) ms"))
         json["resumeEntries"] = .int(r.entries)
         json["resumeMillis"] = .double(r.resumes.median.millis.rounded(places: 2))
