@@ -9,13 +9,34 @@ extension JSONValue {
     /// Nesting deeper than this is refused rather than risking the stack.
     public static let maximumNestingDepth = 512
 
+    /// What the parser does with a `\uD800`–`\uDFFF` escape that is not half of a pair.
+    public enum LoneSurrogates: Sendable {
+        /// The document is invalid (a Swift string cannot hold the code unit).
+        case reject
+        /// The surrogate becomes the marker scalar `loneSurrogateMarkerBase + (unit - 0xD800)`,
+        /// so a caller that knows the string continues elsewhere (a streamed delta whose
+        /// pair was split across two JSON documents) can rejoin it; see `loneSurrogate(in:)`.
+        case mark
+    }
+
+    /// First of the 2,048 scalars (U+10F800…U+10FFFF, the top of plane 16's private use
+    /// area and its two noncharacters) standing for lone surrogates under `.mark`.
+    public static let loneSurrogateMarkerBase: UInt32 = 0x10F800
+
+    /// The surrogate code unit a `.mark` marker stands for, or nil for any other scalar.
+    public static func loneSurrogate(in scalar: Unicode.Scalar) -> UInt32? {
+        scalar.value >= loneSurrogateMarkerBase ? 0xD800 + (scalar.value - loneSurrogateMarkerBase) : nil
+    }
+
     /// Parses one JSON text (RFC 8259) from UTF-8 bytes. Surrounding whitespace is
     /// allowed; anything else after the value is an error.
-    public static func parse<Bytes: Collection>(_ bytes: Bytes) throws(JSONParseError) -> JSONValue
+    public static func parse<Bytes: Collection>(
+        _ bytes: Bytes, loneSurrogates: LoneSurrogates = .reject
+    ) throws(JSONParseError) -> JSONValue
     where Bytes.Element == UInt8 {
         if let result = bytes.withContiguousStorageIfAvailable({ buffer in
             Result { () throws(JSONParseError) -> JSONValue in
-                var parser = JSONTextParser(buffer)
+                var parser = JSONTextParser(buffer, loneSurrogates: loneSurrogates)
                 return try parser.parseDocument()
             }
         }) {
@@ -23,14 +44,14 @@ extension JSONValue {
         }
         let copy = Array(bytes)
         return try copy.withUnsafeBufferPointer { buffer throws(JSONParseError) in
-            var parser = JSONTextParser(buffer)
+            var parser = JSONTextParser(buffer, loneSurrogates: loneSurrogates)
             return try parser.parseDocument()
         }
     }
 
     /// Parses a JSON text held in a string.
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(text.utf8)
+    public static func parse(_ text: String, loneSurrogates: LoneSurrogates = .reject) throws(JSONParseError) -> JSONValue {
+        try parse(text.utf8, loneSurrogates: loneSurrogates)
     }
 
     /// Compact JSON as UTF-8 bytes, objects with sorted keys.
@@ -62,8 +83,18 @@ private struct JSONTextParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
+    let loneSurrogates: JSONValue.LoneSurrogates
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>, loneSurrogates: JSONValue.LoneSurrogates) {
+        self.bytes = bytes
+        self.loneSurrogates = loneSurrogates
+    }
+
+    /// A lone surrogate: an error, or its marker scalar (see `JSONValue.LoneSurrogates`).
+    func lone(_ unit: UInt32) throws(JSONParseError) -> UInt32 {
+        guard loneSurrogates == .mark else { throw fail("unpaired surrogate") }
+        return JSONValue.loneSurrogateMarkerBase + (unit - 0xD800)
+    }
 
     func fail(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
 
@@ -210,16 +241,25 @@ private struct JSONTextParser {
                 case UInt8(ascii: "u"):
                     var scalar = try parseHex4()
                     if (0xD800...0xDBFF).contains(scalar) {
-                        // A high surrogate must be followed by an escaped low surrogate.
-                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
+                        // A high surrogate pairs with an immediately following escaped low one.
+                        if bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
                             bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw fail("unpaired surrogate") }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        {
+                            let mark = index
+                            index += 2
+                            let low = try parseHex4()
+                            if (0xDC00...0xDFFF).contains(low) {
+                                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                            } else {
+                                // Not a pair: the next escape is parsed on its own.
+                                scalar = try lone(scalar)
+                                index = mark
+                            }
+                        } else {
+                            scalar = try lone(scalar)
+                        }
                     } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw fail("unpaired surrogate")
+                        scalar = try lone(scalar)
                     }
                     guard let u = Unicode.Scalar(scalar) else { throw fail("invalid unicode escape") }
                     buffer.append(contentsOf: Array(String(Character(u)).utf8))

@@ -29,7 +29,7 @@ extension AgentSession {
         case .keepCompleted:
             if let trim = Self.unansweredCallsTrim(entries, turnID: open.id) { try transcript.mutate(trim) }
         case .revert:
-            if let revert = Self.revertOperations(from: entries, to: open.entriesBefore) { try transcript.mutate(revert) }
+            if let revert = Self.revertOperations(from: entries, to: open.entriesBefore(current: entries)) { try transcript.mutate(revert) }
         case .preserve:
             // Streamed text is never journaled: what the dead process was
             // writing was never announced as final, so there is nothing to keep.

@@ -45,10 +45,31 @@ struct TurnEnd: Sendable, Equatable {
 /// A turn that started and has not ended.
 struct OpenTurn: Sendable, Equatable {
     var id: String
-    /// The entries before the turn (the `revert` policy restores them).
-    var entriesBefore: [TranscriptEntry]
+    /// The entries before the turn (the `revert` policy restores them): kept
+    /// as a count while the turn only appends, copied only when something
+    /// rewrites the entries during the turn. (Copying at every turn start would
+    /// make loading a long journal quadratic.)
+    var countBefore: Int
+    var copiedBefore: [TranscriptEntry]?
     /// Oldest first.
     var undo: [UndoRecord] = []
+
+    init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = []) {
+        self.id = id
+        self.countBefore = entriesBefore.count
+        self.copiedBefore = entriesBefore
+        self.undo = undo
+    }
+
+    init(id: String, countBefore: Int) {
+        self.id = id
+        self.countBefore = countBefore
+    }
+
+    /// The entries before the turn, given the entries now.
+    func entriesBefore(current: [TranscriptEntry]) -> [TranscriptEntry] {
+        copiedBefore ?? Array(current.prefix(countBefore))
+    }
 }
 
 /// Receives every change of a transcript before it takes effect in memory.
@@ -275,6 +296,10 @@ struct Transcript: Sendable {
             nextEntryNumber = next
             revision += 1
         case .entriesMutated(let operations, let newRevision):
+            if var open = openTurn, open.copiedBefore == nil {
+                open.copiedBefore = Array(entries.prefix(open.countBefore))
+                openTurn = open
+            }
             let working = try mutatedEntries ?? TranscriptOperations.apply(operations, to: entries)
             entries = working
             entryIDs = Set(working.map(\.id))
@@ -285,7 +310,7 @@ struct Transcript: Sendable {
         case .profileActivated(let name):
             activeProfileName = name
         case .turnStarted(let id, let number):
-            openTurn = OpenTurn(id: id, entriesBefore: entries)
+            openTurn = OpenTurn(id: id, countBefore: entries.count)
             nextTurnNumber = number + 1
         case .undoRecorded(let turnID, let record):
             guard openTurn?.id == turnID else { throw ReplayMismatch("an undo record for turn '\(turnID)', which is not running") }

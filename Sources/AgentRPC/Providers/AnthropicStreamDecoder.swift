@@ -44,12 +44,17 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     private var pendingBadTool: (name: String, id: String, parseError: String)?
     public private(set) var isComplete = false
     private let secrets: [String]
+    private var stitcher = SurrogateStitcher()
 
     public init(secrets: [String] = []) {
         self.secrets = secrets
     }
 
     public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        stitcher.process(try decodeEvent(event))
+    }
+
+    private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
         let payload = try DecoderJSON.parsePayload(event.data, provider: "Anthropic")
         let type = payload["type"]?.stringValue ?? event.event ?? ""
@@ -84,6 +89,10 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// `message_stop` is complete (as the official SDKs treat it); one that never
     /// said why it stopped is truncated.
     public mutating func finish() throws -> [ProviderEvent] {
+        stitcher.process(try finishStream())
+    }
+
+    private mutating func finishStream() throws -> [ProviderEvent] {
         if isComplete { return [] }
         try reportPendingBadTool()
         if stopReason != nil { return try complete() }

@@ -37,12 +37,17 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     public private(set) var isComplete = false
     /// Scrubbed from in-stream error messages.
     private let secrets: [String]
+    private var stitcher = SurrogateStitcher()
 
     public init(secrets: [String] = []) {
         self.secrets = secrets
     }
 
     public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        stitcher.process(try decodeEvent(event))
+    }
+
+    private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
         // Per delta: a byte scan instead of Foundation's trimming, which costs
         // more than the rest of the chunk's handling.
@@ -60,6 +65,10 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     /// A stream that gave its `finish_reason` and then closed without `[DONE]` is
     /// complete (as the official SDKs treat it); one that never said it finished is not.
     public mutating func finish() throws -> [ProviderEvent] {
+        stitcher.process(try finishStream())
+    }
+
+    private mutating func finishStream() throws -> [ProviderEvent] {
         if isComplete { return [] }
         if finishReason != nil { return try complete() }
         throw ProviderError.truncated("no [DONE]")

@@ -118,6 +118,7 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     private var sawItemEvents = false
     public private(set) var isComplete = false
     private let secrets: [String]
+    private var stitcher = SurrogateStitcher()
 
     static let providerLabel = "OpenAI Responses"
 
@@ -126,6 +127,10 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     }
 
     public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        stitcher.process(try decodeEvent(event))
+    }
+
+    private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
         // Some proxies end Responses streams the Chat Completions way; the terminal event decides.
         if event.data.isEmpty || event.data == "[DONE]" { return [] }
@@ -179,6 +184,10 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     }
 
     public mutating func finish() throws -> [ProviderEvent] {
+        stitcher.process(try finishStream())
+    }
+
+    private mutating func finishStream() throws -> [ProviderEvent] {
         if isComplete { return [] }
         throw ProviderError.truncated("no response.completed")
     }

@@ -40,9 +40,89 @@ extension ProviderError {
 enum DecoderJSON {
     static func parsePayload(_ data: String, provider: String) throws(ProviderContractViolation) -> JSONValue {
         do {
-            return try JSONValue.parse(data)
+            // Each SSE event is its own JSON document, so a surrogate pair split
+            // across two deltas arrives as two lone halves: keep them as markers
+            // for `SurrogateStitcher` rather than failing the turn.
+            return try JSONValue.parse(data, loneSurrogates: .mark)
         } catch {
             throw ProviderContractViolation("\(provider) stream event is not valid JSON (\(error.description))")
         }
+    }
+}
+
+/// Rejoins surrogate pairs that a provider split across two streamed deltas
+/// (`"A\ud83d"` then `"\ude00B"`), and turns a surrogate with no partner into
+/// U+FFFD. Works on the marker scalars `JSONValue.parse(_:loneSurrogates: .mark)`
+/// leaves in strings; each delta kind (text, reasoning, refusal) is its own sequence.
+struct SurrogateStitcher: Sendable {
+    private var pendingHigh: [Kind: UInt32] = [:]
+
+    enum Kind: Sendable, Hashable { case text, reasoning, refusal }
+
+    /// Rewrites one batch of decoder events. A high surrogate ending a delta is held
+    /// back until the next delta of its kind; `.end` flushes whatever is held as U+FFFD.
+    mutating func process(_ events: [ProviderEvent]) -> [ProviderEvent] {
+        var out: [ProviderEvent] = []
+        out.reserveCapacity(events.count)
+        for event in events {
+            switch event {
+            case .textDelta(let t):
+                if let joined = join(t, .text) { out.append(.textDelta(joined)) }
+            case .reasoningDelta(let t):
+                if let joined = join(t, .reasoning) { out.append(.reasoningDelta(joined)) }
+            case .refusalDelta(let t):
+                if let joined = join(t, .refusal) { out.append(.refusalDelta(joined)) }
+            case .end:
+                out += flush()
+                out.append(event)
+            default:
+                out.append(event)
+            }
+        }
+        return out
+    }
+
+    /// U+FFFD deltas for every high surrogate still waiting for its partner.
+    mutating func flush() -> [ProviderEvent] {
+        var out: [ProviderEvent] = []
+        for kind in [Kind.text, .reasoning, .refusal] where pendingHigh[kind] != nil {
+            pendingHigh[kind] = nil
+            switch kind {
+            case .text: out.append(.textDelta("\u{FFFD}"))
+            case .reasoning: out.append(.reasoningDelta("\u{FFFD}"))
+            case .refusal: out.append(.refusalDelta("\u{FFFD}"))
+            }
+        }
+        return out
+    }
+
+    /// The delta with pairs rejoined, or nil when nothing is left to emit yet.
+    mutating func join(_ text: String, _ kind: Kind) -> String? {
+        var pending = pendingHigh[kind]
+        // Fast path: the common delta has no marker and nothing is held.
+        if pending == nil, !text.unicodeScalars.contains(where: { $0.value >= JSONValue.loneSurrogateMarkerBase }) {
+            return text
+        }
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let unit = JSONValue.loneSurrogate(in: scalar)
+            if let high = pending {
+                pending = nil
+                if let low = unit, (0xDC00...0xDFFF).contains(low),
+                    let pair = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+                {
+                    scalars.append(pair)
+                    continue
+                }
+                scalars.append("\u{FFFD}")
+            }
+            if let unit {
+                if (0xD800...0xDBFF).contains(unit) { pending = unit } else { scalars.append("\u{FFFD}") }
+            } else {
+                scalars.append(scalar)
+            }
+        }
+        pendingHigh[kind] = pending
+        return scalars.isEmpty ? nil : String(scalars)
     }
 }

@@ -71,7 +71,7 @@ enum JournalCodec {
         if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
         if let open = state.openTurn {
             o["openTurn"] = [
-                "turnId": .string(open.id), "entriesBefore": try JSONValue(encoding: open.entriesBefore),
+                "turnId": .string(open.id), "entriesBefore": try JSONValue(encoding: open.entriesBefore(current: state.entries)),
                 "undo": .array(open.undo.map(undoJSON)),
             ]
         }
