@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,slowreader
       --deltas N             text deltas in the streaming turn (default 100000)
       --delta-runs N         streaming turns, each in a fresh session (default 3)
       --tool-turns N         turns in the tool benchmark, each in a fresh session (default 100)
@@ -23,11 +23,12 @@ let usage = """
       --sessions N           idle sessions for the memory figure (default 1000)
       --spawns N             cold starts (default 20)
       --encode-events N      events for the in-process encoding figure (default 500000)
+      --slow-pause S         seconds the slow reader reads nothing during its 100000-delta turn (default 3)
     """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "slowreader"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -38,6 +39,7 @@ struct Options {
     var sessions = 1000
     var spawns = 20
     var encodeEvents = 500_000
+    var slowPauseSeconds = 3.0
 }
 
 func parseOptions(_ args: [String]) -> Options {
@@ -65,6 +67,9 @@ func parseOptions(_ args: [String]) -> Options {
         case "--sessions": options.sessions = count(arg)
         case "--spawns": options.spawns = count(arg)
         case "--encode-events": options.encodeEvents = count(arg)
+        case "--slow-pause":
+            guard let seconds = Double(value(arg)), seconds >= 0, seconds <= 600 else { exitWithUsage("--slow-pause needs seconds from 0 to 600") }
+            options.slowPauseSeconds = seconds
         case "--help", "-h":
             print(usage)
             exit(0)
@@ -116,6 +121,17 @@ do {
         json["textDeltasPerSecond"] = .double(rate.rounded())
         json["textDeltasPerSecondRuns"] = .array(d.perSecond.map { .double($0.rounded()) })
         json["textDeltasPerTurn"] = .int(d.deltasPerRun)
+    }
+
+    if options.only.contains("slowreader") {
+        progress("a client that reads nothing for \(options.slowPauseSeconds) s during a \(options.deltas)-delta turn")
+        let r = try bench.slowReader(count: options.deltas, pauseSeconds: options.slowPauseSeconds)
+        let growthMiB = Double(r.peakKiB - r.rssBeforeKiB) / 1024
+        rows.append(Row(label: "   slow reader: peak RSS above the idle server (\(options.deltas) deltas)", value: "\(growthMiB.fixed(1)) MiB"))
+        rows.append(Row(label: "   slow reader: textDelta events carrying them", value: "\(r.events)"))
+        json["slowReaderPeakRSSKiB"] = .int(r.peakKiB)
+        json["slowReaderRSSBeforeKiB"] = .int(r.rssBeforeKiB)
+        json["slowReaderTextDeltaEvents"] = .int(r.events)
     }
 
     if options.only.contains("tools") {
