@@ -7,7 +7,9 @@ let activeSkillsProperty = "activeSkills"
 extension AgentSession {
     // MARK: Resolution
 
-    var activeSkillNames: [String] {
+    var activeSkillNames: [String] { Self.skillNames(properties) }
+
+    static func skillNames(_ properties: [String: JSONValue]) -> [String] {
         (properties[activeSkillsProperty]?.arrayValue ?? []).compactMap(\.stringValue)
     }
 
@@ -30,6 +32,7 @@ extension AgentSession {
             if let previous {
                 try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
             }
+            try transcript.activateProfile(profile.name)
             activeProfile = profile
             emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
             try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]))
