@@ -323,7 +323,8 @@ extension AgentSession {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, turn: inout TurnState
     ) async throws -> SideResponse {
-        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request)
+        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
+                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         var response = SideResponse()

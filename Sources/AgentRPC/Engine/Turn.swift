@@ -264,7 +264,8 @@ extension AgentSession {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
+            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
+                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
 
             let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
             completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
