@@ -55,6 +55,13 @@ struct TurnFigures {
     var lastLatencies: Samples { Samples(Array(latencies.suffix(100))) }
 }
 
+struct SlowReaderFigures {
+    var deltas: Int
+    var events: Int
+    var rssBeforeKiB: Int
+    var peakKiB: Int
+}
+
 struct SessionMemoryFigures {
     var sessions: Int
     var rssAfterInitializeKiB: Int
@@ -138,10 +145,37 @@ struct Measurements {
             }
             let t1 = nowNanos()
             let cpu1 = try server.cpuNanos()
-            guard seen == count else { throw BenchError("expected \(count) textDelta events, got \(seen)") }
+            // A client that falls more than the output queue's bound behind gets
+            // merged deltas (fewer events, same text); this one reads at once.
+            guard seen == count else { throw BenchError("expected \(count) textDelta events, got \(seen) (the client fell behind?)") }
             results.append((seen, t1 - t0, cpu1 - cpu0))
         }
         return DeltaFigures(deltasPerRun: count, runs: results)
+    }
+
+    // MARK: Slow reader
+
+    /// One `count`-delta turn during which the client reads nothing for
+    /// `pauseSeconds`, then reads up to the answer: the server's peak RSS
+    /// (VmHWM) against its RSS before the turn, and how many `textDelta`
+    /// events carried the text (fewer than `count` when deltas were merged).
+    func slowReader(count: Int, pauseSeconds: Double) throws -> SlowReaderFigures {
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        let tokens = JSONValue.array((0..<count).map { .string(" t\($0 % 10)") })
+        let sid = try createSession(server, ids, config: ["model": Self.scripted([["text": tokens]])])
+        let before = try server.memory()
+        let id = ids.take()
+        try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "go"])
+        usleep(UInt32(pauseSeconds * 1_000_000))
+        var events = 0
+        let result = try server.awaitResult(id: id) { line in
+            if LineKind.isTextDelta(line) { events += 1 }
+        }
+        guard result["message"]?["text"]?.stringValue?.utf8.count == 3 * count else { throw BenchError("the answer is not the whole text") }
+        let after = try server.memory()
+        return SlowReaderFigures(deltas: count, events: events, rssBeforeKiB: before.rssKiB, peakKiB: after.peakKiB)
     }
 
     // MARK: 2. Tool round trips

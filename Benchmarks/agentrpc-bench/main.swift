@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http,store
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http,store,slowreader
       --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
       --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
       --http-requests N      http: one-delta turns for the connection figures (default 21)
@@ -26,6 +26,7 @@ let usage = """
       --sessions N           idle sessions for the memory figure (default 1000)
       --spawns N             cold starts (default 20)
       --encode-events N      events for the in-process encoding figure (default 500000)
+      --slow-pause S         seconds the slow reader reads nothing during its 100000-delta turn (default 3)
       --stored-sessions N    stored sessions for the session/list figure (default 10000)
       --resume-entries N     entries of the stored session for the resume figure (default 10000)
       --resume-runs N        resumes, each in a fresh server (default 5)
@@ -36,7 +37,7 @@ let usage = """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http", "store"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http", "store", "slowreader"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -53,6 +54,7 @@ struct Options {
     var idleSeconds = 8
     var httpDeltas = 20_000
     var httpRequests = 21
+    var slowPauseSeconds = 3.0
 }
 
 func parseOptions(_ args: [String]) -> Options {
@@ -86,6 +88,9 @@ func parseOptions(_ args: [String]) -> Options {
         case "--idle-seconds": options.idleSeconds = count(arg)
         case "--http-deltas": options.httpDeltas = count(arg)
         case "--http-requests": options.httpRequests = max(2, count(arg))
+        case "--slow-pause":
+            guard let seconds = Double(value(arg)), seconds >= 0, seconds <= 600 else { exitWithUsage("--slow-pause needs seconds from 0 to 600") }
+            options.slowPauseSeconds = seconds
         case "--help", "-h":
             print(usage)
             exit(0)
@@ -147,6 +152,17 @@ do {
         json["textDeltasPerSecondEphemeral"] = .double(off.medianPerSecond.rounded())
         json["textDeltasPerSecondRuns"] = .array(d.perSecond.map { .double($0.rounded()) })
         json["textDeltasPerTurn"] = .int(d.deltasPerRun)
+    }
+
+    if options.only.contains("slowreader") {
+        progress("a client that reads nothing for \(options.slowPauseSeconds) s during a \(options.deltas)-delta turn")
+        let r = try bench.slowReader(count: options.deltas, pauseSeconds: options.slowPauseSeconds)
+        let growthMiB = Double(r.peakKiB - r.rssBeforeKiB) / 1024
+        rows.append(Row(label: "   slow reader: peak RSS above the idle server (\(options.deltas) deltas)", value: "\(growthMiB.fixed(1)) MiB"))
+        rows.append(Row(label: "   slow reader: textDelta events carrying them", value: "\(r.events)"))
+        json["slowReaderPeakRSSKiB"] = .int(r.peakKiB)
+        json["slowReaderRSSBeforeKiB"] = .int(r.rssBeforeKiB)
+        json["slowReaderTextDeltaEvents"] = .int(r.events)
     }
 
     if options.only.contains("tools") {

@@ -28,6 +28,8 @@ actor AgentSession {
 
     // Turn machinery
     var seq = 0
+    /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
+    var heldDelta: (reasoning: Bool, text: String)?
     var control: TurnControl?
     var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
     /// A decision that arrived before the waiter was installed.
@@ -166,10 +168,52 @@ actor AgentSession {
 
     /// Sends one `session/event`; `seq` rises by one per session.
     func emit(_ event: SessionEvent, turn: String? = nil) {
+        // A held delta came first: it goes out before anything after it.
+        releaseHeldDelta()
+        send(event, turn: turn)
+    }
+
+    private func send(_ event: SessionEvent, turn: String? = nil) {
         seq += 1
         // turnId (the last turn, for getState) must not tag events outside a turn.
         let params = SessionEventParams(sessionId: id, turnId: turn ?? (isRunning ? turnId : nil), seq: seq, event: event)
         context.channel.notify(SessionEventNotification.name, params.json)
+    }
+
+    /// Streams a text or reasoning delta. While the client reads slower than
+    /// the server writes, deltas are held and merged into one larger event
+    /// instead of queueing one event each; none is dropped.
+    func emitDelta(_ text: String, reasoning: Bool) {
+        if heldDelta?.reasoning == reasoning {
+            heldDelta?.text += text
+            return
+        }
+        releaseHeldDelta()
+        if context.channel.isBehind {
+            heldDelta = (reasoning, text)
+        } else {
+            send(reasoning ? .reasoningDelta(text) : .textDelta(text))
+        }
+    }
+
+    /// Back-pressure for a streaming turn (docs/protocol.md, "Every limit and
+    /// its default"): held text goes out once the client caught up; when it
+    /// reaches the output queue's bound, the turn waits for the client.
+    func keepPace() async {
+        guard let held = heldDelta else { return }
+        let channel = context.channel
+        if channel.isBehind {
+            guard held.text.utf8.count >= channel.outputQueueBytes else { return }
+            context.logger.debug("session \(id): the client is behind; the turn waits for it")
+            await channel.waitUntilWritable()
+        }
+        releaseHeldDelta()
+    }
+
+    private func releaseHeldDelta() {
+        guard let held = heldDelta else { return }
+        heldDelta = nil
+        send(held.reasoning ? .reasoningDelta(held.text) : .textDelta(held.text))
     }
 
     // MARK: Transcript changes that are announced

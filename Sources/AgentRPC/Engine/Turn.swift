@@ -385,11 +385,11 @@ extension AgentSession {
                 guard !delta.isEmpty else { continue }
                 output.text += delta
                 currentText += delta
-                emit(.textDelta(delta))
+                emitDelta(delta, reasoning: false)
             case .reasoningDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.reasoning += delta
-                emit(.reasoningDelta(delta))
+                emitDelta(delta, reasoning: true)
             case .reasoningSignature(let signature):
                 // Not shown to clients: it only matters for sending the thinking back.
                 output.reasoningSignatures.append(signature)
@@ -399,7 +399,7 @@ extension AgentSession {
                 output.refusal += delta
                 output.text += delta
                 currentText += delta
-                emit(.textDelta(delta))
+                emitDelta(delta, reasoning: false)
             case .toolCall(let call):
                 output.toolCalls.append(call)
             case .usage(let reported):
@@ -412,6 +412,7 @@ extension AgentSession {
                 output.stopReason = reason
                 ended = true
             }
+            await keepPace()
         }
         // A cancelled task ends the stream's iteration quietly; that is not truncation.
         try checkpoint(control)

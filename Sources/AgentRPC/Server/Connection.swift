@@ -51,13 +51,16 @@ public final class Connection: Sendable {
         var method: String
     }
 
-    public init(inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil, recorder: (any ConnectionRecorder)? = nil) {
+    public init(
+        inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
+        recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes
+    ) {
         self.inputFD = inputFD
         self.maxMessageBytes = maxMessageBytes
         self.logger = logger
         self.framing = Mutex(framing)
         self.recorder = recorder
-        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil)
+        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes)
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
     }
 
@@ -260,6 +263,25 @@ public final class Connection: Sendable {
 
     /// Waits (bounded) until everything queued has been written.
     public func flush(timeoutSeconds: Double) { writer.flush(timeoutSeconds: timeoutSeconds) }
+
+    // MARK: Back-pressure
+
+    /// Output waiting for a slow reader beyond which a turn holds its deltas
+    /// back and then waits (docs/protocol.md, "Every limit and its default").
+    public static let defaultOutputQueueBytes = 1 << 20
+
+    /// The bound a producer should keep the output queue under.
+    public var outputQueueBytes: Int { writer.backPressureBytes ?? .max }
+
+    /// Whether the client reads slower than the server writes (the queue is over its bound).
+    public var isBehind: Bool { writer.isBehind }
+
+    /// Suspends until the queue has drained to half its bound, the client is
+    /// gone, or the calling task is cancelled.
+    public func waitUntilWritable() async { await writer.waitForRoom() }
+
+    /// The most output ever queued at once, in bytes (logged at exit).
+    public var peakOutputQueueBytes: Int { writer.peakPending }
 }
 
 /// Deadlines of the server's outstanding requests, watched by one thread.

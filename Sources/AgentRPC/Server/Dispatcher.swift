@@ -203,6 +203,7 @@ final class Dispatcher: Sendable {
                     map.removeValue(forKey: id)
                     if !inBatch, let message { conn.send(message) }
                 }
+                self.logger.debug("answered \(method) \(id)")
             }
             return .eventual(task)
         }

@@ -68,15 +68,26 @@ final class ByteSinkThread: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [UInt8] = []
     private var writing = false
+    /// Bytes of the chunk being written (taken off `queue`, not yet all written).
+    private var writingBytes = 0
     private var closed = false
     private var broken = false
     private let fd: Int32
     private let maxQueuedBytes: Int?
     private(set) var droppedBytes = 0
+    /// Above this many pending bytes the sink is behind: producers that can
+    /// wait (`waitForRoom`) should. Nothing is ever dropped for it.
+    let backPressureBytes: Int?
+    /// Waiters of `waitForRoom`, resumed once pending bytes fall to half the bound.
+    private var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter = 0
+    /// The most bytes ever pending at once (queued plus being written).
+    private(set) var peakPendingBytes = 0
 
-    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?) {
+    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil) {
         self.fd = fileDescriptor
         self.maxQueuedBytes = maxQueuedBytes
+        self.backPressureBytes = backPressureBytes
         let thread = Thread { [self] in self.run() }
         thread.name = name
         thread.start()
@@ -104,6 +115,7 @@ final class ByteSinkThread: @unchecked Sendable {
         // per frame when events come faster than the pipe drains).
         let writerMayWait = queue.isEmpty && !writing
         fill(&queue)
+        peakPendingBytes = max(peakPendingBytes, queue.count + writingBytes)
         if writerMayWait { condition.signal() }
         return true
     }
@@ -112,6 +124,64 @@ final class ByteSinkThread: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return broken
+    }
+
+    /// Whether more than `backPressureBytes` wait to be written (the reader is slow).
+    var isBehind: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return isBehindLocked
+    }
+
+    private var isBehindLocked: Bool {
+        guard let bound = backPressureBytes, !broken, !closed else { return false }
+        return queue.count + writingBytes > bound
+    }
+
+    /// The peak, read under the lock.
+    var peakPending: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return peakPendingBytes
+    }
+
+    /// Suspends until at most half of `backPressureBytes` wait to be written,
+    /// the descriptor breaks, or the calling task is cancelled.
+    func waitForRoom() async {
+        let id = makeWaiterID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                condition.lock()
+                if !isBehindLocked || Task.isCancelled {
+                    condition.unlock()
+                    continuation.resume()
+                    return
+                }
+                roomWaiters[id] = continuation
+                condition.unlock()
+            }
+        } onCancel: {
+            condition.lock()
+            let waiter = roomWaiters.removeValue(forKey: id)
+            condition.unlock()
+            waiter?.resume()
+        }
+    }
+
+    private func makeWaiterID() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        nextWaiter += 1
+        return nextWaiter
+    }
+
+    /// Waiters to resume now that the queue drained to half the bound (or broke). Call under the lock.
+    private func takeRoomWaitersLocked() -> [CheckedContinuation<Void, Never>] {
+        guard !roomWaiters.isEmpty else { return [] }
+        if !broken, !closed, let bound = backPressureBytes, queue.count + writingBytes > bound / 2 { return [] }
+        let waiters = Array(roomWaiters.values)
+        roomWaiters.removeAll()
+        return waiters
     }
 
     /// Blocks the calling thread until the queue is written or the timeout passes.
@@ -128,8 +198,10 @@ final class ByteSinkThread: @unchecked Sendable {
     func close() {
         condition.lock()
         closed = true
+        let waiters = takeRoomWaitersLocked()
         condition.broadcast()
         condition.unlock()
+        for w in waiters { w.resume() }
     }
 
     private func run() {
@@ -143,18 +215,22 @@ final class ByteSinkThread: @unchecked Sendable {
             var chunk: [UInt8] = []
             swap(&chunk, &queue)
             writing = true
+            writingBytes = chunk.count
             condition.unlock()
 
             let ok = writeAll(chunk)
 
             condition.lock()
             writing = false
+            writingBytes = 0
             if !ok {
                 broken = true
                 queue.removeAll()
             }
+            let waiters = takeRoomWaitersLocked()
             condition.broadcast()
             condition.unlock()
+            for w in waiters { w.resume() }
             if !ok { return }
         }
     }

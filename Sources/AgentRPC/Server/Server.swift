@@ -137,6 +137,7 @@ public final class Server: Sendable {
         await dispatcher.waitForIdle(timeoutSeconds: max(0.5, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
         engine.tracer.close()
         connection.flush(timeoutSeconds: options.flushTimeoutSeconds)
+        logger.info("output queue peak \(connection.peakOutputQueueBytes) bytes (bound \(connection.outputQueueBytes))")
         recorder?.serverExiting(code: clean ?? 0)
         logger.flush()
         return clean ?? 0
