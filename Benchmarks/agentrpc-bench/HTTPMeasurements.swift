@@ -3,7 +3,7 @@ import Foundation
 
 /// Figures for the HTTP providers against a local fake model server (a Python
 /// `http.server`, started here): the server's CPU while a stream is idle, its
-/// CPU per streamed delta for OpenAI and Anthropic, and connection reuse.
+/// CPU per streamed delta for OpenAI chat, Anthropic and OpenAI Responses, and connection reuse.
 struct HTTPFigures {
     var idleWallSeconds: Double
     var idleCPUSeconds: Double
@@ -40,6 +40,11 @@ final class FakeModelServer {
         body = b"".join(ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " t%d" % (i % 10)}}) for i in range(n))
         tail = ev("content_block_stop", {"type": "content_block_stop", "index": 0}) + ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}}) + ev("message_stop", {"type": "message_stop"})
         return head + body + tail
+    def responses(n):
+        ev = lambda d: ("event: %s\ndata: %s\n\n" % (d["type"], json.dumps(d))).encode()
+        head = ev({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_b", "status": "in_progress", "output": []}}) + ev({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"id": "msg_b", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}})
+        body = b"".join(ev({"type": "response.output_text.delta", "sequence_number": i + 2, "item_id": "msg_b", "output_index": 0, "content_index": 0, "delta": " t%d" % (i % 10), "logprobs": []}) for i in range(n))
+        return head + body + ev({"type": "response.completed", "sequence_number": n + 2, "response": {"id": "resp_b", "status": "completed", "output": [], "usage": {"input_tokens": 5, "output_tokens": n}}})
     CACHE = {}
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -53,7 +58,7 @@ final class FakeModelServer {
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length", "0")))
             first = self.path.split("/")[1]
-            kind = "openai" if self.path.endswith("/chat/completions") else "anthropic"
+            kind = "openai" if self.path.endswith("/chat/completions") else "responses" if self.path.endswith("/responses") else "anthropic"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             if first.startswith("slow"):
@@ -66,7 +71,7 @@ final class FakeModelServer {
                 return
             n = 1 if first == "close" else int(first[1:])
             key = (kind, n)
-            if key not in CACHE: CACHE[key] = openai(n) if kind == "openai" else anthropic(n)
+            if key not in CACHE: CACHE[key] = {"openai": openai, "responses": responses, "anthropic": anthropic}[kind](n)
             body = CACHE[key]
             if first == "close":
                 self.send_header("Connection", "close"); self.close_connection = True
@@ -143,7 +148,7 @@ extension Measurements {
         let idle = try turn(idleSession, count: &seen)
 
         var perDelta: [String: Double] = [:]
-        for provider in ["openai", "anthropic"] {
+        for provider in ["openai", "anthropic", "openai-responses"] {
             var cpu: UInt64 = 0
             var total = 0
             for _ in 0..<runs {

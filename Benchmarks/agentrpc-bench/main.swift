@@ -255,6 +255,9 @@ do {
         let openai = (h.cpuNanosPerDelta["openai"] ?? 0) / 1000
         let anthropic = (h.cpuNanosPerDelta["anthropic"] ?? 0) / 1000
         rows.append(Row(label: "   server CPU per delta over HTTP: OpenAI / Anthropic", value: "\(openai.fixed(2)) / \(anthropic.fixed(2)) µs", target: "OpenAI ≤ 1.2 × Anthropic", verdict: verdict(openai <= anthropic * 1.2)))
+        let responses = (h.cpuNanosPerDelta["openai-responses"] ?? 0) / 1000
+        rows.append(Row(label: "   server CPU per delta over HTTP: OpenAI Responses", value: "\(responses.fixed(2)) µs"))
+        json["httpDeltaCPUMicrosOpenAIResponses"] = .double(responses.rounded(places: 3))
         rows.append(Row(label: "   connections opened for \(h.requests) requests", value: "\(h.connections)"))
         rows.append(Row(label: "   one-delta turn, median: kept-alive / new connection each", value: "\((Double(h.keepAliveTurnNanos) / 1000).fixed(0)) / \((Double(h.freshConnectionTurnNanos) / 1000).fixed(0)) µs"))
         json["httpIdleCPUPercent"] = .double(h.idleCPUPercent.rounded(places: 3))
