@@ -146,6 +146,9 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
             TranscriptEntry(id: "e2", .response(text: "yo", profile: "brainstorm", incomplete: true)),
             json: ["id": "e2", "type": "response", "text": "yo", "profile": "brainstorm", "incomplete": true])
         try checkCoding(TranscriptEntry(id: "e3", .response(text: "ok", profile: nil, incomplete: false)), json: ["id": "e3", "type": "response", "text": "ok"])
+        try checkCoding(
+            TranscriptEntry(id: "e4", .response(text: "Once upon", profile: nil, incomplete: true, stopReason: .maxTokens)),
+            json: ["id": "e4", "type": "response", "text": "Once upon", "incomplete": true, "stopReason": "maxTokens"])
         try checkCoding(TranscriptEntry(id: "e4", .reasoning(text: "hmm", profile: nil)), json: ["id": "e4", "type": "reasoning", "text": "hmm"])
         try checkCoding(
             TranscriptEntry(id: "e5", .reasoning(text: "hmm", profile: "p", signature: "sig")),
@@ -252,6 +255,8 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
              ["type": "turnEnded", "status": "cancelled", "undo": "rolledBack",
               "error": ["code": -32800, "message": "cancelled", "data": ["kind": "cancelled", "partialText": "Hel"]]]),
             (.turnEnded(status: .completed, undo: .committed, error: nil), ["type": "turnEnded", "status": "completed", "undo": "committed"]),
+            (.turnEnded(status: .completed, undo: .none, error: nil, stopReason: .maxTokens),
+             ["type": "turnEnded", "status": "completed", "undo": "none", "stopReason": "maxTokens"]),
         ]
         for (event, expected) in cases {
             #expect(event.json == expected)

@@ -46,8 +46,9 @@ enum ChatFormatting {
         case .prompt(let text, let images):
             let attached = (images?.isEmpty ?? true) ? "" : " [+\(images?.count ?? 0) image(s)]"
             return "\(head): \(shorten(text))\(attached)"
-        case .response(let text, _, let incomplete):
-            return "\(head): \(shorten(text))" + (incomplete ? " [incomplete]" : "")
+        case .response(let text, _, let incomplete, let stopReason):
+            let reason = stopReason.map { " (\($0.rawValue))" } ?? ""
+            return "\(head): \(shorten(text))" + (incomplete ? " [incomplete\(reason)]" : stopReason.map { " [\($0.rawValue)]" } ?? "")
         case .reasoning(let text, _, _):
             return "\(head): \(shorten(text))"
         case .toolCalls(let calls, _, let text):

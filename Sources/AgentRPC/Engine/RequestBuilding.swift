@@ -265,7 +265,7 @@ enum ModelHistory {
             switch entry.content {
             case .prompt(let text, let images):
                 add(.user(text: text, images: (images ?? []).compactMap(ImageLoading.load)), entry.id)
-            case .response(let text, _, _):
+            case .response(let text, _, _, _):
                 add(.assistant(text: text, toolCalls: [], reasoning: reasoning?.text, reasoningSignature: reasoning?.signature), entry.id)
             case .reasoning:
                 // Replayed with the assistant message that follows it (above).

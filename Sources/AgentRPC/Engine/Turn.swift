@@ -78,6 +78,15 @@ struct RoundTripOutput: Sendable {
     var toolCalls: [ModelToolCall] = []
     var usage: ModelUsage?
     var stopReason: ModelStopReason?
+    /// The protocol's view of `stopReason` when the reply did not end normally.
+    var endedHow: StopReason? {
+        switch stopReason {
+        case .maxTokens?: return .maxTokens
+        case .contentFilter?: return .contentFilter
+        case .refusal?: return .refusal
+        case .endTurn?, .toolUse?, .other?, nil: return nil
+        }
+    }
     var hadOutput: Bool { !text.isEmpty || !reasoning.isEmpty || !refusal.isEmpty || !toolCalls.isEmpty }
     /// The reasoning as one transcript entry. A signature seals one thinking block's
     /// text: with several blocks run together in `reasoning`, none of them matches the
@@ -244,7 +253,10 @@ extension AgentSession {
             completionSpan?.end(status: .ok)
             try checkpoint(control)
 
-            if output.toolCalls.isEmpty {
+            // A round trip cut off by the token limit or the content filter runs none of
+            // its tool calls, whole or not (docs/protocol.md, "How a reply ended"): the
+            // turn ends there, the same way for every provider.
+            if output.toolCalls.isEmpty || output.endedHow?.cutsAnswer == true {
                 return try await finishCompleted(&turn, output: output, profile: profile)
             }
             if case .generate = turn.mode {
@@ -371,7 +383,11 @@ extension AgentSession {
 
     private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput, profile: ResolvedProfile) async throws -> TurnOutcome {
         var structured: JSONValue? = nil
+        let endedHow = turn.finalAnswer == nil ? output.endedHow : nil
         switch turn.mode {
+        case .chat where endedHow?.cutsAnswer == true:
+            // Cut off, perhaps in the middle of the demanded call: the stop reason says why.
+            break
         case .chat where turn.finalAnswer == nil:
             var demandsTool: Bool
             switch turn.toolChoice {
@@ -385,7 +401,7 @@ extension AgentSession {
         case .chat:
             break
         case .generate(let schema, _):
-            structured = try validateStructured(output.text, schema: schema)
+            structured = try validateStructured(output.text, schema: schema, endedHow: endedHow)
         }
         let text: String
         if let final = turn.finalAnswer {
@@ -397,24 +413,35 @@ extension AgentSession {
             if let reasoning = output.reasoningEntry(profile: profile.name) { append(reasoning, turn: turn.id) }
             text = output.text
         }
-        let response = append(.response(text: text, profile: profile.name, incomplete: false), turn: turn.id)
+        let response = append(
+            .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
         try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
         let result = TurnResult(
             turnId: turn.id, message: TurnMessage(entryId: response.id, text: text),
-            stopReason: turn.finalAnswer == nil ? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
+            stopReason: turn.finalAnswer == nil ? endedHow ?? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
             usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: revision)
         endTurnState()
-        emit(.turnEnded(status: .completed, undo: undo, error: nil), turn: turn.id)
+        // Only a reply that did not end normally says so here, like its response entry.
+        emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: endedHow), turn: turn.id)
         return TurnOutcome(turnResult: result, structuredValue: structured)
     }
 
-    private func validateStructured(_ text: String, schema: JSONValue) throws -> JSONValue {
+    private func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) throws -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONValue.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
         } catch {
-            throw RPCError(.structuredOutput, "the model's answer is not valid JSON: \(error)", data: ["reason": "invalidJSON"])
+            switch endedHow {
+            case let reason? where reason.cutsAnswer:
+                throw RPCError(.structuredOutput, "the model's answer was cut off (\(reason.rawValue)) before the JSON was complete", data: [
+                    "reason": "truncated", "stopReason": .string(reason.rawValue),
+                ])
+            case .refusal?:
+                throw RPCError(.structuredOutput, "the model refused to answer", data: ["reason": "refusal", "stopReason": "refusal"])
+            default:
+                throw RPCError(.structuredOutput, "the model's answer is not valid JSON: \(error)", data: ["reason": "invalidJSON"])
+            }
         }
         let validator: JSONSchemaValidator
         do { validator = try JSONSchemaValidator(schema: schema) } catch {

@@ -90,7 +90,7 @@ public enum HistoryTransformer {
     public static func estimatedTokens(of entry: TranscriptEntry) -> Int {
         var characters = 0
         switch entry.content {
-        case .prompt(let text, _), .response(let text, _, _):
+        case .prompt(let text, _), .response(let text, _, _, _):
             characters = text.unicodeScalars.count
         case .reasoning:
             characters = 0
@@ -160,8 +160,8 @@ public enum HistoryTransformer {
             switch entry.content {
             case .prompt(let t, let images):
                 out.content = .prompt(text: text(t), images: images)
-            case .response(let t, let profile, let incomplete):
-                out.content = .response(text: text(t), profile: profile, incomplete: incomplete)
+            case .response(let t, let profile, let incomplete, let stopReason):
+                out.content = .response(text: text(t), profile: profile, incomplete: incomplete, stopReason: stopReason)
             case .reasoning(let t, let profile, let signature):
                 // The signature seals this exact text: once rewritten, it would be rejected.
                 let rewritten = text(t)

@@ -17,8 +17,9 @@ import AgentRPCProtocol
 /// no index 0), a delta or stop for a block that was never started, tool input
 /// that is not valid JSON, and a `tool_use` block still open at `message_stop`.
 /// When the stop reason is `max_tokens`, unparseable or unfinished tool input is
-/// reported as "tool input truncated by max_tokens" instead: the model was cut
-/// off, and no call is produced from partial input.
+/// not a violation: the model was cut off. No call is produced from partial input,
+/// and the round trip ends with `.maxTokens` (the engine then runs none of its
+/// calls, as for OpenAI's `finish_reason: length`).
 public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     enum BlockKind: Sendable, Equatable {
         case text, thinking, redactedThinking, ignored
@@ -165,9 +166,7 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
 
     private func reportPendingBadTool() throws {
         guard let bad = pendingBadTool else { return }
-        if stopReason == "max_tokens" {
-            throw ProviderContractViolation("Anthropic stream: tool input truncated by max_tokens (tool \(bad.name), id \(bad.id))")
-        }
+        if Self.cutByTokenLimit(stopReason) { return }
         // Before message_delta the stop reason is unknown; wait for it.
         if !sawMessageDelta && !isComplete { return }
         throw ProviderContractViolation(
@@ -178,10 +177,7 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
         isComplete = true
         try reportPendingBadTool()
         for block in blocks where !block.stopped {
-            if case .toolUse(let id, let name) = block.kind {
-                if stopReason == "max_tokens" {
-                    throw ProviderContractViolation("Anthropic stream: tool input truncated by max_tokens (tool \(name), id \(id))")
-                }
+            if case .toolUse(let id, let name) = block.kind, !Self.cutByTokenLimit(stopReason) {
                 throw ProviderContractViolation("Anthropic stream: tool_use block for \(name) (id \(id)) was never stopped")
             }
         }
@@ -199,6 +195,10 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
         if let v = u["cache_read_input_tokens"]?.intValue { usage.cachedInputTokens = v }
         if let v = u["cache_creation_input_tokens"]?.intValue { usage.cacheCreationInputTokens = v }
         if let v = u["output_tokens_details"]?["thinking_tokens"]?.intValue { usage.reasoningTokens = v }
+    }
+
+    static func cutByTokenLimit(_ reason: String?) -> Bool {
+        reason == "max_tokens" || reason == "model_context_window_exceeded"
     }
 
     static func mapStopReason(_ reason: String?, hasToolCalls: Bool) -> ModelStopReason {

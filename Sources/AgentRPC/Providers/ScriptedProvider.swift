@@ -64,6 +64,18 @@ public final class ScriptedProvider: ModelProvider {
         return stream
     }
 
+    static func stopReason(_ item: ScriptItem, hasCalls: Bool) -> ModelStopReason {
+        switch item.stopReason {
+        case .maxTokens?: return .maxTokens
+        case .contentFilter?: return .contentFilter
+        case .refusal?: return .refusal
+        case .completed?, .finalAnswer?, nil:
+            // As OpenAI reports it: a refusal with no other text ends as a refusal.
+            if !(item.refusal ?? []).isEmpty && (item.text ?? []).isEmpty && !hasCalls { return .refusal }
+            return hasCalls ? .toolUse : .endTurn
+        }
+    }
+
     private static func emit(_ item: ScriptItem, callBase: Int, into continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation) {
         for chunk in item.reasoning ?? [] { continuation.yield(.reasoningDelta(chunk)) }
         for chunk in item.text ?? [] { continuation.yield(.textDelta(chunk)) }
@@ -87,7 +99,7 @@ public final class ScriptedProvider: ModelProvider {
                 unsafeMessage: e.message ?? ""))
             return
         }
-        continuation.yield(.end(calls.isEmpty ? .endTurn : .toolUse))
+        continuation.yield(.end(stopReason(item, hasCalls: !calls.isEmpty)))
         continuation.finish()
     }
 }

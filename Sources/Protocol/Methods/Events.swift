@@ -135,7 +135,9 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
     /// `firstChangedEntry`: the id of the first transcript entry whose message changed, if any.
     case cacheInvalidated(reason: CacheInvalidationReason, firstChangedEntry: String?)
     case retrying(attempt: Int, afterSeconds: Double, error: RPCError)
-    case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?)
+    /// `stopReason`: set on a completed turn whose reply did not end normally
+    /// (`maxTokens`, `contentFilter`, `refusal`), as in its result; absent otherwise.
+    case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil)
 
     /// The event's `type` member.
     public var type: String {
@@ -217,9 +219,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             return .object(o)
         case .retrying(let attempt, let afterSeconds, let error):
             return .object(["type": "retrying", "attempt": .int(attempt), "afterSeconds": .double(afterSeconds), "error": error.json])
-        case .turnEnded(let status, let undo, let error):
+        case .turnEnded(let status, let undo, let error, let stopReason):
             var o: [String: JSONValue] = ["type": "turnEnded", "status": .string(status.rawValue), "undo": .string(undo.rawValue)]
             if let error { o["error"] = error.json }
+            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
             return .object(o)
         }
     }
@@ -230,7 +233,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case type, input, profile, previous, roundTrip, provider, model, delta, callId, name, arguments, reason
         case decision, source, outcome, content, entry, set, removed, hook
         case inputTokens, outputTokens, cachedInputTokens, reasoningTokens
-        case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo
+        case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo, stopReason
     }
 
     /// Clients and tests read events back; the server never decodes them.
@@ -281,7 +284,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case "turnEnded":
             self = .turnEnded(
                 status: try c.decode(TurnStatus.self, forKey: .status), undo: try c.decode(UndoOutcome.self, forKey: .undo),
-                error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError)
+                error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError,
+                stopReason: try c.decodeIfPresent(StopReason.self, forKey: .stopReason))
         default:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown event type '\(type)'")
         }
@@ -319,7 +323,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             event("retrying", ["attempt": int, "afterSeconds": WireSchema.number, "error": error]),
             event(
                 "turnEnded", ["status": WireSchema.ref(TurnStatus.self), "undo": WireSchema.ref(UndoOutcome.self)],
-                optional: ["error": error]),
+                optional: ["error": error, "stopReason": WireSchema.ref(StopReason.self)]),
         ])
     }
 
@@ -327,7 +331,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         [
             TurnInput.self, ConfirmationDecision.self, ConfirmationSource.self, ToolOutcome.self, TranscriptEntry.self,
             HookName.self, SchemaWarning.self, ContextDiagnostic.self, CacheInvalidationReason.self, ErrorObject.self,
-            TurnStatus.self, UndoOutcome.self,
+            TurnStatus.self, UndoOutcome.self, StopReason.self,
         ]
     }
 }

@@ -469,12 +469,22 @@ public struct Usage: Codable, Sendable, Hashable {
     public var json: JSONValue { .object(jsonMembers) }
 }
 
-/// Why a turn ended successfully.
+/// Why a turn ended successfully (docs/protocol.md, "How a reply ended").
 public enum StopReason: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     /// The model answered without tool calls.
     case completed
     /// A `final` tool was called; its arguments are `finalAnswer`.
     case finalAnswer
+    /// The model hit the output token limit: the answer is cut off.
+    case maxTokens
+    /// The provider's content filter stopped the answer: it is cut off.
+    case contentFilter
+    /// The model declined to answer; the text is its refusal.
+    case refusal
+
+    /// The answer was cut off before the model finished it: the response entry
+    /// is marked `incomplete`, and no tool call of that round trip is run.
+    public var cutsAnswer: Bool { self == .maxTokens || self == .contentFilter }
 }
 
 /// The `session/send` result, sent when the turn ends.
@@ -567,7 +577,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
     public var type: TranscriptEntryType { content.type }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, turnId, type, text, images, profile, incomplete, calls, callId, name, outcome, content, signature
+        case id, turnId, type, text, images, profile, incomplete, stopReason, calls, callId, name, outcome, content, signature
     }
 
     /// An unknown `type` throws a `DecodingError`, which the server reports as `invalidTranscript`.
@@ -587,7 +597,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         case .response:
             content = .response(
                 text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile),
-                incomplete: try c.decodeIfPresent(Bool.self, forKey: .incomplete) ?? false)
+                incomplete: try c.decodeIfPresent(Bool.self, forKey: .incomplete) ?? false,
+                stopReason: try c.decodeIfPresent(StopReason.self, forKey: .stopReason))
         case .reasoning:
             content = .reasoning(
                 text: try c.decode(String.self, forKey: .text), profile: try c.decodeIfPresent(String.self, forKey: .profile),
@@ -616,10 +627,11 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         case .prompt(let text, let images):
             o["text"] = .string(text)
             if let images { o["images"] = .array(images.map(\.json)) }
-        case .response(let text, let p, let incomplete):
+        case .response(let text, let p, let incomplete, let stopReason):
             o["text"] = .string(text)
             profile(p)
             if incomplete { o["incomplete"] = true }
+            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
         case .reasoning(let text, let p, let signature):
             o["text"] = .string(text)
             profile(p)
@@ -649,7 +661,9 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         }
         return WireSchema.oneOf([
             variant("prompt", ["text": s, "images": WireSchema.array(WireSchema.ref(ImageAttachment.self))], ["text"]),
-            variant("response", ["text": s, "profile": s, "incomplete": WireSchema.boolean], ["text"]),
+            variant(
+                "response", ["text": s, "profile": s, "incomplete": WireSchema.boolean, "stopReason": WireSchema.ref(StopReason.self)],
+                ["text"]),
             variant("reasoning", ["text": s, "profile": s, "signature": s], ["text"]),
             variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s, "text": s], ["calls"]),
             variant(
@@ -659,15 +673,17 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         ])
     }
     public static var jsonSchemaDependencies: [any Decodable.Type] {
-        [ImageAttachment.self, ToolCallRecord.self, ToolOutcome.self]
+        [ImageAttachment.self, ToolCallRecord.self, ToolOutcome.self, StopReason.self]
     }
 }
 
 /// What a transcript entry holds. `profile` names the profile that produced it.
 public enum TranscriptContent: Sendable, Hashable {
     case prompt(text: String, images: [ImageAttachment]?)
-    /// `incomplete`: a partial response kept by the `preserve` error policy.
-    case response(text: String, profile: String?, incomplete: Bool)
+    /// `incomplete`: a partial response, kept by the `preserve` error policy or cut
+    /// off by the provider. `stopReason` is set when the reply did not end
+    /// normally (`maxTokens`, `contentFilter`, `refusal`).
+    case response(text: String, profile: String?, incomplete: Bool, stopReason: StopReason? = nil)
     /// `signature`: the provider's opaque seal on the thinking (Anthropic), kept so the
     /// thinking can be sent back unchanged; only valid with exactly this `text`.
     case reasoning(text: String, profile: String?, signature: String? = nil)
@@ -689,7 +705,7 @@ public enum TranscriptContent: Sendable, Hashable {
     public var profile: String? {
         switch self {
         case .prompt: return nil
-        case .response(_, let p, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
+        case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
         }
     }
 }

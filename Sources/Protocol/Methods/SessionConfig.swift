@@ -159,12 +159,17 @@ public struct ScriptItem: Codable, Sendable, Hashable {
     public var delayMs: Int?
     /// Streams the item's text, then never finishes (cancellation and timeout tests).
     public var stall: Bool?
+    /// How the scripted reply ends when it did not end normally (`maxTokens`,
+    /// `contentFilter`, `refusal`), as a real provider would report it.
+    /// Absent: `refusal` when the item has refusal text and no text, else a normal end.
+    public var stopReason: StopReason?
 
     public init(
         text: [String]? = nil, toolCalls: [ScriptToolCall]? = nil, reasoning: [String]? = nil,
         refusal: [String]? = nil, usage: ScriptUsage? = nil, error: ScriptError? = nil, delayMs: Int? = nil,
-        stall: Bool? = nil
+        stall: Bool? = nil, stopReason: StopReason? = nil
     ) {
+        self.stopReason = stopReason
         self.text = text
         self.toolCalls = toolCalls
         self.reasoning = reasoning

@@ -143,15 +143,6 @@ async def test_anthropic_signed_thinking_goes_back_before_tool_use(tmp_path: Pat
         assert reasoning[0]["text"] == "The user wants Paris weather." and reasoning[0]["signature"] == "EqQBCkYIBx=="
 
 
-async def test_anthropic_truncated_tool_json_is_a_contract_violation(tmp_path: Path) -> None:
-    async with served(tmp_path, "anthropic") as (session, fake, _client, calls):
-        fake.queue(Canned.sse("anthropic/truncated-tool-json.sse"))
-        with pytest.raises(Exception) as info:
-            await session.send("go")
-        assert getattr(info.value, "kind", None) == "providerContractViolation"
-        assert calls == []
-
-
 @pytest.mark.parametrize(
     ("status", "body", "headers", "code"),
     [

@@ -486,7 +486,9 @@ class StructuredOutputError(_KnownError):
 
     @property
     def reason(self) -> str | None:
-        """``"unsupported"``, ``"invalidJSON"`` or ``"schemaViolation"``."""
+        """``"unsupported"``, ``"invalidJSON"``, ``"schemaViolation"``, ``"truncated"``
+        (the answer was cut off by the token limit or the content filter before
+        the JSON was complete) or ``"refusal"``."""
         value = self.data.get("reason")
         return value if isinstance(value, str) else None
 

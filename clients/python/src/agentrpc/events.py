@@ -211,11 +211,16 @@ class Retrying(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnEnded(Event):
-    """The turn ended: ``status`` completed, failed or cancelled; ``undo`` committed, rolledBack or none."""
+    """The turn ended: ``status`` completed, failed or cancelled; ``undo`` committed, rolledBack or none.
+
+    ``stop_reason`` is set on a completed turn whose reply did not end normally:
+    ``"maxTokens"``, ``"contentFilter"`` or ``"refusal"`` (``None`` otherwise).
+    """
 
     status: str = ""
     undo: str = ""
     error: AgentRPCError | None = None
+    stop_reason: str | None = None
 
 
 def _str(value: Any, default: str = "") -> str:
@@ -312,7 +317,12 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
             "error": _error(e.get("error")),
         }
     if kind == "turnEnded":
-        return TurnEnded, {"status": _str(e.get("status")), "undo": _str(e.get("undo")), "error": _error(e.get("error"))}
+        return TurnEnded, {
+            "status": _str(e.get("status")),
+            "undo": _str(e.get("undo")),
+            "error": _error(e.get("error")),
+            "stop_reason": _opt_str(e.get("stopReason")),
+        }
     return Event, {}
 
 

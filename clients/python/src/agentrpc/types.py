@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 
+#: Stop reasons that mean the answer was cut off before the model finished it.
+STOP_REASONS_CUT = frozenset({"maxTokens", "contentFilter"})
+
+
 class _WireLookup:
     """``result["wireKey"]`` reads the object as received, for code written
     against the plain-dict API (``result["message"]["text"]``)."""
@@ -101,8 +105,10 @@ class TurnMessage:
 class TurnResult(_WireLookup):
     """What ``session/send`` answers when a turn completes.
 
-    ``stop_reason`` is ``"completed"`` or ``"finalAnswer"`` (then
-    ``final_answer`` holds the final tool's arguments).
+    ``stop_reason`` is ``"completed"``, ``"finalAnswer"`` (then
+    ``final_answer`` holds the final tool's arguments), or how a reply that did
+    not end normally ended: ``"maxTokens"`` and ``"contentFilter"`` (the answer
+    is cut off: see ``truncated``) or ``"refusal"``.
     """
 
     turn_id: str
@@ -119,6 +125,11 @@ class TurnResult(_WireLookup):
     def text(self) -> str:
         """Shortcut for ``message.text``."""
         return self.message.text
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off by the token limit or the content filter."""
+        return self.stop_reason in STOP_REASONS_CUT
 
     @classmethod
     def from_wire(cls, value: Any) -> TurnResult:
