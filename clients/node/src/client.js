@@ -267,7 +267,7 @@ export class Client {
   }
 
   /**
-   * Answers the server's `method` requests with `handler(params, {signal})`.
+   * Answers the server's `method` requests with `handler(params, {signal, id})`.
    * Throwing an AgentRPCError answers with it; any other error answers
    * `-32603`. The server's `$/cancelRequest` aborts `signal` and answers
    * `-32800`. One handler per method.
@@ -313,11 +313,8 @@ export class Client {
   }
 
   #onNotification(method, params) {
-    if (method === '$/cancelRequest') {
-      this.#inbound.get(params?.id)?.abort();
-      return;
-    }
-    if (method === 'session/event' && params && typeof params === 'object' && params.event) {
+    if (method === '$/cancelRequest') this.#inbound.get(params?.id)?.abort();
+    else if (method === 'session/event' && params && typeof params === 'object' && params.event) {
       const event = { ...params.event, sessionId: params.sessionId, turnId: params.turnId, seq: params.seq };
       for (const sub of [...this.#subscribers]) if (sub.sessionId === params.sessionId) sub.push(event);
       if (event.type === 'confirmationRequested') this.#autoConfirm(event);
@@ -354,7 +351,7 @@ export class Client {
       if (!this.#closedError) finish({ error: { code: -32800, message: 'request cancelled by the server', data: { kind: 'cancelled' } } });
     }, { once: true });
     Promise.resolve()
-      .then(() => handler(params, { signal: controller.signal }))
+      .then(() => handler(params, { signal: controller.signal, id }))
       .then(
         (result) => finish({ result: result === undefined ? null : result }),
         (error) => finish({ error: error instanceof AgentRPCError ? error.toJSON()

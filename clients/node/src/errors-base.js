@@ -56,7 +56,10 @@ export class AgentRPCError extends AgentRPCException {
 
   /** The JSON-RPC `error` member for this error. */
   toJSON() {
-    return { code: this.code, message: this.message, data: { ...this.data } };
+    // `data` is optional in JSON-RPC: an error that had none goes back without one.
+    return Object.keys(this.data).length
+      ? { code: this.code, message: this.message, data: { ...this.data } }
+      : { code: this.code, message: this.message };
   }
 }
 

@@ -209,8 +209,7 @@ export class TurnStream {
     this.text = '';
     /** The turn's id, once its first event arrived. */
     this.turnId = undefined;
-    // Subscribe now, before the turn can start, so no event is missed.
-    this.#unsubscribe = session.client._subscribe(session.id, (e) => this.#queue.push(e), () => this.#queue.push(CLOSED));
+    this.#unsubscribe = () => {};
     if (signal) {
       if (signal.aborted) this.#controller.abort(signal.reason);
       else signal.addEventListener('abort', () => this.#controller.abort(signal.reason), { once: true });
@@ -222,6 +221,9 @@ export class TurnStream {
   #start() {
     if (this.#started) return;
     this.#started = true;
+    // Subscribed here, just before the send, so no event of the turn is missed and
+    // a stream that is never iterated holds no subscription.
+    this.#unsubscribe = this.#session.client._subscribe(this.#session.id, (e) => this.#queue.push(e), () => this.#queue.push(CLOSED));
     this.#session.send(this.#params.input, { options: this.#params.options, signal: this.#controller.signal }).then(
       (result) => { this.result = result; this.#sendSettled = true; this.#queue.push(SENT); },
       (error) => { this.error = error; this.#sendSettled = true; this.#queue.push(SENT); },

@@ -62,6 +62,16 @@ describe('Session against the real binary', () => {
     assert.equal(events.find((e) => e.type === 'usage').inputTokens, 3);
   });
 
+  test('a stream starts its turn at the first next(); one never iterated sends nothing', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['late'] }) });
+    const stream = session.stream('hi');
+    assert.equal((await session.getState()).turnId, undefined, 'creating a stream sends nothing');
+    const first = await within(stream.next(), 10000, 'the first event');
+    assert.equal(first.value.type, 'turnStarted');
+    assert.equal((await stream.finish()).message.text, 'late');
+    assert.deepEqual(await stream.next(), { done: true, value: undefined });
+  });
+
   test('leaving a stream early cancels the turn, and the session takes the next turn at once', async () => {
     const session = await client.openSession({ model: scripted({ stall: true, text: ['Par', 'tial'] }, { text: ['Fresh'] }) });
     const stream = session.stream('go');

@@ -277,7 +277,7 @@ export declare class HookError extends AgentRPCError {
 
 /**
  * `structuredOutput` (-32070).
- * Extra `data`: `reason` (`unsupported`, `invalidJSON`, `schemaViolation`), `path`.
+ * Extra `data`: `reason` (`unsupported`, `invalidJSON`, `schemaViolation`, `truncated`, `refusal`), `path`, `stopReason`.
  */
 export declare class StructuredOutputError extends AgentRPCError {
   static readonly kind: "structuredOutput";

@@ -407,7 +407,7 @@ export class HookError extends AgentRPCError {
 
 /**
  * `structuredOutput` (-32070).
- * Extra `data`: `reason` (`unsupported`, `invalidJSON`, `schemaViolation`), `path`.
+ * Extra `data`: `reason` (`unsupported`, `invalidJSON`, `schemaViolation`, `truncated`, `refusal`), `path`, `stopReason`.
  */
 export class StructuredOutputError extends AgentRPCError {
   static kind = "structuredOutput";

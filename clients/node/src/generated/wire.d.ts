@@ -381,6 +381,7 @@ export interface ScriptItem {
   reasoning?: string[];
   refusal?: string[];
   stall?: boolean;
+  stopReason?: StopReason;
   text?: string[];
   toolCalls?: ScriptToolCall[];
   usage?: ScriptUsage;
@@ -558,6 +559,8 @@ export interface Skill {
   prompt?: string;
 }
 
+export type StopReason = "completed" | "finalAnswer" | "maxTokens" | "contentFilter" | "refusal";
+
 export interface SummarizeHistory {
   into?: string;
   keepLast?: number;
@@ -644,7 +647,7 @@ export interface TurnResult {
   message: TurnMessage;
   revision: number;
   roundTrips: number;
-  stopReason: "completed" | "finalAnswer";
+  stopReason: StopReason;
   toolCalls: number;
   turnId: string;
   usage: Usage;
@@ -773,6 +776,7 @@ export interface RetryingEvent {
 export interface TurnEndedEvent {
   error?: ErrorObject;
   status: TurnStatus;
+  stopReason?: StopReason;
   type: "turnEnded";
   undo: UndoOutcome;
 }
@@ -822,6 +826,7 @@ export interface ResponseEntry {
   id: string;
   incomplete?: boolean;
   profile?: string;
+  stopReason?: StopReason;
   text: string;
   turnId?: string;
   type: "response";
