@@ -9,14 +9,12 @@ actor AgentSession {
     let config: SessionConfig
     let context: EngineContext
     let createdAt = Date()
-    var updatedAt = Date()
 
-    // Transcript
-    var entries: [TranscriptEntry] = []
-    var entryIDs: Set<String> = []
-    var revision = 0
-    var nextEntryNumber = 1
-    var properties: [String: JSONValue]
+    /// Entries, revision and properties: every change to them goes through it.
+    var transcript: Transcript
+    var entries: [TranscriptEntry] { transcript.entries }
+    var revision: Int { transcript.revision }
+    var properties: [String: JSONValue] { transcript.properties }
 
     // Observable state (docs/protocol.md §3); when each changes is in docs/turns.md.
     var isRunning = false
@@ -50,7 +48,7 @@ actor AgentSession {
         self.id = id
         self.config = config
         self.context = context
-        self.properties = config.properties ?? [:]
+        self.transcript = Transcript(properties: config.properties ?? [:], createdAt: createdAt)
         // With profiles, the first request activates the initial profile (its
         // onActivate hooks run, profileActivated has no `previous`); a session
         // without profiles has nothing to activate.
@@ -79,7 +77,7 @@ actor AgentSession {
             properties: properties, revision: revision, entryCount: entries.count)
     }
 
-    func transcript() -> SessionTranscript {
+    func transcriptForClient() -> SessionTranscript {
         let profile = (try? resolveProfile()) ?? activeProfile
         return SessionTranscript(revision: revision, instructions: instructionsText(profile: profile), entries: entries)
     }
@@ -87,7 +85,7 @@ actor AgentSession {
     func summary() -> SessionSummary {
         SessionSummary(
             sessionId: id, title: config.title, userId: config.userId,
-            createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(updatedAt),
+            createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(transcript.updatedAt),
             revision: revision, entryCount: entries.count, isRunning: isRunning, loaded: true)
     }
 
@@ -101,45 +99,21 @@ actor AgentSession {
         context.channel.notify(SessionEventNotification.name, params.json)
     }
 
-    // MARK: Transcript primitives
+    // MARK: Transcript changes that are announced
 
-    func makeEntryID() -> String {
-        while true {
-            let candidate = "e\(nextEntryNumber)"
-            nextEntryNumber += 1
-            if !entryIDs.contains(candidate) { return candidate }
-        }
-    }
-
+    /// Appends an entry and announces it (`entryAppended`), in that order.
     @discardableResult
-    func append(_ content: TranscriptContent, turn: String?) -> TranscriptEntry {
-        let entry = TranscriptEntry(id: makeEntryID(), turnId: turn, content)
-        entries.append(entry)
-        entryIDs.insert(entry.id)
-        revision += 1
-        updatedAt = Date()
+    func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry {
+        let entry = try transcript.append(content, turn: turn)
         emit(.entryAppended(entry), turn: turn)
         return entry
     }
 
-    func replaceAllEntries(_ new: [TranscriptEntry]) {
-        entries = new
-        entryIDs = Set(new.map(\.id))
-        revision += 1
-        updatedAt = Date()
-    }
-
-    // MARK: Properties
-
-    func setProperties(set: [String: JSONValue], remove: [String]) -> SetPropertiesResult {
-        var removed: [String] = []
-        for key in remove where properties[key] != nil {
-            properties.removeValue(forKey: key)
-            removed.append(key)
-        }
-        for (k, v) in set { properties[k] = v }
+    /// Sets and removes properties and announces the change (`propertiesChanged`).
+    func setProperties(set: [String: JSONValue], remove: [String]) throws -> SetPropertiesResult {
+        let removed = try transcript.setProperties(set: set, remove: remove)
         if !set.isEmpty || !removed.isEmpty {
-            emit(.propertiesChanged(set: set, removed: removed.sorted()))
+            emit(.propertiesChanged(set: set, removed: removed))
         }
         return SetPropertiesResult(properties: properties, activeProfile: activeProfileName)
     }

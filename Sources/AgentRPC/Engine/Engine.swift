@@ -114,7 +114,7 @@ final class Engine: Sendable {
             .now(try await session(params.sessionId).state())
         }
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
-            .now(try await session(params.sessionId).transcript())
+            .now(try await session(params.sessionId).transcriptForClient())
         }
         // A malformed entry (e.g. an unknown entry type) is invalidTranscript
         // (docs/protocol.md §3), not a generic invalidParams.

@@ -59,9 +59,9 @@ extension AgentSession {
             if let when = action.when, !ProfileResolver.condition(when, properties: properties, toolName: toolName) { continue }
             switch action.action {
             case .set(let values):
-                _ = setProperties(set: values, remove: [])
+                _ = try setProperties(set: values, remove: [])
             case .remove(let names):
-                _ = setProperties(set: [:], remove: names)
+                _ = try setProperties(set: [:], remove: names)
             case .then(let nested):
                 try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
             case .summarizeHistory(let spec):
@@ -111,13 +111,12 @@ extension AgentSession {
             throw hookError("the client's \(hook.rawValue) hook vetoed" + (result.reason.map { ": \($0)" } ?? ""), result.reason.map { ["reason": .string($0)] } ?? [:])
         }
         if result.set != nil || result.remove != nil {
-            _ = setProperties(set: result.set ?? [:], remove: result.remove ?? [])
+            _ = try setProperties(set: result.set ?? [:], remove: result.remove ?? [])
         }
         if let operations = result.history, !operations.isEmpty {
-            var working = entries
+            let working: [TranscriptEntry]
             do {
-                working = try TranscriptOperations.apply(operations, to: working)
-                try TranscriptShape.check(working)
+                working = try transcript.preview(operations)
             } catch let e as RPCError {
                 throw hookError("the client's history edit was refused: \(e.message)")
             }
@@ -127,7 +126,7 @@ extension AgentSession {
             if Array(working.suffix(running.count)) != running || working.dropLast(running.count).contains(where: { $0.turnId == turn.id }) {
                 throw hookError("the client's history edit was refused: it changes the running turn's entries; only earlier entries may be edited")
             }
-            if working != entries { replaceAllEntries(working) }
+            try transcript.mutate(operations, result: working)
         }
     }
 
@@ -160,9 +159,8 @@ extension AgentSession {
             messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
             tools: [], toolChoice: .none)
         let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, turn: &turn).text
-        _ = setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
-        let kept = Array(entries[cut...])
-        replaceAllEntries(kept)
+        _ = try setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
+        try transcript.mutate([.remove(ids: old.map(\.id))])
     }
 
     // MARK: Built-in orchestration tools
@@ -176,7 +174,7 @@ extension AgentSession {
             guard let selector = config.profiles?.selector else {
                 return (.failed, .string("Handoff is unavailable: the session's profiles have no selector property."))
             }
-            _ = setProperties(set: [selector: .string(target)], remove: [])
+            _ = try setProperties(set: [selector: .string(target)], remove: [])
             return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
         case .consult(let target, _, _):
             let question = arguments["question"]?.stringValue ?? arguments.serializedString()
@@ -188,7 +186,7 @@ extension AgentSession {
             }
             var active = activeSkillNames
             if !active.contains(name) { active.append(name) }
-            _ = setProperties(set: [activeSkillsProperty: .array(active.map { .string($0) })], remove: [])
+            _ = try setProperties(set: [activeSkillsProperty: .array(active.map { .string($0) })], remove: [])
             if let prompt = skill.prompt {
                 // Returned as tool output, so the cached prefix stays intact.
                 return (.ok, .string(prompt))
@@ -262,7 +260,7 @@ extension AgentSession {
             emit(.contextDiagnostics(d), turn: turn.id)
         }
         if properties[selector] != .string(agent) {
-            _ = setProperties(set: [selector: .string(agent)], remove: [])
+            _ = try setProperties(set: [selector: .string(agent)], remove: [])
         }
     }
 

@@ -34,11 +34,11 @@ extension AgentSession {
         guard let resolved = profile.tool(named: call.name) else {
             let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
-            finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn)
             return .failed
         }
         guard let arguments = parsedArguments else {
-            finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
             return .failed
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
@@ -52,7 +52,7 @@ extension AgentSession {
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
-                finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
+                try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
                 return .failed
             }
         }
@@ -65,7 +65,7 @@ extension AgentSession {
         // From here on every call ends with its toolOutput entry and onToolOutput,
         // whatever the outcome, so the two hooks always come in pairs.
         func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
-            finishToolCall(call, profile: profile, outcome: outcome, content: content, turn: turn)
+            try finishToolCall(call, profile: profile, outcome: outcome, content: content, turn: turn)
             try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
@@ -153,8 +153,8 @@ extension AgentSession {
         return CancellationError()
     }
 
-    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, turn: TurnState) {
-        append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name), turn: turn.id)
+    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, turn: TurnState) throws {
+        try append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name), turn: turn.id)
         emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
     }
 

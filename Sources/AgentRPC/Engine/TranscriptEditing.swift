@@ -13,9 +13,8 @@ extension AgentSession {
                 "expectedRevision": .int(expectedRevision), "revision": .int(revision),
             ])
         }
-        let working = try TranscriptOperations.apply(operations, to: entries)
-        try TranscriptShape.check(working)
-        if working != entries { replaceAllEntries(working) }
+        let working = try transcript.preview(operations)
+        try transcript.mutate(operations, result: working)
         return MutateTranscriptResult(revision: revision, entryCount: entries.count)
     }
 }

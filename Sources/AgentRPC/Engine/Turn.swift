@@ -156,7 +156,7 @@ extension AgentSession {
         self.control = control
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
-        append(.prompt(text: input.text, images: input.images), turn: id)
+        try append(.prompt(text: input.text, images: input.images), turn: id)
 
         let task = Task { [self, turn] () async throws -> TurnOutcome in
             var state = turn
@@ -262,11 +262,11 @@ extension AgentSession {
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            if let reasoning = output.reasoningEntry(profile: profile.name) { append(reasoning, turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
             let records = output.toolCalls.map { call in
                 ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
             }
-            let callsEntry = append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
+            let callsEntry = try append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
             turn.openToolCallsEntryID = callsEntry.id
             for call in output.toolCalls {
                 try checkpoint(control)
@@ -410,10 +410,10 @@ extension AgentSession {
             // would show it to the model twice on the next turn.
             text = final.serializedString()
         } else {
-            if let reasoning = output.reasoningEntry(profile: profile.name) { append(reasoning, turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
             text = output.text
         }
-        let response = append(
+        let response = try append(
             .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
         try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
@@ -485,14 +485,17 @@ extension AgentSession {
             undoOutcome = .rolledBack
         }
         let policy = turn.errorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
+        // The policy's changes are made even when the store refuses them: the
+        // in-memory transcript must stay well-formed for the next turn.
         switch policy {
         case .keepCompleted:
-            trimIncompleteToolCalls(turn)
+            if let trim = trimIncompleteToolCalls(turn) { transcript.mutateEvenIfUnjournaled(trim) }
         case .revert:
-            if entries != turn.entriesBefore { replaceAllEntries(turn.entriesBefore) }
+            if let revert = Self.revertOperations(from: entries, to: turn.entriesBefore) { transcript.mutateEvenIfUnjournaled(revert) }
         case .preserve:
             if !currentText.isEmpty {
-                append(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
+                let entry = transcript.appendEvenIfUnjournaled(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
+                emit(.entryAppended(entry), turn: turnID)
             }
         }
         endTurnState()
@@ -500,24 +503,30 @@ extension AgentSession {
     }
 
     /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
-    /// interrupted round trip that never got an output are dropped.
-    private func trimIncompleteToolCalls(_ turn: TurnState) {
+    /// interrupted round trip that never got an output are dropped. Returns the
+    /// operation that does it, nil when there is nothing to drop.
+    private func trimIncompleteToolCalls(_ turn: TurnState) -> [TranscriptOperation]? {
         guard let entryID = turn.openToolCallsEntryID, let index = entries.firstIndex(where: { $0.id == entryID }),
             case .toolCalls(let calls, let profile, let text) = entries[index].content
-        else { return }
+        else { return nil }
         let answered = Set(entries[index...].compactMap { e -> String? in
             if case .toolOutput(let callId, _, _, _, _) = e.content { return callId }
             return nil
         })
         let kept = calls.filter { answered.contains($0.callId) }
-        if kept.count == calls.count { return }
-        var updated = entries
-        if kept.isEmpty {
-            updated.remove(at: index)
-        } else {
-            updated[index] = TranscriptEntry(id: entryID, turnId: entries[index].turnId, .toolCalls(calls: kept, profile: profile, text: text))
+        if kept.count == calls.count { return nil }
+        if kept.isEmpty { return [.remove(ids: [entryID])] }
+        return [.replace(id: entryID, entry: TranscriptEntry(id: entryID, turnId: entries[index].turnId, .toolCalls(calls: kept, profile: profile, text: text)))]
+    }
+
+    /// Operations that turn `current` back into `before`: a truncation when the
+    /// turn only appended, else the whole list. Nil when they are equal.
+    static func revertOperations(from current: [TranscriptEntry], to before: [TranscriptEntry]) -> [TranscriptOperation]? {
+        if current == before { return nil }
+        if before.count <= current.count, Array(current.prefix(before.count)) == before {
+            return [.truncateAfter(id: before.last?.id)]
         }
-        replaceAllEntries(updated)
+        return [.set(entries: before)]
     }
 
     /// Maps whatever ended the turn to its protocol error, with `turnId` and `partialText`.
