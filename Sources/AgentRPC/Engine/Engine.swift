@@ -17,7 +17,7 @@ struct EngineContext: Sendable {
 
 /// Owns the loaded sessions and serves the `session/*` methods.
 final class Engine: Sendable {
-    static let providerNames = ["openai", "anthropic", "scripted"]
+    static let providerNames = ProviderKind.allCases.map(\.rawValue)
 
     private let channel: any ClientChannel
     private let logger: Logger

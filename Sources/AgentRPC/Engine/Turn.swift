@@ -90,10 +90,12 @@ struct RoundTripOutput: Sendable {
     var hadOutput: Bool { !text.isEmpty || !reasoning.isEmpty || !refusal.isEmpty || !toolCalls.isEmpty }
     /// The reasoning as one transcript entry. A signature seals one thinking block's
     /// text: with several blocks run together in `reasoning`, none of them matches the
-    /// whole, so the entry is kept unsigned (and is then not sent back).
+    /// whole, so the entry is kept unsigned (and is then not sent back). Reasoning
+    /// that showed no text but is sealed (OpenAI Responses encrypted reasoning with
+    /// no summary) is kept with empty text, so it can still be sent back.
     func reasoningEntry(profile: String) -> TranscriptContent? {
-        guard !reasoning.isEmpty else { return nil }
         let signature = reasoningSignatures.count == 1 ? reasoningSignatures.first : nil
+        guard !reasoning.isEmpty || signature != nil else { return nil }
         return .reasoning(text: reasoning, profile: profile, signature: signature)
     }
 }

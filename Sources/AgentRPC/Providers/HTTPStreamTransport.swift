@@ -91,7 +91,7 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// termination handler synchronously, which must not happen under the lock.
     enum Action {
         case yield([ProviderEvent], finish: Bool)
-        case fail(any Error)
+        case fail(any Error, after: [ProviderEvent] = [])
         case nothing
     }
 
@@ -121,14 +121,16 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
             if s.mode == .undecided { decideMode(&s, response: response) }
             switch s.mode {
             case .streaming:
+                var events: [ProviderEvent] = []
                 do {
-                    var events: [ProviderEvent] = []
                     for sse in try s.parser.feed(data) { events += try s.decoder.decode(sse) }
                     if s.decoder.isComplete { s.done = true }
                     return .yield(events, finish: s.done)
                 } catch {
                     s.done = true
-                    return .fail(classify(error))
+                    // What arrived before the failure in the same read is delivered:
+                    // whether output was streamed decides if the engine may retry.
+                    return .fail(classify(error), after: events)
                 }
             case .wholeBody, .errorBody:
                 let limit = s.mode == .errorBody ? Self.maximumErrorBodyBytes : Self.maximumWholeBodyBytes
@@ -164,13 +166,13 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
                     return .fail(classify(error))
                 }
             case .streaming, .undecided:
+                var events: [ProviderEvent] = []
                 do {
-                    var events: [ProviderEvent] = []
                     for sse in s.parser.finish() { events += try s.decoder.decode(sse) }
                     events += try s.decoder.finish()
                     return .yield(events, finish: true)
                 } catch {
-                    return .fail(classify(error))
+                    return .fail(classify(error), after: events)
                 }
             }
         }
@@ -205,7 +207,8 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
                 continuation.finish()
                 state.withLock { $0.handle }?.cancel()
             }
-        case .fail(let error):
+        case .fail(let error, let events):
+            for event in events { continuation.yield(event) }
             continuation.finish(throwing: error)
             state.withLock { $0.handle }?.cancel()
         case .nothing:

@@ -15,6 +15,9 @@ enum ProviderFactory {
             defaults = ProviderCapabilities()
         case .openai:
             defaults = ProviderCapabilities(supportsReasoning: false)
+        case .openaiResponses:
+            // The API of OpenAI's reasoning models; a model that does not reason sets `supportsReasoning: false`.
+            defaults = ProviderCapabilities()
         case .anthropic:
             // Anthropic's Messages API has no response-format option here.
             defaults = ProviderCapabilities(supportsStructuredOutput: false)
@@ -35,6 +38,11 @@ enum ProviderFactory {
                                              defaultBaseURL: environment["OPENAI_BASE_URL"] ?? openAIDefaultBaseURL,
                                              officialBaseURL: openAIDefaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
             return OpenAIProvider(configuration: http)
+        case .openaiResponses:
+            let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
+                                             defaultBaseURL: environment["OPENAI_BASE_URL"] ?? openAIDefaultBaseURL,
+                                             officialBaseURL: openAIDefaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
+            return OpenAIResponsesProvider(configuration: http, settings: OpenAIResponsesSettings(options: config.options ?? [:]))
         case .anthropic:
             let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
                                              defaultBaseURL: anthropicDefaultBaseURL,

@@ -207,9 +207,10 @@ public enum AnthropicRequestBuilder {
                 append("user", blocks)
             case .assistant(let text, let toolCalls, let reasoning, let signature):
                 // Signed thinking goes back unchanged and first, as the API requires before
-                // tool_use; unsigned thinking cannot be sent at all (the API rejects it).
+                // tool_use; unsigned thinking cannot be sent at all (the API rejects it), nor
+                // reasoning an OpenAI Responses model sealed (after a switch of model).
                 var blocks: [JSONValue] = []
-                if let reasoning, let signature {
+                if let reasoning, let signature, !OpenAIResponsesReasoningCarrier.isCarrier(signature) {
                     blocks.append(["type": "thinking", "thinking": .string(reasoning), "signature": .string(signature)])
                 }
                 if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }

@@ -89,7 +89,7 @@ public struct ServerInfo: Codable, Sendable, Hashable {
 
 /// What this server supports.
 public struct ServerCapabilities: Codable, Sendable, Hashable {
-    /// Provider kinds available (`openai`, `anthropic`, `scripted`).
+    /// Provider kinds available (`openai`, `openai-responses`, `anthropic`, `scripted`).
     public var providers: [String]
     public var transcriptMutation: Bool
     public var profiles: Bool

@@ -92,7 +92,10 @@ public enum ModelReference: Codable, Sendable, Hashable, JSONSchemaProviding, Ex
 
 /// Which provider implementation talks to the model.
 public enum ProviderKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// OpenAI Chat Completions and compatible servers.
     case openai
+    /// The OpenAI Responses API (`POST /v1/responses`).
+    case openaiResponses = "openai-responses"
     case anthropic
     case scripted
 }

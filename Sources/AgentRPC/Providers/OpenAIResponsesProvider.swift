@@ -1,0 +1,46 @@
+import AgentRPCProtocol
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// OpenAI Responses (`POST {baseURL}/responses`), streamed over SSE.
+public struct OpenAIResponsesProvider: ModelProvider {
+    public let name: String
+    public let configuration: HTTPProviderConfiguration
+    public let settings: OpenAIResponsesSettings
+    public var capabilities: ProviderCapabilities { configuration.capabilities }
+
+    public init(configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings(), name: String = "openai-responses") {
+        self.configuration = configuration
+        self.settings = settings
+        self.name = name
+    }
+
+    /// The exact body that would be sent, without headers: safe for `--dump-requests`.
+    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+        OpenAIResponsesRequestBuilder.build(request, configuration: configuration, settings: settings)
+    }
+
+    func urlRequest(for request: ModelRequest) -> URLRequest {
+        configuration.post(
+            path: "responses", accept: "text/event-stream",
+            auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
+            body: requestBody(for: request).body)
+    }
+
+    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        let secrets = configuration.secrets
+        return HTTPStreamTransport.stream(
+            urlRequest(for: request),
+            decoder: OpenAIResponsesStreamDecoder(secrets: secrets),
+            wholeBodyDecoder: { try OpenAIResponsesStreamDecoder.decodeResponse($0, secrets: secrets) },
+            secrets: secrets,
+            timeoutSeconds: configuration.timeoutSeconds)
+    }
+
+    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+        let adapted = adaptToolSchemas(tools, strict: configuration.strictTools)
+        return (adapted.tools, adapted.warnings)
+    }
+}
