@@ -234,7 +234,7 @@ export interface ModelConfig {
   options?: {
     [key: string]: unknown;
   };
-  provider: "openai" | "anthropic" | "scripted";
+  provider: "openai" | "openai-responses" | "anthropic" | "scripted";
   script?: ScriptItem[];
   supportsImages?: boolean;
   supportsParallelToolCalls?: boolean;
