@@ -131,10 +131,47 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public init(code: ErrorCode, kind: ErrorKind, message: String, data: [String: JSONValue] = [:]) {
         self.code = code
-        self.message = message
-        var d = data
+        self.message = Self.cut(message)
+        var d: [String: JSONValue] = [:]
+        for (key, value) in data {
+            // The turn's text so far is the answer itself, not an echo of the input.
+            d[Self.cut(key)] = key == "partialText" ? value : Self.cut(value)
+        }
         d["kind"] = .string(kind.rawValue)
         self.data = d
+    }
+
+    /// The longest string an error carries (in `message` and in each string of
+    /// `data` but `partialText`), in UTF-8 bytes: an error echoes what it is
+    /// about (a session id, a method name, a client's own error), and a
+    /// 10 MB value must not come back as an answer larger than the request.
+    /// Longer strings are cut on a character boundary and end in "…".
+    public static let maxEchoedStringBytes = 1024
+
+    static func cut(_ text: String) -> String {
+        guard text.utf8.count > maxEchoedStringBytes else { return text }
+        var kept = 0
+        var end = text.startIndex
+        // Keep room for the 3 bytes of "…".
+        for index in text.indices {
+            let size = text[index].utf8.count
+            if kept + size > maxEchoedStringBytes - 3 { break }
+            kept += size
+            end = text.index(after: index)
+        }
+        return String(text[..<end]) + "…"
+    }
+
+    static func cut(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let s): return .string(cut(s))
+        case .array(let items): return .array(items.map { cut($0) })
+        case .object(let members):
+            var out: [String: JSONValue] = [:]
+            for (k, v) in members { out[cut(k)] = cut(v) }
+            return .object(out)
+        default: return value
+        }
     }
 
     /// An error whose code is the standard one for `kind`.

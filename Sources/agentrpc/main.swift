@@ -130,6 +130,7 @@ case "serve":
     }
     // A closed stdout must surface as a write error, not kill the process.
     signal(SIGPIPE, SIG_IGN)
+    options.handleTerminationSignals = true
     let server: Server
     do {
         server = try Server(options: options)

@@ -139,7 +139,7 @@ private func json(_ text: String) -> JSONValue {
             }
         }
         #expect(error("{\"send\": 1}\n{\"expect\": \"$strng\"}")?.hasPrefix("line 2: expect pattern at $: unknown placeholder") == true)
-        #expect(error("{\"sned\": {}}") == "line 1: unknown step field \"sned\" (steps: closeStdin, expect, expectBatch, expectExit, expectFile, expectStderr, expectUnordered, reply, send, sendBytes, sendRaw)")
+        #expect(error("{\"sned\": {}}") == "line 1: unknown step field \"sned\" (steps: closeStdin, expect, expectBatch, expectExit, expectFile, expectStderr, expectUnordered, reply, send, sendBytes, sendRaw, sendTogether, signal)")
         #expect(error("{\"send\": {}, \"expect\": {}}") == "line 1: one step per line; found expect and send")
         #expect(error("{\"send\": {\"a\": \"$any\"}}")?.contains("only allowed in expectations") == true)
         #expect(error("{\"send\": {}}\n{\"transcript\": {}}") == "line 2: the \"transcript\" header must be the first line")

@@ -9,6 +9,8 @@ public enum InboundItem: Sendable {
     case oversized(byteCount: Int, id: RequestID?)
     /// An LSP header block that could not be read; answer `parseError`.
     case malformedHeader(String)
+    /// A frame whose `Content-Length` did not match its body; answer `parseError`.
+    case desynchronized(reason: String, id: RequestID?)
 }
 
 /// Why a request the server sent to the client did not produce a result.
@@ -133,7 +135,11 @@ public final class Connection: Sendable {
             logger.warning("skipped a frame of \(count) bytes (limit \(maxMessageBytes))")
             inboundContinuation.yield(.oversized(byteCount: count, id: id))
         case .malformedHeader(let why):
+            logger.warning("malformed input: \(why)")
             inboundContinuation.yield(.malformedHeader(why))
+        case .desynchronized(let why, let id):
+            logger.warning("framing out of step: \(why)")
+            inboundContinuation.yield(.desynchronized(reason: why, id: id))
         }
     }
 

@@ -14,6 +14,8 @@ final class Dispatcher: Sendable {
     private let maxInFlight: Int
     /// Gatekeeper for lifecycle rules (initialize first, etc.); nil = allow.
     private let admit: @Sendable (String) -> RPCError?
+    /// Set by `exit`: nothing read after it is run or answered.
+    private let stopped = Atomic<Bool>(false)
 
     init(connection: Connection, logger: Logger, maxInFlight: Int = 4096, admit: @escaping @Sendable (String) -> RPCError?) {
         self.connection = connection
@@ -24,9 +26,16 @@ final class Dispatcher: Sendable {
 
     func install(_ table: MethodTable) { self.table.withLock { $0 = table } }
 
-    /// Runs until end of input. Returns when the inbound stream finishes.
+    /// Stops dispatching: messages after the current one are neither run nor
+    /// answered (`exit`, docs/protocol.md §2). Returns at once.
+    func stop() { stopped.store(true, ordering: .sequentiallyConsistent) }
+
+    private var isStopped: Bool { stopped.load(ordering: .sequentiallyConsistent) }
+
+    /// Runs until end of input or `stop()`.
     func run() async {
         for await item in connection.inbound {
+            if isStopped { return }
             switch item {
             case .oversized(let count, let id):
                 connection.send(.failure(id, RPCError(
@@ -35,6 +44,9 @@ final class Dispatcher: Sendable {
                     data: ["limit": .int(connection.maxMessageBytes), "size": .int(count)])))
             case .malformedHeader(let why):
                 connection.send(.failure(nil, RPCError(.parseError, "malformed header: \(why)")))
+            case .desynchronized(let why, let id):
+                // The frame was not run: its bytes cannot be trusted to be what was meant.
+                connection.send(.failure(id, RPCError(.parseError, "\(why); the frame was not run")))
             case .frame(.emptyBatch):
                 connection.send(.failure(nil, RPCError(.invalidRequest, "an empty batch is not a valid request")))
             case .frame(.single(let decoded)):
@@ -82,6 +94,8 @@ final class Dispatcher: Sendable {
     private func dispatchBatch(_ items: [DecodedMessage]) async {
         var answers: [Answer] = []
         for item in items {
+            // An `exit` inside a batch ends it: later members are not run.
+            if isStopped { break }
             if let a = await dispatch(item, inBatch: true) { answers.append(a) }
         }
         guard !answers.isEmpty else { return }

@@ -20,6 +20,16 @@ public struct ServerOptions: Sendable {
     public var tracePayloads = false
     /// At most this many loaded sessions; more is `overloaded`.
     public var maxSessions: Int = 10_000
+    /// Whether SIGTERM, SIGINT and SIGHUP end the server like the end of input
+    /// (the `agentrpc` binary); a library host keeps its own signal handling.
+    public var handleTerminationSignals = false
+    /// How long the server waits at the end (end of input, `exit`, a signal)
+    /// for running turns to stop and roll back (a `tool/undo` the client must
+    /// answer) before it exits regardless.
+    public var shutdownGraceSeconds: Double = 10
+    /// How long the server waits at the end for a slow client to read what is
+    /// already queued (answers included) before it exits regardless.
+    public var flushTimeoutSeconds: Double = 10
     public var environment: [String: String] = ProcessInfo.processInfo.environment
 
     public init() {}
@@ -94,25 +104,90 @@ public final class Server: Sendable {
         let exitWatcher = self.exitWatcher
         exitWatcher.withLock { $0 = exitSignal.continuation }
         let dispatcher = self.dispatcher
+        // Installed once `exit` can be signalled, so an early signal is not lost.
+        if options.handleTerminationSignals { installSignalHandlers() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await dispatcher.run() }
             group.addTask { for await _ in exitSignal.stream { return } }
             await group.next()
             group.cancelAll()
         }
-        // End of input, or `exit`: cancel every turn (they roll back), then leave.
+        // End of input, `exit` or a signal: nothing read from now on starts;
+        // every turn is cancelled (they roll back), answered, and flushed.
+        dispatcher.stop()
         let clean = exitRequested.withLock { $0 }
-        await engine.shutdownAll(reason: clean == nil ? "the client closed its input" : "exit")
+        let engine = self.engine
+        let cause = stopCause.withLock { $0 } ?? (clean == nil ? "the client closed its input" : "exit")
+        logger.info("shutting down: \(cause)")
+        let deadline = ContinuousClock.now.advanced(by: .seconds(options.shutdownGraceSeconds))
+        if await !Self.finishes(by: deadline, { await engine.shutdownAll(reason: cause) }) {
+            logger.warning("turns still running after \(options.shutdownGraceSeconds) s; exiting without them")
+        }
         dispatcher.cancelAll()
-        await dispatcher.waitForIdle(timeoutSeconds: 0.5)
+        let left = ContinuousClock.now.duration(to: deadline)
+        await dispatcher.waitForIdle(timeoutSeconds: max(0.5, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
         engine.tracer.close()
-        connection.flush(timeoutSeconds: 0.3)
+        connection.flush(timeoutSeconds: options.flushTimeoutSeconds)
         recorder?.serverExiting(code: clean ?? 0)
         logger.flush()
         return clean ?? 0
     }
 
+    /// Runs `work` and waits for it until `deadline`; true if it finished. Work
+    /// that overruns is left running (the process is about to exit).
+    static func finishes(by deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        let outcome = LockedValue<Bool?>(nil)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let settle: @Sendable (Bool) -> Void = { finished in
+                let first = outcome.withLock { value -> Bool in
+                    if value != nil { return false }
+                    value = finished
+                    return true
+                }
+                if first { continuation.resume(returning: finished) }
+            }
+            let worker = Task {
+                await work()
+                settle(true)
+            }
+            Task {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                settle(false)
+                _ = worker
+            }
+        }
+    }
+
     private let exitWatcher = LockedValue<AsyncStream<Void>.Continuation?>(nil)
+    /// Why the server stops, when not end of input or `exit` (a signal).
+    private let stopCause = LockedValue<String?>(nil)
+    private let signalSources = LockedValue<[SignalSource]>([])
+    private let signalsReceived = LockedValue(0)
+
+    /// SIGTERM, SIGINT and SIGHUP end the server as the end of input does
+    /// (docs/protocol.md §2); a second one ends the process at once.
+    private func installSignalHandlers() {
+        for number in [SIGTERM, SIGINT, SIGHUP] {
+            let source = SignalSource(number) { [weak self] count in self?.received(signal: number, count: count) }
+            signalSources.withLock { $0.append(source) }
+        }
+    }
+
+    private func received(signal number: Int32, count: Int) {
+        let total = signalsReceived.withLock { n -> Int in
+            n += count
+            return n
+        }
+        if total > 1 {
+            // Asked twice: no more waiting. 128 + N is how shells report a death by signal N.
+            _exit(128 + number)
+        }
+        logger.info("received signal \(number)")
+        // Nothing after the signal starts, as after the end of input.
+        dispatcher.stop()
+        stopCause.withLock { $0 = "signal \(number)" }
+        exitWatcher.withLock { $0?.finish() }
+    }
 
     private func buildMethodTable() -> MethodTable {
         var table = MethodTable.Builder()
@@ -142,7 +217,10 @@ public final class Server: Sendable {
         }
         let exitRequested = self.exitRequested
         let exitWatcher = self.exitWatcher
+        let dispatcher = self.dispatcher
         table.onNotification(ExitNotification.self) { _ in
+            // Before anything else: what the client wrote after `exit` must not start.
+            dispatcher.stop()
             let code: Int32 = lifecycle.withLock { $0 } == .shutDown ? 0 : 1
             exitRequested.withLock { $0 = code }
             exitWatcher.withLock { $0?.finish() }
@@ -150,4 +228,23 @@ public final class Server: Sendable {
         engine.register(into: &table)
         return table.build()
     }
+}
+
+/// Delivers one signal to a handler on a dispatch queue instead of its default
+/// action (which would end the process mid-write).
+final class SignalSource: @unchecked Sendable {
+    // @unchecked: the source is only touched at init; Dispatch serialises its handler.
+    private let source: any DispatchSourceSignal
+
+    init(_ number: Int32, handler: @escaping @Sendable (Int) -> Void) {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        // `data` counts the signals since the last call (several may coalesce).
+        // The handler holds the source until `cancel()` in deinit releases it.
+        source.setEventHandler { handler(max(1, Int(source.data))) }
+        source.resume()
+        self.source = source
+    }
+
+    deinit { source.cancel() }
 }

@@ -286,6 +286,22 @@ final class TranscriptRun {
             }
             log("-> \(message.serializedString())")
             try write(framing.frame(message.serialized()), server, deadline)
+        case .sendTogether(let templates):
+            var bytes: [UInt8] = []
+            for template in templates {
+                let message: JSONValue
+                do {
+                    message = try matcher.substitute(template)
+                } catch {
+                    throw TranscriptFailure(summary: "cannot build the message: \(error)")
+                }
+                log("-> (together) \(message.serializedString())")
+                framing.frame(message.serialized(), into: &bytes)
+            }
+            try write(bytes, server, deadline)
+        case .signal(let number):
+            log("-> signal \(number)")
+            server.send(signal: number)
         case .sendRaw(let body):
             log("-> raw \(String(decoding: body, as: UTF8.self))")
             try write(framing.frame(body), server, deadline)

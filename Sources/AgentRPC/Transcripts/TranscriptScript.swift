@@ -17,6 +17,8 @@ struct TranscriptHeader: Sendable {
 /// bytes that are not valid UTF-8.
 enum TranscriptStepKind: Sendable {
     case send(JSONValue)
+    /// Several messages, each framed, written with one write (what arrives after what in one read).
+    case sendTogether([JSONValue])
     case sendRaw([UInt8])
     case sendBytes([UInt8])
     case reply(JSONValue)
@@ -24,6 +26,8 @@ enum TranscriptStepKind: Sendable {
     case expectUnordered([JSONValue])
     case expectBatch([JSONValue])
     case closeStdin
+    /// Sends the server a signal (`TERM`, `INT`, `HUP`).
+    case signal(Int32)
     case expectExit(code: Int, withinSeconds: Double?)
     case expectStderr(String)
     case expectFile(FileExpectation)
@@ -65,8 +69,8 @@ struct TranscriptScript: Sendable {
     var steps: [TranscriptStep] = []
 
     static let stepKeys: Set<String> = [
-        "send", "sendRaw", "sendBytes", "reply", "expect", "expectUnordered", "expectBatch",
-        "closeStdin", "expectExit", "expectStderr", "expectFile",
+        "send", "sendTogether", "sendRaw", "sendBytes", "reply", "expect", "expectUnordered", "expectBatch",
+        "closeStdin", "signal", "expectExit", "expectStderr", "expectFile",
     ]
     static let headerKeys: Set<String> = ["description", "args", "env", "framing", "timeoutSeconds"]
 
@@ -200,6 +204,19 @@ struct TranscriptScript: Sendable {
         let kind: TranscriptStepKind
         switch key {
         case "send": kind = .send(try template(value))
+        case "sendTogether":
+            guard let list = value.arrayValue, !list.isEmpty else {
+                throw TranscriptLoadError(line: line, message: "sendTogether takes a non-empty array of messages")
+            }
+            var messages: [JSONValue] = []
+            for m in list { messages.append(try template(m)) }
+            kind = .sendTogether(messages)
+        case "signal":
+            let names: [String: Int32] = ["TERM": SIGTERM, "INT": SIGINT, "HUP": SIGHUP]
+            guard let name = value.stringValue, let number = names[name] else {
+                throw TranscriptLoadError(line: line, message: "signal takes \"TERM\", \"INT\" or \"HUP\"")
+            }
+            kind = .signal(number)
         case "reply": kind = .reply(try template(value))
         case "sendRaw": kind = .sendRaw(try bytes(value))
         case "sendBytes": kind = .sendBytes(try bytes(value))

@@ -113,6 +113,8 @@ final class TranscriptServerProcess: @unchecked Sendable {
                 item = .garbage("an oversized frame of \(count) bytes")
             case .malformedHeader(let reason):
                 item = .garbage("a malformed Content-Length header: \(reason)")
+            case .desynchronized(let reason, _):
+                item = .garbage("a Content-Length frame out of step: \(reason)")
             }
             enqueue(item)
         }
@@ -265,6 +267,12 @@ final class TranscriptServerProcess: @unchecked Sendable {
             var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             _ = poll(&pfd, 1, Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
         }
+    }
+
+    /// Sends the child a signal, if it is still running.
+    func send(signal number: Int32) {
+        guard exitState == nil else { return }
+        kill(process.processIdentifier, number)
     }
 
     func closeStdin() {
