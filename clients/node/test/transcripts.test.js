@@ -7,8 +7,8 @@
 // client's own, mapped from the transcript's.
 //
 // A transcript fits when it speaks through a client's API: not raw bytes, not
-// batches, not content-length framing, not a reused request id, not closing
-// stdin under the server. The others pin the server's handling of malformed input and
+// batches or several messages in one write, not content-length framing, not a
+// reused request id, not closing stdin under the server. The others pin the server's handling of malformed input and
 // are replayed by `agentrpc replay` (Swift tests) only; the list of what was
 // left out, and why, is printed as a test diagnostic.
 
@@ -21,7 +21,9 @@ import { AgentRPCError, Client, errorClassFor, errorFromWire } from '../src/inde
 import { BINARY, REPO } from '../test-support/helpers.js';
 
 const ROOT = join(REPO, 'Tests', 'Transcripts');
-const UNSUPPORTED_STEPS = ['sendRaw', 'sendBytes', 'expectBatch', 'closeStdin'];
+// The step kinds a client can take part in; any other (raw bytes, batches,
+// several messages in one write, closing stdin) makes the transcript a misfit.
+const CLIENT_STEPS = ['send', 'reply', 'expect', 'expectUnordered', 'expectExit', 'expectStderr', 'expectFile', 'signal', 'comment'];
 
 function transcriptFiles(dir) {
   return readdirSync(dir).sort().flatMap((name) => {
@@ -47,7 +49,7 @@ function misfit({ header, steps }) {
   if (header.framing === 'content-length') return 'content-length framing';
   const sentIds = new Set();
   for (const step of steps) {
-    const kind = UNSUPPORTED_STEPS.find((k) => k in step);
+    const kind = Object.keys(step).find((k) => k !== 'line' && k !== 'timeoutSeconds' && !CLIENT_STEPS.includes(k));
     if (kind) return `a ${kind} step`;
     const message = step.send ?? step.reply;
     if (message !== undefined) {
@@ -289,6 +291,9 @@ async function replay(path, { header, steps }) {
           assert.ok(Date.now() < deadline, `${where(step)}: stderr never matched /${step.expectStderr}/`);
           await Promise.race([arrival, client.waitClosed(50)]);
         }
+      } else if (step.signal) {
+        // The user (or a supervisor) signals the server; the client sees what follows.
+        process.kill(client.pid, `SIG${step.signal}`);
       } else if (step.expectFile) {
         await expectFile(step);
       } else if (!step.comment) {
