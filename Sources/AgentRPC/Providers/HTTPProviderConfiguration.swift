@@ -15,6 +15,10 @@ public struct HTTPProviderConfiguration: Sendable, Hashable {
     public var headers: [String: String]
     /// Idle timeout: the longest wait for the next bytes of a response.
     public var timeoutSeconds: Double
+    /// The longest wait for a connection to open (plain `http://`; over https
+    /// the system's client applies its own).
+    public var connectTimeoutSeconds: Double = Self.defaultConnectTimeoutSeconds
+    public static let defaultConnectTimeoutSeconds = 10.0
     /// OpenAI: when false, requests that carry tools are sent with `stream: false`
     /// and the whole JSON response is decoded (for servers whose streamed tool
     /// calls are broken). Anthropic always streams.

@@ -42,7 +42,8 @@ public struct OpenAIProvider: ModelProvider {
             decoder: OpenAIChatStreamDecoder(secrets: secrets),
             wholeBodyDecoder: { try OpenAIChatStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds)
+            timeoutSeconds: configuration.timeoutSeconds,
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
     }
 }
 
@@ -78,7 +79,8 @@ public struct AnthropicProvider: ModelProvider {
             decoder: AnthropicStreamDecoder(secrets: secrets),
             wholeBodyDecoder: nil,
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds)
+            timeoutSeconds: configuration.timeoutSeconds,
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
     }
 }
 

@@ -17,58 +17,158 @@ import FoundationNetworking
 /// * non-2xx: up to 64 KiB of the body is collected and mapped by `ProviderErrorMapper`.
 /// * transport failures become `network` errors.
 ///
-/// Cancelling the consuming task (or dropping the stream) cancels the data task
-/// and invalidates the session. Retries are not done here: the engine decides.
+/// Requests of one provider configuration share one `URLSession` (see
+/// `HTTPSessionPool`), so connections are kept alive and reused. Cancelling the
+/// consuming task (or dropping the stream) cancels the data task only. Retries
+/// are not done here: the engine decides.
 enum HTTPStreamTransport {
     typealias WholeBodyDecoder = @Sendable ([UInt8]) throws -> [ProviderEvent]
 
     static func stream(
         _ urlRequest: URLRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?,
-        secrets: [String], timeoutSeconds: Double
+        secrets: [String], timeoutSeconds: Double, connectTimeoutSeconds: Double = HTTPProviderConfiguration.defaultConnectTimeoutSeconds
     ) -> AsyncThrowingStream<ProviderEvent, any Error> {
         AsyncThrowingStream { continuation in
             let delegate = StreamingDataDelegate(
                 decoder: decoder, wholeBodyDecoder: wholeBodyDecoder, secrets: secrets, continuation: continuation)
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = timeoutSeconds
-            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-            let queue = OperationQueue()
-            // Callbacks must arrive in order for the parser; one at a time.
-            queue.maxConcurrentOperationCount = 1
-            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
-            let task = session.dataTask(with: urlRequest)
-            let handle = TaskHandle(task: task, session: session)
+            let handle: TaskHandle
+            if let url = urlRequest.url, let target = PlainHTTPClient.target(of: url) {
+                // Plain http (local servers): our own client, which waits without a busy core.
+                let task = PlainHTTPClient.start(
+                    urlRequest, target: target, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate)
+                handle = TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
+            } else {
+                let pooled = HTTPSessionPool.shared.session(timeoutSeconds: timeoutSeconds)
+                let task = pooled.session.dataTask(with: urlRequest)
+                handle = TaskHandle { task.cancel() }
+                pooled.router.register(delegate, for: task)
+                task.resume()
+            }
             delegate.attach(handle)
             continuation.onTermination = { @Sendable termination in
                 if case .cancelled = termination { handle.cancel() }
             }
-            task.resume()
         }
+    }
+}
+
+/// One `URLSession` per idle timeout, shared by every request with that timeout:
+/// libcurl then keeps connections alive and reuses them (and HTTP/2 where the
+/// server offers it), instead of a new TCP (and TLS) connection per request.
+/// The session's configuration carries no credentials (they are per request),
+/// so sharing it across provider configurations leaks nothing.
+final class HTTPSessionPool: Sendable {
+    static let shared = HTTPSessionPool()
+    /// Distinct timeouts are few (one per configured model at most); past this
+    /// many, a request gets a session of its own that is dropped after it.
+    static let maximumSessions = 32
+
+    struct Pooled: Sendable {
+        let session: URLSession
+        let router: TaskRouter
+    }
+
+    private let sessions = Mutex<[Double: Pooled]>([:])
+
+    func session(timeoutSeconds: Double) -> Pooled {
+        sessions.withLock { pool in
+            if let existing = pool[timeoutSeconds] { return existing }
+            let made = Self.make(timeoutSeconds: timeoutSeconds, oneShot: pool.count >= Self.maximumSessions)
+            if pool.count < Self.maximumSessions { pool[timeoutSeconds] = made }
+            return made
+        }
+    }
+
+    private static func make(timeoutSeconds: Double, oneShot: Bool) -> Pooled {
+        let router = TaskRouter(oneShot: oneShot)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeoutSeconds
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let queue = OperationQueue()
+        // Callbacks must arrive in order for each task's parser; one at a time.
+        queue.maxConcurrentOperationCount = 1
+        let session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
+        router.session.withLock { $0 = session }
+        return Pooled(session: session, router: router)
+    }
+}
+
+/// The shared session's delegate: hands each task's callbacks to that task's
+/// `StreamingDataDelegate`, and forgets it when the task completes.
+final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
+    private let delegates = Mutex<[Int: StreamingDataDelegate]>([:])
+    /// A session made past the pool's limit serves one task and is then invalidated.
+    private let oneShot: Bool
+    fileprivate let session = Mutex<URLSession?>(nil)
+
+    init(oneShot: Bool) { self.oneShot = oneShot }
+
+    func register(_ delegate: StreamingDataDelegate, for task: URLSessionTask) {
+        delegates.withLock { $0[task.taskIdentifier] = delegate }
+    }
+
+    func delegate(for task: URLSessionTask) -> StreamingDataDelegate? {
+        delegates.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        delegate(for: dataTask)?.received(data, head: ResponseHead(dataTask.response))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let delegate = delegates.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        delegate?.completed(head: ResponseHead(task.response), error: error)
+        if oneShot { session.finishTasksAndInvalidate() }
+    }
+}
+
+/// The status and headers of a response (header names lowercased), whichever
+/// client received it.
+struct ResponseHead: Sendable {
+    var status: Int
+    var headers: [String: String]
+
+    init(status: Int, headers: [String: String]) {
+        self.status = status
+        self.headers = headers
+    }
+
+    init?(_ response: URLResponse?) {
+        guard let http = response as? HTTPURLResponse else { return nil }
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let k = key as? String, let v = value as? String { headers[k.lowercased()] = v }
+        }
+        self.init(status: http.statusCode, headers: headers)
     }
 }
 
 /// Lets the stream's termination handler cancel the HTTP work.
 final class TaskHandle: Sendable {
-    private let task: Mutex<URLSessionDataTask?>
-    private let session: URLSession
+    private let action: Mutex<(@Sendable () -> Void)?>
+    private let lingerAction: (@Sendable () -> Void)?
 
-    init(task: URLSessionDataTask, session: URLSession) {
-        self.task = Mutex(task)
-        self.session = session
+    init(cancel: @escaping @Sendable () -> Void, linger: (@Sendable () -> Void)? = nil) {
+        self.action = Mutex(cancel)
+        self.lingerAction = linger
     }
 
-    /// Also invalidates the session, which breaks the session → delegate retain cycle.
+    /// Nobody reads the rest of the response any more: it may finish on its own
+    /// (keeping the connection) but must not hold on to it for long.
+    func linger() { lingerAction?() }
+
+    /// Cancels the request (once); shared sessions and idle connections stay.
     func cancel() {
-        let t = task.withLock { t in
-            defer { t = nil }
-            return t
+        let a = action.withLock { a in
+            defer { a = nil }
+            return a
         }
-        t?.cancel()
-        session.invalidateAndCancel()
+        a?()
     }
 }
 
-final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
+/// One request's decoding state: fed by the session's `TaskRouter`.
+final class StreamingDataDelegate: Sendable {
     static let maximumErrorBodyBytes = 64 * 1024
     static let maximumWholeBodyBytes = 32 * 1024 * 1024
 
@@ -114,8 +214,7 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
         state.withLock { $0.handle = handle }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let response = dataTask.response as? HTTPURLResponse
+    func received(_ data: Data, head response: ResponseHead?) {
         let action = state.withLock { s -> Action in
             if s.done { return .nothing }
             if s.mode == .undecided { decideMode(&s, response: response) }
@@ -147,13 +246,12 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
         perform(action)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let response = task.response as? HTTPURLResponse
+    func completed(head response: ResponseHead?, error: (any Error)?) {
         let action = state.withLock { s -> Action in
             if s.done { return .nothing }
             s.done = true
             if let error {
-                return .fail(ProviderErrorMapper.map(transportError: error))
+                return .fail(ProviderErrorMapper.map(transportError: error, secrets: secrets))
             }
             if s.mode == .undecided { decideMode(&s, response: response) }
             switch s.mode {
@@ -179,11 +277,9 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
         perform(action)
     }
 
-    private func decideMode(_ s: inout State, response: HTTPURLResponse?) {
-        s.status = response?.statusCode ?? 0
-        for (key, value) in response?.allHeaderFields ?? [:] {
-            if let k = key as? String, let v = value as? String { s.headers[k.lowercased()] = v }
-        }
+    private func decideMode(_ s: inout State, response: ResponseHead?) {
+        s.status = response?.status ?? 0
+        s.headers = response?.headers ?? [:]
         if !(200..<300).contains(s.status) {
             s.mode = .errorBody
         } else if wholeBodyDecoder != nil, !(s.headers["content-type"] ?? "").lowercased().contains("text/event-stream") {
@@ -205,7 +301,9 @@ final class StreamingDataDelegate: NSObject, URLSessionDataDelegate, Sendable {
             for event in events { continuation.yield(event) }
             if finish {
                 continuation.finish()
-                state.withLock { $0.handle }?.cancel()
+                // The answer is whole: let the response end by itself, so its
+                // connection stays reusable, rather than cancel it.
+                state.withLock { $0.handle }?.linger()
             }
         case .fail(let error, let events):
             for event in events { continuation.yield(event) }

@@ -58,16 +58,20 @@ public enum ProviderErrorMapper {
         )
     }
 
-    /// Maps a transport failure (DNS, connection refused, reset, idle timeout) to `network`.
-    public static func map(transportError error: any Error) -> ProviderError {
+    /// Maps a transport failure (DNS, connection refused, reset, idle timeout) to
+    /// `network`. The system's text (which may hold the URL, and with it a key
+    /// put in a query string) goes through the same scrubber as server prose.
+    public static func map(transportError error: any Error, secrets: [String] = []) -> ProviderError {
         var detail = "transport error"
         if let urlError = error as? URLError {
             detail = "URLError \(urlError.code.rawValue)"
+        } else if let plain = error as? PlainHTTPError {
+            detail = plain.kind.rawValue
         }
         return ProviderError(
             code: .network,
             safeDescription: "The connection to the model provider failed (\(detail)).",
-            unsafeMessage: String(describing: error)
+            unsafeMessage: scrub(String(describing: error), secrets: secrets)
         )
     }
 

@@ -71,7 +71,7 @@ enum ProviderFactory {
                 field: "model.apiKeyEnv")
         }
         let options = config.options ?? [:]
-        return HTTPProviderConfiguration(
+        var http = HTTPProviderConfiguration(
             baseURL: url, apiKey: key, model: model, headers: config.headers ?? [:],
             timeoutSeconds: config.timeoutSeconds ?? 600,
             streamTools: options["streamTools"]?.boolValue ?? true,
@@ -79,6 +79,8 @@ enum ProviderFactory {
             useMaxCompletionTokens: options["useMaxCompletionTokens"]?.boolValue ?? false,
             defaultMaxOutputTokens: options["maxOutputTokens"]?.intValue ?? 4096,
             capabilities: capabilities)
+        if let connect = config.connectTimeoutSeconds { http.connectTimeoutSeconds = connect }
+        return http
     }
 }
 

@@ -109,7 +109,10 @@ public struct ModelConfig: Codable, Sendable, Hashable {
     public var baseURL: String?
     public var apiKeyEnv: String?
     public var headers: [String: String]?
+    /// Idle timeout: the longest wait for the next bytes of a response (default 600).
     public var timeoutSeconds: Double?
+    /// The longest wait for a connection to the provider to open (default 10).
+    public var connectTimeoutSeconds: Double?
     /// Provider-specific request extras, passed through.
     public var options: [String: JSONValue]?
     /// The scripted provider's round trips (docs/protocol.md §15).
@@ -127,9 +130,10 @@ public struct ModelConfig: Codable, Sendable, Hashable {
         headers: [String: String]? = nil, timeoutSeconds: Double? = nil, options: [String: JSONValue]? = nil,
         script: [ScriptItem]? = nil, supportsToolChoice: Bool? = nil, supportsImages: Bool? = nil,
         supportsReasoning: Bool? = nil, supportsParallelToolCalls: Bool? = nil,
-        supportsStructuredOutput: Bool? = nil, contextWindowTokens: Int? = nil
+        supportsStructuredOutput: Bool? = nil, contextWindowTokens: Int? = nil, connectTimeoutSeconds: Double? = nil
     ) {
         self.provider = provider
+        self.connectTimeoutSeconds = connectTimeoutSeconds
         self.model = model
         self.baseURL = baseURL
         self.apiKeyEnv = apiKeyEnv

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,10 @@ class Canned:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     cut_after: int | None = None
+    #: Sent one at a time after ``body``, ``pause`` seconds apart, as chunked
+    #: transfer encoding (a model streaming slowly).
+    slow_chunks: list[bytes] | None = None
+    pause: float = 0.0
 
     @staticmethod
     def sse(fixture: str) -> Canned:
@@ -46,6 +51,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    #: The client's (address, port): requests on one kept-alive connection share it.
+    connection: tuple[str, int] = ("", 0)
 
 
 class FakeProvider:
@@ -71,12 +78,25 @@ class FakeProvider:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 with owner._lock:
-                    owner.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    owner.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, tuple(self.client_address[:2])))
                     canned = owner.responses.popleft() if owner.responses else Canned.error(500, {"error": {"message": "no canned response left"}})
                 self.send_response(canned.status)
                 for key, value in canned.headers.items():
                     self.send_header(key, value)
-                if canned.cut_after is None:
+                if canned.slow_chunks is not None:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    try:
+                        for piece in [canned.body, *canned.slow_chunks]:
+                            if piece:
+                                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                                self.wfile.flush()
+                            time.sleep(canned.pause)
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                    except OSError:
+                        self.close_connection = True
+                elif canned.cut_after is None:
                     self.send_header("Content-Length", str(len(canned.body)))
                     self.end_headers()
                     self.wfile.write(canned.body)
@@ -92,6 +112,12 @@ class FakeProvider:
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    @property
+    def connections(self) -> int:
+        """How many distinct connections the requests so far came on."""
+        with self._lock:
+            return len({r.connection for r in self.received})
 
     @property
     def base_url(self) -> str:
