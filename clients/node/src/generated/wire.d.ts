@@ -226,6 +226,7 @@ export interface Limits {
 export interface ModelConfig {
   apiKeyEnv?: string;
   baseURL?: string;
+  connectTimeoutSeconds?: number;
   contextWindowTokens?: number;
   headers?: {
     [key: string]: string;
