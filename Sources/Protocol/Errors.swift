@@ -27,6 +27,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let sessionBusy = ErrorCode(-32012)
     public static let revisionMismatch = ErrorCode(-32013)
     public static let noPendingConfirmation = ErrorCode(-32014)
+    public static let noRunningTurn = ErrorCode(-32015)
+    public static let turnMismatch = ErrorCode(-32016)
     public static let maxToolCallsExceeded = ErrorCode(-32020)
     public static let maxRoundTripsExceeded = ErrorCode(-32021)
     public static let wallClockTimeoutExceeded = ErrorCode(-32022)
@@ -73,6 +75,8 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let sessionBusy: ErrorKind = "sessionBusy"
     public static let revisionMismatch: ErrorKind = "revisionMismatch"
     public static let noPendingConfirmation: ErrorKind = "noPendingConfirmation"
+    public static let noRunningTurn: ErrorKind = "noRunningTurn"
+    public static let turnMismatch: ErrorKind = "turnMismatch"
     public static let maxToolCallsExceeded: ErrorKind = "maxToolCallsExceeded"
     public static let maxRoundTripsExceeded: ErrorKind = "maxRoundTripsExceeded"
     public static let wallClockTimeoutExceeded: ErrorKind = "wallClockTimeoutExceeded"
@@ -105,6 +109,8 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
         (.sessionBusy, .sessionBusy),
         (.revisionMismatch, .revisionMismatch),
         (.noPendingConfirmation, .noPendingConfirmation),
+        (.noRunningTurn, .noRunningTurn),
+        (.turnMismatch, .turnMismatch),
         (.maxToolCallsExceeded, .maxToolCallsExceeded),
         (.maxRoundTripsExceeded, .maxRoundTripsExceeded),
         (.wallClockTimeoutExceeded, .wallClockTimeoutExceeded),

@@ -475,7 +475,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
     @Test func registryHasNoDuplicates() {
         #expect(MethodRegistry.duplicateNames() == [])
-        #expect(MethodRegistry.requests.count == 20)
+        #expect(MethodRegistry.requests.count == 24)
         #expect(MethodRegistry.notifications.count == 5)
         #expect(MethodRegistry.request(named: "session/send", direction: .clientToServer) == SessionSendRequest.self)
         #expect(MethodRegistry.request(named: "tool/call", direction: .clientToServer) == nil)
@@ -488,5 +488,43 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         let params = ToolCallParams(sessionId: "s-1", turnId: "t-1", callId: "c1", name: "get", arguments: ["q": 1, "x": [true, nil]], revision: 7)
         #expect(params.json == (try JSONValue(encoding: params)))
         #expect(try params.json.decode(as: ToolCallParams.self) == params)
+    }
+}
+
+@Suite struct HumanInTheLoopWireTests {
+    @Test func confirmDecisionsCarryEditedArgumentsAndRules() throws {
+        try checkCoding(
+            SessionConfirmParams(sessionId: "s", callId: "c", decision: .approveForSession, arguments: ["cmd": "ls"], rule: ApprovalScope(arguments: ["cmd": "l*"])),
+            json: ["sessionId": "s", "callId": "c", "decision": "approveForSession", "arguments": ["cmd": "ls"], "rule": ["arguments": ["cmd": "l*"]]])
+        try checkCoding(
+            ConfirmationRequestResult(decision: .denyAndStop, reason: "no"), json: ["decision": "denyAndStop", "reason": "no"])
+        // An unchanged `{}` answer: old clients see the same result as before.
+        try checkCoding(SessionConfirmResult(), json: [:])
+    }
+
+    @Test func steeringQueueAndRewindParams() throws {
+        try checkCoding(
+            SessionSteerParams(sessionId: "s", input: "more", expectedTurnId: "t1"),
+            json: ["sessionId": "s", "input": ["text": "more"], "expectedTurnId": "t1"])
+        try checkCoding(SessionSendParams(sessionId: "s", input: "hi", queue: true), json: ["sessionId": "s", "input": ["text": "hi"], "queue": true])
+        try checkCoding(SessionCancelResult(wasRunning: true), json: ["wasRunning": true])
+        try checkCoding(SessionRewindParams(sessionId: "s", turnId: "t2", undo: true), json: ["sessionId": "s", "turnId": "t2", "undo": true])
+        try checkCoding(
+            RewindUndo(turnId: "t", callId: "c", name: "w", status: .failed, error: "gone"),
+            json: ["turnId": "t", "callId": "c", "name": "w", "status": "failed", "error": "gone"])
+    }
+
+    @Test func newEventsAndEntryFieldsRoundTrip() throws {
+        try checkCoding(
+            SessionEvent.steeringApplied(entryId: "e4", input: "b too"),
+            json: ["type": "steeringApplied", "entryId": "e4", "input": ["text": "b too"]])
+        try checkCoding(
+            SessionEvent.approvalRulesChanged(rules: [ApprovalRule(id: "r1", tool: "w", arguments: ["p": "src/*"])]),
+            json: ["type": "approvalRulesChanged", "rules": [["id": "r1", "tool": "w", "arguments": ["p": "src/*"]]]])
+        try checkCoding(
+            TranscriptEntry(id: "e3", .toolOutput(callId: "c", name: "run", outcome: .ok, content: "ok", profile: nil, approvedArguments: ["cmd": "ls"])),
+            json: ["id": "e3", "type": "toolOutput", "callId": "c", "name": "run", "outcome": "ok", "content": "ok", "approvedArguments": ["cmd": "ls"]])
+        try checkCoding(ProfileTool.askUser, json: ["askUser": true])
+        #expect(throws: DecodingError.self) { try decode(ProfileTool.self, ["askUser": false]) }
     }
 }

@@ -44,6 +44,23 @@ actor AgentSession {
     /// What was sent last per model, for `cacheInvalidated`.
     var prefixTracker = PrefixTracker()
 
+    // The human in the loop (HumanInTheLoop.swift)
+    /// `session/steer` input waiting for the running turn's next checkpoint.
+    var pendingSteering: [TurnInput] = []
+    /// Set once the running turn has decided to end: steering would be lost now.
+    var turnFinishing = false
+    /// Sends waiting for the running turn to end, first in line first.
+    var sendQueue: [QueuedSend] = []
+    var nextQueuedSendNumber = 1
+    /// Outcomes of queued sends settled before their request started waiting.
+    var settledQueuedSends: [Int: Result<TurnControl, any Error>] = [:]
+    var approvalRules: [ApprovalRule] = []
+    var nextApprovalRuleNumber = 1
+    /// The input schema of the call waiting for `session/confirm`, for edited arguments.
+    var pendingConfirmationSchema: JSONValue?
+    /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
+    var rewindingUndos = false
+
     init(id: String, config: SessionConfig, context: EngineContext) {
         self.id = id
         self.config = config
@@ -74,7 +91,8 @@ actor AgentSession {
             activeToolCalls: activeToolCalls, pendingConfirmation: pendingConfirmation,
             lastUsageReport: lastUsageReport, lastSchemaWarnings: lastSchemaWarnings,
             lastContextDiagnostics: lastContextDiagnostics, activeProfile: activeProfileName,
-            properties: properties, revision: revision, entryCount: entries.count)
+            properties: properties, revision: revision, entryCount: entries.count,
+            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules)
     }
 
     func transcriptForClient() -> SessionTranscript {
@@ -151,6 +169,8 @@ struct ConfirmationAnswer: Sendable {
     var decision: ConfirmationDecision
     var source: ConfirmationSource
     var reason: String?
+    /// Edited arguments to run the call with (approve decisions), already validated.
+    var arguments: JSONValue? = nil
 }
 
 enum Timestamp {

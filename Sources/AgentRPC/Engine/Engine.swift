@@ -87,8 +87,34 @@ final class Engine: Sendable {
         }
         table.on(SessionSendRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
-            let work = try await s.startTurn(input: params.input, options: params.options ?? TurnOptions(), mode: .chat)
-            return .later { try await work.result().turnResult }
+            let options = params.options ?? TurnOptions()
+            guard params.queue == true else {
+                let work = try await s.startTurn(input: params.input, options: options, mode: .chat)
+                return .later { try await work.result().turnResult }
+            }
+            // The place in the queue is taken now, in request order; the wait is the request's.
+            switch try await s.startOrEnqueue(input: params.input, options: options, mode: .chat) {
+            case .started(let work):
+                return .later { try await work.result().turnResult }
+            case .queued(let id):
+                return .later { try await s.awaitQueuedTurn(id).result().turnResult }
+            }
+        }
+        table.on(SessionSteerRequest.self) { [self] params, _ in
+            .now(try await session(params.sessionId).steer(input: params.input, expectedTurnId: params.expectedTurnId))
+        }
+        table.on(SessionRewindRequest.self) { [self] params, _ in
+            let s = try session(params.sessionId)
+            let (result, undos) = try await s.rewindTranscript(params)
+            if undos.isEmpty { return .now(result) }
+            return .later {
+                var answer = result
+                answer.undos = await s.sendRewindUndos(undos)
+                return answer
+            }
+        }
+        table.on(SessionSetApprovalRulesRequest.self) { [self] params, _ in
+            .now(try await session(params.sessionId).setApprovalRules(add: params.add ?? [], remove: params.remove ?? []))
         }
         table.on(SessionGenerateRequest.self) { [self] params, _ in
             let s = try session(params.sessionId)
@@ -101,14 +127,13 @@ final class Engine: Sendable {
             }
         }
         table.on(SessionCancelRequest.self) { [self] params, _ in
-            .now(SessionCancelResult(wasRunning: try await session(params.sessionId).cancelCooperatively()))
+            .now(try await session(params.sessionId).cancelCooperatively())
         }
         table.onNotification(SessionCancelNotification.self) { [self] params in
             _ = await (try? session(params.sessionId))?.cancelCooperatively()
         }
         table.on(SessionConfirmRequest.self) { [self] params, _ in
-            try await session(params.sessionId).confirm(callId: params.callId, decision: params.decision, reason: params.reason)
-            return .now(Empty())
+            .now(try await session(params.sessionId).confirm(params))
         }
         table.on(SessionGetStateRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).state())
@@ -167,6 +192,9 @@ final class Engine: Sendable {
         if let model = config.model {
             _ = try catalog.resolve(model, field: "model")
         }
+        if client.withLock({ $0.0.askUser }) != true, let field = Self.askUserField(in: config) {
+            throw RPCError.invalidConfiguration("the session offers ask_user, but the client did not declare capabilities.askUser (it must answer user/ask)", field: field)
+        }
         if client.withLock({ $0.0.tools }) == false, !(config.tools ?? []).isEmpty {
             throw RPCError.invalidConfiguration("the session declares tools, but the client said it runs none (capabilities.tools: false)", field: "tools")
         }
@@ -180,6 +208,24 @@ final class Engine: Sendable {
         sessions.withLock { $0[String(id)] = session }
         order.withLock { $0.append(String(id)) }
         return await session.handle()
+    }
+
+    /// Where the config offers `ask_user`, if anywhere.
+    static func askUserField(in config: SessionConfig) -> String? {
+        if config.askUser == true { return "askUser" }
+        func find(_ tools: [ProfileTool]?, _ path: String) -> String? {
+            (tools ?? []).firstIndex(of: .askUser).map { "\(path)[\($0)]" }
+        }
+        if let profiles = config.profiles {
+            if let f = find(profiles.defaults?.tools, "profiles.defaults.tools") { return f }
+            for name in profiles.cases.keys.sorted() {
+                if let f = find(profiles.cases[name]?.tools, "profiles.cases.\(name).tools") { return f }
+            }
+        }
+        for name in (config.blocks ?? [:]).keys.sorted() {
+            if let f = find(config.blocks?[name]?.tools, "blocks.\(name).tools") { return f }
+        }
+        return nil
     }
 
     /// Egress and router patterns are regular expressions; a bad one is a configuration error, not a silent no-op.

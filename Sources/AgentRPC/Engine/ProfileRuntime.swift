@@ -168,7 +168,8 @@ extension AgentSession {
     /// Runs a built-in tool; returns the outcome and content to append.
     func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, turn: inout TurnState) async throws -> (ToolOutcome, JSONValue) {
         switch tool {
-        case .client:
+        case .client, .askUser:
+            // Client tools go to the client, ask_user to the user (ToolExecution).
             return (.failed, "not a built-in tool")
         case .handoff(let target, _, _):
             guard let selector = config.profiles?.selector else {

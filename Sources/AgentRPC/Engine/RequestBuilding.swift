@@ -279,19 +279,28 @@ enum ModelHistory {
                 // turn kept under `preserve`) gets a synthetic failure so every
                 // provider sees a well-formed exchange.
                 var answered = Set<String>()
-                while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _) = entries[index].content {
-                    add(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok), entries[index].id)
+                while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _, let approved) = entries[index].content {
+                    add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entries[index].id)
                     answered.insert(callId)
                     index += 1
                 }
                 for call in calls where !answered.contains(call.callId) {
                     add(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true), entry.id)
                 }
-            case .toolOutput(let callId, let name, let outcome, let content, _):
-                add(.toolResult(callId: callId, name: name, content: content.stringValue ?? content.serializedString(), isError: outcome != .ok), entry.id)
+            case .toolOutput(let callId, let name, let outcome, let content, _, let approved):
+                add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entry.id)
             }
         }
         return (out, ids)
+    }
+
+    /// What the model reads for a tool output. When the user edited the arguments
+    /// before approving, the model is told what actually ran, or it would reason
+    /// about a call that never happened.
+    static func toolResultText(_ content: JSONValue, approvedArguments: JSONValue?) -> String {
+        let text = content.stringValue ?? content.serializedString()
+        guard let approvedArguments else { return text }
+        return "The user edited the arguments before approving; the call ran with \(approvedArguments.serializedString()).\n\(text)"
     }
 }
 

@@ -62,16 +62,23 @@ extension AgentSession {
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ])
 
+        // Set when the user approved edited arguments: the call runs with these.
+        var approvedArguments: JSONValue? = nil
+
         // From here on every call ends with its toolOutput entry and onToolOutput,
         // whatever the outcome, so the two hooks always come in pairs.
         func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
-            try finishToolCall(call, profile: profile, outcome: outcome, content: content, turn: turn)
+            try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, turn: turn)
             try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
             return outcome
         }
 
+        if case .askUser = resolved {
+            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, turn: turn, control: control)
+            return try await output(outcome, content, turn: &turn)
+        }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
             let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
@@ -91,27 +98,42 @@ extension AgentSession {
             return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
-            let answer = try await confirm(call: call, arguments: arguments, reason: reason, turn: turn)
-            // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
-            // the denial it forced is not the user's and is not recorded as an outcome.
-            if control.reason != nil { throw CancellationError() }
-            if answer.decision == .deny {
-                let why = answer.reason.map { ": \($0)" } ?? "."
-                let text: String
-                switch answer.source {
-                case .cancel: text = "The call was not run: the turn was cancelled before it was confirmed."
-                case .timeout: text = "The call was not run: " + (answer.reason ?? "no confirmation arrived in time") + "."
-                default: text = "The user declined this call\(why)"
+            if approvingRule(tool: call.name, arguments: arguments) != nil {
+                // A standing rule answers for the user; guards already had their say.
+                emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule))
+            } else {
+                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, turn: turn)
+                // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
+                // the denial it forced is not the user's and is not recorded as an outcome.
+                if control.reason != nil { throw CancellationError() }
+                switch answer.decision {
+                case .deny:
+                    let why = answer.reason.map { ": \($0)" } ?? "."
+                    let text: String
+                    switch answer.source {
+                    case .cancel: text = "The call was not run: the turn was cancelled before it was confirmed."
+                    case .timeout: text = "The call was not run: " + (answer.reason ?? "no confirmation arrived in time") + "."
+                    default: text = "The user declined this call\(why)"
+                    }
+                    return try await output(.denied, .string(text), turn: &turn)
+                case .denyAndStop:
+                    // The refusal is recorded (the next turn's model learns why it stopped),
+                    // then the turn ends as a cancel does.
+                    let why = answer.reason.map { ": \($0)" } ?? "."
+                    _ = try await output(.denied, .string("The user declined this call and stopped the turn\(why)"), turn: &turn)
+                    throw TurnStop.deniedAndStopped(callId: call.id)
+                case .approve, .approveForSession:
+                    if let edited = answer.arguments, edited != arguments { approvedArguments = edited }
                 }
-                return try await output(.denied, .string(text), turn: &turn)
             }
         }
 
         // The client runs it.
-        let record = ToolCallRecord(callId: call.id, name: call.name, arguments: arguments)
+        let runArguments = approvedArguments ?? arguments
+        let record = ToolCallRecord(callId: call.id, name: call.name, arguments: runArguments)
         activeToolCalls.append(record)
         defer { activeToolCalls.removeAll { $0.callId == call.id } }
-        let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, revision: revision)
+        let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: revision)
         let answer: JSONValue
         do {
             answer = try await context.channel.request(ToolCallRequest.name, params.json, timeout: turn.limits.toolTimeoutSeconds)
@@ -139,7 +161,7 @@ extension AgentSession {
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
     private func lastToolOutputContent(callId: String) -> JSONValue? {
         for entry in entries.reversed() {
-            if case .toolOutput(let id, _, _, let content, _) = entry.content, id == callId { return content }
+            if case .toolOutput(let id, _, _, let content, _, _) = entry.content, id == callId { return content }
         }
         return nil
     }
@@ -153,8 +175,8 @@ extension AgentSession {
         return CancellationError()
     }
 
-    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, turn: TurnState) throws {
-        try append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name), turn: turn.id)
+    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, turn: TurnState) throws {
+        try append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
         emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
     }
 
@@ -180,7 +202,7 @@ extension AgentSession {
 
     // MARK: Confirmation
 
-    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, turn: TurnState) async throws -> ConfirmationAnswer {
+    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, turn: TurnState) async throws -> ConfirmationAnswer {
         let timeout = turn.limits.confirmationTimeoutSeconds
         if context.clientCapabilities.confirmations == .request {
             // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
@@ -189,7 +211,15 @@ extension AgentSession {
             do {
                 let raw = try await context.channel.request(ConfirmationRequest.name, try JSONValue(encoding: params), timeout: timeout)
                 let result = try raw.decode(as: ConfirmationRequestResult.self)
-                answer = ConfirmationAnswer(decision: result.decision, source: .client, reason: result.reason)
+                // An answer that cannot be honoured as given denies: running the call
+                // with other arguments or a broader rule than approved would be worse.
+                do {
+                    answer = try acceptDecision(
+                        result.decision, reason: result.reason, arguments: result.arguments, rule: result.rule,
+                        tool: call.name, schema: schema, source: .client)
+                } catch let refusal as RPCError {
+                    answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation answer could not be used: \(refusal.message)")
+                }
             } catch OutgoingRequestError.timedOut {
                 answer = ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds")
             } catch OutgoingRequestError.rpc(let e) {
@@ -205,6 +235,7 @@ extension AgentSession {
 
         // Built-in flow: state + event, answered by session/confirm.
         pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
+        pendingConfirmationSchema = schema
         emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason))
         if let control = self.control, control.cooperativeCancelRequested {
             resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
@@ -229,6 +260,7 @@ extension AgentSession {
             Task { await self.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"), callId: callId) }
         }
         pendingConfirmation = nil
+        pendingConfirmationSchema = nil
         emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
         return answer
     }
@@ -253,16 +285,49 @@ extension AgentSession {
         return true
     }
 
-    /// `session/confirm`.
-    func confirm(callId: String, decision: ConfirmationDecision, reason: String?) throws {
-        guard let pending = pendingConfirmation, pending.callId == callId else {
-            throw RPCError(.noPendingConfirmation, pendingConfirmation == nil ? "no confirmation is pending" : "the pending confirmation is for another call", data: [
-                "callId": .string(callId)
-            ])
+    /// `session/confirm`. A decision that cannot be honoured (edited arguments that
+    /// break the schema, a bad rule) is refused and the confirmation stays pending.
+    func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
+        let callId = params.callId
+        guard let pending = pendingConfirmation, pending.callId == callId, confirmationWaiter?.callId ?? callId == callId,
+            earlyConfirmation == nil
+        else {
+            let message = pendingConfirmation == nil ? "no confirmation is pending"
+                : pendingConfirmation?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
+            throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
         }
-        guard resolveConfirmation(ConfirmationAnswer(decision: decision, source: .client, reason: reason), callId: callId) else {
+        let answer = try acceptDecision(
+            params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
+            tool: pending.name, schema: pendingConfirmationSchema, source: .client)
+        guard resolveConfirmation(answer, callId: callId) else {
             throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
         }
+        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.last : nil)
+    }
+
+    /// Checks a decision's extras and, for `approveForSession`, adds the rule.
+    /// Throws `invalidParams` (nothing changed) when they cannot be honoured.
+    private func acceptDecision(
+        _ decision: ConfirmationDecision, reason: String?, arguments edited: JSONValue?, rule: ApprovalScope?,
+        tool: String, schema: JSONValue?, source: ConfirmationSource
+    ) throws -> ConfirmationAnswer {
+        let approves = decision == .approve || decision == .approveForSession
+        if edited != nil && !approves {
+            throw RPCError.invalidParams("arguments can only come with an approve decision", field: "arguments")
+        }
+        if rule != nil && decision != .approveForSession {
+            throw RPCError.invalidParams("rule can only come with approveForSession", field: "rule")
+        }
+        if let edited, let violations = schemaProblem(tool: tool, schema: schema, arguments: edited) {
+            throw RPCError(.invalidParams, "the edited arguments do not match the input schema of '\(tool)': \(violations.map(\.description).joined(separator: "; "))", data: [
+                "field": "arguments",
+                "violations": .array(violations.map { ["path": .string($0.path), "message": .string($0.message)] }),
+            ])
+        }
+        if decision == .approveForSession {
+            _ = try addApprovalRules([ApprovalRuleSpec(tool: tool, arguments: rule?.arguments)], field: "rule")
+        }
+        return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
     }
 
     // MARK: Context sources

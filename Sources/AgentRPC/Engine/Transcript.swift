@@ -13,6 +13,10 @@ enum TranscriptChange: Sendable, Equatable {
     case entriesMutated(operations: [TranscriptOperation], revision: Int)
     /// Properties were set and removed (`removed` lists only keys that were present).
     case propertiesChanged(set: [String: JSONValue], removed: [String])
+    /// A turn committed with these undo records; they are kept for `session/rewind`.
+    case undoRecordsKept([UndoRecord])
+    /// A rewind removed these records' calls (and sent or dropped their undos).
+    case undoRecordsTaken([UndoRecord])
 }
 
 /// Receives every change of a transcript before it takes effect in memory.
@@ -36,6 +40,11 @@ struct Transcript: Sendable {
     private(set) var properties: [String: JSONValue]
     /// When the entries last changed.
     private(set) var updatedAt: Date
+    /// Undo records of committed turns, oldest first: what `session/rewind` can
+    /// still undo. Kept here so a store keeps them with the session.
+    private(set) var committedUndo: [UndoRecord] = []
+    /// Older records are dropped first beyond this many.
+    static let maxCommittedUndoRecords = 1000
     /// Nil without a store.
     var journal: (any TranscriptJournal)?
     /// A change was made that the journal refused (see `mutateEvenIfUnjournaled`).
@@ -113,6 +122,20 @@ struct Transcript: Sendable {
         return removed
     }
 
+    /// Keeps a committed turn's undo records (the newest `maxCommittedUndoRecords` stay).
+    mutating func keepUndoRecords(_ records: [UndoRecord]) throws {
+        guard !records.isEmpty else { return }
+        try commit(.undoRecordsKept(records))
+    }
+
+    /// Takes out the records `matching` selects, oldest first.
+    mutating func takeUndoRecords(matching: (UndoRecord) -> Bool) throws -> [UndoRecord] {
+        let taken = committedUndo.filter(matching)
+        guard !taken.isEmpty else { return [] }
+        try commit(.undoRecordsTaken(taken))
+        return taken
+    }
+
     /// Journals a change, then makes it.
     private mutating func commit(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]? = nil) throws {
         try journal?.record(change)
@@ -142,6 +165,13 @@ struct Transcript: Sendable {
         case .propertiesChanged(let set, let removed):
             for key in removed { properties.removeValue(forKey: key) }
             for (k, v) in set { properties[k] = v }
+        case .undoRecordsKept(let records):
+            committedUndo.append(contentsOf: records)
+            let excess = committedUndo.count - Self.maxCommittedUndoRecords
+            if excess > 0 { committedUndo.removeFirst(excess) }
+        case .undoRecordsTaken(let records):
+            let taken = Set(records)
+            committedUndo.removeAll { taken.contains($0) }
         }
     }
 }

@@ -39,7 +39,7 @@ enum TranscriptShape {
                 var here = Set<String>()
                 for c in list where !here.insert(c.callId).inserted { throw fail("duplicate callId '\(c.callId)'") }
                 open.formUnion(here)
-            case .toolOutput(let callId, _, _, _, _):
+            case .toolOutput(let callId, _, _, _, _, _):
                 if open.remove(callId) == nil {
                     throw fail("a toolOutput for '\(callId)' without an unanswered call in a toolCalls entry before it")
                 }

@@ -58,6 +58,7 @@ struct EffectiveLimits: Sendable {
     var wallClockSeconds: Double
     var toolTimeoutSeconds: Double
     var confirmationTimeoutSeconds: Double
+    var askUserTimeoutSeconds: Double
 
     init(config: Limits?, overrides: Limits?) {
         maxToolCalls = overrides?.maxToolCalls ?? config?.maxToolCalls ?? Limits.defaultMaxToolCalls
@@ -65,6 +66,7 @@ struct EffectiveLimits: Sendable {
         wallClockSeconds = overrides?.wallClockSeconds ?? config?.wallClockSeconds ?? Limits.defaultWallClockSeconds
         toolTimeoutSeconds = overrides?.toolTimeoutSeconds ?? config?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds
         confirmationTimeoutSeconds = overrides?.confirmationTimeoutSeconds ?? config?.confirmationTimeoutSeconds ?? Limits.defaultConfirmationTimeoutSeconds
+        askUserTimeoutSeconds = overrides?.askUserTimeoutSeconds ?? config?.askUserTimeoutSeconds ?? Limits.defaultAskUserTimeoutSeconds
     }
 }
 
@@ -106,9 +108,20 @@ extension AgentSession {
     /// Pre-flight and setup, run in request order: on failure nothing changed.
     /// Returns the control of the started turn; the loop runs in its own task.
     func startTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) async throws -> TurnControl {
+        // A queued send is next in line: a plain send must not overtake it.
+        if !isRunning && !sendQueue.isEmpty { startNextQueuedSend() }
+        return try beginTurn(input: input, options: options, mode: mode)
+    }
+
+    /// `startTurn` without suspension points, so the turn after a queued send's
+    /// predecessor can start before any other request runs.
+    func beginTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) throws -> TurnControl {
         // 1. Pre-flight, no mutation on failure.
         if isRunning {
             throw RPCError(.alreadyRunning, "a turn is already running in this session", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        if rewindingUndos {
+            throw RPCError(.sessionBusy, "a rewind is still undoing tool calls; send again when it has answered")
         }
         let profile = try resolveProfile()
         let modelRef = try resolveModelReference(options: options, profile: profile)
@@ -153,6 +166,8 @@ extension AgentSession {
         lastUsageReport = nil
         activeToolCalls = []
         pendingConfirmation = nil
+        pendingSteering = []
+        turnFinishing = false
         lastSchemaWarnings = warnings
         let control = TurnControl(turnId: id)
         self.control = control
@@ -170,18 +185,21 @@ extension AgentSession {
 
     /// Stops a running turn from outside (close, shutdown) and waits for it to wind down.
     func abortRunningTurn(reason: AbortReason) async {
+        dropQueuedSends(source: reason == .closed ? "close" : "shutdown")
         guard let control, isRunning else { return }
         control.abort(reason)
         resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the session is closing"))
         _ = try? await control.result()
     }
 
-    /// `session/cancel`: cooperative. Denies a built-in pending confirmation at once.
-    func cancelCooperatively() -> Bool {
-        guard isRunning, let control else { return false }
+    /// `session/cancel`: cooperative. Drops queued sends first (so none starts when
+    /// the turn ends) and denies a built-in pending confirmation at once.
+    func cancelCooperatively() -> SessionCancelResult {
+        let dropped = dropQueuedSends(source: "session/cancel")
+        guard isRunning, let control else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
         control.requestCooperativeCancel()
         resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
-        return true
+        return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
     }
 
     // MARK: The loop
@@ -220,6 +238,7 @@ extension AgentSession {
     private func loop(_ turn: inout TurnState, control: TurnControl) async throws -> TurnOutcome {
         while true {
             try checkpoint(control)
+            try applySteering(turn: turn)
             if turn.roundTrips >= turn.limits.maxRoundTrips {
                 throw RPCError(.maxRoundTripsExceeded, "the turn needed more than \(turn.limits.maxRoundTrips) round trips", data: ["limit": .int(turn.limits.maxRoundTrips)])
             }
@@ -259,6 +278,15 @@ extension AgentSession {
             // its tool calls, whole or not (docs/protocol.md, "How a reply ended"): the
             // turn ends there, the same way for every provider.
             if output.toolCalls.isEmpty || output.endedHow?.cutsAnswer == true {
+                if !pendingSteering.isEmpty && output.endedHow?.cutsAnswer != true {
+                    // Steering arrived while the model answered: the answer stays in the
+                    // transcript and the model gets one more round trip to take it in.
+                    if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
+                    try append(.response(text: output.text, profile: profile.name, incomplete: false, stopReason: output.endedHow), turn: turn.id)
+                    currentText = ""
+                    continue
+                }
+                turnFinishing = true
                 return try await finishCompleted(&turn, output: output, profile: profile)
             }
             if case .generate = turn.mode {
@@ -280,6 +308,7 @@ extension AgentSession {
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
+                turnFinishing = true
                 return try await finishCompleted(&turn, output: output, profile: profile)
             }
             // Text streamed before tool calls belongs to that round trip; the next
@@ -419,6 +448,7 @@ extension AgentSession {
             .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
         try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
+        try transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
         let result = TurnResult(
             turnId: turn.id, message: TurnMessage(entryId: response.id, text: text),
             stopReason: turn.finalAnswer == nil ? endedHow ?? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
@@ -426,6 +456,7 @@ extension AgentSession {
         endTurnState()
         // Only a reply that did not end normally says so here, like its response entry.
         emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: endedHow), turn: turn.id)
+        startNextQueuedSend()
         return TurnOutcome(turnResult: result, structuredValue: structured)
     }
 
@@ -461,6 +492,10 @@ extension AgentSession {
         isRunning = false
         activeToolCalls = []
         pendingConfirmation = nil
+        pendingConfirmationSchema = nil
+        // Steering that no checkpoint took in ends with the turn (docs/protocol.md §17).
+        pendingSteering = []
+        turnFinishing = false
         control = nil
     }
 
@@ -502,6 +537,7 @@ extension AgentSession {
         }
         endTurnState()
         emit(.turnEnded(status: cancelled ? .cancelled : .failed, undo: undoOutcome, error: error), turn: turnID)
+        startNextQueuedSend()
     }
 
     /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
@@ -512,7 +548,7 @@ extension AgentSession {
             case .toolCalls(let calls, let profile, let text) = entries[index].content
         else { return nil }
         let answered = Set(entries[index...].compactMap { e -> String? in
-            if case .toolOutput(let callId, _, _, _, _) = e.content { return callId }
+            if case .toolOutput(let callId, _, _, _, _, _) = e.content { return callId }
             return nil
         })
         let kept = calls.filter { answered.contains($0.callId) }
@@ -543,6 +579,8 @@ extension AgentSession {
             rpc = RPCError(.providerContractViolation, "the model's provider broke its protocol: \(e.message)")
         case TurnStop.cooperativeCancel:
             rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
+        case TurnStop.deniedAndStopped(let callId):
+            rpc = .cancelled("the user denied a tool call and stopped the turn", data: ["source": "confirmation", "callId": .string(callId)])
         default:
             switch control.reason {
             case .wallClock(let limit):

@@ -89,6 +89,8 @@ enum TurnMode: Sendable {
 enum TurnStop: Error {
     /// `session/cancel` observed at a checkpoint.
     case cooperativeCancel
+    /// A confirmation answered `denyAndStop`.
+    case deniedAndStopped(callId: String)
 }
 
 extension ToolChoice {

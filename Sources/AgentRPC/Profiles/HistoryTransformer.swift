@@ -99,7 +99,7 @@ public enum HistoryTransformer {
             for call in calls {
                 characters += call.name.unicodeScalars.count + call.arguments.serializedString().unicodeScalars.count
             }
-        case .toolOutput(_, let name, _, let content, _):
+        case .toolOutput(_, let name, _, let content, _, _):
             characters = name.unicodeScalars.count + (content.stringValue ?? content.serializedString()).unicodeScalars.count
         }
         return (characters + 3) / 4
@@ -169,8 +169,8 @@ public enum HistoryTransformer {
             case .toolCalls(let calls, let profile, let t):
                 let rewritten = calls.map { ToolCallRecord(callId: $0.callId, name: $0.name, arguments: json($0.arguments)) }
                 out.content = .toolCalls(calls: rewritten, profile: profile, text: t.map(text))
-            case .toolOutput(let callId, let name, let outcome, let content, let profile):
-                out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: json(content), profile: profile)
+            case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved):
+                out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: json(content), profile: profile, approvedArguments: approved.map(json))
             }
             return out
         }
@@ -239,7 +239,7 @@ struct ToolExchanges {
                 owner[index] = index
                 last[index] = index
                 for call in calls { openCalls[call.callId] = index }
-            case .toolOutput(let callId, _, _, _, _):
+            case .toolOutput(let callId, _, _, _, _, _):
                 if let callsIndex = openCalls[callId] {
                     owner[index] = callsIndex
                     last[callsIndex] = index

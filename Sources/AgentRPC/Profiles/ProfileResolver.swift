@@ -58,9 +58,11 @@ public enum ProfileResolver {
         guard let profiles = config.profiles else {
             var builder = ProfileBuilder(config: config, properties: properties)
             builder.appendText(config.instructions ?? "")
+            var tools = (config.tools ?? []).map(ResolvedTool.client)
+            if config.askUser == true, !tools.contains(where: { $0.name == ResolvedTool.askUserName }) { tools.append(.askUser) }
             return ResolvedProfile(
                 name: defaultProfileName, instructions: builder.renderedInstructions,
-                tools: (config.tools ?? []).map(ResolvedTool.client), model: config.model,
+                tools: tools, model: config.model,
                 options: ProfileOptions(toolChoice: config.toolChoice), history: [], hooks: Hooks(),
                 transcriptErrorPolicy: config.transcriptErrorPolicy, egress: config.egress)
         }
@@ -87,6 +89,8 @@ public enum ProfileResolver {
             try builder.addItems(items, at: "profiles.defaults.instructions")
         }
         builder.appendActiveSkills(activeSkills)
+        // `askUser` on the session offers the question tool in every case.
+        if config.askUser == true { builder.offer(.askUser) }
 
         let own = chosen.options ?? ProfileOptions()
         let shared = defaults.options ?? ProfileOptions()
@@ -319,6 +323,8 @@ private struct ProfileBuilder {
                     ?? "Ask the '\(d.profile)' profile a question; it answers in a separate conversation and its answer comes back as this tool's output."
                     + (target.description.map { " It does this: \($0)" } ?? "")
                 offer(.consult(profile: d.profile, name: d.name ?? "consult_\(d.profile)", description: description))
+            case .askUser:
+                offer(.askUser)
             case .skills(let list):
                 if skillToolIndex == nil {
                     guard !toolNames.contains(ResolvedTool.activateSkillName) else { continue }

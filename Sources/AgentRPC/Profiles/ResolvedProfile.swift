@@ -69,9 +69,13 @@ public enum ResolvedTool: Sendable, Hashable {
     case consult(profile: String, name: String, description: String)
     /// `activate_skill` over every skill the profile offers.
     case activateSkill(skills: [Skill])
+    /// `ask_user`: the engine asks the client's user (`user/ask`); the answer is the output.
+    case askUser
 
     /// The name of the built-in skill tool.
     public static let activateSkillName = "activate_skill"
+    /// The name of the built-in question tool.
+    public static let askUserName = "ask_user"
 
     /// The name the model calls the tool by.
     public var name: String {
@@ -79,6 +83,7 @@ public enum ResolvedTool: Sendable, Hashable {
         case .client(let spec): return spec.name
         case .handoff(_, let name, _), .consult(_, let name, _): return name
         case .activateSkill: return Self.activateSkillName
+        case .askUser: return Self.askUserName
         }
     }
 
@@ -106,6 +111,19 @@ public enum ResolvedTool: Sendable, Hashable {
                 "required": ["question"],
                 "additionalProperties": false,
             ])
+        case .askUser:
+            return ModelToolDefinition(
+                name: Self.askUserName,
+                description: "Ask the user a question when you cannot go on without their answer. The answer comes back as this tool's output.",
+                inputSchema: [
+                    "type": "object",
+                    "properties": [
+                        "question": ["type": "string", "description": "The question, complete enough to answer without other context."],
+                        "options": ["type": "array", "items": ["type": "string"], "description": "Suggested answers (optional); the user may still answer freely."],
+                    ],
+                    "required": ["question"],
+                    "additionalProperties": false,
+                ])
         case .activateSkill(let skills):
             let list = skills.map { skill in
                 "- \(skill.name)" + (skill.description.map { ": \($0)" } ?? "")

@@ -33,9 +33,15 @@ public struct ConfirmationRequestResult: Codable, Sendable, Hashable {
     public var decision: ConfirmationDecision
     /// Shown to the model when denying.
     public var reason: String?
+    /// Approve decisions: the edited arguments to run the call with.
+    public var arguments: JSONValue?
+    /// `approveForSession`: which later calls the rule approves.
+    public var rule: ApprovalScope?
 
-    public init(decision: ConfirmationDecision, reason: String? = nil) {
+    public init(decision: ConfirmationDecision, reason: String? = nil, arguments: JSONValue? = nil, rule: ApprovalScope? = nil) {
         self.decision = decision
         self.reason = reason
+        self.arguments = arguments
+        self.rule = rule
     }
 }

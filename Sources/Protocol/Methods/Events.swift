@@ -105,6 +105,8 @@ public enum ConfirmationSource: String, Codable, Sendable, Hashable, JSONSchemaS
     case cancel
     /// A guard decided without asking.
     case policy
+    /// A standing approval rule (`approveForSession`) approved without asking.
+    case rule
 }
 
 /// Why a request's cacheable prefix differs from the previous one.
@@ -138,6 +140,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
     /// `stopReason`: set on a completed turn whose reply did not end normally
     /// (`maxTokens`, `contentFilter`, `refusal`), as in its result; absent otherwise.
     case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil)
+    /// `session/steer` input reached the transcript as the prompt entry `entryId`.
+    case steeringApplied(entryId: String, input: TurnInput)
+    /// The standing approval rules changed; `rules` is the whole new list.
+    case approvalRulesChanged(rules: [ApprovalRule])
 
     /// The event's `type` member.
     public var type: String {
@@ -160,6 +166,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case .cacheInvalidated: return "cacheInvalidated"
         case .retrying: return "retrying"
         case .turnEnded: return "turnEnded"
+        case .steeringApplied: return "steeringApplied"
+        case .approvalRulesChanged: return "approvalRulesChanged"
         }
     }
 
@@ -224,6 +232,10 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             if let error { o["error"] = error.json }
             if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
             return .object(o)
+        case .steeringApplied(let entryId, let input):
+            return .object(["type": "steeringApplied", "entryId": .string(entryId), "input": input.json])
+        case .approvalRulesChanged(let rules):
+            return .object(["type": "approvalRulesChanged", "rules": .array(rules.map(\.json))])
         }
     }
 
@@ -234,6 +246,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case decision, source, outcome, content, entry, set, removed, hook
         case inputTokens, outputTokens, cachedInputTokens, reasoningTokens
         case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo, stopReason
+        case entryId, rules
     }
 
     /// Clients and tests read events back; the server never decodes them.
@@ -286,6 +299,9 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
                 status: try c.decode(TurnStatus.self, forKey: .status), undo: try c.decode(UndoOutcome.self, forKey: .undo),
                 error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError,
                 stopReason: try c.decodeIfPresent(StopReason.self, forKey: .stopReason))
+        case "steeringApplied":
+            self = .steeringApplied(entryId: try str(.entryId), input: try c.decode(TurnInput.self, forKey: .input))
+        case "approvalRulesChanged": self = .approvalRulesChanged(rules: try c.decode([ApprovalRule].self, forKey: .rules))
         default:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown event type '\(type)'")
         }
@@ -324,6 +340,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             event(
                 "turnEnded", ["status": WireSchema.ref(TurnStatus.self), "undo": WireSchema.ref(UndoOutcome.self)],
                 optional: ["error": error, "stopReason": WireSchema.ref(StopReason.self)]),
+            event("steeringApplied", ["entryId": s, "input": WireSchema.ref(TurnInput.self)]),
+            event("approvalRulesChanged", ["rules": WireSchema.array(WireSchema.ref(ApprovalRule.self))]),
         ])
     }
 
@@ -331,7 +349,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         [
             TurnInput.self, ConfirmationDecision.self, ConfirmationSource.self, ToolOutcome.self, TranscriptEntry.self,
             HookName.self, SchemaWarning.self, ContextDiagnostic.self, CacheInvalidationReason.self, ErrorObject.self,
-            TurnStatus.self, UndoOutcome.self, StopReason.self,
+            TurnStatus.self, UndoOutcome.self, StopReason.self, ApprovalRule.self,
         ]
     }
 }

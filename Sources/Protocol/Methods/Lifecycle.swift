@@ -47,8 +47,14 @@ public struct ClientCapabilities: Codable, Sendable, Hashable {
     public var contextSources: Bool?
     /// The client wants `trace/span` notifications.
     public var traces: Bool?
+    /// The client answers `user/ask` (needed by sessions that offer `ask_user`).
+    public var askUser: Bool?
 
-    public init(tools: Bool? = nil, confirmations: ConfirmationMode? = nil, hooks: Bool? = nil, contextSources: Bool? = nil, traces: Bool? = nil) {
+    public init(
+        tools: Bool? = nil, confirmations: ConfirmationMode? = nil, hooks: Bool? = nil, contextSources: Bool? = nil,
+        traces: Bool? = nil, askUser: Bool? = nil
+    ) {
+        self.askUser = askUser
         self.tools = tools
         self.confirmations = confirmations
         self.hooks = hooks

@@ -19,11 +19,15 @@ public enum MethodRegistry {
         SessionCloseRequest.self,
         SessionResumeRequest.self,
         SessionDeleteRequest.self,
+        SessionSteerRequest.self,
+        SessionSetApprovalRulesRequest.self,
+        SessionRewindRequest.self,
         ToolCallRequest.self,
         ToolUndoRequest.self,
         ConfirmationRequest.self,
         HookCallRequest.self,
         ContextRefreshRequest.self,
+        UserAskRequest.self,
     ]
 
     /// All notifications, both directions. `session/cancel` is also a request:

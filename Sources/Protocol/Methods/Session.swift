@@ -47,7 +47,7 @@ public enum SessionConfirmRequest: RPCMethod {
     public static let name = "session/confirm"
     public static let direction = MethodDirection.clientToServer
     public typealias Params = SessionConfirmParams
-    public typealias Result = Empty
+    public typealias Result = SessionConfirmResult
 }
 
 /// `session/getState`: a snapshot of the observable session.
@@ -140,11 +140,14 @@ public struct SessionSendParams: Codable, Sendable, Hashable {
     public var sessionId: String
     public var input: TurnInput
     public var options: TurnOptions?
+    /// While a turn runs, wait and run as the next turn instead of failing with `alreadyRunning`.
+    public var queue: Bool?
 
-    public init(sessionId: String, input: TurnInput, options: TurnOptions? = nil) {
+    public init(sessionId: String, input: TurnInput, options: TurnOptions? = nil, queue: Bool? = nil) {
         self.sessionId = sessionId
         self.input = input
         self.options = options
+        self.queue = queue
     }
 }
 
@@ -184,13 +187,23 @@ public struct SessionGenerateResult: Codable, Sendable, Hashable {
 public struct SessionCancelResult: Codable, Sendable, Hashable {
     /// Whether a turn was running (and is now asked to stop).
     public var wasRunning: Bool
-    public init(wasRunning: Bool) { self.wasRunning = wasRunning }
+    /// How many queued sends (`queue: true`) were dropped; absent when none.
+    public var droppedQueued: Int?
+    public init(wasRunning: Bool, droppedQueued: Int? = nil) {
+        self.wasRunning = wasRunning
+        self.droppedQueued = droppedQueued
+    }
 }
 
-/// Approve or deny a tool call.
+/// What the user decided about a tool call (docs/protocol.md §6 and §17).
 public enum ConfirmationDecision: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// Run it (with `arguments`, the edited ones).
     case approve
     case deny
+    /// Run it, and add a standing rule that approves later calls of the tool.
+    case approveForSession
+    /// Deny it and cancel the turn at once (`data.source: "confirmation"`).
+    case denyAndStop
 }
 
 /// `session/confirm` params.
@@ -200,12 +213,22 @@ public struct SessionConfirmParams: Codable, Sendable, Hashable {
     public var decision: ConfirmationDecision
     /// Shown to the model when denying.
     public var reason: String?
+    /// Approve decisions: run the call with these arguments instead of the model's
+    /// (validated against the tool's input schema).
+    public var arguments: JSONValue?
+    /// `approveForSession`: which later calls the rule approves (default: every call of the tool).
+    public var rule: ApprovalScope?
 
-    public init(sessionId: String, callId: String, decision: ConfirmationDecision, reason: String? = nil) {
+    public init(
+        sessionId: String, callId: String, decision: ConfirmationDecision, reason: String? = nil,
+        arguments: JSONValue? = nil, rule: ApprovalScope? = nil
+    ) {
         self.sessionId = sessionId
         self.callId = callId
         self.decision = decision
         self.reason = reason
+        self.arguments = arguments
+        self.rule = rule
     }
 }
 
@@ -578,6 +601,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case id, turnId, type, text, images, profile, incomplete, stopReason, calls, callId, name, outcome, content, signature
+        case approvedArguments
     }
 
     /// An unknown `type` throws a `DecodingError`, which the server reports as `invalidTranscript`.
@@ -612,7 +636,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
                 callId: try c.decode(String.self, forKey: .callId), name: try c.decode(String.self, forKey: .name),
                 outcome: try c.decode(ToolOutcome.self, forKey: .outcome),
                 content: try c.decodeNil(forKey: .content) ? .null : c.decode(JSONValue.self, forKey: .content),
-                profile: try c.decodeIfPresent(String.self, forKey: .profile))
+                profile: try c.decodeIfPresent(String.self, forKey: .profile),
+                approvedArguments: try c.decodeIfPresent(JSONValue.self, forKey: .approvedArguments))
         }
     }
 
@@ -640,12 +665,13 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
             o["calls"] = .array(calls.map(\.json))
             profile(p)
             if let text { o["text"] = .string(text) }
-        case .toolOutput(let callId, let name, let outcome, let value, let p):
+        case .toolOutput(let callId, let name, let outcome, let value, let p, let approved):
             o["callId"] = .string(callId)
             o["name"] = .string(name)
             o["outcome"] = .string(outcome.rawValue)
             o["content"] = value
             profile(p)
+            if let approved { o["approvedArguments"] = approved }
         }
         return .object(o)
     }
@@ -668,7 +694,10 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
             variant("toolCalls", ["calls": WireSchema.array(WireSchema.ref(ToolCallRecord.self)), "profile": s, "text": s], ["calls"]),
             variant(
                 "toolOutput",
-                ["callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": WireSchema.any, "profile": s],
+                [
+                    "callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": WireSchema.any, "profile": s,
+                    "approvedArguments": WireSchema.any,
+                ],
                 ["callId", "name", "outcome", "content"]),
         ])
     }
@@ -689,7 +718,9 @@ public enum TranscriptContent: Sendable, Hashable {
     case reasoning(text: String, profile: String?, signature: String? = nil)
     /// `text` is what the model said alongside the calls, if anything.
     case toolCalls(calls: [ToolCallRecord], profile: String?, text: String?)
-    case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?)
+    /// `approvedArguments`: what the call ran with when the user edited the model's
+    /// arguments while approving it (the model's stay in the `toolCalls` entry).
+    case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?, approvedArguments: JSONValue? = nil)
 
     public var type: TranscriptEntryType {
         switch self {
@@ -705,7 +736,7 @@ public enum TranscriptContent: Sendable, Hashable {
     public var profile: String? {
         switch self {
         case .prompt: return nil
-        case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p): return p
+        case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p, _): return p
         }
     }
 }
@@ -803,14 +834,21 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var properties: [String: JSONValue]
     public var revision: Int
     public var entryCount: Int
+    /// Sends waiting to run (`queue: true`); absent when none.
+    public var queuedSends: Int?
+    /// Standing approval rules; absent when none.
+    public var approvalRules: [ApprovalRule]?
 
     public init(
         sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
         activeToolCalls: [ToolCallRecord] = [], pendingConfirmation: PendingConfirmation? = nil,
         lastUsageReport: Usage? = nil, lastSchemaWarnings: [SchemaWarning] = [],
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
-        properties: [String: JSONValue] = [:], revision: Int, entryCount: Int
+        properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
+        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil
     ) {
+        self.queuedSends = queuedSends
+        self.approvalRules = approvalRules
         self.sessionId = sessionId
         self.isRunning = isRunning
         self.turnId = turnId

@@ -25,6 +25,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var store: Bool?
     public var userId: String?
     public var title: String?
+    /// Offers the built-in `ask_user` tool in every profile (docs/protocol.md §17).
+    public var askUser: Bool?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,
@@ -32,8 +34,9 @@ public struct SessionConfig: Codable, Sendable, Hashable {
         transcriptErrorPolicy: TranscriptErrorPolicy? = nil, egress: Egress? = nil,
         contextSources: [ContextSource]? = nil, properties: [String: JSONValue]? = nil, profiles: Profiles? = nil,
         blocks: [String: Block]? = nil, router: Router? = nil, store: Bool? = nil, userId: String? = nil,
-        title: String? = nil
+        title: String? = nil, askUser: Bool? = nil
     ) {
+        self.askUser = askUser
         self.model = model
         self.role = role
         self.instructions = instructions
@@ -349,17 +352,21 @@ public struct Limits: Codable, Sendable, Hashable {
     public var wallClockSeconds: Double?
     public var toolTimeoutSeconds: Double?
     public var confirmationTimeoutSeconds: Double?
+    /// How long `ask_user` waits for the user's answer.
+    public var askUserTimeoutSeconds: Double?
 
     public static let defaultMaxToolCalls = 64
     public static let defaultMaxRoundTrips = 32
     public static let defaultWallClockSeconds: Double = 600
     public static let defaultToolTimeoutSeconds: Double = 300
     public static let defaultConfirmationTimeoutSeconds: Double = 600
+    public static let defaultAskUserTimeoutSeconds: Double = 600
 
     public init(
         maxToolCalls: Int? = nil, maxRoundTrips: Int? = nil, wallClockSeconds: Double? = nil,
-        toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil
+        toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil, askUserTimeoutSeconds: Double? = nil
     ) {
+        self.askUserTimeoutSeconds = askUserTimeoutSeconds
         self.maxToolCalls = maxToolCalls
         self.maxRoundTrips = maxRoundTrips
         self.wallClockSeconds = wallClockSeconds
@@ -374,7 +381,8 @@ public struct Limits: Codable, Sendable, Hashable {
             maxToolCalls: o.maxToolCalls ?? maxToolCalls, maxRoundTrips: o.maxRoundTrips ?? maxRoundTrips,
             wallClockSeconds: o.wallClockSeconds ?? wallClockSeconds,
             toolTimeoutSeconds: o.toolTimeoutSeconds ?? toolTimeoutSeconds,
-            confirmationTimeoutSeconds: o.confirmationTimeoutSeconds ?? confirmationTimeoutSeconds)
+            confirmationTimeoutSeconds: o.confirmationTimeoutSeconds ?? confirmationTimeoutSeconds,
+            askUserTimeoutSeconds: o.askUserTimeoutSeconds ?? askUserTimeoutSeconds)
     }
 
     public var effectiveMaxToolCalls: Int { maxToolCalls ?? Self.defaultMaxToolCalls }
@@ -615,8 +623,10 @@ public enum ProfileTool: Codable, Sendable, Hashable, JSONSchemaProviding {
     case consult(DelegationTool)
     /// The model gets `activate_skill` over these skills.
     case skills([Skill])
+    /// The model gets `ask_user`, which asks the client's user a question (`{"askUser": true}`).
+    case askUser
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case handoff, consult, skills, name, description }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case handoff, consult, skills, askUser, name, description }
 
     public init(from decoder: any Decoder) throws {
         if let s = try? decoder.singleValueContainer().decode(String.self) {
@@ -624,13 +634,18 @@ public enum ProfileTool: Codable, Sendable, Hashable, JSONSchemaProviding {
             return
         }
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        let present = [CodingKeys.handoff, .consult, .skills].filter { c.contains($0) }
+        let present = [CodingKeys.handoff, .consult, .skills, .askUser].filter { c.contains($0) }
         guard present.count == 1, let key = present.first else {
-            throw unionMismatch(ProfileTool.self, decoder, "a tool name or exactly one of handoff, consult, skills")
+            throw unionMismatch(ProfileTool.self, decoder, "a tool name or exactly one of handoff, consult, skills, askUser")
         }
         switch key {
         case .skills:
             self = .skills(try c.decode([Skill].self, forKey: .skills))
+        case .askUser:
+            guard try c.decode(Bool.self, forKey: .askUser) else {
+                throw DecodingError.dataCorruptedError(forKey: .askUser, in: c, debugDescription: "must be true; omit the entry to offer no ask_user")
+            }
+            self = .askUser
         default:
             let tool = DelegationTool(
                 profile: try c.decode(String.self, forKey: key),
@@ -657,6 +672,9 @@ public enum ProfileTool: Codable, Sendable, Hashable, JSONSchemaProviding {
         case .skills(let skills):
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(skills, forKey: .skills)
+        case .askUser:
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(true, forKey: .askUser)
         }
     }
 
@@ -671,6 +689,7 @@ public enum ProfileTool: Codable, Sendable, Hashable, JSONSchemaProviding {
             delegation("handoff"),
             delegation("consult"),
             WireSchema.object(["skills": WireSchema.array(WireSchema.ref(Skill.self))], required: ["skills"]),
+            WireSchema.object(["askUser": WireSchema.trueConst], required: ["askUser"]),
         ])
     }
     public static var jsonSchemaDependencies: [any Decodable.Type] { [Skill.self] }

@@ -54,8 +54,10 @@ private struct ConfigChecker {
             case .handoff(let d), .consult(let d):
                 if let n = d.name { names.insert(n) } else { unnamed = true }
             case .skills: names.insert("activate_skill")
+            case .askUser: names.insert("ask_user")
             }
         }
+        if config.askUser == true { names.insert("ask_user") }
         return (names, unnamed)
     }
 
@@ -80,7 +82,7 @@ private struct ConfigChecker {
         if let v = l.maxRoundTrips, v <= 0 { add(path + ".maxRoundTrips", "must be positive") }
         let seconds: [(String, Double?)] = [
             ("wallClockSeconds", l.wallClockSeconds), ("toolTimeoutSeconds", l.toolTimeoutSeconds),
-            ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds),
+            ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),
         ]
         for (name, value) in seconds {
             if let v = value, !(v > 0 && v.isFinite) { add(path + "." + name, "must be a positive number of seconds") }

@@ -69,7 +69,7 @@ async def test_tool_calls_route_to_the_sessions_functions_then_to_handlers() -> 
         assert resumed is session and set(resumed.tools) == {"add", "unserialisable", "raw"}
 
 
-async def test_undo_tokens_are_opaque_called_once_and_forgotten_when_the_turn_ends() -> None:
+async def test_undo_tokens_are_opaque_called_once_and_forgotten_when_a_turn_does_not_commit() -> None:
     undone: list[str] = []
 
     @tool
@@ -92,12 +92,19 @@ async def test_undo_tokens_are_opaque_called_once_and_forgotten_when_the_turn_en
         assert undone == ["b"]
         # A token is used once; unknown tokens are not this client's.
         assert (await ask(client, undo_request(second["undo"])))["error"]["code"] == -32601
-        # The turn's end forgets the rest: a late undo does nothing.
+        # A committed turn keeps its tokens: session/rewind may still undo them.
         await client.request("test/notify", {"notifications": [{"method": "session/event", "params": {
             "sessionId": "s-1", "turnId": "t1", "seq": 1,
             "event": {"type": "turnEnded", "status": "completed", "undo": "committed"}}}]})
-        assert (await ask(client, undo_request(first["undo"])))["error"]["code"] == -32601
-        assert undone == ["b"]
+        assert (await ask(client, undo_request(first["undo"])))["result"] == {}
+        assert undone == ["b", "a"]
+        # A turn that did not commit forgets the rest: a late undo does nothing.
+        third = (await ask(client, tool_call("step", {"name": "c"}, call="c3", turn="t2")))["result"]
+        await client.request("test/notify", {"notifications": [{"method": "session/event", "params": {
+            "sessionId": "s-1", "turnId": "t2", "seq": 2,
+            "event": {"type": "turnEnded", "status": "cancelled", "undo": "rolledBack"}}}]})
+        assert (await ask(client, undo_request(third["undo"])))["error"]["code"] == -32601
+        assert undone == ["b", "a"]
 
 
 async def test_on_confirm_declares_request_confirmations_and_answers_them() -> None:

@@ -464,7 +464,7 @@ async def test_a_raising_tool_fails_the_turn_and_undo_runs_newest_first(tmp_path
         assert str(caught_again.value.__cause__) == "again"
 
 
-async def test_a_committed_turn_forgets_its_undo_callables(tmp_path: Path) -> None:
+async def test_a_committed_turn_keeps_its_undo_callables_for_rewind(tmp_path: Path) -> None:
     undone: list[int] = []
 
     @tool
@@ -477,7 +477,10 @@ async def test_a_committed_turn_forgets_its_undo_callables(tmp_path: Path) -> No
                                             tools=[step])
         stream = session.stream("x")
         ended = [e async for e in stream if isinstance(e, TurnEnded)]
-        assert ended[0].undo == "committed" and undone == [] and client._undo == {}
+        assert ended[0].undo == "committed" and undone == [] and len(client._undo) == 1
+        # Rewinding the turn runs the kept callable, once.
+        rewound = await session.rewind(turn_id=ended[0].turn_id)
+        assert [u.ok for u in rewound.undos] == [True] and undone == [1] and client._undo == {}
 
 
 # -- confirmation ---------------------------------------------------------------------

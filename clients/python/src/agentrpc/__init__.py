@@ -20,6 +20,7 @@ from .client import (
     DEFAULT,
     DEFAULT_CAPABILITIES,
     PROTOCOL_VERSION,
+    AskUserHandler,
     Client,
     ConfirmHandler,
     JSONObject,
@@ -39,7 +40,12 @@ from .schema import from_json, json_schema, to_json
 from .session import EventStream, Input, Session, TurnStream
 from .tools import Conflict, Denied, Failed, Tool, ToolContext, Undoable, tool
 from .types import (
+    ApprovalRule,
     ConfirmationCall,
+    Decision,
+    RewindResult,
+    RewindUndo,
+    UserQuestion,
     ContextDiagnostic,
     GenerateResult,
     Limits,
@@ -87,6 +93,12 @@ __all__ = [
     "from_json",
     "to_json",
     "ConfirmationCall",
+    "ApprovalRule",
+    "Decision",
+    "UserQuestion",
+    "RewindUndo",
+    "RewindResult",
+    "AskUserHandler",
     "ContextDiagnostic",
     "GenerateResult",
     "Limits",

@@ -41,7 +41,7 @@ from .schema import to_json
 from .session import Session
 from .tools import Conflict, Denied, Failed, Tool, ToolContext, Undoable, UndoCallable
 from .transport import ProcessTransport
-from .types import ConfirmationCall, Limits
+from .types import DECISIONS, ConfirmationCall, Decision, Limits, UserQuestion
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -73,6 +73,13 @@ RequestHandler: TypeAlias = Callable[[Any], Any]
 #: ``on_confirm``: called with a :class:`~agentrpc.ConfirmationCall`; returns (or
 #: awaits to) a bool, or ``(bool, reason)``. Sync callbacks run in a worker thread.
 ConfirmHandler: TypeAlias = Callable[[ConfirmationCall], Any]
+#: ``on_ask_user``: called with a :class:`~agentrpc.UserQuestion`; returns (or
+#: awaits to) the answer text. Sync callbacks run in a worker thread.
+AskUserHandler: TypeAlias = Callable[[UserQuestion], Any]
+
+#: Undo callables kept per session after their turns committed, for ``session/rewind``
+#: (the server keeps as many records; older ones are dropped first).
+MAX_KEPT_UNDO_PER_SESSION: Final = 1000
 
 
 @dataclass(slots=True)
@@ -212,12 +219,16 @@ class Client:
         request_timeout: float | None = None,
         shutdown_timeout: float = 5.0,
         on_confirm: ConfirmHandler | None = None,
+        on_ask_user: AskUserHandler | None = None,
     ) -> None:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
         self._transport = transport
         #: Answers ``confirmation/request`` (only sent if ``initialize`` declared
         #: ``confirmations: "request"``, which :meth:`spawn` does when given one).
         self.on_confirm = on_confirm
+        #: Answers ``user/ask`` (only sent if ``initialize`` declared ``askUser``,
+        #: which :meth:`spawn` does when given one).
+        self.on_ask_user = on_ask_user
         # Sessions this client opened or resumed: routes tool/call to their tools.
         self._sessions: dict[str, Session] = {}
         # Undo callables by the opaque token sent to the server.
@@ -260,6 +271,7 @@ class Client:
         request_timeout: float | None = None,
         *,
         on_confirm: ConfirmHandler | None = None,
+        on_ask_user: AskUserHandler | None = None,
         shutdown_timeout: float = 5.0,
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
@@ -276,11 +288,19 @@ class Client:
         tool calls that need confirmation: the client then declares
         ``confirmations: "request"`` and answers ``confirmation/request``.
         Without it, confirmations arrive as ``ConfirmationRequested`` events,
-        answered with :meth:`Session.confirm`.
+        answered with :meth:`Session.confirm`. It may also return a
+        :class:`~agentrpc.Decision` (edited arguments, approve for the session,
+        deny and stop).
+
+        ``on_ask_user(question) -> str`` (sync or async) answers the model's
+        ``ask_user`` tool (:class:`~agentrpc.UserQuestion`): the client then
+        declares ``askUser`` and answers ``user/ask`` with the returned text.
         """
         if on_confirm is not None:
             capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES),
                             "confirmations": "request"}
+        if on_ask_user is not None:
+            capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES), "askUser": True}
 
         async def factory() -> Client:
             path = find_binary(binary)
@@ -294,7 +314,7 @@ class Client:
                 [path, *args], env=environment, cwd=cwd, stderr_tail_lines=stderr_tail_lines
             )
             client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout,
-                         on_confirm=on_confirm)
+                         on_confirm=on_confirm, on_ask_user=on_ask_user)
             if initialize:
                 try:
                     await client.initialize(capabilities=capabilities, client_info=client_info)
@@ -539,6 +559,8 @@ class Client:
             return None
         if method == "confirmation/request" and self.on_confirm is not None:
             return self._run_confirm
+        if method == "user/ask" and self.on_ask_user is not None:
+            return self._run_ask_user
         return None
 
     async def _run_tool(self, session: Session, tool: Tool, params: JSONObject) -> JSONObject:
@@ -589,6 +611,7 @@ class Client:
             token = f"undo-{uuid.uuid4().hex}"
             self._undo[token] = _UndoRecord(context.session_id, context.turn_id, context.call_id,
                                             context.name, value.undo)
+            self._bound_kept_undo(context.session_id)
             return {"outcome": "ok", "content": content, "undo": token}
         return {"outcome": "ok", "content": to_json(value)}
 
@@ -627,8 +650,17 @@ class Client:
             raise InternalError(f"undo of {record.name!r} raised {type(exc).__name__}: {exc}") from exc
         return {}
 
+    def _bound_kept_undo(self, session_id: str) -> None:
+        """Keeps at most MAX_KEPT_UNDO_PER_SESSION undo callables per session, dropping the oldest."""
+        tokens = [token for token, record in self._undo.items() if record.session_id == session_id]
+        for token in tokens[: max(0, len(tokens) - MAX_KEPT_UNDO_PER_SESSION)]:
+            del self._undo[token]
+
     def _forget_undo(self, session_id: Any, turn_id: Any) -> None:
-        """A turn ended: its undo records can no longer be called."""
+        """A turn that did not commit ended: its undo records can no longer be called.
+
+        A committed turn's records stay: ``session/rewind`` may still undo them.
+        """
         if not self._undo:
             return
         for token, record in list(self._undo.items()):
@@ -657,6 +689,31 @@ class Client:
             if inspect.isawaitable(answer):
                 answer = await answer
         return _decision(answer)
+
+    async def _run_ask_user(self, params: JSONObject) -> JSONObject:
+        handler = self.on_ask_user
+        if handler is None:  # pragma: no cover - routed here only when set
+            raise MethodNotFound("no on_ask_user handler")
+        session_id = str(params.get("sessionId") or "")
+        options = params.get("options")
+        question = UserQuestion(
+            session_id=session_id,
+            turn_id=str(params.get("turnId") or ""),
+            call_id=str(params.get("callId") or ""),
+            question=str(params.get("question") or ""),
+            options=[o for o in options if isinstance(o, str)] if isinstance(options, list) else None,
+            session=self._sessions.get(session_id),
+        )
+        if inspect.iscoroutinefunction(handler):
+            answer = await handler(question)
+        else:
+            # Sync callbacks may block (e.g. read the terminal): keep the loop free.
+            answer = await asyncio.to_thread(handler, question)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        if not isinstance(answer, str):
+            raise TypeError(f"on_ask_user must return the answer as a str, not {answer!r:.80}")
+        return {"answer": answer}
 
     # -- reading -------------------------------------------------------------
 
@@ -721,7 +778,7 @@ class Client:
             return
         if method == "session/event" and isinstance(params, dict):
             event = params.get("event")
-            if isinstance(event, dict) and event.get("type") == "turnEnded":
+            if isinstance(event, dict) and event.get("type") == "turnEnded" and event.get("undo") != "committed":
                 self._forget_undo(params.get("sessionId"), params.get("turnId"))
         note = Notification(method, params)
         for stream in list(self._streams):
@@ -926,6 +983,7 @@ class Client:
         store: bool | None = None,
         user_id: str | None = None,
         title: str | None = None,
+        ask_user: bool | None = None,
     ) -> Session:
         """``session/create``: a new session, returned as a :class:`Session`.
 
@@ -937,7 +995,8 @@ class Client:
         dict), ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a
         tool), ``transcript_error_policy``, ``egress``, ``context_sources``,
         ``properties``, ``profiles``, ``blocks``, ``router``, ``store``,
-        ``user_id``, ``title``. ``config`` is a raw wire config (camelCase)
+        ``user_id``, ``title``, ``ask_user`` (offer the model ``ask_user``; the
+        client needs an ``on_ask_user`` handler). ``config`` is a raw wire config (camelCase)
         that the keywords override. The session's ``tool/call`` requests
         are answered by the functions of its tools.
         """
@@ -947,7 +1006,7 @@ class Client:
             "tool_choice": tool_choice, "transcript_error_policy": transcript_error_policy,
             "egress": egress, "context_sources": context_sources, "properties": properties,
             "profiles": profiles, "blocks": blocks, "router": router, "store": store,
-            "user_id": user_id, "title": title,
+            "user_id": user_id, "title": title, "ask_user": ask_user,
         })
         result = await self.request("session/create", params)
         return self._session_from(result, "session/create", session_tools)
@@ -1047,15 +1106,17 @@ def _sid(session: str | Session) -> str:
 
 def _decision(answer: Any) -> JSONObject:
     """An ``on_confirm`` answer as ``confirmation/request``'s result."""
+    if isinstance(answer, Decision):
+        return answer.to_wire()
     reason: Any = None
     if isinstance(answer, tuple) and len(answer) == 2:
         answer, reason = answer
     if isinstance(answer, bool):
         decision = "approve" if answer else "deny"
-    elif answer in ("approve", "deny"):
+    elif answer in DECISIONS:
         decision = answer
     else:
-        raise TypeError(f"on_confirm must return a bool or (bool, reason), not {answer!r:.80}")
+        raise TypeError(f"on_confirm must return a bool, (bool, reason) or a Decision, not {answer!r:.80}")
     result: JSONObject = {"decision": decision}
     if reason is not None:
         result["reason"] = str(reason)

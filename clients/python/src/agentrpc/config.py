@@ -131,6 +131,7 @@ _WIRE_NAMES = {
     "store": "store",
     "user_id": "userId",
     "title": "title",
+    "ask_user": "askUser",
 }
 
 _OPTION_NAMES = {

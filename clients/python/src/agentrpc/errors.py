@@ -41,6 +41,8 @@ __all__ = [
     "SessionBusy",
     "RevisionMismatch",
     "NoPendingConfirmation",
+    "NoRunningTurn",
+    "TurnMismatch",
     "RunLimitExceeded",
     "MaxToolCallsExceeded",
     "MaxRoundTripsExceeded",
@@ -280,6 +282,23 @@ class NoPendingConfirmation(_KnownError):
 
     KIND = "noPendingConfirmation"
     CODE = -32014
+
+
+class NoRunningTurn(_KnownError):
+    """``session/steer`` with no turn running to take the input (-32015): send instead."""
+
+    KIND = "noRunningTurn"
+    CODE = -32015
+
+
+class TurnMismatch(_KnownError):
+    """``session/steer`` whose ``expected_turn_id`` is not the running turn (-32016).
+
+    The turn meant has ended; ``data["turnId"]`` is the one running now.
+    """
+
+    KIND = "turnMismatch"
+    CODE = -32016
 
 
 class RunLimitExceeded(_KnownError):
@@ -535,6 +554,8 @@ _BY_CODE: dict[int, type[AgentRPCError]] = {
     -32012: SessionBusy,
     -32013: RevisionMismatch,
     -32014: NoPendingConfirmation,
+    -32015: NoRunningTurn,
+    -32016: TurnMismatch,
     -32020: MaxToolCallsExceeded,
     -32021: MaxRoundTripsExceeded,
     -32022: WallClockTimeoutExceeded,

@@ -36,6 +36,8 @@ __all__ = [
     "CacheInvalidated",
     "Retrying",
     "TurnEnded",
+    "SteeringApplied",
+    "ApprovalRulesChanged",
     "parse_event",
     "EVENT_TYPES",
 ]
@@ -118,7 +120,10 @@ class ConfirmationRequested(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ConfirmationResolved(Event):
-    """A confirmation was settled; ``source`` is client, timeout, cancel or policy."""
+    """A confirmation was settled; ``source`` is client, timeout, cancel, policy or rule.
+
+    ``decision`` is approve, deny, approveForSession or denyAndStop.
+    """
 
     call_id: str = ""
     decision: str = ""
@@ -126,8 +131,8 @@ class ConfirmationResolved(Event):
 
     @property
     def approved(self) -> bool:
-        """True when the call was approved."""
-        return self.decision == "approve"
+        """True when the call was approved (once or for the session)."""
+        return self.decision in ("approve", "approveForSession")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -239,6 +244,26 @@ def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SteeringApplied(Event):
+    """``session.steer`` input joined the running turn as the prompt entry ``entry_id``."""
+
+    entry_id: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The steering text."""
+        return _str(self.input.get("text"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalRulesChanged(Event):
+    """The session's standing approval rules changed; ``rules`` is the whole new list."""
+
+    rules: list[dict[str, Any]] = field(default_factory=list)
+
+
 def _error(value: Any) -> AgentRPCError | None:
     return error_from_wire(value) if isinstance(value, Mapping) else None
 
@@ -323,6 +348,13 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
             "error": _error(e.get("error")),
             "stop_reason": _opt_str(e.get("stopReason")),
         }
+    if kind == "steeringApplied":
+        raw_input = e.get("input")
+        input_obj = {"text": raw_input} if isinstance(raw_input, str) else dict(raw_input or {})
+        return SteeringApplied, {"entry_id": _str(e.get("entryId")), "input": input_obj}
+    if kind == "approvalRulesChanged":
+        rules = e.get("rules")
+        return ApprovalRulesChanged, {"rules": [dict(r) for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []}
     return Event, {}
 
 
@@ -333,7 +365,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         "turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta",
         "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished",
         "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings",
-        "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded",
+        "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied",
+        "approvalRulesChanged",
     )
 }
 

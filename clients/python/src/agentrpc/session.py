@@ -21,7 +21,11 @@ from .retry import RefreshAuth, retry_once
 from .schema import from_json, json_schema
 from .tools import Tool, tool_spec
 from .types import (
+    DECISIONS,
+    ApprovalRule,
+    Decision,
     GenerateResult,
+    RewindResult,
     MutationResult,
     PropertiesResult,
     SessionState,
@@ -117,6 +121,7 @@ class Session:
         timeout: float | None | _Default = None,
         retry: bool = False,
         refresh_auth: RefreshAuth | None = None,
+        queue: bool = False,
         **option_kwargs: Any,
     ) -> TurnResult:
         """``session/send``: run one turn and return its :class:`TurnResult`.
@@ -127,9 +132,12 @@ class Session:
         raw ``options`` dict. A failed turn raises its :class:`AgentRPCError`
         subclass; ``retry=True`` follows a provider error's retry guidance
         once (see :func:`agentrpc.retry_once`). ``timeout=None`` (the default
-        here) waits as long as the turn runs.
+        here) waits as long as the turn runs. ``queue=True`` waits for a running
+        turn to end and runs as the next turn instead of raising
+        :class:`~agentrpc.AlreadyRunning`; :meth:`cancel` drops queued sends.
         """
-        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs))
+        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs),
+                              queue=True if queue else None)
 
         async def once() -> TurnResult:
             return TurnResult.from_wire(await self._turn_request("session/send", params, timeout))
@@ -145,6 +153,7 @@ class Session:
         images: Iterable[Any] | None = None,
         options: Mapping[str, Any] | None = None,
         timeout: float | None | _Default = None,
+        queue: bool = False,
         **option_kwargs: Any,
     ) -> TurnStream:
         """Run one turn and iterate its events as they arrive.
@@ -154,9 +163,11 @@ class Session:
         ``stream.result`` holds the :class:`TurnResult`. If the turn failed,
         the iteration raises the turn's exception once every event before it
         was yielded. The turn starts on the first iteration (or on entering
-        ``async with``); leaving ``async with`` early withdraws it.
+        ``async with``); leaving ``async with`` early withdraws it. ``queue``
+        is as for :meth:`send`.
         """
-        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs))
+        params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs),
+                              queue=True if queue else None)
         return TurnStream(self, params, timeout)
 
     @overload
@@ -223,36 +234,108 @@ class Session:
     async def cancel(self) -> bool:
         """``session/cancel``: stop the running turn at its next checkpoint.
 
-        The turn's ``send`` then raises :class:`~agentrpc.Cancelled`. Returns
-        True if a turn was running.
+        The turn's ``send`` then raises :class:`~agentrpc.Cancelled`, and so do
+        sends waiting in the queue (``queue=True``), which are dropped first.
+        Returns True if a turn was running.
         """
         result = await self.client.request("session/cancel", self._params())
         return bool(isinstance(result, dict) and result.get("wasRunning"))
 
-    async def confirm(self, call_id: str, approve: bool | str = True, reason: str | None = None) -> None:
+    async def steer(self, input: Input, *, images: Iterable[Any] | None = None,
+                    expected_turn_id: str | None = None) -> str:
+        """``session/steer``: add input to the running turn; returns its turn id.
+
+        The input joins the transcript at the turn's next checkpoint (before its
+        next model request, never mid-stream or mid-tool-call), announced by a
+        :class:`~agentrpc.SteeringApplied` event. Raises
+        :class:`~agentrpc.NoRunningTurn` when no turn runs (send instead) and
+        :class:`~agentrpc.TurnMismatch` when ``expected_turn_id`` is not the
+        running turn.
+        """
+        result = await self.client.request(
+            "session/steer", self._params(input=turn_input(input, images), expectedTurnId=expected_turn_id))
+        return str(result.get("turnId") or "") if isinstance(result, dict) else ""
+
+    async def confirm(
+        self, call_id: str, approve: bool | str | Decision = True, reason: str | None = None, *,
+        arguments: Any = None, rule: Mapping[str, Any] | None = None,
+    ) -> ApprovalRule | None:
         """``session/confirm``: settle the pending confirmation of ``call_id``.
 
-        ``approve`` is a bool (or the wire word ``"approve"`` / ``"deny"``);
-        ``reason`` is shown to the model when denying. Raises
-        :class:`~agentrpc.NoPendingConfirmation` if nothing waits for it.
+        ``approve`` is a bool, a :class:`~agentrpc.Decision`, or a wire word
+        (``"approve"``, ``"deny"``, ``"approveForSession"``, ``"denyAndStop"``);
+        ``reason`` is shown to the model when denying. ``arguments`` approves
+        with edited arguments (the server checks them against the tool's schema
+        and raises :class:`~agentrpc.InvalidParams` if they do not fit; the call
+        still waits). ``rule`` scopes an ``approveForSession`` rule by argument
+        patterns. Returns the rule ``approveForSession`` added, else ``None``.
+        Raises :class:`~agentrpc.NoPendingConfirmation` if nothing waits for it.
         """
-        if isinstance(approve, str):
-            if approve not in ("approve", "deny"):
-                raise ValueError(f"decision must be 'approve' or 'deny', not {approve!r}")
-            decision = approve
+        if isinstance(approve, Decision):
+            wire = approve.to_wire()
         else:
-            decision = "approve" if approve else "deny"
-        await self.client.request(
-            "session/confirm", self._params(callId=call_id, decision=decision, reason=reason)
-        )
+            if isinstance(approve, str):
+                if approve not in DECISIONS:
+                    raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, not {approve!r}")
+                decision = approve
+            else:
+                decision = "approve" if approve else "deny"
+            wire = Decision(decision, reason=reason, arguments=arguments,
+                            rule=dict(rule) if rule is not None else None).to_wire()
+        result = await self.client.request("session/confirm", self._params(callId=call_id, **wire))
+        added = result.get("rule") if isinstance(result, dict) else None
+        return ApprovalRule.from_wire(added) if isinstance(added, Mapping) else None
 
-    async def approve(self, call_id: str, reason: str | None = None) -> None:
-        """Approve the pending call ``call_id``."""
-        await self.confirm(call_id, True, reason)
+    async def approve(self, call_id: str, reason: str | None = None, *, arguments: Any = None) -> None:
+        """Approve the pending call ``call_id`` (with edited ``arguments``, when given)."""
+        await self.confirm(call_id, True, reason, arguments=arguments)
 
     async def deny(self, call_id: str, reason: str | None = None) -> None:
         """Deny the pending call ``call_id``."""
         await self.confirm(call_id, False, reason)
+
+    async def approve_for_session(
+        self, call_id: str, rule: Mapping[str, Any] | None = None, *, arguments: Any = None,
+    ) -> ApprovalRule | None:
+        """Approve ``call_id`` and later calls of its tool whose arguments match ``rule``.
+
+        ``rule`` maps argument names to globs (``{"path": "src/*"}``) or exact
+        values; without it every later call of the tool is approved. Guards
+        still deny first. Returns the rule added.
+        """
+        return await self.confirm(call_id, "approveForSession", arguments=arguments, rule=rule)
+
+    async def deny_and_stop(self, call_id: str, reason: str | None = None) -> None:
+        """Deny ``call_id`` and cancel the turn at once (it raises Cancelled, source "confirmation")."""
+        await self.confirm(call_id, "denyAndStop", reason)
+
+    async def set_approval_rules(
+        self, add: Iterable[Mapping[str, Any]] = (), remove: Iterable[str] = (),
+    ) -> list[ApprovalRule]:
+        """``session/setApprovalRules``: remove rules by id, add ``{tool, arguments?}`` rules.
+
+        Returns the rules standing afterwards.
+        """
+        result = await self.client.request("session/setApprovalRules", self._params(
+            add=[dict(rule) for rule in add] or None, remove=list(remove) or None))
+        rules = result.get("rules") if isinstance(result, dict) else None
+        return [ApprovalRule.from_wire(r) for r in rules or [] if isinstance(r, Mapping)]
+
+    async def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None,
+                     undo: bool = True) -> RewindResult:
+        """``session/rewind``: remove everything after ``to_entry_id`` (which stays),
+        or turn ``turn_id`` and everything after it.
+
+        With ``undo`` the server sends ``tool/undo`` newest first for the removed
+        calls' undo records, committed turns included (this client runs the
+        ``Undoable`` callables its tools returned). The result lists the undos
+        and which failed.
+        """
+        if (to_entry_id is None) == (turn_id is None):
+            raise ValueError("give exactly one of to_entry_id and turn_id")
+        result = await self.client.request(
+            "session/rewind", self._params(toEntryId=to_entry_id, turnId=turn_id, undo=undo))
+        return RewindResult.from_wire(result)
 
     # -- state ---------------------------------------------------------------
 

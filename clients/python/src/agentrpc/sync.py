@@ -35,11 +35,14 @@ from typing import Any, TypeVar
 
 from . import client as _async_client
 from . import session as _async_session
-from .client import DEFAULT, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
+from .client import DEFAULT, AskUserHandler, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
 from .events import Event
 from .retry import RefreshAuth
 from .tools import Tool
 from .types import (
+    ApprovalRule,
+    Decision,
+    RewindResult,
     GenerateResult,
     Limits,
     MutationResult,
@@ -137,6 +140,7 @@ class Client:
         request_timeout: float | None = None,
         *,
         on_confirm: ConfirmHandler | None = None,
+        on_ask_user: AskUserHandler | None = None,
         shutdown_timeout: float = 5.0,
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
@@ -151,6 +155,7 @@ class Client:
             return await _async_client.Client.spawn(
                 binary, args, env, cwd, initialize, capabilities, client_info, request_timeout,
                 on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
+                on_ask_user=_threaded(on_ask_user) if on_ask_user is not None else None,
                 shutdown_timeout=shutdown_timeout, stderr_tail_lines=stderr_tail_lines,
                 inherit_env=inherit_env,
             )
@@ -280,6 +285,7 @@ class Client:
         store: bool | None = None,
         user_id: str | None = None,
         title: str | None = None,
+        ask_user: bool | None = None,
     ) -> Session:
         """``session/create``; the same keywords as :meth:`agentrpc.Client.open_session`."""
         inner = self._call(self.async_client.open_session(
@@ -287,7 +293,7 @@ class Client:
             instructions=instructions, tools=tools, guards=guards, limits=limits,
             tool_choice=tool_choice, transcript_error_policy=transcript_error_policy, egress=egress,
             context_sources=context_sources, properties=properties, profiles=profiles, blocks=blocks,
-            router=router, store=store, user_id=user_id, title=title,
+            router=router, store=store, user_id=user_id, title=title, ask_user=ask_user,
         ))
         return self._wrap(inner)
 
@@ -379,12 +385,14 @@ class Session:
         timeout: float | None | _Default = None,
         retry: bool = False,
         refresh_auth: RefreshAuth | None = None,
+        queue: bool = False,
         **option_kwargs: Any,
     ) -> TurnResult:
         """Run one turn and return its :class:`~agentrpc.TurnResult` (see the async ``send``)."""
         return self._call(self.async_session.send(
             input, images=images, options=options, timeout=timeout, retry=retry,
-            refresh_auth=_threaded(refresh_auth) if refresh_auth is not None else None, **option_kwargs,
+            refresh_auth=_threaded(refresh_auth) if refresh_auth is not None else None, queue=queue,
+            **option_kwargs,
         ))
 
     def stream(
@@ -394,10 +402,12 @@ class Session:
         images: Iterable[Any] | None = None,
         options: Mapping[str, Any] | None = None,
         timeout: float | None | _Default = None,
+        queue: bool = False,
         **option_kwargs: Any,
     ) -> TurnStream:
         """Run one turn, iterating its events; ``stream.result`` afterwards."""
-        inner = self.async_session.stream(input, images=images, options=options, timeout=timeout, **option_kwargs)
+        inner = self.async_session.stream(input, images=images, options=options, timeout=timeout, queue=queue,
+                                          **option_kwargs)
         return TurnStream(self.client._portal, inner)
 
     def generate(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> Any:
@@ -414,17 +424,45 @@ class Session:
         """``session/cancel`` (safe to call from any thread)."""
         return self._call(self.async_session.cancel())
 
-    def confirm(self, call_id: str, approve: bool | str = True, reason: str | None = None) -> None:
-        """``session/confirm``."""
-        self._call(self.async_session.confirm(call_id, approve, reason))
+    def confirm(
+        self, call_id: str, approve: bool | str | Decision = True, reason: str | None = None, *,
+        arguments: Any = None, rule: Mapping[str, Any] | None = None,
+    ) -> ApprovalRule | None:
+        """``session/confirm`` (see the async ``confirm``)."""
+        return self._call(self.async_session.confirm(call_id, approve, reason, arguments=arguments, rule=rule))
 
-    def approve(self, call_id: str, reason: str | None = None) -> None:
-        """Approve the pending call."""
-        self.confirm(call_id, True, reason)
+    def approve(self, call_id: str, reason: str | None = None, *, arguments: Any = None) -> None:
+        """Approve the pending call (with edited ``arguments``, when given)."""
+        self.confirm(call_id, True, reason, arguments=arguments)
 
     def deny(self, call_id: str, reason: str | None = None) -> None:
         """Deny the pending call."""
         self.confirm(call_id, False, reason)
+
+    def approve_for_session(
+        self, call_id: str, rule: Mapping[str, Any] | None = None, *, arguments: Any = None,
+    ) -> ApprovalRule | None:
+        """Approve the call and later matching calls of its tool (see the async method)."""
+        return self._call(self.async_session.approve_for_session(call_id, rule, arguments=arguments))
+
+    def deny_and_stop(self, call_id: str, reason: str | None = None) -> None:
+        """Deny the call and cancel the turn at once."""
+        self._call(self.async_session.deny_and_stop(call_id, reason))
+
+    def set_approval_rules(
+        self, add: Iterable[Mapping[str, Any]] = (), remove: Iterable[str] = (),
+    ) -> list[ApprovalRule]:
+        """``session/setApprovalRules``."""
+        return self._call(self.async_session.set_approval_rules(add, remove))
+
+    def steer(self, input: _async_session.Input, *, images: Iterable[Any] | None = None,
+              expected_turn_id: str | None = None) -> str:
+        """``session/steer`` (safe to call from any thread while a turn runs)."""
+        return self._call(self.async_session.steer(input, images=images, expected_turn_id=expected_turn_id))
+
+    def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None, undo: bool = True) -> RewindResult:
+        """``session/rewind`` (see the async ``rewind``)."""
+        return self._call(self.async_session.rewind(to_entry_id=to_entry_id, turn_id=turn_id, undo=undo))
 
     def state(self) -> SessionState:
         """``session/getState``."""

@@ -29,6 +29,11 @@ __all__ = [
     "MutationResult",
     "PropertiesResult",
     "Limits",
+    "ApprovalRule",
+    "Decision",
+    "UserQuestion",
+    "RewindUndo",
+    "RewindResult",
 ]
 
 
@@ -257,6 +262,10 @@ class SessionState(_WireLookup):
     properties: dict[str, Any]
     revision: int
     entry_count: int
+    #: Sends waiting to run as the next turns (``queue=True``).
+    queued_sends: int = 0
+    #: Standing approval rules (``approve_for_session``, ``set_approval_rules``).
+    approval_rules: list[ApprovalRule] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -279,6 +288,8 @@ class SessionState(_WireLookup):
             properties=_obj(obj.get("properties")),
             revision=_int(obj.get("revision")),
             entry_count=_int(obj.get("entryCount")),
+            queued_sends=_int(obj.get("queuedSends")),
+            approval_rules=[ApprovalRule.from_wire(r) for r in obj.get("approvalRules") or [] if isinstance(r, Mapping)],
             raw=obj,
         )
 
@@ -352,6 +363,7 @@ class Limits:
     wall_clock_seconds: float | None = None
     tool_timeout_seconds: float | None = None
     confirmation_timeout_seconds: float | None = None
+    ask_user_timeout_seconds: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The wire object, without the fields left at ``None``."""
@@ -369,4 +381,148 @@ LIMITS_WIRE_NAMES: dict[str, str] = {
     "wall_clock_seconds": "wallClockSeconds",
     "tool_timeout_seconds": "toolTimeoutSeconds",
     "confirmation_timeout_seconds": "confirmationTimeoutSeconds",
+    "ask_user_timeout_seconds": "askUserTimeoutSeconds",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRule(_WireLookup):
+    """A standing approval: calls of ``tool`` whose arguments match ``arguments``
+    run without asking (docs/protocol.md §17). A string pattern is a glob over a
+    string argument; any other value must be equal."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> ApprovalRule:
+        """Decode ``{id, tool, arguments?}``."""
+        obj = _obj(value)
+        arguments = obj.get("arguments")
+        return cls(id=_str(obj.get("id")), tool=_str(obj.get("tool")),
+                   arguments=dict(arguments) if isinstance(arguments, Mapping) else None, raw=obj)
+
+
+#: The decisions ``session/confirm`` and ``confirmation/request`` take.
+DECISIONS = ("approve", "deny", "approveForSession", "denyAndStop")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A confirmation decision beyond approve/deny, for :meth:`Session.confirm`
+    and as an ``on_confirm`` answer (docs/protocol.md §17).
+
+    Build one with the class methods: ``Decision.approve(arguments={...})`` runs
+    the call with edited arguments, ``Decision.approve_for_session(rule={"path":
+    "src/*"})`` adds a standing rule, ``Decision.deny_and_stop(reason)`` denies
+    and cancels the turn.
+    """
+
+    decision: str
+    reason: str | None = None
+    #: Edited arguments (approve decisions); the server checks them against the tool's schema.
+    arguments: Any = None
+    #: ``approveForSession``: argument patterns that scope the rule (None: every call of the tool).
+    rule: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, not {self.decision!r}")
+
+    @classmethod
+    def approve(cls, *, arguments: Any = None) -> Decision:
+        """Run the call (with ``arguments`` instead of the model's, when given)."""
+        return cls("approve", arguments=arguments)
+
+    @classmethod
+    def deny(cls, reason: str | None = None) -> Decision:
+        """Do not run the call; ``reason`` is shown to the model."""
+        return cls("deny", reason=reason)
+
+    @classmethod
+    def approve_for_session(cls, rule: Mapping[str, Any] | None = None, *, arguments: Any = None) -> Decision:
+        """Run the call and approve later calls of the tool whose arguments match ``rule``."""
+        return cls("approveForSession", arguments=arguments, rule=dict(rule) if rule is not None else None)
+
+    @classmethod
+    def deny_and_stop(cls, reason: str | None = None) -> Decision:
+        """Deny the call and cancel the turn at once."""
+        return cls("denyAndStop", reason=reason)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``{decision, reason?, arguments?, rule?}`` members."""
+        out: dict[str, Any] = {"decision": self.decision}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.arguments is not None:
+            out["arguments"] = self.arguments
+        if self.rule is not None:
+            out["rule"] = {"arguments": self.rule}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class UserQuestion:
+    """What an ``on_ask_user`` callback is asked (``user/ask``, from the model's ``ask_user``).
+
+    ``options`` are the model's suggested answers; the user may answer freely.
+    """
+
+    session_id: str
+    turn_id: str
+    call_id: str
+    question: str
+    options: list[str] | None = None
+    session: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RewindUndo(_WireLookup):
+    """One ``tool/undo`` a rewind sent: ``status`` is ``undone`` or ``failed``."""
+
+    turn_id: str
+    call_id: str
+    name: str
+    status: str
+    error: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the undo ran."""
+        return self.status == "undone"
+
+    @classmethod
+    def from_wire(cls, value: Any) -> RewindUndo:
+        obj = _obj(value)
+        return cls(turn_id=_str(obj.get("turnId")), call_id=_str(obj.get("callId")), name=_str(obj.get("name")),
+                   status=_str(obj.get("status")), error=_opt_str(obj.get("error")), raw=obj)
+
+
+@dataclass(frozen=True, slots=True)
+class RewindResult(_WireLookup):
+    """``session/rewind``: the transcript after the cut, what left it, and the undos sent."""
+
+    revision: int
+    entry_count: int
+    removed_entries: list[str]
+    undos: list[RewindUndo]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def failed_undos(self) -> list[RewindUndo]:
+        """The undos that did not run."""
+        return [u for u in self.undos if not u.ok]
+
+    @classmethod
+    def from_wire(cls, value: Any) -> RewindResult:
+        obj = _obj(value)
+        return cls(
+            revision=_int(obj.get("revision")),
+            entry_count=_int(obj.get("entryCount")),
+            removed_entries=[e for e in obj.get("removedEntries") or [] if isinstance(e, str)],
+            undos=[RewindUndo.from_wire(u) for u in obj.get("undos") or [] if isinstance(u, Mapping)],
+            raw=obj,
+        )
