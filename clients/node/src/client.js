@@ -54,7 +54,11 @@ export class Client {
   #handlers = new Map();
   /** @type {Map<string, Session>} */
   #sessions = new Map();
-  /** Undo functions by the opaque token sent to the server. */
+  /**
+   * Undo functions by the opaque token sent to the server. Kept after their turn
+   * ends, because `session/rewind` may undo committed turns; forgotten when they
+   * run or when the session is closed or deleted.
+   */
   #undo = new Map();
   /** Server→client requests being handled, by the server's id. */
   #inbound = new Map();
@@ -73,13 +77,15 @@ export class Client {
    * @param {ProcessTransport} transport
    * @param {object} [options]
    */
-  constructor(transport, { requestTimeout, shutdownTimeout = 5000, onConfirm } = {}) {
+  constructor(transport, { requestTimeout, shutdownTimeout = 5000, onConfirm, onAsk } = {}) {
     this.#transport = transport;
     /** Default timeout (ms) of every request; undefined waits as long as the server takes. */
     this.requestTimeout = requestTimeout;
     this.shutdownTimeout = shutdownTimeout;
     /** Decides tool calls that need confirmation, for sessions without their own. */
     this.onConfirm = onConfirm;
+    /** Answers `user/ask` (the model's ask_user tool) for sessions without their own. */
+    this.onAsk = onAsk;
     /** The `initialize` result, once the handshake succeeded. */
     this.initializeResult = undefined;
     this.#connectionLost = new Promise((resolve) => { this.#markLost = resolve; });
@@ -111,8 +117,10 @@ export class Client {
       throw new ConnectionClosedError(`could not start ${command}: ${error.message}`);
     }
     if (initialize) {
+      // A client that can answer questions says so; a session may then offer ask_user.
+      const declared = capabilities ?? (rest.onAsk ? { ...DEFAULT_CAPABILITIES, askUser: true } : undefined);
       try {
-        await client.initialize({ capabilities, clientInfo });
+        await client.initialize({ capabilities: declared, clientInfo });
       } catch (error) {
         await client.close();
         throw error;
@@ -318,7 +326,6 @@ export class Client {
       const event = { ...params.event, sessionId: params.sessionId, turnId: params.turnId, seq: params.seq };
       for (const sub of [...this.#subscribers]) if (sub.sessionId === params.sessionId) sub.push(event);
       if (event.type === 'confirmationRequested') this.#autoConfirm(event);
-      if (event.type === 'turnEnded') this.#forgetUndo(event.sessionId, event.turnId);
     }
     for (const listener of [...(this.#listeners.get(method) ?? [])]) {
       try {
@@ -382,6 +389,10 @@ export class Client {
     }
     if (method === 'tool/undo') {
       return this.#undo.has(params.undo) ? (p) => this.#runUndo(p) : undefined;
+    }
+    if (method === 'user/ask') {
+      const handler = this.#sessions.get(params.sessionId)?.onAsk ?? this.onAsk;
+      return handler ? (p, { signal }) => this.#ask(handler, p, signal) : undefined;
     }
     if (method === 'confirmation/request') {
       const handler = this.#sessions.get(params.sessionId)?.onConfirm ?? this.onConfirm;
@@ -448,10 +459,15 @@ export class Client {
     return {};
   }
 
-  #forgetUndo(sessionId, turnId) {
-    for (const [token, record] of this.#undo) {
-      if (record.sessionId === sessionId && record.turnId === turnId) this.#undo.delete(token);
-    }
+  /** Runs an onAsk handler: a string, or `{answer}`. */
+  async #ask(handler, p, signal) {
+    const answer = await handler({
+      sessionId: p.sessionId, turnId: p.turnId, callId: p.callId, question: p.question, options: p.options,
+      session: this.#sessions.get(p.sessionId), signal,
+    });
+    if (typeof answer === 'string') return { answer };
+    if (answer && typeof answer === 'object' && typeof answer.answer === 'string') return { answer: answer.answer };
+    throw new TypeError(`onAsk must return a string or {answer}, not ${JSON.stringify(answer)}`);
   }
 
   /** Runs an onConfirm handler; its answer as `{decision, reason?}`. A throwing handler denies. */
@@ -532,20 +548,20 @@ export class Client {
    * `onConfirm` decides this session's confirmations.
    */
   async openSession(config = {}) {
-    const { tools, onConfirm, ...wire } = config;
+    const { tools, onConfirm, onAsk, ...wire } = config;
     const { specs, functions } = splitTools(tools ?? []);
     if (tools !== undefined) wire.tools = specs;
     const result = await this.request('session/create', wire);
-    return this.#sessionFrom(result, 'session/create', functions, onConfirm);
+    return this.#sessionFrom(result, 'session/create', functions, onConfirm, onAsk);
   }
 
   /**
    * `session/resume`: loads a stored session. `tools` are the functions that
    * answer its tool calls (the specs were stored with the session).
    */
-  async resumeSession(sessionId, { tools = [], onConfirm, ...rest } = {}) {
+  async resumeSession(sessionId, { tools = [], onConfirm, onAsk, ...rest } = {}) {
     const result = await this.request('session/resume', { sessionId, ...rest });
-    return this.#sessionFrom(result, 'session/resume', splitTools(tools).functions, onConfirm);
+    return this.#sessionFrom(result, 'session/resume', splitTools(tools).functions, onConfirm, onAsk);
   }
 
   /** `session/list`: `{data: [...], nextCursor?}`. */
@@ -560,14 +576,14 @@ export class Client {
     return handle;
   }
 
-  #sessionFrom(result, method, functions, onConfirm) {
+  #sessionFrom(result, method, functions, onConfirm, onAsk) {
     if (!result || typeof result.sessionId !== 'string') throw new InternalError(`${method} returned no sessionId`);
     const existing = this.#sessions.get(result.sessionId);
     if (existing) {
-      existing._update(result, functions, onConfirm);
+      existing._update(result, functions, onConfirm, onAsk);
       return existing;
     }
-    const session = new Session(this, result.sessionId, { result, functions, onConfirm });
+    const session = new Session(this, result.sessionId, { result, functions, onConfirm, onAsk });
     this.#sessions.set(session.id, session);
     return session;
   }

@@ -129,6 +129,15 @@ export type ConfirmAnswer =
   | ({ decision: ConfirmDecision; reason?: string } & Record<string, unknown>)
   | { approve: boolean; reason?: string };
 export type ConfirmHandler = (call: ConfirmationCall) => ConfirmAnswer | Promise<ConfirmAnswer>;
+
+/** A question the model asks with the built-in ask_user tool (`user/ask`). */
+export interface UserQuestion extends ServerRequests['user/ask']['params'] {
+  session?: Session;
+  /** Aborted when the server withdraws the question (a cancel, the timeout). */
+  signal: AbortSignal;
+}
+/** Answers a question: the answer text, or `{answer}`. */
+export type AskHandler = (question: UserQuestion) => string | { answer: string } | Promise<string | { answer: string }>;
 export declare function decisionOf(answer: ConfirmAnswer): { decision: ConfirmDecision; reason?: string };
 
 // -- the client -------------------------------------------------------------------
@@ -157,6 +166,8 @@ export interface SpawnOptions {
   shutdownTimeout?: number;
   /** Decides confirmations of sessions without their own onConfirm. */
   onConfirm?: ConfirmHandler;
+  /** Answers `user/ask` for sessions without their own onAsk; also declares `capabilities.askUser`. */
+  onAsk?: AskHandler;
 }
 
 export interface RequestOptions {
@@ -178,6 +189,7 @@ export declare class Client implements AsyncDisposable {
   requestTimeout: number | undefined;
   shutdownTimeout: number;
   onConfirm: ConfirmHandler | undefined;
+  onAsk: AskHandler | undefined;
   readonly initializeResult: Result<'initialize'> | undefined;
   readonly initialized: boolean;
   readonly serverInfo: Result<'initialize'>['serverInfo'] | undefined;
@@ -197,8 +209,8 @@ export declare class Client implements AsyncDisposable {
   onNotification<M extends keyof ServerNotifications>(method: M, listener: (params: ServerNotifications[M]) => unknown): () => void;
   onNotification(method: string, listener: (params: unknown) => unknown): () => void;
   onRequest<M extends string>(method: M, handler: ServerRequestHandler<M>): () => void;
-  openSession(config?: Omit<SessionConfig, 'tools'> & { tools?: (Tool | ToolSpec)[]; onConfirm?: ConfirmHandler }): Promise<Session>;
-  resumeSession(sessionId: string, options?: Omit<Params<'session/resume'>, 'sessionId'> & { tools?: Tool[]; onConfirm?: ConfirmHandler }): Promise<Session>;
+  openSession(config?: Omit<SessionConfig, 'tools'> & { tools?: (Tool | ToolSpec)[]; onConfirm?: ConfirmHandler; onAsk?: AskHandler }): Promise<Session>;
+  resumeSession(sessionId: string, options?: Omit<Params<'session/resume'>, 'sessionId'> & { tools?: Tool[]; onConfirm?: ConfirmHandler; onAsk?: AskHandler }): Promise<Session>;
   listSessions(params?: Params<'session/list'>): Promise<SessionList>;
   session(sessionId: string): Session;
   close(): Promise<void>;
@@ -220,11 +232,16 @@ export declare class Session implements AsyncDisposable {
   revision: number | undefined;
   activeProfile: unknown;
   onConfirm: ConfirmHandler | undefined;
+  onAsk: AskHandler | undefined;
   readonly tools: Map<string, Tool>;
   addTools(...tools: Tool[]): void;
-  send(input: TurnInput, options?: SendOptions): Promise<TurnResult>;
-  stream(input: TurnInput, options?: Omit<SendOptions, 'timeout'>): TurnStream;
-  generate<T = unknown>(input: TurnInput, options: SendOptions & { schema: object; strict?: boolean }): Promise<GenerateResult<T>>;
+  /** Other members of `session/send` params (e.g. newer ones of the protocol) go through as given. */
+  send(input: TurnInput, options?: SendOptions & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): Promise<TurnResult>;
+  stream(input: TurnInput, options?: Omit<SendOptions, 'timeout'> & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): TurnStream;
+  generate<T = unknown>(input: TurnInput, options: SendOptions & Omit<Params<'session/generate'>, 'sessionId' | 'input' | 'options' | 'schema'> & { schema: object }): Promise<GenerateResult<T>>;
+  steer(input: TurnInput, options?: { images?: ImageAttachment[]; expectedTurnId?: string }): Promise<Result<'session/steer'>>;
+  setApprovalRules(changes: Omit<Params<'session/setApprovalRules'>, 'sessionId'>): Promise<Result<'session/setApprovalRules'>>;
+  rewind(options: Omit<Params<'session/rewind'>, 'sessionId'>): Promise<Result<'session/rewind'>>;
   cancel(): Promise<boolean>;
   confirm(callId: string, decision: boolean | ConfirmDecision,
     options?: Omit<Params<'session/confirm'>, 'sessionId' | 'callId' | 'decision'>): Promise<void>;

@@ -24,7 +24,7 @@ export class Session {
    * @param {import('./client.js').Client} client
    * @param {string} id
    */
-  constructor(client, id, { result, functions, onConfirm } = {}) {
+  constructor(client, id, { result, functions, onConfirm, onAsk } = {}) {
     this.client = client;
     this.id = id;
     /** Revision reported when the session was created or resumed. */
@@ -33,16 +33,19 @@ export class Session {
     this.activeProfile = result?.activeProfile;
     /** Decides this session's confirmations (before the client's onConfirm). */
     this.onConfirm = onConfirm;
+    /** Answers this session's `user/ask` questions (before the client's onAsk). */
+    this.onAsk = onAsk;
     /** @type {Map<string, {name: string, spec: object, run: Function}>} */
     this.tools = new Map(functions ?? []);
   }
 
   /** @internal */
-  _update(result, functions, onConfirm) {
+  _update(result, functions, onConfirm, onAsk) {
     if (Number.isInteger(result.revision)) this.revision = result.revision;
     if (result.activeProfile !== undefined) this.activeProfile = result.activeProfile;
     for (const [name, t] of functions) this.tools.set(name, t);
     if (onConfirm) this.onConfirm = onConfirm;
+    if (onAsk) this.onAsk = onAsk;
   }
 
   /**
@@ -75,26 +78,48 @@ export class Session {
    * turn rejects with its AgentRPCError subclass; an aborted `signal` cancels
    * the turn (`$/cancelRequest`) and rejects with CancelledError.
    */
-  send(input, { signal, options, images, timeout } = {}) {
-    return this.#turnRequest('session/send', this.#params({ input: turnInput(input, images), options }), { signal, timeout });
+  send(input, { signal, options, images, timeout, ...more } = {}) {
+    return this.#turnRequest('session/send', this.#params({ ...more, input: turnInput(input, images), options }), { signal, timeout });
   }
 
   /**
    * Runs one turn and iterates its events as they arrive. Leaving the loop
    * early (`break`, `return`, a thrown error) cancels the turn.
    */
-  stream(input, { signal, options, images } = {}) {
-    return new TurnStream(this, this.#params({ input: turnInput(input, images), options }), signal);
+  stream(input, { signal, options, images, ...more } = {}) {
+    return new TurnStream(this, this.#params({ ...more, input: turnInput(input, images), options }), signal);
   }
 
   /**
    * `session/generate`: structured output validated against `schema` by the
    * server. Resolves with `{value, turnId, usage}`.
    */
-  generate(input, { schema, strict, signal, options, images, timeout } = {}) {
+  generate(input, { schema, strict, signal, options, images, timeout, ...more } = {}) {
     if (!schema || typeof schema !== 'object') throw new TypeError('generate needs {schema}: a JSON Schema object');
-    const params = this.#params({ input: turnInput(input, images), schema, strict, options });
+    const params = this.#params({ ...more, input: turnInput(input, images), schema, strict, options });
     return this.#turnRequest('session/generate', params, { signal, timeout });
+  }
+
+  /**
+   * `session/steer`: adds input to the running turn; the model sees it at the
+   * turn's next checkpoint (docs/protocol.md §17). With no turn running it is
+   * NoRunningTurnError; `expectedTurnId` naming another turn is TurnMismatchError.
+   */
+  steer(input, { images, expectedTurnId } = {}) {
+    return this.client.request('session/steer', this.#params({ input: turnInput(input, images), expectedTurnId }));
+  }
+
+  /** `session/setApprovalRules`: `{add?, remove?}` rules that decide confirmations without asking. */
+  setApprovalRules({ add, remove } = {}) {
+    return this.client.request('session/setApprovalRules', this.#params({ add, remove }));
+  }
+
+  /**
+   * `session/rewind`: removes the turns after `toEntryId` (or from `turnId`
+   * on), running their tools' undo when `undo` is true.
+   */
+  rewind({ toEntryId, turnId, undo = false } = {}) {
+    return this.client.request('session/rewind', this.#params({ toEntryId, turnId, undo }));
   }
 
   /** `session/cancel`: stops the running turn at its next checkpoint; true if one was running. */
@@ -224,7 +249,8 @@ export class TurnStream {
     // Subscribed here, just before the send, so no event of the turn is missed and
     // a stream that is never iterated holds no subscription.
     this.#unsubscribe = this.#session.client._subscribe(this.#session.id, (e) => this.#queue.push(e), () => this.#queue.push(CLOSED));
-    this.#session.send(this.#params.input, { options: this.#params.options, signal: this.#controller.signal }).then(
+    const { sessionId, input, ...more } = this.#params;
+    this.#session.send(input, { ...more, signal: this.#controller.signal }).then(
       (result) => { this.result = result; this.#sendSettled = true; this.#queue.push(SENT); },
       (error) => { this.error = error; this.#sendSettled = true; this.#queue.push(SENT); },
     );

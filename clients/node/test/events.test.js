@@ -41,6 +41,24 @@ test('every event type of the schema reaches session.stream() / session.events()
     const { entries } = await session.getTranscript();
     await session.mutateTranscript(ops.remove(entries[0].id));
     record(await collect(session.stream('second')));
+
+    // Steering a turn while its tool runs (steeringApplied); a standing rule (approvalRulesChanged).
+    let release;
+    const gate = new Promise((r) => { release = r; });
+    let toolStarted;
+    const started = new Promise((r) => { toolStarted = r; });
+    const wait = tool({ name: 'wait', inputSchema: objectSchema({}), run: async () => { toolStarted(); await gate; return 'done'; } });
+    const steered = await client.openSession({ model: scripted({ toolCalls: [{ name: 'wait', arguments: {} }] }, { text: ['ok'] }), tools: [wait] });
+    const stream = steered.stream('go');
+    const consumed = collect(stream);
+    await started;
+    await steered.steer('and then this');
+    release();
+    record(await consumed);
+    const rules = steered.events();
+    await steered.setApprovalRules({ add: [{ tool: 'wait' }] });
+    record([await nextMatching(rules, (e) => e.type === 'approvalRulesChanged', 5000, 'approvalRulesChanged')]);
+    await rules.return();
   } finally {
     await client.close();
   }
@@ -49,7 +67,8 @@ test('every event type of the schema reaches session.stream() / session.events()
   for (const [type, event] of seen) {
     assert.equal(typeof event.sessionId, 'string', `${type}.sessionId`);
     assert.ok(Number.isInteger(event.seq), `${type}.seq`);
-    if (type !== 'propertiesChanged') assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
+    // Events outside a turn carry no turnId.
+    if (!['propertiesChanged', 'approvalRulesChanged'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
   }
   assert.equal(seen.get('retrying').error.data.kind, 'providerError');
   assert.equal(seen.get('cacheInvalidated').reason, 'historyRewritten');

@@ -23,6 +23,10 @@ const API = {
   'session/close': 'Session.close',
   'session/resume': 'Client.resumeSession',
   'session/delete': 'Session.delete',
+  'session/steer': 'Session.steer',
+  'session/setApprovalRules': 'Session.setApprovalRules',
+  'session/rewind': 'Session.rewind',
+  'user/ask': 'onAsk handlers, answered by the client',
   // session/cancel as a notification: Session.cancel sends the request form, which answers wasRunning.
   '$/cancelRequest': 'Client.request', // an aborted signal, a timeout, leaving a stream early
   'session/event': ['Session.events', 'Session.stream', 'Client.onNotification'],

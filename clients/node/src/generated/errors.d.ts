@@ -92,8 +92,8 @@ export declare class NotInitializedError extends AgentRPCError {
 }
 
 /**
- * `cancelled` (-32800): the turn was cancelled, or the request withdrawn.
- * Extra `data`: `source`, `turnId`, `partialText`.
+ * `cancelled` (-32800): the turn was cancelled (`source`: `session/cancel`, `$/cancelRequest`, `confirmation`, `close`, `shutdown`), or the request withdrawn; a dropped queued send has `queued: true`.
+ * Extra `data`: `source`, `turnId`, `partialText`, `callId` (`confirmation`), `queued`.
  */
 export declare class CancelledError extends AgentRPCError {
   static readonly kind: "cancelled";
@@ -154,6 +154,28 @@ export declare class NoPendingConfirmationError extends AgentRPCError {
   static readonly kind: "noPendingConfirmation";
   static readonly code: -32014;
   readonly kind: "noPendingConfirmation";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
+ * `noRunningTurn` (-32015): `session/steer` with no turn running (use `session/send`).
+ * Extra `data`: `expectedTurnId`.
+ */
+export declare class NoRunningTurnError extends AgentRPCError {
+  static readonly kind: "noRunningTurn";
+  static readonly code: -32015;
+  readonly kind: "noRunningTurn";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
+ * `turnMismatch` (-32016): `session/steer` whose `expectedTurnId` is not the running turn.
+ * Extra `data`: `expectedTurnId`, `turnId`.
+ */
+export declare class TurnMismatchError extends AgentRPCError {
+  static readonly kind: "turnMismatch";
+  static readonly code: -32016;
+  readonly kind: "turnMismatch";
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -295,4 +317,4 @@ export declare class OverloadedError extends AgentRPCError {
 }
 
 /** Every generated class, in table order. */
-export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError)[];
+export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError)[];

@@ -137,8 +137,8 @@ export class NotInitializedError extends AgentRPCError {
 }
 
 /**
- * `cancelled` (-32800): the turn was cancelled, or the request withdrawn.
- * Extra `data`: `source`, `turnId`, `partialText`.
+ * `cancelled` (-32800): the turn was cancelled (`source`: `session/cancel`, `$/cancelRequest`, `confirmation`, `close`, `shutdown`), or the request withdrawn; a dropped queued send has `queued: true`.
+ * Extra `data`: `source`, `turnId`, `partialText`, `callId` (`confirmation`), `queued`.
  */
 export class CancelledError extends AgentRPCError {
   static kind = "cancelled";
@@ -229,6 +229,38 @@ export class NoPendingConfirmationError extends AgentRPCError {
    */
   constructor(message = '', data = {}) {
     super(-32014, message || "noPendingConfirmation", { kind: "noPendingConfirmation", ...data });
+  }
+}
+
+/**
+ * `noRunningTurn` (-32015): `session/steer` with no turn running (use `session/send`).
+ * Extra `data`: `expectedTurnId`.
+ */
+export class NoRunningTurnError extends AgentRPCError {
+  static kind = "noRunningTurn";
+  static code = -32015;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32015, message || "noRunningTurn", { kind: "noRunningTurn", ...data });
+  }
+}
+
+/**
+ * `turnMismatch` (-32016): `session/steer` whose `expectedTurnId` is not the running turn.
+ * Extra `data`: `expectedTurnId`, `turnId`.
+ */
+export class TurnMismatchError extends AgentRPCError {
+  static kind = "turnMismatch";
+  static code = -32016;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32016, message || "turnMismatch", { kind: "turnMismatch", ...data });
   }
 }
 
@@ -451,6 +483,8 @@ export const ERROR_CLASSES = Object.freeze([
   SessionBusyError,
   RevisionMismatchError,
   NoPendingConfirmationError,
+  NoRunningTurnError,
+  TurnMismatchError,
   MaxToolCallsExceededError,
   MaxRoundTripsExceededError,
   WallClockTimeoutExceededError,

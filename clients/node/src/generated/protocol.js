@@ -82,6 +82,21 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/steer",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
+    "method": "session/setApprovalRules",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
+    "method": "session/rewind",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "tool/call",
     "direction": "serverToClient",
     "kind": "request"
@@ -103,6 +118,11 @@ export const METHODS = Object.freeze([
   },
   {
     "method": "context/refresh",
+    "direction": "serverToClient",
+    "kind": "request"
+  },
+  {
+    "method": "user/ask",
     "direction": "serverToClient",
     "kind": "request"
   },
@@ -134,7 +154,7 @@ export const METHODS = Object.freeze([
 ].map(Object.freeze));
 
 /** Every event type of `session/event`, in schema order. */
-export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded"]);
+export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged"]);
 
 /** The error table of docs/protocol.md §13: kind, code and class name, in table order. */
 export const ERROR_TABLE = Object.freeze([
@@ -212,6 +232,16 @@ export const ERROR_TABLE = Object.freeze([
     "kind": "noPendingConfirmation",
     "code": -32014,
     "className": "NoPendingConfirmationError"
+  },
+  {
+    "kind": "noRunningTurn",
+    "code": -32015,
+    "className": "NoRunningTurnError"
+  },
+  {
+    "kind": "turnMismatch",
+    "code": -32016,
+    "className": "TurnMismatchError"
   },
   {
     "kind": "maxToolCallsExceeded",

@@ -6,6 +6,27 @@
 /** The protocol version these types describe. */
 export type ProtocolVersion = 1;
 
+export interface ApprovalRule {
+  arguments?: {
+    [key: string]: unknown;
+  };
+  id: string;
+  tool: string;
+}
+
+export interface ApprovalRuleSpec {
+  arguments?: {
+    [key: string]: unknown;
+  };
+  tool: string;
+}
+
+export interface ApprovalScope {
+  arguments?: {
+    [key: string]: unknown;
+  };
+}
+
 export interface Block {
   blocks?: string[];
   instructions?: (string | {
@@ -25,6 +46,8 @@ export interface Block {
     name?: string;
   } | {
     skills: Skill[];
+  } | {
+    askUser: true;
   })[];
 }
 
@@ -35,6 +58,7 @@ export interface CancelRequestParams {
 }
 
 export interface ClientCapabilities {
+  askUser?: boolean;
   confirmations?: "notify" | "request";
   contextSources?: boolean;
   hooks?: boolean;
@@ -62,7 +86,7 @@ export type Condition = {
   tool: string;
 };
 
-export type ConfirmationDecision = "approve" | "deny";
+export type ConfirmationDecision = "approve" | "deny" | "approveForSession" | "denyAndStop";
 
 export interface ConfirmationRequestParams {
   arguments: unknown;
@@ -74,11 +98,13 @@ export interface ConfirmationRequestParams {
 }
 
 export interface ConfirmationRequestResult {
+  arguments?: unknown;
   decision: ConfirmationDecision;
   reason?: string;
+  rule?: ApprovalScope;
 }
 
-export type ConfirmationSource = "client" | "timeout" | "cancel" | "policy";
+export type ConfirmationSource = "client" | "timeout" | "cancel" | "policy" | "rule";
 
 export interface ContextDiagnostic {
   message: string;
@@ -113,7 +139,7 @@ export interface ErrorData {
   field?: string;
   /** The index of the unreadable image. */
   index?: number;
-  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded";
+  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded";
   /** The limit exceeded (a count, or seconds for wallClockTimeoutExceeded). */
   limit?: number;
   partialText?: string;
@@ -216,6 +242,7 @@ export interface InitializeResult {
 }
 
 export interface Limits {
+  askUserTimeoutSeconds?: number;
   confirmationTimeoutSeconds?: number;
   maxRoundTrips?: number;
   maxToolCalls?: number;
@@ -297,6 +324,8 @@ export interface ProfileCase {
     name?: string;
   } | {
     skills: Skill[];
+  } | {
+    askUser: true;
   })[];
   transcriptErrorPolicy?: "keepCompleted" | "revert" | "preserve";
 }
@@ -337,6 +366,14 @@ export interface Redaction {
 export interface RetryGuidance {
   afterSeconds?: number;
   kind: "refreshAuthThenRetry" | "retryWithBackoff" | "none";
+}
+
+export interface RewindUndo {
+  callId: string;
+  error?: string;
+  name: string;
+  status: "undone" | "failed";
+  turnId: string;
 }
 
 export interface Role {
@@ -419,10 +456,12 @@ export interface ServerInfo {
 }
 
 export interface SessionCancelResult {
+  droppedQueued?: number;
   wasRunning: boolean;
 }
 
 export interface SessionConfig {
+  askUser?: boolean;
   blocks?: {
     [key: string]: Block;
   };
@@ -449,10 +488,16 @@ export interface SessionConfig {
 }
 
 export interface SessionConfirmParams {
+  arguments?: unknown;
   callId: string;
   decision: ConfirmationDecision;
   reason?: string;
+  rule?: ApprovalScope;
   sessionId: string;
+}
+
+export interface SessionConfirmResult {
+  rule?: ApprovalRule;
 }
 
 export interface SessionEventParams {
@@ -496,15 +541,31 @@ export interface SessionRef {
   sessionId: string;
 }
 
+export interface SessionRewindParams {
+  sessionId: string;
+  toEntryId?: string;
+  turnId?: string;
+  undo: boolean;
+}
+
+export interface SessionRewindResult {
+  entryCount: number;
+  removedEntries: string[];
+  revision: number;
+  undos: RewindUndo[];
+}
+
 export interface SessionSendParams {
   input: TurnInput;
   options?: TurnOptions;
+  queue?: boolean;
   sessionId: string;
 }
 
 export interface SessionState {
   activeProfile: string;
   activeToolCalls: ToolCallRecord[];
+  approvalRules?: ApprovalRule[];
   currentText: string;
   entryCount: number;
   isRunning: boolean;
@@ -515,9 +576,20 @@ export interface SessionState {
   properties: {
     [key: string]: unknown;
   };
+  queuedSends?: number;
   revision: number;
   sessionId: string;
   turnId?: string;
+}
+
+export interface SessionSteerParams {
+  expectedTurnId?: string;
+  input: TurnInput;
+  sessionId: string;
+}
+
+export interface SessionSteerResult {
+  turnId: string;
 }
 
 export interface SessionSummary {
@@ -536,6 +608,16 @@ export interface SessionTranscript {
   entries: TranscriptEntry[];
   instructions: string;
   revision: number;
+}
+
+export interface SetApprovalRulesParams {
+  add?: ApprovalRuleSpec[];
+  remove?: string[];
+  sessionId: string;
+}
+
+export interface SetApprovalRulesResult {
+  rules: ApprovalRule[];
 }
 
 export interface SetPropertiesParams {
@@ -665,6 +747,18 @@ export interface Usage {
   reasoningTokens?: number;
 }
 
+export interface UserAskParams {
+  callId: string;
+  options?: string[];
+  question: string;
+  sessionId: string;
+  turnId: string;
+}
+
+export interface UserAskResult {
+  answer: string;
+}
+
 export interface TurnStartedEvent {
   input: TurnInput;
   type: "turnStarted";
@@ -782,8 +876,19 @@ export interface TurnEndedEvent {
   undo: UndoOutcome;
 }
 
+export interface SteeringAppliedEvent {
+  entryId: string;
+  input: TurnInput;
+  type: "steeringApplied";
+}
+
+export interface ApprovalRulesChangedEvent {
+  rules: ApprovalRule[];
+  type: "approvalRulesChanged";
+}
+
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent;
 
 export interface RemoveOperation {
   ids: string[];
@@ -852,6 +957,7 @@ export interface ToolCallsEntry {
 }
 
 export interface ToolOutputEntry {
+  approvedArguments?: unknown;
   callId: string;
   content: unknown;
   id: string;
@@ -876,9 +982,6 @@ export type SessionCloseParams = SessionRef;
 
 /** session/close result */
 export type SessionCloseResult = Record<string, never>;
-
-/** session/confirm result */
-export type SessionConfirmResult = Record<string, never>;
 
 /** session/create params */
 export type SessionCreateParams = SessionConfig;
@@ -919,6 +1022,12 @@ export type SessionResumeResult = SessionHandle;
 /** session/send result */
 export type SessionSendResult = TurnResult;
 
+/** session/setApprovalRules params */
+export type SessionSetApprovalRulesParams = SetApprovalRulesParams;
+
+/** session/setApprovalRules result */
+export type SessionSetApprovalRulesResult = SetApprovalRulesResult;
+
 /** session/setProperties params */
 export type SessionSetPropertiesParams = SetPropertiesParams;
 
@@ -951,6 +1060,9 @@ export interface ClientRequests {
   "session/close": { params: SessionCloseParams; result: SessionCloseResult };
   "session/resume": { params: SessionResumeParams; result: SessionResumeResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
+  "session/steer": { params: SessionSteerParams; result: SessionSteerResult };
+  "session/setApprovalRules": { params: SessionSetApprovalRulesParams; result: SessionSetApprovalRulesResult };
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
 }
 
 /** Notifications a client sends, by method: their params. */
@@ -967,6 +1079,7 @@ export interface ServerRequests {
   "confirmation/request": { params: ConfirmationRequestParams; result: ConfirmationRequestResult };
   "hook/call": { params: HookCallParams; result: HookCallResult };
   "context/refresh": { params: ContextRefreshParams; result: ContextRefreshResult };
+  "user/ask": { params: UserAskParams; result: UserAskResult };
 }
 
 /** Notifications the server sends, by method: their params. */
