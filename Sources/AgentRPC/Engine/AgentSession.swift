@@ -58,6 +58,8 @@ actor AgentSession {
     var nextApprovalRuleNumber = 1
     /// The input schema of the call waiting for `session/confirm`, for edited arguments.
     var pendingConfirmationSchema: JSONValue?
+    /// The outstanding `user/ask` of the running turn, which `session/cancel` withdraws.
+    var askUserRequest: Task<JSONValue, any Error>?
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
 

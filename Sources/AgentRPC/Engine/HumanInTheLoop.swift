@@ -196,7 +196,9 @@ extension AgentSession {
     // MARK: ask_user
 
     /// Runs the built-in `ask_user`: a `user/ask` request whose answer is the output.
-    /// Waiting for the user is a checkpoint: `session/cancel` withdraws the question.
+    /// Like a built-in confirmation, `session/cancel` settles it at once: the
+    /// question is withdrawn, the output says so, and the turn stops at its next
+    /// checkpoint. An immediate stop withdraws it and records nothing.
     func askUser(callId: String, arguments: JSONValue, turn: TurnState, control: TurnControl) async throws -> (ToolOutcome, JSONValue) {
         guard context.clientCapabilities.askUser == true else {
             return (.failed, "The user cannot be asked: the client does not answer user/ask.")
@@ -204,13 +206,21 @@ extension AgentSession {
         let question = arguments["question"]?.stringValue ?? arguments.serializedString()
         let options = arguments["options"]?.arrayValue.map { $0.compactMap(\.stringValue) }
         let timeout = turn.limits.askUserTimeoutSeconds
-        let params = UserAskParams(sessionId: id, turnId: turn.id, callId: callId, question: question, options: options)
-        control.setWaitingForProvider(true)
-        defer { control.setWaitingForProvider(false) }
+        let payload = try JSONValue(encoding: UserAskParams(sessionId: id, turnId: turn.id, callId: callId, question: question, options: options))
+        let channel = context.channel
+        // Its own task, so that session/cancel can withdraw the question without
+        // stopping the turn's task (which still records the call's output).
+        let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }
+        askUserRequest = request
+        defer { askUserRequest = nil }
+        if control.cooperativeCancelRequested { request.cancel() }
         do {
-            let raw = try await context.channel.request(UserAskRequest.name, try JSONValue(encoding: params), timeout: timeout)
+            let raw = try await withTaskCancellationHandler { try await request.value } onCancel: { request.cancel() }
             let answer = try raw.decode(as: UserAskResult.self)
             return (.ok, .string(answer.answer))
+        } catch is CancellationError {
+            guard control.reason == nil, control.cooperativeCancelRequested else { throw CancellationError() }
+            return (.failed, "The question was withdrawn: the turn was cancelled before the user answered.")
         } catch OutgoingRequestError.timedOut(let seconds) {
             return (.failed, .string("The user did not answer within \(seconds) seconds."))
         } catch OutgoingRequestError.rpc(let e) {

@@ -199,6 +199,7 @@ extension AgentSession {
         guard isRunning, let control else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
         control.requestCooperativeCancel()
         resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        askUserRequest?.cancel()
         return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
     }
 

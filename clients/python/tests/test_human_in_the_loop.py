@@ -312,3 +312,31 @@ async def test_rewind_undoes_a_committed_turn(tmp_path: Path) -> None:
         first_prompt = transcript.entries[0]["id"]
         kept = await session.rewind(to_entry_id=first_prompt, undo=False)
         assert kept.undos == [] and kept.entry_count == 1 and set(files) == {"a"}
+
+
+async def test_cancel_withdraws_the_question(tmp_path: Path) -> None:
+    asked = asyncio.Event()
+    withdrawn = asyncio.Event()
+
+    async def never_answers(question: UserQuestion) -> str:
+        asked.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+        return "unreachable"
+
+    async with spawn_real(tmp_path, on_ask_user=never_answers) as client:
+        session = await client.open_session(
+            ask_user=True, model=scripted({"toolCalls": [call("ask_user", question="Sure?")]}, {"text": ["never"]}))
+        turn = asyncio.create_task(session.send("go"))
+        async with asyncio.timeout(REAL_TIMEOUT):
+            await asked.wait()
+        assert await session.cancel() is True
+        with pytest.raises(Cancelled):
+            await asyncio.wait_for(turn, REAL_TIMEOUT)
+        async with asyncio.timeout(REAL_TIMEOUT):
+            await withdrawn.wait()
+        output = (await session.transcript()).of_type("toolOutput")[0]
+        assert output["outcome"] == "failed" and "withdrawn" in output["content"]
