@@ -258,7 +258,10 @@ final class SchemaBuilder {
         }
         if let instance { instances[id] = instance }
 
-        let schema = node.schema()
+        var schema = node.schema()
+        if let bounded = type as? any JSONSchemaBounded.Type {
+            schema = Self.applying(bounded.jsonSchemaBounds, to: schema)
+        }
         if node.isNamed || recursive.contains(id) {
             let name = name(for: type)
             definitions[name] = schema
@@ -267,6 +270,18 @@ final class SchemaBuilder {
         }
         inlineSchemas[id] = schema
         return schema
+    }
+
+    /// Adds each bounded property's range keywords to its schema.
+    private static func applying(_ bounds: [String: NumericBounds], to schema: JSONValue) -> JSONValue {
+        guard case .object(var object) = schema, case .object(var properties)? = object["properties"] else { return schema }
+        for (key, range) in bounds {
+            guard case .object(var property)? = properties[key] else { continue }
+            property.merge(range.schemaKeywords) { _, new in new }
+            properties[key] = .object(property)
+        }
+        object["properties"] = .object(properties)
+        return .object(object)
     }
 
     private static func describe(_ error: any Error) -> String {

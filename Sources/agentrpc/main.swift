@@ -1,5 +1,6 @@
 // Entry point: argument handling and wiring only. The server lives in AgentRPC.
 import AgentRPC
+import AgentRPCProtocol
 import Foundation
 
 #if canImport(Glibc)
@@ -121,7 +122,7 @@ case "serve":
     options.traceFilePath = args.values["trace-file"]
     options.tracePayloads = args.flags.contains("trace-payloads")
     if let v = args.values["client-timeout"] {
-        guard let s = Double(v), s > 0 else { fail("--client-timeout needs a positive number of seconds") }
+        guard let s = Double(v), DurationBounds.positiveSeconds.contains(s) else { fail("--client-timeout \(DurationBounds.positiveSeconds.requirement)") }
         options.clientRequestTimeoutSeconds = s
     }
     if let v = args.values["max-sessions"] {

@@ -209,15 +209,19 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
         #expect(a.usage?.outputTokens == 11)
     }
 
-    @Test func fixtureWithoutDoneIsTruncated() throws {
-        var bytes = try Fixtures.bytes("openai-chat/text.sse")
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard let done = text.range(of: "data: [DONE]") else {
-            Issue.record("fixture has no [DONE]")
+    @Test func aFinishedStreamWithoutDoneIsCompleteAnUnfinishedOneTruncated() throws {
+        let text = String(decoding: try Fixtures.bytes("openai-chat/text.sse"), as: UTF8.self)
+        guard let done = text.range(of: "data: [DONE]"), let finish = text.range(of: #""finish_reason":"stop""#) else {
+            Issue.record("fixture has no [DONE] or finish_reason")
             return
         }
-        bytes = Array(text[..<done.lowerBound].utf8)
-        let outcome = decodeOutcome(OpenAIChatStreamDecoder(), chunks: [bytes])
+        // finish_reason came, [DONE] did not: the answer is whole.
+        let finished = Assembled(decodeOutcome(OpenAIChatStreamDecoder(), chunks: [Array(text[..<done.lowerBound].utf8)]).events)
+        #expect(finished.stop == .endTurn)
+        #expect(!finished.text.isEmpty)
+        // Cut before the chunk that says it finished: truncated.
+        let lineStart = text[..<finish.lowerBound].range(of: "data:", options: .backwards)?.lowerBound ?? finish.lowerBound
+        let outcome = decodeOutcome(OpenAIChatStreamDecoder(), chunks: [Array(text[..<lineStart].utf8)])
         guard case .providerError(let code, _) = outcome else {
             Issue.record("expected streamTruncated, got \(outcome)")
             return
@@ -336,13 +340,16 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
         #expect(a.usage == ModelUsage(inputTokens: 20, outputTokens: 120, reasoningTokens: 67))
     }
 
-    @Test func missingMessageStopIsTruncated() throws {
+    @Test func missingMessageStopAfterTheStopReasonIsCompleteBeforeItTruncated() throws {
         let text = String(decoding: try Fixtures.bytes("anthropic/text.sse"), as: UTF8.self)
-        guard let stop = text.range(of: "event: message_stop") else {
-            Issue.record("fixture has no message_stop")
+        guard let stop = text.range(of: "event: message_stop"), let delta = text.range(of: "event: message_delta") else {
+            Issue.record("fixture has no message_stop or message_delta")
             return
         }
-        let outcome = decodeOutcome(AnthropicStreamDecoder(), chunks: [Array(text[..<stop.lowerBound].utf8)])
+        let finished = Assembled(decodeOutcome(AnthropicStreamDecoder(), chunks: [Array(text[..<stop.lowerBound].utf8)]).events)
+        #expect(finished.stop == .endTurn)
+        #expect(finished.text == "Hello there!")
+        let outcome = decodeOutcome(AnthropicStreamDecoder(), chunks: [Array(text[..<delta.lowerBound].utf8)])
         guard case .providerError(let code, _) = outcome else {
             Issue.record("expected streamTruncated, got \(outcome)")
             return

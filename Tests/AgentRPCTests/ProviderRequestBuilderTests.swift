@@ -79,10 +79,16 @@ import Testing
         // tool_choice is only sent with tools; extras cannot switch streaming.
         #expect(built.body["tool_choice"] == nil)
         #expect(built.body["stream"] == nil)
-        for (choice, json) in [(ModelToolChoice.auto, JSONValue("auto")), (.none, "none"), (.required, "required")] {
+        // `auto` is the default and is not sent; the others are.
+        for (choice, json) in [(ModelToolChoice.auto, JSONValue?.none), (.none, "none"), (.required, "required")] {
             let r = ModelRequest(model: "m", instructions: "", messages: [], tools: [Self.weatherTool], toolChoice: choice)
             #expect(OpenAIRequestBuilder.build(r, configuration: try config()).body["tool_choice"] == json)
         }
+        // A model configured without tool choice support never gets the field.
+        var unsupported = try config()
+        unsupported.capabilities.supportsToolChoice = false
+        let none = ModelRequest(model: "m", instructions: "", messages: [], tools: [Self.weatherTool], toolChoice: .none)
+        #expect(OpenAIRequestBuilder.build(none, configuration: unsupported).body["tool_choice"] == nil)
     }
 
     @Test func anthropicGoldenBody() throws {

@@ -521,11 +521,8 @@ final class ChatConversation {
             out.line(ChatFormatting.toolFinished(event["outcome"]?.stringValue ?? "?", event["content"] ?? .null))
         case "usage":
             guard let report = try? event.decode(as: Usage.self) else { return }
-            var sum = turn?.usage ?? Usage(inputTokens: 0, outputTokens: 0)
-            sum.inputTokens += report.inputTokens
-            sum.outputTokens += report.outputTokens
-            if let c = report.cachedInputTokens { sum.cachedInputTokens = (sum.cachedInputTokens ?? 0) + c }
-            if let r = report.reasoningTokens { sum.reasoningTokens = (sum.reasoningTokens ?? 0) + r }
+            var sum = turn?.usage ?? Usage()
+            sum.add(report)
             turn?.usage = sum
         case "retrying":
             let after = event["afterSeconds"]?.numberValue.map { String(format: "%.1f", $0) } ?? "?"

@@ -62,8 +62,8 @@ enum ChatFormatting {
     /// The line after a turn: tokens if the provider reported any, round trips and tool calls.
     static func turnSummary(usage: Usage?, roundTrips: Int?, toolCalls: Int?) -> String {
         var parts: [String] = []
-        if let u = usage {
-            var tokens = "\(u.inputTokens) in, \(u.outputTokens) out"
+        if let u = usage, u.inputTokens != nil || u.outputTokens != nil {
+            var tokens = "\(u.inputTokens.map(String.init) ?? "?") in, \(u.outputTokens.map(String.init) ?? "?") out"
             if let c = u.cachedInputTokens, c > 0 { tokens += ", \(c) cached" }
             if let r = u.reasoningTokens, r > 0 { tokens += ", \(r) reasoning" }
             parts.append("usage: \(tokens) tokens")

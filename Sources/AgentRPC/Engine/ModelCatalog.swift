@@ -36,6 +36,14 @@ struct ModelCatalog: Sendable {
             } catch {
                 throw RPCError.invalidConfiguration("\(path) is not valid JSON: \(error)")
             }
+            // The same checks as an inline model, so a duration out of range is named here
+            // rather than trapping a clock later.
+            for (name, model) in (file.models ?? [:]).sorted(by: { $0.key < $1.key }) {
+                if let problem = SessionConfig(model: .inline(model)).validate().first {
+                    let field = "models.\(name)" + problem.path.dropFirst("model".count)
+                    throw RPCError.invalidConfiguration("\(path): \(field): \(problem.message)", field: field)
+                }
+            }
             if let d = file.defaultModel, file.models?[d] == nil {
                 throw RPCError.invalidConfiguration("\(path): defaultModel '\(d)' is not among the models", field: "defaultModel")
             }

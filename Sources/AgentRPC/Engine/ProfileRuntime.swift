@@ -330,7 +330,8 @@ extension AgentSession {
                     switch event {
                     case .textDelta(let d), .refusalDelta(let d): response.text += d
                     case .toolCall(let call): response.toolCalls.append(call)
-                    case .usage(let u):
+                    case .usage(let reported):
+                        let u = believableUsage(reported)
                         usage = u
                         lastUsageReport = Usage(u)
                         emit(.usage(Usage(u)))

@@ -242,7 +242,7 @@ extension AgentSession {
         }
         let callId = call.id
         let timeoutTask = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(timeout))
+            try? await Task.sleep(for: .clampedSeconds(timeout))
             guard !Task.isCancelled else { return }
             await self?.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds"), callId: callId)
         }

@@ -36,11 +36,9 @@ struct TurnState: Sendable {
     }
 
     /// Counts one provider request's usage (its last, cumulative report) in the turn.
+    /// A turn whose provider reported no usage keeps `usage` empty: not reported, not 0.
     mutating func addUsage(_ u: ModelUsage) {
-        usage.inputTokens += u.inputTokens
-        usage.outputTokens += u.outputTokens
-        if let c = u.cachedInputTokens { usage.cachedInputTokens = (usage.cachedInputTokens ?? 0) + c }
-        if let r = u.reasoningTokens { usage.reasoningTokens = (usage.reasoningTokens ?? 0) + r }
+        usage.add(Usage(u))
     }
 }
 
@@ -207,7 +205,7 @@ extension AgentSession {
 
     private func runTurn(_ turn: inout TurnState, control: TurnControl, input: TurnInput) async throws -> TurnOutcome {
         let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
-            try? await Task.sleep(for: .seconds(limit))
+            try? await Task.sleep(for: .clampedSeconds(limit))
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
         defer { watchdog.cancel() }
@@ -351,12 +349,12 @@ extension AgentSession {
         guard error.retryGuidance.kind == .retryWithBackoff, !hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
         let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
         let elapsed = turn.startedAt.duration(to: .now)
-        let remaining = turn.limits.wallClockSeconds - Double(elapsed.components.seconds) - Double(elapsed.components.attoseconds) / 1e18
+        let remaining = turn.limits.wallClockSeconds - elapsed.secondsValue
         guard delay < remaining else { throw error }
         emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
-        do { try await Task.sleep(for: .seconds(delay)) } catch {
+        do { try await Task.sleep(for: .clampedSeconds(delay)) } catch {
             try checkpoint(control)
             throw error
         }
@@ -393,7 +391,8 @@ extension AgentSession {
                 emit(.textDelta(delta))
             case .toolCall(let call):
                 output.toolCalls.append(call)
-            case .usage(let u):
+            case .usage(let reported):
+                let u = believableUsage(reported)
                 output.usage = u
                 let report = Usage(u)
                 lastUsageReport = report

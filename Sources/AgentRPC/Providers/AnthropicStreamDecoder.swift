@@ -80,9 +80,13 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
         }
     }
 
+    /// A stream whose `message_delta` gave the stop reason and then closed without
+    /// `message_stop` is complete (as the official SDKs treat it); one that never
+    /// said why it stopped is truncated.
     public mutating func finish() throws -> [ProviderEvent] {
         if isComplete { return [] }
         try reportPendingBadTool()
+        if stopReason != nil { return try complete() }
         throw ProviderError.truncated("no message_stop")
     }
 

@@ -51,8 +51,11 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         return try decode(chunk: chunk)
     }
 
+    /// A stream that gave its `finish_reason` and then closed without `[DONE]` is
+    /// complete (as the official SDKs treat it); one that never said it finished is not.
     public mutating func finish() throws -> [ProviderEvent] {
         if isComplete { return [] }
+        if finishReason != nil { return try complete() }
         throw ProviderError.truncated("no [DONE]")
     }
 

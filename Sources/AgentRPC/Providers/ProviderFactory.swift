@@ -73,7 +73,7 @@ enum ProviderFactory {
         let options = config.options ?? [:]
         var http = HTTPProviderConfiguration(
             baseURL: url, apiKey: key, model: model, headers: config.headers ?? [:],
-            timeoutSeconds: config.timeoutSeconds ?? 600,
+            timeoutSeconds: min(config.timeoutSeconds ?? 600, DurationBounds.maximumSeconds),
             streamTools: options["streamTools"]?.boolValue ?? true,
             strictTools: options["strictTools"]?.boolValue ?? false,
             useMaxCompletionTokens: options["useMaxCompletionTokens"]?.boolValue ?? false,

@@ -49,11 +49,16 @@ public enum OpenAIRequestBuilder {
                 if configuration.strictTools { function["strict"] = true }
                 return ["type": "function", "function": .object(function)]
             })
-            switch request.toolChoice {
-            case .auto: body["tool_choice"] = "auto"
-            case .none: body["tool_choice"] = "none"
-            case .required: body["tool_choice"] = "required"
-            case .tool(let name): body["tool_choice"] = ["type": "function", "function": ["name": .string(name)]]
+            // `auto` is the API's default and is left out: some compatible servers
+            // (llama.cpp) answer an empty message when they get it. A model configured
+            // with `supportsToolChoice: false` never gets the field at all.
+            if configuration.capabilities.supportsToolChoice {
+                switch request.toolChoice {
+                case .auto: break
+                case .none: body["tool_choice"] = "none"
+                case .required: body["tool_choice"] = "required"
+                case .tool(let name): body["tool_choice"] = ["type": "function", "function": ["name": .string(name)]]
+                }
             }
         }
         if let t = request.options.temperature { body["temperature"] = .double(t) }
@@ -156,7 +161,7 @@ public enum AnthropicRequestBuilder {
             }
             body["tools"] = .array(tools)
             switch request.toolChoice {
-            case .auto: body["tool_choice"] = ["type": "auto"]
+            case .auto: break  // the API's default
             case .none: body["tool_choice"] = ["type": "none"]
             case .required: body["tool_choice"] = ["type": "any"]
             case .tool(let name): body["tool_choice"] = ["type": "tool", "name": .string(name)]

@@ -43,7 +43,7 @@ public final class ScriptedProvider: ModelProvider {
         }
         let task = Task {
             if let delay = item.delayMs, delay > 0 {
-                do { try await Task.sleep(for: .milliseconds(delay)) } catch {
+                do { try await Task.sleep(for: .clampedMilliseconds(delay)) } catch {
                     continuation.finish(throwing: CancellationError())
                     return
                 }

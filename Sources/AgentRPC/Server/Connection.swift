@@ -279,7 +279,7 @@ final class RequestDeadlines: @unchecked Sendable {
 
     /// Calls `expire` (on the watcher thread) once `seconds` have passed, unless removed first.
     func add(_ id: RequestID, after seconds: Double, expire: @escaping @Sendable () -> Void) {
-        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
         condition.lock()
         defer { condition.unlock() }
         if stopped { return }
@@ -338,8 +338,7 @@ final class RequestDeadlines: @unchecked Sendable {
             wakeAt = earliest
             if let earliest {
                 let remaining = now.duration(to: earliest)
-                let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
-                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+                _ = condition.wait(until: Date(timeIntervalSinceNow: remaining.secondsValue))
             } else {
                 condition.wait()
             }

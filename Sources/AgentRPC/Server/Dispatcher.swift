@@ -71,7 +71,7 @@ final class Dispatcher: Sendable {
     /// Waits until no request task is running, at most `timeoutSeconds`.
     func waitForIdle(timeoutSeconds: Double) async {
         let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(timeoutSeconds))
+        let deadline = clock.now.advanced(by: .clampedSeconds(timeoutSeconds))
         while clock.now < deadline {
             let tasks = inFlight.withLock { Array($0.values) }
             if tasks.isEmpty { return }

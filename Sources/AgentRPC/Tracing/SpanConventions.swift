@@ -106,15 +106,14 @@ extension Tracer {
 }
 
 extension ActiveSpan {
-    /// Sets the `gen_ai.usage.*` attributes; cached and reasoning tokens only when reported.
+    /// Sets the `gen_ai.usage.*` attributes the provider reported (none for a count it did not).
     public func recordUsage(_ usage: Usage) {
-        var attributes: [String: SpanValue] = [
-            SpanAttributeKey.inputTokens: .int(usage.inputTokens),
-            SpanAttributeKey.outputTokens: .int(usage.outputTokens),
-        ]
+        var attributes: [String: SpanValue] = [:]
+        if let input = usage.inputTokens { attributes[SpanAttributeKey.inputTokens] = .int(input) }
+        if let output = usage.outputTokens { attributes[SpanAttributeKey.outputTokens] = .int(output) }
         if let cached = usage.cachedInputTokens { attributes[SpanAttributeKey.cachedInputTokens] = .int(cached) }
         if let reasoning = usage.reasoningTokens { attributes[SpanAttributeKey.reasoningTokens] = .int(reasoning) }
-        setAttributes(attributes)
+        if !attributes.isEmpty { setAttributes(attributes) }
     }
 
     /// Sets `tool.outcome`; `failed` and `conflict` also mark the span as an error.

@@ -97,8 +97,8 @@ public struct TranscriptReplayer: Sendable {
             let argument = arguments[i]
             switch argument {
             case "--timeout":
-                guard i + 1 < arguments.count, let seconds = Double(arguments[i + 1]), seconds > 0 else {
-                    output("--timeout needs a positive number of seconds\n\(usage)")
+                guard i + 1 < arguments.count, let seconds = Double(arguments[i + 1]), DurationBounds.positiveSeconds.contains(seconds) else {
+                    output("--timeout \(DurationBounds.positiveSeconds.requirement)\n\(usage)")
                     return 2
                 }
                 timeout = seconds

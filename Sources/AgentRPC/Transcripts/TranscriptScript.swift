@@ -139,7 +139,7 @@ struct TranscriptScript: Sendable {
             }
         }
         if let t = o["timeoutSeconds"] {
-            guard let seconds = t.numberValue, seconds > 0 else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" must be a positive number") }
+            guard let seconds = t.numberValue, DurationBounds.positiveSeconds.contains(seconds) else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
             header.timeoutSeconds = seconds
         }
         return header
@@ -159,7 +159,7 @@ struct TranscriptScript: Sendable {
         }
         var timeout: Double?
         if let t = o["timeoutSeconds"] {
-            guard let seconds = t.numberValue, seconds > 0 else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" must be a positive number") }
+            guard let seconds = t.numberValue, DurationBounds.positiveSeconds.contains(seconds) else { throw TranscriptLoadError(line: line, message: "\"timeoutSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
             timeout = seconds
         }
         guard let key = kinds.first, let value = o[key] else {
@@ -238,7 +238,7 @@ struct TranscriptScript: Sendable {
             }
             var within: Double?
             if let w = e["withinSeconds"] {
-                guard let s = w.numberValue, s > 0 else { throw TranscriptLoadError(line: line, message: "expectExit \"withinSeconds\" must be a positive number") }
+                guard let s = w.numberValue, DurationBounds.positiveSeconds.contains(s) else { throw TranscriptLoadError(line: line, message: "expectExit \"withinSeconds\" \(DurationBounds.positiveSeconds.requirement)") }
                 within = s
             }
             kind = .expectExit(code: code, withinSeconds: within)

@@ -282,7 +282,8 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
         case "hookFired": self = .hookFired(hook: try c.decode(HookName.self, forKey: .hook), profile: try str(.profile))
         case "usage":
             self = .usage(Usage(
-                inputTokens: try c.decode(Int.self, forKey: .inputTokens), outputTokens: try c.decode(Int.self, forKey: .outputTokens),
+                inputTokens: try c.decodeIfPresent(Int.self, forKey: .inputTokens),
+                outputTokens: try c.decodeIfPresent(Int.self, forKey: .outputTokens),
                 cachedInputTokens: try c.decodeIfPresent(Int.self, forKey: .cachedInputTokens),
                 reasoningTokens: try c.decodeIfPresent(Int.self, forKey: .reasoningTokens)))
         case "schemaWarnings": self = .schemaWarnings(try c.decode([SchemaWarning].self, forKey: .warnings))
@@ -332,7 +333,7 @@ public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
             event("entryAppended", ["entry": WireSchema.ref(TranscriptEntry.self)]),
             event("propertiesChanged", ["set": WireSchema.map(any), "removed": WireSchema.array(s)]),
             event("hookFired", ["hook": WireSchema.ref(HookName.self), "profile": s]),
-            event("usage", ["inputTokens": int, "outputTokens": int], optional: ["cachedInputTokens": int, "reasoningTokens": int]),
+            event("usage", [:], optional: ["inputTokens": int, "outputTokens": int, "cachedInputTokens": int, "reasoningTokens": int]),
             event("schemaWarnings", ["warnings": WireSchema.array(WireSchema.ref(SchemaWarning.self))]),
             event("contextDiagnostics", ["diagnostics": WireSchema.array(WireSchema.ref(ContextDiagnostic.self))]),
             event("cacheInvalidated", ["reason": WireSchema.ref(CacheInvalidationReason.self)], optional: ["firstChangedEntry": s]),

@@ -468,13 +468,15 @@ public struct TurnOptions: Codable, Sendable, Hashable {
 }
 
 /// Token counts. In `TurnResult` and `session/generate` these are the turn's totals.
+/// A count the provider did not report is absent, never 0: a local server that
+/// reports no usage gives `usage: {}`.
 public struct Usage: Codable, Sendable, Hashable {
-    public var inputTokens: Int
-    public var outputTokens: Int
+    public var inputTokens: Int?
+    public var outputTokens: Int?
     public var cachedInputTokens: Int?
     public var reasoningTokens: Int?
 
-    public init(inputTokens: Int = 0, outputTokens: Int = 0, cachedInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
+    public init(inputTokens: Int? = nil, outputTokens: Int? = nil, cachedInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.cachedInputTokens = cachedInputTokens
@@ -483,13 +485,30 @@ public struct Usage: Codable, Sendable, Hashable {
 
     /// The object's members, shared with the `usage` event, which carries them inline.
     var jsonMembers: [String: JSONValue] {
-        var o: [String: JSONValue] = ["inputTokens": .int(inputTokens), "outputTokens": .int(outputTokens)]
+        var o: [String: JSONValue] = [:]
+        if let inputTokens { o["inputTokens"] = .int(inputTokens) }
+        if let outputTokens { o["outputTokens"] = .int(outputTokens) }
         if let cachedInputTokens { o["cachedInputTokens"] = .int(cachedInputTokens) }
         if let reasoningTokens { o["reasoningTokens"] = .int(reasoningTokens) }
         return o
     }
 
     public var json: JSONValue { .object(jsonMembers) }
+
+    /// Adds another report: a count stays absent until some report has it;
+    /// sums saturate instead of overflowing.
+    public mutating func add(_ other: Usage) {
+        func sum(_ a: Int?, _ b: Int?) -> Int? {
+            guard let b else { return a }
+            guard let a else { return b }
+            let (s, overflow) = a.addingReportingOverflow(b)
+            return overflow ? Int.max : s
+        }
+        inputTokens = sum(inputTokens, other.inputTokens)
+        outputTokens = sum(outputTokens, other.outputTokens)
+        cachedInputTokens = sum(cachedInputTokens, other.cachedInputTokens)
+        reasoningTokens = sum(reasoningTokens, other.reasoningTokens)
+    }
 }
 
 /// Why a turn ended successfully (docs/protocol.md, "How a reply ended").

@@ -93,6 +93,10 @@ public enum ModelReference: Codable, Sendable, Hashable, JSONSchemaProviding, Ex
     public static var jsonSchemaDependencies: [any Decodable.Type] { [ModelConfig.self] }
 }
 
+extension ModelConfig: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = ["timeoutSeconds": DurationBounds.positiveSeconds]
+}
+
 /// Which provider implementation talks to the model.
 public enum ProviderKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     /// OpenAI Chat Completions and compatible servers.
@@ -191,6 +195,10 @@ public struct ScriptItem: Codable, Sendable, Hashable {
     }
 }
 
+extension ScriptItem: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = ["delayMs": DurationBounds.nonNegativeMilliseconds]
+}
+
 /// A tool call the scripted model makes.
 public struct ScriptToolCall: Codable, Sendable, Hashable {
     public var name: String
@@ -239,6 +247,10 @@ public struct ScriptError: Codable, Sendable, Hashable {
         self.httpStatus = httpStatus
         self.message = message
     }
+}
+
+extension ScriptError: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = ["afterSeconds": DurationBounds.nonNegativeSeconds]
 }
 
 // MARK: - Role, tools, guards, limits
@@ -392,6 +404,15 @@ public struct Limits: Codable, Sendable, Hashable {
     public var effectiveConfirmationTimeoutSeconds: Double {
         confirmationTimeoutSeconds ?? Self.defaultConfirmationTimeoutSeconds
     }
+}
+
+extension Limits: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = [
+        "wallClockSeconds": DurationBounds.positiveSeconds,
+        "toolTimeoutSeconds": DurationBounds.positiveSeconds,
+        "confirmationTimeoutSeconds": DurationBounds.positiveSeconds,
+        "askUserTimeoutSeconds": DurationBounds.positiveSeconds,
+    ]
 }
 
 /// How the model is asked to use tools: `"auto"`, `"none"`, `"required"` or `{"tool": name}`.

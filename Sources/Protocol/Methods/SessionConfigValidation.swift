@@ -80,12 +80,18 @@ private struct ConfigChecker {
         guard let l = limits else { return }
         if let v = l.maxToolCalls, v <= 0 { add(path + ".maxToolCalls", "must be positive") }
         if let v = l.maxRoundTrips, v <= 0 { add(path + ".maxRoundTrips", "must be positive") }
-        let seconds: [(String, Double?)] = [
+        checkBounds(Limits.self, path, [
             ("wallClockSeconds", l.wallClockSeconds), ("toolTimeoutSeconds", l.toolTimeoutSeconds),
             ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),
-        ]
-        for (name, value) in seconds {
-            if let v = value, !(v > 0 && v.isFinite) { add(path + "." + name, "must be a positive number of seconds") }
+        ])
+    }
+
+    /// Checks values against the ranges `T` declares for its schema, so the schema
+    /// and the server agree.
+    mutating func checkBounds<T: JSONSchemaBounded>(_: T.Type, _ path: String, _ values: [(String, Double?)]) {
+        for (name, value) in values {
+            guard let v = value, let bounds = T.jsonSchemaBounds[name], !bounds.contains(v) else { continue }
+            add(path + "." + name, bounds.requirement)
         }
     }
 
@@ -136,10 +142,11 @@ private struct ConfigChecker {
         case .named(let name):
             if name.isEmpty { add(path, "must not be empty") }
         case .inline(let m):
-            if let t = m.timeoutSeconds, !(t > 0 && t.isFinite) { add(path + ".timeoutSeconds", "must be positive") }
+            checkBounds(ModelConfig.self, path, [("timeoutSeconds", m.timeoutSeconds)])
             if m.provider != .scripted, m.script != nil { add(path + ".script", "only the scripted provider takes a script") }
             for (i, item) in (m.script ?? []).enumerated() {
-                if let d = item.delayMs, d < 0 { add("\(path).script[\(i)].delayMs", "must not be negative") }
+                checkBounds(ScriptItem.self, "\(path).script[\(i)]", [("delayMs", item.delayMs.map(Double.init))])
+                checkBounds(ScriptError.self, "\(path).script[\(i)].error", [("afterSeconds", item.error?.afterSeconds)])
             }
         }
     }

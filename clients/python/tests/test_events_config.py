@@ -96,7 +96,7 @@ def test_results_decode_leniently() -> None:
                                    "roundTrips": 1, "toolCalls": 0, "revision": 3, "newField": True})
     assert result.text == "hi" and result.final_answer == {"a": 1} and result.raw["newField"] is True
     empty = TurnResult.from_wire(None)
-    assert empty.text == "" and empty.usage.input_tokens == 0
+    assert empty.text == "" and empty.usage.input_tokens is None and not empty.usage.reported
     state = SessionState.from_wire({"sessionId": "s", "isRunning": True, "pendingConfirmation": {
         "callId": "c", "name": "n", "arguments": {}, "reason": "why"}, "activeToolCalls": [{"callId": "c", "name": "n"}]})
     assert state.pending_confirmation is not None and state.pending_confirmation.reason == "why"

@@ -170,10 +170,10 @@ class HookFired(Event):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UsageEvent(Event):
-    """The provider reported usage for a round trip."""
+    """The provider reported usage for a round trip (a count it left out is ``None``)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
 
@@ -323,8 +323,8 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
         return HookFired, {"hook": _str(e.get("hook")), "profile": _str(e.get("profile"))}
     if kind == "usage":
         return UsageEvent, {
-            "input_tokens": _int(e.get("inputTokens")),
-            "output_tokens": _int(e.get("outputTokens")),
+            "input_tokens": _opt_int(e.get("inputTokens")),
+            "output_tokens": _opt_int(e.get("outputTokens")),
             "cached_input_tokens": _opt_int(e.get("cachedInputTokens")),
             "reasoning_tokens": _opt_int(e.get("reasoningTokens")),
         }

@@ -74,28 +74,39 @@ def _opt_int(value: Any) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of a turn (summed over its round trips) or of one report."""
+    """Token counts of a turn (summed over its round trips) or of one report.
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    A count the provider did not report is ``None``, never 0 (a local server
+    that reports no usage gives ``Usage()`` with every field ``None``).
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
 
     @classmethod
     def from_wire(cls, value: Any) -> Usage:
-        """Decode ``{inputTokens, outputTokens, cachedInputTokens?, reasoningTokens?}``."""
+        """Decode ``{inputTokens?, outputTokens?, cachedInputTokens?, reasoningTokens?}``."""
         obj = _obj(value)
         return cls(
-            _int(obj.get("inputTokens")),
-            _int(obj.get("outputTokens")),
+            _opt_int(obj.get("inputTokens")),
+            _opt_int(obj.get("outputTokens")),
             _opt_int(obj.get("cachedInputTokens")),
             _opt_int(obj.get("reasoningTokens")),
         )
 
     @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
+    def reported(self) -> bool:
+        """Whether the provider reported input or output tokens at all."""
+        return self.input_tokens is not None or self.output_tokens is not None
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens; ``None`` when neither was reported."""
+        if not self.reported:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,114 @@
+/// A numeric range a wire field accepts. Declared once per field, it gives both
+/// the schema keywords (`minimum`/`exclusiveMinimum`/`maximum`) and the check the
+/// server applies, so the two cannot drift (docs/protocol.md, "Limits").
+public struct NumericBounds: Sendable, Hashable {
+    public var lowerBound: Double
+    /// True when `lowerBound` itself is refused (`> 0` rather than `>= 0`).
+    public var excludesLowerBound: Bool
+    public var upperBound: Double
+    /// The unit named in messages ("seconds", "milliseconds"), or nil.
+    public var unit: String?
+
+    public init(lowerBound: Double, excludesLowerBound: Bool, upperBound: Double, unit: String? = nil) {
+        self.lowerBound = lowerBound
+        self.excludesLowerBound = excludesLowerBound
+        self.upperBound = upperBound
+        self.unit = unit
+    }
+
+    /// False for NaN and infinities too.
+    public func contains(_ value: Double) -> Bool {
+        value.isFinite && (excludesLowerBound ? value > lowerBound : value >= lowerBound) && value <= upperBound
+    }
+
+    public func contains(_ value: Int) -> Bool { contains(Double(value)) }
+
+    /// What an out-of-range value is told: "must be > 0 and <= 2592000 seconds".
+    public var requirement: String {
+        let lower = (excludesLowerBound ? "> " : ">= ") + Self.format(lowerBound)
+        return "must be \(lower) and <= \(Self.format(upperBound))" + (unit.map { " " + $0 } ?? "")
+    }
+
+    /// The JSON Schema keywords that state this range.
+    public var schemaKeywords: [String: JSONValue] {
+        [
+            excludesLowerBound ? "exclusiveMinimum" : "minimum": Self.number(lowerBound),
+            "maximum": Self.number(upperBound),
+        ]
+    }
+
+    private static func number(_ v: Double) -> JSONValue {
+        v == v.rounded() && abs(v) < 9.0e15 ? .int(Int(v)) : .double(v)
+    }
+
+    private static func format(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 9.0e15 ? String(Int(v)) : String(v)
+    }
+}
+
+/// The ranges every duration in the protocol, the configuration file and the
+/// command line accepts. Thirty days is far beyond any real turn, tool or model
+/// call, and far below anything a clock or a conversion could overflow on.
+public enum DurationBounds {
+    /// The longest duration any field accepts: 30 days.
+    public static let maximumSeconds: Double = 30 * 24 * 60 * 60
+    /// Timeouts and limits: more than zero, at most 30 days.
+    public static let positiveSeconds = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: maximumSeconds, unit: "seconds")
+    /// Delays and hints, where zero means "none": 0 to 30 days.
+    public static let nonNegativeSeconds = NumericBounds(lowerBound: 0, excludesLowerBound: false, upperBound: maximumSeconds, unit: "seconds")
+    /// Millisecond delays: 0 to 30 days.
+    public static let nonNegativeMilliseconds = NumericBounds(lowerBound: 0, excludesLowerBound: false, upperBound: maximumSeconds * 1000, unit: "milliseconds")
+}
+
+/// A wire type whose numeric properties have ranges: the schema generator adds
+/// each range's keywords to the property's schema (docs/protocol.md, "Limits").
+public protocol JSONSchemaBounded {
+    /// Bounds by coding key.
+    static var jsonSchemaBounds: [String: NumericBounds] { get }
+}
+
+extension Duration {
+    /// `seconds` as a `Duration`, clamped to 0...`DurationBounds.maximumSeconds`
+    /// (NaN is 0). The one conversion from a number of seconds that came from
+    /// input: `Duration.seconds(Double)` and the clocks trap on values far out of range.
+    public static func clampedSeconds(_ seconds: Double) -> Duration {
+        guard seconds > 0 else { return .zero }
+        let s = Swift.min(seconds, DurationBounds.maximumSeconds)
+        let whole = s.rounded(.down)
+        return .seconds(Int64(whole)) + .nanoseconds(Int64(((s - whole) * 1e9).rounded(.down)))
+    }
+
+    /// `milliseconds` as a `Duration`, clamped the same way.
+    public static func clampedMilliseconds(_ milliseconds: Int) -> Duration {
+        clampedSeconds(Double(milliseconds) / 1000)
+    }
+
+    /// This duration in seconds, as a `Double`.
+    public var secondsValue: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+extension Int {
+    /// `value` rounded toward zero and clamped to `Int`'s range (NaN is 0):
+    /// `Int(Double)` traps on anything out of range.
+    public init(saturating value: Double) {
+        if value.isNaN {
+            self = 0
+        } else if value >= 9.2e18 {
+            self = .max
+        } else if value <= -9.2e18 {
+            self = .min
+        } else {
+            self = Int(value.rounded(.towardZero))
+        }
+    }
+}
+
+extension Int {
+    /// `self + other`, stuck at `Int.max`/`Int.min` instead of trapping.
+    public func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+}
