@@ -740,12 +740,7 @@ export type TurnStatus = "completed" | "failed" | "cancelled";
 
 export type UndoOutcome = "committed" | "rolledBack" | "none";
 
-export interface Usage {
-  cachedInputTokens?: number;
-  inputTokens: number;
-  outputTokens: number;
-  reasoningTokens?: number;
-}
+export type Usage = ScriptUsage;
 
 export interface UserAskParams {
   callId: string;
@@ -839,8 +834,8 @@ export interface HookFiredEvent {
 
 export interface UsageEvent {
   cachedInputTokens?: number;
-  inputTokens: number;
-  outputTokens: number;
+  inputTokens?: number;
+  outputTokens?: number;
   reasoningTokens?: number;
   type: "usage";
 }
