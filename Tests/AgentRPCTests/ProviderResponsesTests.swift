@@ -170,6 +170,30 @@ enum ResponsesFixtures {
         ]))
     }
 
+    @Test func terminalEventAloneCarriesTheReply() {
+        let outcome = decode([[
+            "type": "response.completed",
+            "response": ["status": "completed", "output": [
+                ["type": "message", "id": "m_1", "content": [["type": "output_text", "text": "Whole."]]],
+                ["type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls", "arguments": "{\"a\":1}"],
+            ], "usage": ["input_tokens": 1, "output_tokens": 2]],
+        ]])
+        #expect(outcome == .events([
+            .textDelta("Whole."), .toolCall(ModelToolCall(id: "call_1", name: "ls", argumentsJSON: "{\"a\":1}")),
+            .usage(ModelUsage(inputTokens: 1, outputTokens: 2)), .end(.toolUse),
+        ]))
+    }
+
+    @Test func deltasWithoutItemIdsAreNotRepeatedByTheFinishedItem() {
+        let outcome = decode([
+            ["type": "response.output_text.delta", "delta": "Hi"],
+            ["type": "response.output_item.done", "output_index": 0,
+             "item": ["type": "message", "id": "m_1", "content": [["type": "output_text", "text": "Hi"]]]],
+            Self.completed,
+        ])
+        #expect(outcome == .events([.textDelta("Hi"), .end(.endTurn)]))
+    }
+
     @Test func argumentDeltasWithoutAnAddedItemNeedTheNameFromDone() {
         let outcome = decode([
             ["type": "response.function_call_arguments.delta", "item_id": "fc_9", "output_index": 0, "delta": "{\"a\":"],

@@ -36,7 +36,8 @@ public struct OpenAIResponsesProvider: ModelProvider {
             decoder: OpenAIResponsesStreamDecoder(secrets: secrets),
             wholeBodyDecoder: { try OpenAIResponsesStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds)
+            timeoutSeconds: configuration.timeoutSeconds,
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
     }
 
     public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {

@@ -78,7 +78,9 @@ public struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
 ///   ["reasoning.encrypted_content"]`) are emitted as one `.reasoningSignature`
 ///   (`OpenAIResponsesReasoningCarrier`) at the terminal event.
 /// * An item that reaches `response.output_item.done` without having streamed
-///   its text (a server that sends whole items only) has its text emitted then.
+///   its text (a server that sends whole items only) has its text emitted then;
+///   a stream with no item events at all is read from the terminal event's
+///   `response.output`, as a whole (non-streamed) Response object is.
 /// * Terminal events: `response.completed` (stop `toolUse` with calls, `refusal`
 ///   when the only output was a refusal, else `endTurn`) and `response.incomplete`
 ///   (`incomplete_details.reason` `max_output_tokens` → `maxTokens`,
@@ -112,6 +114,8 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     private var lastReasoningPart: (item: String, index: Int)?
     private var sawText = false
     private var sawRefusal = false
+    /// Any output item event seen; when none was, the terminal event's `output` is read instead.
+    private var sawItemEvents = false
     public private(set) var isComplete = false
     private let secrets: [String]
 
@@ -144,12 +148,14 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
             let part = payload["summary_index"]?.intValue ?? payload["content_index"]?.intValue ?? 0
             return reasoning(delta, item: payload["item_id"]?.stringValue ?? "", part: part)
         case "response.output_item.added":
+            sawItemEvents = true
             if let item = payload["item"], item["type"]?.stringValue == "function_call" {
                 let slot = callSlot(itemId: item["id"]?.stringValue ?? "", outputIndex: payload["output_index"]?.intValue)
                 update(slot, with: item)
             }
             return []
         case "response.function_call_arguments.delta":
+            sawItemEvents = true
             let slot = callSlot(itemId: payload["item_id"]?.stringValue ?? "", outputIndex: payload["output_index"]?.intValue)
             calls[slot].arguments += payload["delta"]?.stringValue ?? ""
             return []
@@ -180,7 +186,10 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     // MARK: - Items
 
     private mutating func markStreamed(_ payload: JSONValue) {
-        if let id = payload["item_id"]?.stringValue { streamedItems.insert(id) }
+        sawItemEvents = true
+        // A delta without an item id (a lax compatible server) marks every item as
+        // streamed, so no finished item repeats text already shown.
+        streamedItems.insert(payload["item_id"]?.stringValue ?? "")
     }
 
     private mutating func reasoning(_ delta: String, item: String, part: Int) -> [ProviderEvent] {
@@ -214,8 +223,9 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     }
 
     mutating func itemDone(_ item: JSONValue, outputIndex: Int?) -> [ProviderEvent] {
+        sawItemEvents = true
         let id = item["id"]?.stringValue ?? ""
-        let streamed = streamedItems.contains(id)
+        let streamed = streamedItems.contains(id) || streamedItems.contains("")
         switch item["type"]?.stringValue {
         case "function_call"?:
             let slot = callSlot(itemId: id, outputIndex: outputIndex)
@@ -268,6 +278,11 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         let reason = response["incomplete_details"]?["reason"]?.stringValue
         let isIncomplete = incomplete || response["status"]?.stringValue == "incomplete"
         var events: [ProviderEvent] = []
+        if !sawItemEvents {
+            // Nothing streamed (a whole Response object, or a server that only sends
+            // the terminal event): its `output` is the reply.
+            for (n, item) in (response["output"]?.arrayValue ?? []).enumerated() { events += itemDone(item, outputIndex: n) }
+        }
         for (n, call) in calls.enumerated() {
             guard !call.name.isEmpty else {
                 throw ProviderContractViolation("\(Self.providerLabel) stream: function call \(call.itemId.isEmpty ? "#\(n)" : call.itemId) has no name")
@@ -358,15 +373,10 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
             throw value["output"] == nil ? mapError(value, secrets: secrets) : failure(error, secrets: secrets)
         }
         if value["status"]?.stringValue == "failed" { throw failure(nil, secrets: secrets) }
-        guard let output = value["output"]?.arrayValue else {
+        guard value["output"]?.arrayValue != nil else {
             throw ProviderContractViolation("\(providerLabel) response has no output")
         }
         var decoder = OpenAIResponsesStreamDecoder(secrets: secrets)
-        var events: [ProviderEvent] = []
-        for (n, item) in output.enumerated() {
-            events += decoder.itemDone(item, outputIndex: n)
-        }
-        events += try decoder.complete(response: value, incomplete: false)
-        return events
+        return try decoder.complete(response: value, incomplete: false)
     }
 }

@@ -122,6 +122,22 @@ async def test_reasoning_and_function_call_round_trip_carries_encrypted_reasonin
         assert kept[0]["text"] == reasoning and "gAAAAABoEncryptedReasoningPayload02==" in kept[0]["signature"]
 
 
+async def test_stream_split_anywhere_across_reads_on_one_kept_alive_connection(tmp_path: Path) -> None:
+    """The recorded stream arrives 7 bytes at a time (splitting events, JSON and
+    UTF-8 characters across reads); both round trips share one connection."""
+    async with served(tmp_path) as (session, fake, _client, calls):
+        body = (RESPONSES / "reasoning-function-call.sse").read_bytes()
+        fake.queue(Canned(200, {"Content-Type": "text/event-stream"}, b"", slow_chunks=[body[i:i + 7] for i in range(0, len(body), 7)]))
+        text = (RESPONSES / "text.sse").read_bytes()
+        pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+        assert any(p[0] & 0xC0 == 0x80 for p in pieces), "some read must start inside a UTF-8 character"
+        fake.queue(Canned(200, {"Content-Type": "text/event-stream"}, b"", slow_chunks=pieces))
+        result = await session.send("weather in Paris?")
+        assert calls[0]["arguments"] == {"city": "Paris", "unit": "c"}
+        assert result["message"]["text"] == "The capital of France is Paris (Île-de-France) ✓."
+        assert len(fake.received) == 2 and fake.connections == 1
+
+
 async def test_structured_output_and_reasoning_without_summary(tmp_path: Path) -> None:
     async with served(tmp_path) as (session, fake, _client, _calls):
         fake.queue(sse("structured-output.sse"), sse("text.sse"))
