@@ -87,6 +87,7 @@ async def main() -> None:
                     await session.approve(event.call_id, arguments=fixed)
                 elif isinstance(event, ConfirmationRequested):
                     rule = await session.approve_for_session(event.call_id, {"path": "notes.*"})
+                    assert rule is not None  # the server answers with the rule it added
                     print(f"  approve for the session: {rule.tool} {rule.arguments}")
                 elif isinstance(event, ToolCallFinished):
                     print(f"  {event.name}: {event.content}")

@@ -36,6 +36,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let toolChoiceNotHonored = ErrorCode(-32031)
     public static let egressRefused = ErrorCode(-32040)
     public static let unreadableImageAttachment = ErrorCode(-32041)
+    public static let regexBudgetExceeded = ErrorCode(-32042)
     public static let providerError = ErrorCode(-32050)
     public static let providerContractViolation = ErrorCode(-32051)
     public static let toolExecutorError = ErrorCode(-32060)
@@ -84,6 +85,7 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let toolChoiceNotHonored: ErrorKind = "toolChoiceNotHonored"
     public static let egressRefused: ErrorKind = "egressRefused"
     public static let unreadableImageAttachment: ErrorKind = "unreadableImageAttachment"
+    public static let regexBudgetExceeded: ErrorKind = "regexBudgetExceeded"
     public static let providerError: ErrorKind = "providerError"
     public static let providerContractViolation: ErrorKind = "providerContractViolation"
     public static let toolExecutorError: ErrorKind = "toolExecutorError"
@@ -118,6 +120,7 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
         (.toolChoiceNotHonored, .toolChoiceNotHonored),
         (.egressRefused, .egressRefused),
         (.unreadableImageAttachment, .unreadableImageAttachment),
+        (.regexBudgetExceeded, .regexBudgetExceeded),
         (.providerError, .providerError),
         (.providerContractViolation, .providerContractViolation),
         (.toolExecutorError, .toolExecutorError),

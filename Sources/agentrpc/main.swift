@@ -42,6 +42,8 @@ let usage = """
     CHAT OPTIONS
       --model NAME            A model from the config file (default: its defaultModel; with none, the
                               built-in offline scripted demo, which is not a language model).
+      --local                 The repository's local model (scripts/local-model): installed if needed,
+                              its server started on a free port for this chat and stopped after it.
       --config PATH           Model configuration file, as for serve (passed on to the server).
       --session FILE          A session configuration (JSON, as for session/create) to start from:
                               instructions, profiles, limits... The chat adds its own tools.

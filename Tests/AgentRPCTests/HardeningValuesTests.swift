@@ -123,3 +123,42 @@ final class LockedBox<T: Sendable>: @unchecked Sendable {
         #expect(fine.sanitized().rejected.isEmpty)
     }
 }
+
+@Suite struct BoundedRegexTests {
+    static let pathological = String(repeating: "a", count: 29) + "!"
+
+    @Test func catastrophicBacktrackingIsStoppedByTheBudget() throws {
+        let regex = try BoundedRegex("(a+)+$")
+        #expect(throws: RegexBudgetExceeded(pattern: "(a+)+$")) { try regex.firstMatch(in: Self.pathological) }
+        #expect(throws: RegexBudgetExceeded(pattern: "(a+)+$")) { try regex.replacingMatches(in: Self.pathological, withLiteral: "x") }
+    }
+
+    @Test func ordinaryMatchesAndLiteralReplacement() throws {
+        let regex = try BoundedRegex(#"\d{4}"#)
+        #expect(try regex.firstMatch(in: "pin 1234"))
+        #expect(try !regex.firstMatch(in: "pin 12"))
+        #expect(try regex.replacingMatches(in: "1234 and 5678 é", withLiteral: "[$0]") == "[$0] and [$0] é")
+    }
+
+    /// A cancelled caller stops the match on the worker at its first progress
+    /// check (cancelled before the call, so the test does not race the budget).
+    @Test func cancellingTheCallerStopsTheMatch() async throws {
+        let regex = try BoundedRegex("(a+)+$")
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await RegexWorkers.run { () -> Result<Bool, RegexBudgetExceeded> in
+                do throws(RegexBudgetExceeded) { return .success(try regex.firstMatch(in: Self.pathological)) } catch { return .failure(error) }
+            }
+        }
+        let result = await task.value
+        #expect(throws: RegexBudgetExceeded(pattern: "(a+)+$", cancelled: true)) { try result.get() }
+    }
+
+    @Test func schemaPatternsRunPastTheirBudgetAreViolations() throws {
+        let validator = try JSONSchemaValidator(schema: ["type": "string", "pattern": "^(a+)+$"])
+        #expect(validator.usesPatterns)
+        let violations = validator.validate(.string(Self.pathological))
+        #expect(violations.map(\.message) == ["matching the pattern `^(a+)+$` took longer than its budget of 250 ms"])
+        #expect(try !JSONSchemaValidator(schema: ["type": "string"]).usesPatterns)
+    }
+}

@@ -314,7 +314,7 @@ private func expectedWindowStart(_ window: RollingWindow, _ entries: [Transcript
             output("o2", "t", "a", content: ["nested": ["deep": .string(secret)], "count": 2]),
             response("s", "t", "\(secret) and \(secret)"),
         ]
-        let redacted = HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "[card $0]"), entries)
+        let redacted = try HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "[card $0]"), entries)
         #expect(ids(redacted) == ids(entries))
         #expect(redacted[0].content == .prompt(text: "my card is [card $0], ok", images: nil))
         #expect(redacted[1].content == .reasoning(text: "the card [card $0]", profile: "p"))
@@ -328,22 +328,22 @@ private func expectedWindowStart(_ window: RollingWindow, _ entries: [Transcript
         #expect(entries[0].content == .prompt(text: "my card is \(secret), ok", images: nil))
     }
 
-    @Test func redactDropsTheSignatureOfRewrittenReasoningOnly() {
+    @Test func redactDropsTheSignatureOfRewrittenReasoningOnly() throws {
         let entries = [
             TranscriptEntry(id: "r1", turnId: "t", .reasoning(text: "card 4111-1111", profile: "p", signature: "s1")),
             TranscriptEntry(id: "r2", turnId: "t", .reasoning(text: "nothing secret", profile: "p", signature: "s2")),
         ]
-        let redacted = HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "x"), entries)
+        let redacted = try HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "x"), entries)
         // A signature seals its exact text: a rewritten one would be rejected by the provider.
         #expect(redacted[0].content == .reasoning(text: "card x", profile: "p", signature: nil))
         #expect(redacted[1].content == .reasoning(text: "nothing secret", profile: "p", signature: "s2"))
     }
 
-    @Test func redactKeepsImagesAndInvalidPatternsChangeNothing() {
+    @Test func redactKeepsImagesAndInvalidPatternsChangeNothing() throws {
         let withImage = [TranscriptEntry(id: "p", turnId: "t", .prompt(text: "secret", images: [.url("https://x/secret.png")]))]
-        #expect(HistoryTransformer.redact(Redaction(pattern: "secret", replacement: "x"), withImage)[0].content
+        #expect(try HistoryTransformer.redact(Redaction(pattern: "secret", replacement: "x"), withImage)[0].content
             == .prompt(text: "x", images: [.url("https://x/secret.png")]))
-        #expect(HistoryTransformer.redact(Redaction(pattern: "(", replacement: "x"), threeTurns) == threeTurns)
+        #expect(try HistoryTransformer.redact(Redaction(pattern: "(", replacement: "x"), threeTurns) == threeTurns)
     }
 
     @Test func patternProblemsNameTheBadPattern() throws {
@@ -383,31 +383,31 @@ private func expectedWindowStart(_ window: RollingWindow, _ entries: [Transcript
 
     // MARK: Composition
 
-    @Test func transformsApplyInOrder() {
-        let windowThenTools = HistoryTransformer.apply(
+    @Test func transformsApplyInOrder() throws {
+        let windowThenTools = try HistoryTransformer.apply(
             [.rollingWindow(RollingWindow(entries: 4)), .keepToolRecords], to: threeTurns, profile: "p")
         #expect(ids(windowThenTools) == ["p3", "c3", "o3d", "o3e"])
-        let toolsThenWindow = HistoryTransformer.apply(
+        let toolsThenWindow = try HistoryTransformer.apply(
             [.keepToolRecords, .rollingWindow(RollingWindow(entries: 6))], to: threeTurns, profile: "p")
         #expect(ids(toolsThenWindow) == ["c2", "o2", "p3", "c3", "o3d", "o3e"])
-        #expect(HistoryTransformer.apply([], to: threeTurns, profile: "p") == threeTurns)
+        #expect(try HistoryTransformer.apply([], to: threeTurns, profile: "p") == threeTurns)
     }
 
-    @Test func classicMultiAgentChatStore() {
+    @Test func classicMultiAgentChatStore() throws {
         // docs/protocol.md §11: own turns, then a message window that never splits a pair.
         let transforms: [HistoryTransform] = [.ownTurnsOnly, .rollingWindow(RollingWindow(messages: 4, evenPairs: true))]
-        #expect(ids(HistoryTransformer.apply(transforms, to: agents, profile: "B")) == ["p3", "s3", "p4"])
-        #expect(ids(HistoryTransformer.apply(transforms, to: agents, profile: "A")) == ["p3", "r3", "c3", "o3", "p4"])
+        #expect(ids(try HistoryTransformer.apply(transforms, to: agents, profile: "B")) == ["p3", "s3", "p4"])
+        #expect(ids(try HistoryTransformer.apply(transforms, to: agents, profile: "A")) == ["p3", "r3", "c3", "o3", "p4"])
     }
 
-    @Test func nonRedactingTransformsReturnEntriesUnchanged() {
+    @Test func nonRedactingTransformsReturnEntriesUnchanged() throws {
         let transforms: [HistoryTransform] = [
             .rollingWindow(RollingWindow(entries: 7)), .rollingWindow(RollingWindow(messages: 5, evenPairs: true)),
             .rollingWindow(RollingWindow(tokens: 9)), .dropCompletedToolCalls, .keepToolRecords, .ownTurnsOnly,
         ]
         for source in [threeTurns, agents] {
             for transform in transforms {
-                let kept = HistoryTransformer.apply(transform, to: source, profile: "B")
+                let kept = try HistoryTransformer.apply(transform, to: source, profile: "B")
                 #expect(isSubsequence(kept, of: source), "\(transform)")
                 #expect(exchangesIntact(kept, of: source), "\(transform)")
             }

@@ -111,7 +111,7 @@ private struct Requests {
         #expect(built.messages.count == built.entryIDs.count)
     }
 
-    @Test func aRollingWindowAndARedactionRewriteHistory() {
+    @Test func aRollingWindowAndARedactionRewriteHistory() throws {
         var tracker = PrefixTracker()
         func send(_ entries: [TranscriptEntry]) -> (reason: CacheInvalidationReason, firstChangedEntry: String?)? {
             let built = ModelHistory.messagesWithEntryIDs(from: entries)
@@ -120,7 +120,7 @@ private struct Requests {
         #expect(send(Array(transcript.prefix(4))) == nil)
         #expect(send(transcript) == nil)
 
-        let redacted = HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "#"), transcript)
+        let redacted = try HistoryTransformer.redact(Redaction(pattern: #"\d{4}-\d{4}"#, replacement: "#"), transcript)
         let rewritten = send(redacted)
         #expect(rewritten?.reason == .historyRewritten)
         #expect(rewritten?.firstChangedEntry == "p1")

@@ -386,7 +386,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(model.provider == .scripted)
         #expect(model.script?.count == 4)
         #expect(model.script?[1].toolCalls?.first == ScriptToolCall(name: "pass_baton", arguments: ["summary": "cranes"], id: "call-1"))
-        #expect(model.script?[2].error == ScriptError(code: "rateLimited", afterSeconds: 1, httpStatus: 429))
+        #expect(model.script?[2].error == ScriptError(code: .rateLimited, afterSeconds: 1, httpStatus: 429))
         #expect(model.script?[3].stall == true)
         #expect(config.limits?.effectiveWallClockSeconds == 120.5)
         #expect(config.properties?["summary"] == .null)

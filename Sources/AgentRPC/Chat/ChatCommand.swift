@@ -13,13 +13,15 @@ import Darwin
 /// starts this same binary as `agentrpc serve` and talks to it as an ordinary
 /// JSON-RPC client, so it exercises exactly what every other client gets.
 public enum ChatCommand {
-    static let usage = "usage: agentrpc chat [--model NAME] [--config FILE] [--session FILE]"
+    static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE]"
 
     /// What the command line asked for.
     struct Options: Equatable {
         var model: String?
         var configPath: String?
         var sessionPath: String?
+        /// `--local`: start the repository's local model for this chat.
+        var local = false
     }
 
     /// Parses `chat`'s arguments; the error is a message for the person.
@@ -32,6 +34,11 @@ public enum ChatCommand {
             if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
+            }
+            if name == "--local" && value == nil {
+                options.local = true
+                i += 1
+                continue
             }
             guard ["--model", "--config", "--session"].contains(name) else {
                 return .failure(ChatUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
@@ -47,6 +54,9 @@ public enum ChatCommand {
             default: options.sessionPath = value
             }
             i += 1
+        }
+        if options.local && options.model != nil {
+            return .failure(ChatUsageError(message: "--local and --model name different models; give one"))
         }
         return .success(options)
     }
@@ -126,12 +136,28 @@ public enum ChatCommand {
             complain("\(error.message)\n\(usage)")
             return 2
         }
+        var localModel: ChatLocalModel?
+        // Whatever happens after this point, a model server started for the chat stops with it.
+        defer { localModel?.stop() }
         let choice: ModelChoice
         let session: SessionConfig
         do {
             let base = try options.sessionPath.map(loadSessionFile) ?? SessionConfig()
-            choice = try chooseModel(options: options, session: base, environment: environment)
+            if options.local {
+                guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment) else {
+                    throw ChatUsageError(message: "--local needs scripts/local-model: run this binary from its checkout "
+                        + "(.build/debug/agentrpc) or set AGENTRPC_LOCAL_MODEL_SCRIPT to the script's path")
+                }
+                let model = try ChatLocalModel.start(script: script, environment: environment) { write($0 + "\n") }
+                localModel = model
+                choice = ModelChoice(reference: .inline(model.config), isDemo: false, banner: model.banner)
+            } else {
+                choice = try chooseModel(options: options, session: base, environment: environment)
+            }
             session = sessionConfig(base: base, model: choice.reference)
+        } catch let error as ChatLocalModelError {
+            complain(error.message)
+            return 1
         } catch let error as ChatUsageError {
             complain(error.message)
             return 2

@@ -227,12 +227,22 @@ extension AgentSession {
         let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: router.kind.rawValue) }
         switch router.kind {
         case .rules:
-            for rule in router.rules ?? [] {
-                guard let regex = try? NSRegularExpression(pattern: rule.pattern) else { continue }
-                if regex.firstMatch(in: input.text, range: NSRange(input.text.startIndex..., in: input.text)) != nil {
-                    chosen = rule.profile
-                    break
+            // The rules are the client's patterns: matched on a regex worker, each match bounded.
+            let rules = router.rules ?? [], text = input.text
+            let picked = await RegexWorkers.run { () -> Result<String?, RegexBudgetExceeded> in
+                do throws(RegexBudgetExceeded) {
+                    for rule in rules {
+                        guard let regex = try? BoundedRegex(rule.pattern) else { continue }
+                        if try regex.firstMatch(in: text) { return .success(rule.profile) }
+                    }
+                    return .success(nil)
+                } catch {
+                    return .failure(error)
                 }
+            }
+            switch picked {
+            case .success(let profile): chosen = profile
+            case .failure(let error): throw error.turnError(field: "router.rules")
             }
         case .llm:
             do {

@@ -96,7 +96,7 @@ extension AgentSession {
     /// The request for the next round trip, built from the active profile:
     /// its instructions, tools, options and history transforms (applied to a copy;
     /// the transcript itself never changes here).
-    func buildRequest(turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider) throws -> (request: ModelRequest, entryIDs: [String]) {
+    func buildRequest(turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider) async throws -> (request: ModelRequest, entryIDs: [String]) {
         let modelConfig = try context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
@@ -150,7 +150,18 @@ extension AgentSession {
             temperature: turn.options.temperature ?? profile.options.temperature,
             maxOutputTokens: turn.options.maxOutputTokens ?? profile.options.maxOutputTokens,
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
-        let history = HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
+        let history: [TranscriptEntry]
+        if HistoryTransformer.usesPatterns(profile.history) {
+            let transforms = profile.history, name = profile.name, current = entries
+            let transformed = await RegexWorkers.run { Result { try HistoryTransformer.apply(transforms, to: current, profile: name) } }
+            do {
+                history = try transformed.get()
+            } catch let error as RegexBudgetExceeded {
+                throw error.turnError(field: "profiles.cases.\(profile.name).history")
+            }
+        } else {
+            history = try HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
+        }
         let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
         var request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
@@ -161,29 +172,62 @@ extension AgentSession {
     }
 
     /// `refuse` stops the request before anything is sent; `redact` rewrites what
-    /// is sent, never the transcript.
-    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) throws {
+    /// is sent, never the transcript. The patterns are the client's, so they run on
+    /// a regex worker with a budget per match; one that runs past it stops the
+    /// request (`regexBudgetExceeded`): nothing unchecked is sent.
+    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) async throws {
         guard let egress = profile.egress ?? config.egress else { return }
+        // A profile inherits the session's rules; name the profile only when it has its own.
+        let field = profile.egress == nil || profile.egress == config.egress ? "egress" : "profiles.cases.\(profile.name).egress"
+        let unfiltered = request
+        let filtered = await RegexWorkers.run { Result { try Self.filtered(unfiltered, by: egress) } }
+        do {
+            request = try filtered.get()
+        } catch let error as RegexBudgetExceeded {
+            throw error.turnError(field: field)
+        }
+    }
+
+    private static func filtered(_ request: ModelRequest, by egress: Egress) throws -> ModelRequest {
         let texts = request.outgoingTexts
         for pattern in egress.refuse ?? [] {
-            guard let regex = try? NSRegularExpression(pattern: pattern) else { continue }
-            for text in texts where regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil {
+            guard let regex = try? BoundedRegex(pattern) else { continue }
+            for text in texts where try regex.firstMatch(in: text) {
                 throw RPCError(.egressRefused, "the request matches a refused pattern and was not sent", data: ["rule": .string(pattern)])
             }
         }
-        let redactions = (egress.redact ?? []).compactMap { r -> (NSRegularExpression, String)? in
-            guard let regex = try? NSRegularExpression(pattern: r.pattern) else { return nil }
+        let redactions = (egress.redact ?? []).compactMap { r -> (BoundedRegex, String)? in
+            guard let regex = try? BoundedRegex(r.pattern) else { return nil }
             return (regex, r.replacement)
         }
-        if !redactions.isEmpty {
-            request.rewriteTexts { text in
-                var out = text
+        guard !redactions.isEmpty else { return request }
+        var out = request
+        var failure: RegexBudgetExceeded?
+        out.rewriteTexts { text in
+            guard failure == nil else { return text }
+            var result = text
+            do throws(RegexBudgetExceeded) {
                 for (regex, replacement) in redactions {
-                    out = regex.stringByReplacingMatches(in: out, range: NSRange(out.startIndex..., in: out), withTemplate: NSRegularExpression.escapedTemplate(for: replacement))
+                    result = try regex.replacingMatches(in: result, withLiteral: replacement)
                 }
-                return out
+            } catch {
+                failure = error
             }
+            return result
         }
+        if let failure { throw failure }
+        return out
+    }
+}
+
+extension RegexBudgetExceeded {
+    /// What the turn fails with: a cancellation stays a cancellation.
+    func turnError(field: String) -> any Error {
+        if cancelled { return CancellationError() }
+        return RPCError(
+            .regexBudgetExceeded,
+            "the pattern at \(field) took longer than its budget of \(Int(BoundedRegex.matchBudgetSeconds * 1000)) ms per match; the request was not sent",
+            data: ["pattern": .string(String(pattern.prefix(200))), "field": .string(field)])
     }
 }
 

@@ -45,7 +45,10 @@ extension AgentSession {
         if let schema {
             let violations: [JSONSchemaViolation]
             do {
-                violations = try inputValidator(for: call.name, schema: schema).validate(arguments)
+                let validator = try inputValidator(for: call.name, schema: schema)
+                violations = validator.usesPatterns
+                    ? await RegexWorkers.run { validator.validate(arguments) }
+                    : validator.validate(arguments)
             } catch {
                 violations = []
                 context.logger.warning("tool \(call.name) has an unusable input schema: \(error)")

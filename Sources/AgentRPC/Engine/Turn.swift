@@ -248,8 +248,8 @@ extension AgentSession {
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try resolveModelReference(options: turn.options, profile: profile)
             let provider = try provider(for: modelRef)
-            var (request, entryIDs) = try buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
-            try applyEgress(to: &request, profile: profile)
+            var (request, entryIDs) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
+            try await applyEgress(to: &request, profile: profile)
             if let change = prefixTracker.observe(model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs) {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
@@ -432,7 +432,7 @@ extension AgentSession {
         case .chat:
             break
         case .generate(let schema, _):
-            structured = try validateStructured(output.text, schema: schema, endedHow: endedHow)
+            structured = try await validateStructured(output.text, schema: schema, endedHow: endedHow)
         }
         let text: String
         if let final = turn.finalAnswer {
@@ -460,7 +460,7 @@ extension AgentSession {
         return TurnOutcome(turnResult: result, structuredValue: structured)
     }
 
-    private func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) throws -> JSONValue {
+    private func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) async throws -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONValue.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -480,7 +480,8 @@ extension AgentSession {
         do { validator = try JSONSchemaValidator(schema: schema) } catch {
             throw RPCError.invalidParams("schema is not a usable JSON Schema: \(error)", field: "schema")
         }
-        if let first = validator.validate(value).first {
+        let violations = validator.usesPatterns ? await RegexWorkers.run { validator.validate(value) } : validator.validate(value)
+        if let first = violations.first {
             throw RPCError(.structuredOutput, "the model's answer does not match the schema: \(first)", data: [
                 "reason": "schemaViolation", "path": .string(first.path),
             ])

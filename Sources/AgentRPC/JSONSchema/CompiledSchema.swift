@@ -22,23 +22,20 @@ enum JSONSchemaType: String, Sendable, Hashable {
 }
 
 /// A `pattern` or `patternProperties` regex, compiled once at schema load.
-///
-/// `@unchecked Sendable` because `NSRegularExpression` carries no Sendable
-/// annotation, yet Apple documents it as immutable and safe to match from
-/// many threads; this wrapper never mutates it and only calls `firstMatch`.
-final class CompiledPattern: @unchecked Sendable {
+/// Schemas come from clients and the text from models, so every match is
+/// bounded in time (`BoundedRegex`).
+final class CompiledPattern: Sendable {
     let source: String
-    private let regex: NSRegularExpression
+    private let regex: BoundedRegex
 
     init(_ source: String) throws {
         self.source = source
-        self.regex = try NSRegularExpression(pattern: source, options: [])
+        self.regex = try BoundedRegex(source)
     }
 
     /// Unanchored search, as JSON Schema specifies: `"b"` matches `"abc"`.
-    func matches(_ text: String) -> Bool {
-        let range = NSRange(location: 0, length: text.utf16.count)
-        return regex.firstMatch(in: text, options: [], range: range) != nil
+    func matches(_ text: String) throws(RegexBudgetExceeded) -> Bool {
+        try regex.firstMatch(in: text)
     }
 }
 

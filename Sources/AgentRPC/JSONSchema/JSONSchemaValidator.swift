@@ -30,7 +30,12 @@ public struct JSONSchemaValidator: Sendable {
         var compiler = SchemaCompiler(root: schema)
         root = try compiler.compileRoot()
         nodes = compiler.nodes
+        usesPatterns = nodes.contains { $0.pattern != nil || !$0.patternProperties.isEmpty }
     }
+
+    /// Whether validating runs user-supplied regexes (`pattern`, `patternProperties`):
+    /// then the engine validates on a regex worker, off the cooperative executor.
+    public let usesPatterns: Bool
 
     /// Every violation of the schema by `instance` (empty means valid), in
     /// document order, at most `limit` of them.
@@ -164,6 +169,13 @@ struct Evaluation {
 
     var isFull: Bool { findings.count >= limit }
 
+    /// Why a value is refused when matching a pattern against it was stopped.
+    static func budgetMessage(_ pattern: CompiledPattern, _ error: RegexBudgetExceeded) -> String {
+        error.cancelled
+            ? "matching the pattern `\(pattern.source)` was stopped: the request was cancelled"
+            : "matching the pattern `\(pattern.source)` took longer than its budget of \(Int(BoundedRegex.matchBudgetSeconds * 1000)) ms"
+    }
+
     mutating func report(_ message: String) {
         guard !isFull else { return }
         findings.append(Finding(path: path, message: message))
@@ -237,8 +249,14 @@ struct Evaluation {
                 report("must be at most \(Self.plural(maximum, "character")) long, got \(length)")
             }
         }
-        if let pattern = node.pattern, !pattern.matches(text) {
-            report("\(Self.brief(.string(text))) does not match the pattern `\(pattern.source)`")
+        if let pattern = node.pattern {
+            do {
+                if try !pattern.matches(text) {
+                    report("\(Self.brief(.string(text))) does not match the pattern `\(pattern.source)`")
+                }
+            } catch {
+                report(Self.budgetMessage(pattern, error))
+            }
         }
     }
 
@@ -308,7 +326,15 @@ struct Evaluation {
                 matched = true
                 descend(into: .key(name), value, against: schema)
             }
-            for (pattern, schema) in node.patternProperties where pattern.matches(name) {
+            for (pattern, schema) in node.patternProperties {
+                do {
+                    guard try pattern.matches(name) else { continue }
+                } catch {
+                    // Not provably allowed: refused, never let through.
+                    matched = true
+                    report(Self.budgetMessage(pattern, error))
+                    continue
+                }
                 matched = true
                 descend(into: .key(name), value, against: schema)
             }

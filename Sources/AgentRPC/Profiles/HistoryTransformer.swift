@@ -11,17 +11,23 @@ import Foundation
 /// call without its result.
 public enum HistoryTransformer {
     /// Applies `transforms` in order. `profile` is the active profile's name (for `ownTurnsOnly`).
-    public static func apply(_ transforms: [HistoryTransform], to entries: [TranscriptEntry], profile: String) -> [TranscriptEntry] {
-        transforms.reduce(entries) { current, transform in apply(transform, to: current, profile: profile) }
+    /// Throws `RegexBudgetExceeded` when a `redact` pattern runs past its budget.
+    public static func apply(_ transforms: [HistoryTransform], to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
+        try transforms.reduce(entries) { current, transform in try apply(transform, to: current, profile: profile) }
+    }
+
+    /// Whether applying `transforms` runs user-supplied regexes.
+    public static func usesPatterns(_ transforms: [HistoryTransform]) -> Bool {
+        transforms.contains { if case .redact = $0 { return true } else { return false } }
     }
 
     /// Applies one transform.
-    public static func apply(_ transform: HistoryTransform, to entries: [TranscriptEntry], profile: String) -> [TranscriptEntry] {
+    public static func apply(_ transform: HistoryTransform, to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
         switch transform {
         case .rollingWindow(let window): return rollingWindow(window, entries)
         case .dropCompletedToolCalls: return dropCompletedToolCalls(entries)
         case .keepToolRecords: return keepToolRecords(entries)
-        case .redact(let redaction): return redact(redaction, entries)
+        case .redact(let redaction): return try redact(redaction, entries)
         case .ownTurnsOnly: return ownTurnsOnly(entries, profile: profile)
         }
     }
@@ -141,36 +147,37 @@ public enum HistoryTransformer {
     /// string leaves of tool arguments and outputs, so JSON keeps its structure (object
     /// keys, tool names and images are left alone). Ids stay. An invalid pattern leaves
     /// the entries unchanged: check patterns at create time with `patternProblems(in:)`.
-    public static func redact(_ redaction: Redaction, _ entries: [TranscriptEntry]) -> [TranscriptEntry] {
-        guard let regex = try? NSRegularExpression(pattern: redaction.pattern) else { return entries }
-        let template = NSRegularExpression.escapedTemplate(for: redaction.replacement)
-        func text(_ s: String) -> String {
-            regex.stringByReplacingMatches(in: s, range: NSRange(s.startIndex..., in: s), withTemplate: template)
+    /// Every match is bounded; one that runs past its budget throws `RegexBudgetExceeded`
+    /// (the text is never passed on unredacted).
+    public static func redact(_ redaction: Redaction, _ entries: [TranscriptEntry]) throws -> [TranscriptEntry] {
+        guard let regex = try? BoundedRegex(redaction.pattern) else { return entries }
+        func text(_ s: String) throws -> String {
+            try regex.replacingMatches(in: s, withLiteral: redaction.replacement)
         }
-        func json(_ value: JSONValue) -> JSONValue {
+        func json(_ value: JSONValue) throws -> JSONValue {
             switch value {
-            case .string(let s): return .string(text(s))
-            case .array(let items): return .array(items.map(json))
-            case .object(let members): return .object(members.mapValues(json))
+            case .string(let s): return .string(try text(s))
+            case .array(let items): return .array(try items.map(json))
+            case .object(let members): return .object(try members.mapValues(json))
             case .null, .bool, .int, .double: return value
             }
         }
-        return entries.map { entry in
+        return try entries.map { entry in
             var out = entry
             switch entry.content {
             case .prompt(let t, let images):
-                out.content = .prompt(text: text(t), images: images)
+                out.content = .prompt(text: try text(t), images: images)
             case .response(let t, let profile, let incomplete, let stopReason):
-                out.content = .response(text: text(t), profile: profile, incomplete: incomplete, stopReason: stopReason)
+                out.content = .response(text: try text(t), profile: profile, incomplete: incomplete, stopReason: stopReason)
             case .reasoning(let t, let profile, let signature):
                 // The signature seals this exact text: once rewritten, it would be rejected.
-                let rewritten = text(t)
+                let rewritten = try text(t)
                 out.content = .reasoning(text: rewritten, profile: profile, signature: rewritten == t ? signature : nil)
             case .toolCalls(let calls, let profile, let t):
-                let rewritten = calls.map { ToolCallRecord(callId: $0.callId, name: $0.name, arguments: json($0.arguments)) }
-                out.content = .toolCalls(calls: rewritten, profile: profile, text: t.map(text))
+                let rewritten = try calls.map { ToolCallRecord(callId: $0.callId, name: $0.name, arguments: try json($0.arguments)) }
+                out.content = .toolCalls(calls: rewritten, profile: profile, text: try t.map(text))
             case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved):
-                out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: json(content), profile: profile, approvedArguments: approved.map(json))
+                out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: try json(content), profile: profile, approvedArguments: try approved.map(json))
             }
             return out
         }

@@ -5,7 +5,9 @@ import Synchronization
 /// (docs/protocol.md §15). Each provider call consumes the next script item; keys of an
 /// item combine in a fixed order: delay, reasoning, text, refusal, tool calls,
 /// usage, then error or stall. When the script runs out it fails with a
-/// `providerError` (code `badRequest`) instead of inventing text.
+/// `providerError` (code `badRequest`) instead of inventing text; but when the
+/// item it ran out after was an error, that error is met again, so the engine's
+/// automatic retries of a scripted `rateLimited` end in `rateLimited`.
 public final class ScriptedProvider: ModelProvider {
     public let name = "scripted"
     public let capabilities: ProviderCapabilities
@@ -22,7 +24,12 @@ public final class ScriptedProvider: ModelProvider {
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let item: ScriptItem? = cursor.withLock { index in
-            guard index < script.count else { return nil }
+            guard index < script.count else {
+                // A retry of a final error item must show that error, not
+                // "no script item left", which would hide what was scripted.
+                if let last = script.last?.error { return ScriptItem(error: last) }
+                return nil
+            }
             defer { index += 1 }
             return script[index]
         }
@@ -92,7 +99,7 @@ public final class ScriptedProvider: ModelProvider {
                 cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)))
         }
         if let e = item.error {
-            let code = ProviderErrorCode(rawValue: e.code) ?? .providerError
+            let code = e.code
             continuation.finish(throwing: ProviderError(
                 code: code, httpStatus: e.httpStatus, retryAfterSeconds: e.afterSeconds,
                 safeDescription: "the scripted provider reported \(code.rawValue)",

@@ -234,14 +234,15 @@ public struct ScriptUsage: Codable, Sendable, Hashable {
 
 /// A provider error the scripted provider raises, as if from a cloud API.
 public struct ScriptError: Codable, Sendable, Hashable {
-    /// A `data.provider.code` of docs/protocol.md §13 (`rateLimited`, `authExpired`, ...).
-    public var code: String
+    /// A `data.provider.code` of docs/protocol.md §13 (`rateLimited`, `authExpired`, ...);
+    /// any other word is rejected when the session is created.
+    public var code: ProviderErrorCode
     /// The retry hint, as a `Retry-After` header would give it.
     public var afterSeconds: Double?
     public var httpStatus: Int?
     public var message: String?
 
-    public init(code: String, afterSeconds: Double? = nil, httpStatus: Int? = nil, message: String? = nil) {
+    public init(code: ProviderErrorCode, afterSeconds: Double? = nil, httpStatus: Int? = nil, message: String? = nil) {
         self.code = code
         self.afterSeconds = afterSeconds
         self.httpStatus = httpStatus

@@ -253,8 +253,9 @@ async def test_stream_yields_typed_events_then_the_result(tmp_path: Path) -> Non
         ended = events[-1]
         assert isinstance(ended, TurnEnded) and (ended.status, ended.undo, ended.error) == ("completed", "none", None)
 
-        # A finished stream stays finished.
-        assert [e async for e in stream] == []
+        # A stream runs one turn: iterating it again says so instead of yielding nothing.
+        with pytest.raises(RuntimeError, match="call session.stream"):
+            [e async for e in stream]
 
 
 async def test_stream_raises_the_turn_error_after_its_events(tmp_path: Path) -> None:

@@ -257,6 +257,17 @@ export declare class UnreadableImageAttachmentError extends AgentRPCError {
 }
 
 /**
+ * `regexBudgetExceeded` (-32042): a user pattern (egress, history redaction, router rule) ran past its budget; the request was not sent.
+ * Extra `data`: `pattern`, `field`.
+ */
+export declare class RegexBudgetExceededError extends AgentRPCError {
+  static readonly kind: "regexBudgetExceeded";
+  static readonly code: -32042;
+  readonly kind: "regexBudgetExceeded";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
  * `providerError` (-32050).
  * Extra `data`: `provider` (below).
  */
@@ -317,4 +328,4 @@ export declare class OverloadedError extends AgentRPCError {
 }
 
 /** Every generated class, in table order. */
-export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError)[];
+export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof RegexBudgetExceededError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError)[];

@@ -377,6 +377,22 @@ export class UnreadableImageAttachmentError extends AgentRPCError {
 }
 
 /**
+ * `regexBudgetExceeded` (-32042): a user pattern (egress, history redaction, router rule) ran past its budget; the request was not sent.
+ * Extra `data`: `pattern`, `field`.
+ */
+export class RegexBudgetExceededError extends AgentRPCError {
+  static kind = "regexBudgetExceeded";
+  static code = -32042;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32042, message || "regexBudgetExceeded", { kind: "regexBudgetExceeded", ...data });
+  }
+}
+
+/**
  * `providerError` (-32050).
  * Extra `data`: `provider` (below).
  */
@@ -492,6 +508,7 @@ export const ERROR_CLASSES = Object.freeze([
   ToolChoiceNotHonoredError,
   EgressRefusedError,
   UnreadableImageAttachmentError,
+  RegexBudgetExceededError,
   ProviderError,
   ProviderContractViolationError,
   ToolExecutorError,

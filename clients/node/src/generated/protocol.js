@@ -279,6 +279,11 @@ export const ERROR_TABLE = Object.freeze([
     "className": "UnreadableImageAttachmentError"
   },
   {
+    "kind": "regexBudgetExceeded",
+    "code": -32042,
+    "className": "RegexBudgetExceededError"
+  },
+  {
     "kind": "providerError",
     "code": -32050,
     "className": "ProviderError"

@@ -139,7 +139,7 @@ export interface ErrorData {
   field?: string;
   /** The index of the unreadable image. */
   index?: number;
-  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded";
+  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "regexBudgetExceeded" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded";
   /** The limit exceeded (a count, or seconds for wallClockTimeoutExceeded). */
   limit?: number;
   partialText?: string;
@@ -408,7 +408,7 @@ export interface SchemaWarning {
 
 export interface ScriptError {
   afterSeconds?: number;
-  code: string;
+  code: "authExpired" | "authUserInvalid" | "entitlementRequired" | "quotaExceeded" | "rateLimited" | "modelUnavailable" | "providerError" | "providerUnavailable" | "serviceUnavailable" | "internalError" | "streamTruncated" | "badRequest" | "contextLengthExceeded" | "contentFiltered" | "network";
   httpStatus?: number;
   message?: string;
 }

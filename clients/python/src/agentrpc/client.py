@@ -16,10 +16,11 @@ import json
 import logging
 import os
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 from ._version import __version__
 from .discovery import find_binary
@@ -39,7 +40,17 @@ from .errors import (
 )
 from .schema import to_json
 from .session import Session
-from .tools import Conflict, Denied, Failed, Tool, ToolContext, Undoable, UndoCallable
+from .tools import (
+    TOOL_EXCEPTION_POLICIES,
+    Conflict,
+    Denied,
+    Failed,
+    Tool,
+    ToolContext,
+    ToolExceptionPolicy,
+    Undoable,
+    UndoCallable,
+)
 from .transport import ProcessTransport
 from .types import DECISIONS, ConfirmationCall, Decision, Limits, UserQuestion
 
@@ -112,6 +123,14 @@ class Notification:
 _END = object()
 
 
+class _Subscriber(Protocol):
+    """What the reader fans notifications out to (NotificationStream, TurnStream)."""
+
+    def _push(self, note: Notification) -> bool: ...
+
+    def _end(self) -> None: ...
+
+
 class NotificationStream(AsyncIterator[Notification]):
     """An async iterator over notifications, optionally of one method.
 
@@ -136,17 +155,19 @@ class NotificationStream(AsyncIterator[Notification]):
         if client.closed:
             self._end()
 
-    def _push(self, note: Notification) -> None:
+    def _push(self, note: Notification) -> bool:
+        """Queue ``note`` if this stream wants it; True if it did."""
         if self._done or (self.method is not None and self.method != note.method):
-            return
+            return False
         if self._predicate is not None:
             try:
                 if not self._predicate(note):
-                    return
+                    return False
             except Exception:
                 _log.exception("notification stream predicate failed")
-                return
+                return False
         self._queue.put_nowait(note)
+        return True
 
     def _end(self) -> None:
         if not self._done:
@@ -205,6 +226,30 @@ class _SpawnContext:
             await self._client.close()
 
 
+class _SessionOpening(Awaitable[Session]):
+    """What :meth:`Client.open_session` returns: await it for the :class:`Session`.
+
+    Using it as a session without ``await`` (``client.open_session(...).send``)
+    raises a :class:`TypeError` that says so, instead of the puzzling
+    ``can't send non-None value to a just-started coroutine`` a bare coroutine
+    gives (its ``send`` is the coroutine protocol's, not the session's).
+    """
+
+    def __init__(self, factory: Callable[[], Awaitable[Session]]) -> None:
+        self._factory = factory
+
+    def __await__(self) -> Generator[Any, None, Session]:
+        return self._factory().__await__()
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("_") and hasattr(Session, name):
+            raise TypeError(
+                f"open_session() returns an awaitable, not a Session: write "
+                f"`session = await client.open_session(...)` before using session.{name}"
+            )
+        raise AttributeError(name)
+
+
 class Client:
     """A connection to one agentrpc server process.
 
@@ -219,13 +264,19 @@ class Client:
         request_timeout: float | None = None,
         shutdown_timeout: float = 5.0,
         on_confirm: ConfirmHandler | None = None,
+        tool_exceptions: ToolExceptionPolicy = "fail_turn",
         on_ask_user: AskUserHandler | None = None,
     ) -> None:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
         self._transport = transport
-        #: Answers ``confirmation/request`` (only sent if ``initialize`` declared
+        #: Decides confirmations of sessions that have no ``on_confirm`` of their
+        #: own (``confirmation/request`` when ``initialize`` declared
         #: ``confirmations: "request"``, which :meth:`spawn` does when given one).
         self.on_confirm = on_confirm
+        if tool_exceptions not in TOOL_EXCEPTION_POLICIES:
+            raise ValueError(f"tool_exceptions must be 'fail_turn' or 'report', not {tool_exceptions!r}")
+        #: What a tool's uncaught exception does unless the tool says (``@tool(on_exception=...)``).
+        self.tool_exceptions: ToolExceptionPolicy = tool_exceptions
         #: Answers ``user/ask`` (only sent if ``initialize`` declared ``askUser``,
         #: which :meth:`spawn` does when given one).
         self.on_ask_user = on_ask_user
@@ -242,7 +293,9 @@ class Client:
         self._pending_methods: dict[RequestId, str] = {}
         self._notification_callbacks: dict[str, list[NotificationCallback]] = {}
         self._request_handlers: dict[str, RequestHandler] = {}
-        self._streams: set[NotificationStream] = set()
+        # Weak: a stream nobody holds any more (a TurnStream left with `break`)
+        # must be collectable, so that its finaliser can withdraw its turn.
+        self._streams: weakref.WeakSet[_Subscriber] = weakref.WeakSet()
         # Server→client requests being handled, by the server's request id.
         self._inbound: dict[RequestId, asyncio.Task[None]] = {}
         self._inbound_cancelled: set[RequestId] = set()
@@ -275,6 +328,7 @@ class Client:
         shutdown_timeout: float = 5.0,
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
+        tool_exceptions: ToolExceptionPolicy = "fail_turn",
     ) -> _SpawnContext:
         """Start a server and (by default) run the ``initialize`` handshake.
 
@@ -288,7 +342,17 @@ class Client:
         tool calls that need confirmation: the client then declares
         ``confirmations: "request"`` and answers ``confirmation/request``.
         Without it, confirmations arrive as ``ConfirmationRequested`` events,
-        answered with :meth:`Session.confirm`. It may also return a
+        answered with :meth:`Session.confirm` or by a session's own
+        ``on_confirm`` (:meth:`open_session`); a confirmation that nothing can
+        answer (no handler, nobody reading the session's events) is denied at
+        once with a reason saying so, instead of waiting forever.
+
+        ``tool_exceptions`` is what a tool's uncaught exception does by default:
+        ``"fail_turn"`` (the turn ends with :class:`~agentrpc.ToolExecutorError`)
+        or ``"report"`` (the model sees a ``failed`` outcome with the message);
+        ``@tool(on_exception=...)`` overrides it per tool.
+
+        ``on_confirm`` may also return a
         :class:`~agentrpc.Decision` (edited arguments, approve for the session,
         deny and stop).
 
@@ -314,7 +378,7 @@ class Client:
                 [path, *args], env=environment, cwd=cwd, stderr_tail_lines=stderr_tail_lines
             )
             client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout,
-                         on_confirm=on_confirm, on_ask_user=on_ask_user)
+                         on_confirm=on_confirm, tool_exceptions=tool_exceptions, on_ask_user=on_ask_user)
             if initialize:
                 try:
                     await client.initialize(capabilities=capabilities, client_info=client_info)
@@ -557,13 +621,20 @@ class Client:
             if isinstance(token, str) and token in self._undo:
                 return self._run_undo
             return None
-        if method == "confirmation/request" and self.on_confirm is not None:
+        if method == "confirmation/request" and self._confirm_handler(params.get("sessionId")) is not None:
             return self._run_confirm
         if method == "user/ask" and self.on_ask_user is not None:
             return self._run_ask_user
         return None
 
-    async def _run_tool(self, session: Session, tool: Tool, params: JSONObject) -> JSONObject:
+    def _confirm_handler(self, session_id: Any) -> ConfirmHandler | None:
+        """The session's own ``on_confirm``, else the client's."""
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is not None and session.on_confirm is not None:
+            return session.on_confirm
+        return self.on_confirm
+
+    async def _run_tool(self, session: Session, tool: Tool[..., Any], params: JSONObject) -> JSONObject:
         context = ToolContext(
             session_id=session.id,
             turn_id=str(params.get("turnId") or ""),
@@ -583,6 +654,10 @@ class Client:
         except AgentRPCError:
             raise
         except Exception as exc:
+            if (tool.on_exception or self.tool_exceptions) == "report":
+                _log.debug("tool %r raised %s: %s (reported to the model)", tool.name, type(exc).__name__, exc,
+                           exc_info=exc)
+                return {"outcome": "failed", "content": f"{type(exc).__name__}: {exc}"}
             # Not a warning: the exception reaches the caller, chained to the
             # turn's ToolExecutorError (see _attach_tool_exception).
             _log.debug("tool %r raised %s: %s", tool.name, type(exc).__name__, exc, exc_info=exc)
@@ -668,9 +743,13 @@ class Client:
                 del self._undo[token]
 
     async def _run_confirm(self, params: JSONObject) -> JSONObject:
-        handler = self.on_confirm
+        handler = self._confirm_handler(params.get("sessionId"))
         if handler is None:  # pragma: no cover - routed here only when set
             raise MethodNotFound("no on_confirm handler")
+        return await self._decide(handler, params)
+
+    async def _decide(self, handler: ConfirmHandler, params: JSONObject) -> JSONObject:
+        """Ask ``handler`` about one confirmation; an exception in it denies, with its message."""
         session_id = str(params.get("sessionId") or "")
         call = ConfirmationCall(
             session_id=session_id,
@@ -681,14 +760,56 @@ class Client:
             reason=params.get("reason") if isinstance(params.get("reason"), str) else None,
             session=self._sessions.get(session_id),
         )
-        if inspect.iscoroutinefunction(handler):
-            answer = await handler(call)
-        else:
-            # Sync callbacks may block (e.g. ask on the terminal): keep the loop free.
-            answer = await asyncio.to_thread(handler, call)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        return _decision(answer)
+        try:
+            if inspect.iscoroutinefunction(handler):
+                answer = await handler(call)
+            else:
+                # Sync callbacks may block (e.g. ask on the terminal): keep the loop free.
+                answer = await asyncio.to_thread(handler, call)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            return _decision(answer)
+        except Exception as exc:
+            # One line, no traceback: the denial and its reason are the report.
+            reason = str(exc) or type(exc).__name__
+            _log.warning("on_confirm for %s (call %s) raised %s: %s; the call is denied",
+                         call.name, call.call_id, type(exc).__name__, reason)
+            return {"decision": "deny", "reason": reason}
+
+    def _on_confirmation_requested(self, params: JSONObject, event: JSONObject, listened: bool) -> None:
+        """The built-in flow's question: answer it with the session's handler, or deny it if nothing can.
+
+        A session with its own ``on_confirm`` answers through ``session/confirm``.
+        Without any handler the answer must come from whoever reads the
+        session's events; when nobody does, waiting would hang the turn until
+        the confirmation timeout, so the call is denied at once with a reason.
+        """
+        session_id = params.get("sessionId")
+        call_id = event.get("callId")
+        if not isinstance(session_id, str) or not isinstance(call_id, str):
+            return
+        handler = self._confirm_handler(session_id)
+        if handler is None and listened:
+            return
+
+        async def answer() -> None:
+            if handler is not None:
+                question = {**event, "sessionId": session_id, "turnId": params.get("turnId")}
+                decision = await self._decide(handler, question)
+            else:
+                _log.warning("session %s: %s needs confirmation, but there is no on_confirm and nothing reads "
+                             "the session's events; denied", session_id, event.get("name"))
+                decision = {"decision": "deny", "reason": _UNANSWERABLE}
+            confirm: JSONObject = {"sessionId": session_id, "callId": call_id, **decision}
+            try:
+                await self.request("session/confirm", confirm)
+            except (AgentRPCError, TransportClosed) as exc:
+                # Settled meanwhile (timeout, cancel, another answer) or gone.
+                _log.debug("session/confirm for %s not applied: %s", call_id, exc)
+
+        task = asyncio.ensure_future(answer())
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
 
     async def _run_ask_user(self, params: JSONObject) -> JSONObject:
         handler = self.on_ask_user
@@ -776,13 +897,15 @@ class Client:
         if method == "$/cancelRequest":
             self._handle_inbound_cancel(params)
             return
-        if method == "session/event" and isinstance(params, dict):
-            event = params.get("event")
-            if isinstance(event, dict) and event.get("type") == "turnEnded" and event.get("undo") != "committed":
-                self._forget_undo(params.get("sessionId"), params.get("turnId"))
+        event = params.get("event") if method == "session/event" and isinstance(params, dict) else None
+        if isinstance(event, dict) and event.get("type") == "turnEnded" and event.get("undo") != "committed":
+            self._forget_undo(params.get("sessionId"), params.get("turnId"))
         note = Notification(method, params)
+        listened = bool(self._notification_callbacks.get(method))
         for stream in list(self._streams):
-            stream._push(note)
+            listened = stream._push(note) or listened
+        if isinstance(event, dict) and event.get("type") == "confirmationRequested":
+            self._on_confirmation_requested(params, event, listened)
         for callback in list(self._notification_callbacks.get(method, ())):
             try:
                 outcome = callback(params)
@@ -959,7 +1082,7 @@ class Client:
 
     # -- sessions --------------------------------------------------------------
 
-    async def open_session(
+    def open_session(
         self,
         config: Mapping[str, Any] | None = None,
         /,
@@ -984,8 +1107,9 @@ class Client:
         user_id: str | None = None,
         title: str | None = None,
         ask_user: bool | None = None,
-    ) -> Session:
-        """``session/create``: a new session, returned as a :class:`Session`.
+        on_confirm: ConfirmHandler | None = None,
+    ) -> _SessionOpening:
+        """``session/create``: a new session; ``await`` it for the :class:`Session`.
 
         Every SessionConfig field (docs/protocol.md §3) has a keyword:
         ``model`` (a name from agentrpc.json or an inline dict such as
@@ -999,6 +1123,10 @@ class Client:
         client needs an ``on_ask_user`` handler). ``config`` is a raw wire config (camelCase)
         that the keywords override. The session's ``tool/call`` requests
         are answered by the functions of its tools.
+
+        ``on_confirm`` decides this session's confirmations (see
+        :meth:`spawn`), before the client's own; it is called with a
+        :class:`~agentrpc.ConfirmationCall` whose ``session`` is this session.
         """
         params, session_tools = session_config(config, {
             "model": model, "role": role, "persona": persona, "directives": directives,
@@ -1008,8 +1136,14 @@ class Client:
             "profiles": profiles, "blocks": blocks, "router": router, "store": store,
             "user_id": user_id, "title": title, "ask_user": ask_user,
         })
-        result = await self.request("session/create", params)
-        return self._session_from(result, "session/create", session_tools)
+
+        async def create() -> Session:
+            result = await self.request("session/create", params)
+            session = self._session_from(result, "session/create", session_tools)
+            session.on_confirm = on_confirm
+            return session
+
+        return _SessionOpening(create)
 
     #: Same as :meth:`open_session`.
     create_session = open_session
@@ -1034,7 +1168,7 @@ class Client:
         self._sessions[session_id] = handle
         return handle
 
-    def _session_from(self, result: Any, method: str, tools: Mapping[str, Tool]) -> Session:
+    def _session_from(self, result: Any, method: str, tools: Mapping[str, Tool[..., Any]]) -> Session:
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str):
             raise InternalError(f"{method} returned no sessionId: {result!r}")
@@ -1102,6 +1236,12 @@ class Client:
 def _sid(session: str | Session) -> str:
     """A session id, given the id or its handle."""
     return session.id if isinstance(session, Session) else session
+
+
+_UNANSWERABLE: Final = (
+    "nothing can answer this confirmation: the client has no on_confirm (Client.spawn or open_session) "
+    "and nobody reads the session's events to call session.confirm()"
+)
 
 
 def _decision(answer: Any) -> JSONObject:

@@ -20,12 +20,29 @@ __all__ = ["scripted", "session_config", "turn_options", "turn_input", "image"]
 
 
 def scripted(*items: Mapping[str, Any], model: str = "scripted") -> dict[str, Any]:
-    """An inline model on the offline *scripted* provider (docs/protocol.md §15).
+    """An inline model on the offline *scripted* provider.
 
-    Each item is one round trip: ``{"text": ["Hel", "lo"]}``,
-    ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``, ``{"stall": True}``,
-    ``{"error": {"code": "rateLimited"}}``... It is a deterministic stand-in
-    for tests and offline demos, not a language model.
+    Each item is one model request (a round trip, or a retry of one); every
+    key is optional and they combine in this order:
+
+    * ``delayMs``: wait this many milliseconds first;
+    * ``reasoning``: reasoning deltas, e.g. ``["thinking"]``;
+    * ``text``: text deltas, e.g. ``["Hel", "lo"]``;
+    * ``refusal``: refusal deltas;
+    * ``toolCalls``: ``[{"name": ..., "arguments": {...}, "id"?: ..., "argumentsText"?: ...}]``;
+    * ``usage``: ``{"inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens"}``;
+    * ``error``: ``{"code": "rateLimited", "afterSeconds"?, "httpStatus"?, "message"?}``
+      fails the round trip with :class:`~agentrpc.ProviderError`; ``code`` must be
+      a known provider code. Transient codes are retried by the server, each
+      retry reading the next item; an error item that ends the script keeps
+      failing the same way;
+    * ``stall``: ``True`` streams the text, then never finishes (for
+      cancellation and timeout tests).
+    * ``stopReason``: ``"maxTokens"``, ``"contentFilter"`` or ``"refusal"``,
+      how the reply ends when it did not end normally.
+
+    The full format is in docs/protocol.md §15, "The scripted provider". It is
+    a deterministic stand-in for tests and offline demos, not a language model.
     """
     return {"provider": "scripted", "model": model, "script": [dict(i) for i in items]}
 
@@ -62,14 +79,14 @@ def tool_choice_wire(value: Any) -> Any:
 def session_config(
     base: Mapping[str, Any] | None,
     fields: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Tool]]:
+) -> tuple[dict[str, Any], dict[str, Tool[..., Any]]]:
     """Build ``session/create`` params; also return the client-side tools by name.
 
     ``base`` is a raw wire config (camelCase); ``fields`` are the keyword
     arguments of :meth:`Client.open_session` and win over ``base``.
     """
     params: dict[str, Any] = dict(base or {})
-    tools: dict[str, Tool] = {}
+    tools: dict[str, Tool[..., Any]] = {}
     persona = fields.get("persona")
     directives = fields.get("directives")
     for key, value in fields.items():

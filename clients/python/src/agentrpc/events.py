@@ -11,10 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .errors import AgentRPCError, error_from_wire
-from .types import ContextDiagnostic, SchemaWarning, Usage
+from .types import (
+    ContextDiagnostic,
+    SchemaWarning,
+    StopReason,
+    ToolOutcome,
+    TurnStatus,
+    UndoOutcome,
+    Usage,
+    wire_word,
+)
 
 __all__ = [
     "Event",
@@ -141,7 +150,7 @@ class ToolCallFinished(Event):
 
     call_id: str = ""
     name: str = ""
-    outcome: str = ""
+    outcome: ToolOutcome = "ok"
     content: Any = None
 
 
@@ -222,10 +231,10 @@ class TurnEnded(Event):
     ``"maxTokens"``, ``"contentFilter"`` or ``"refusal"`` (``None`` otherwise).
     """
 
-    status: str = ""
-    undo: str = ""
+    status: TurnStatus = "completed"
+    undo: UndoOutcome = "none"
     error: AgentRPCError | None = None
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
 
 
 def _str(value: Any, default: str = "") -> str:
@@ -306,7 +315,7 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
         return ToolCallFinished, {
             "call_id": _str(e.get("callId")),
             "name": _str(e.get("name")),
-            "outcome": _str(e.get("outcome")),
+            "outcome": cast(ToolOutcome, wire_word(e.get("outcome"), "ok")),
             "content": e.get("content"),
         }
     if kind == "entryAppended":
@@ -343,10 +352,10 @@ def _fields(kind: str, e: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
         }
     if kind == "turnEnded":
         return TurnEnded, {
-            "status": _str(e.get("status")),
-            "undo": _str(e.get("undo")),
+            "status": cast(TurnStatus, wire_word(e.get("status"), "completed")),
+            "undo": cast(UndoOutcome, wire_word(e.get("undo"), "none")),
             "error": _error(e.get("error")),
-            "stop_reason": _opt_str(e.get("stopReason")),
+            "stop_reason": cast("StopReason | None", _opt_str(e.get("stopReason"))),
         }
     if kind == "steeringApplied":
         raw_input = e.get("input")

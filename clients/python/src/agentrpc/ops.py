@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .types import ToolOutcome
+
 __all__ = [
     "remove",
     "truncate_after",
@@ -93,7 +95,7 @@ def tool_calls(calls: Iterable[Mapping[str, Any]], *, id: str | None = None) -> 
     return {"id": id or new_id(), "type": "toolCalls", "calls": [dict(c) for c in calls]}
 
 
-def tool_output(call_id: str, name: str, content: Any, *, outcome: str = "ok", id: str | None = None) -> Entry:  # noqa: A002
+def tool_output(call_id: str, name: str, content: Any, *, outcome: ToolOutcome = "ok", id: str | None = None) -> Entry:  # noqa: A002
     """A ``toolOutput`` entry answering ``call_id``."""
     return {"id": id or new_id(), "type": "toolOutput", "callId": call_id, "name": name,
             "outcome": outcome, "content": content}

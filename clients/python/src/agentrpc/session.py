@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from . import ops
 from .config import turn_input, turn_options
 from .errors import ToolExecutorError
 from .events import Event, TextDelta, TurnEnded, parse_event
@@ -35,7 +37,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .client import Client, JSONObject, Notification, NotificationStream, _Default
+    from .client import Client, ConfirmHandler, JSONObject, Notification, NotificationStream, _Default
 
 __all__ = ["Session", "Input", "TurnStream", "EventStream"]
 
@@ -66,7 +68,7 @@ class Session:
         *,
         revision: int | None = None,
         active_profile: Any = None,
-        tools: Mapping[str, Tool] | None = None,
+        tools: Mapping[str, Tool[..., Any]] | None = None,
     ) -> None:
         self.client = client
         self.id = session_id
@@ -74,7 +76,12 @@ class Session:
         self.revision = revision
         #: Active profile reported when the session was created or resumed.
         self.active_profile = active_profile
-        self._tools: dict[str, Tool] = dict(tools or {})
+        self._tools: dict[str, Tool[..., Any]] = dict(tools or {})
+        #: Decides this session's confirmations before the client's ``on_confirm``.
+        self.on_confirm: ConfirmHandler | None = None
+        # The settling of a turn whose stream was abandoned (left with `break`,
+        # dropped, or its task cancelled): the next turn waits for it.
+        self._abandoned: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -94,7 +101,7 @@ class Session:
     # -- tools -----------------------------------------------------------------
 
     @property
-    def tools(self) -> Mapping[str, Tool]:
+    def tools(self) -> Mapping[str, Tool[..., Any]]:
         """The client-side tools that answer this session's ``tool/call``, by name."""
         return dict(self._tools)
 
@@ -163,7 +170,10 @@ class Session:
         ``stream.result`` holds the :class:`TurnResult`. If the turn failed,
         the iteration raises the turn's exception once every event before it
         was yielded. The turn starts on the first iteration (or on entering
-        ``async with``); leaving ``async with`` early withdraws it. ``queue``
+        ``async with``). Leaving early withdraws the turn: ``break``,
+        cancelling the iterating task, or leaving ``async with``; the next
+        turn of the session waits until the withdrawn one has ended. A
+        stream runs one turn: iterating it again raises :class:`RuntimeError`. ``queue``
         is as for :meth:`send`.
         """
         params = self._params(input=turn_input(input, images), options=turn_options(options, option_kwargs),
@@ -225,6 +235,10 @@ class Session:
         return await once()
 
     async def _turn_request(self, method: str, params: JSONObject, timeout: float | None | _Default) -> Any:
+        abandoned = self._abandoned
+        if abandoned is not None and not abandoned.done():
+            # Bounded: the abandoned stream's aclose() gives up after its own wait.
+            await asyncio.wait({abandoned})
         try:
             return await self.client.request(method, params, timeout=timeout)
         except ToolExecutorError as exc:
@@ -366,6 +380,23 @@ class Session:
         obj = result if isinstance(result, dict) else {}
         return MutationResult(int(obj.get("revision") or 0), int(obj.get("entryCount") or 0))
 
+    async def drop_last_turn(self) -> str | None:
+        """Remove every entry of the newest turn in the transcript; return its ``turnId``.
+
+        For "drop the last turn and retry": the entries are found by their
+        ``turnId`` and removed in one ``mutate_transcript`` guarded by the
+        transcript's revision (:class:`~agentrpc.RevisionMismatch` if it
+        changed meanwhile). Returns ``None`` when no entry has a ``turnId``.
+        """
+        transcript = await self.transcript()
+        turn_ids = transcript.turn_ids
+        if not turn_ids:
+            return None
+        last = turn_ids[-1]
+        ids = [str(entry.get("id")) for entry in transcript.of_turn(last)]
+        await self.mutate_transcript(ops.remove(ids), expected_revision=transcript.revision)
+        return last
+
     async def set_properties(
         self, set: Mapping[str, Any] | None = None, remove: Sequence[str] | None = None
     ) -> PropertiesResult:
@@ -437,6 +468,13 @@ class EventStream(AsyncIterator[Event]):
         self.close()
 
 
+#: Why a second ``async for`` over a TurnStream raises instead of yielding nothing.
+STREAM_CONSUMED = (
+    "this TurnStream is finished: a stream runs one turn and yields its events once "
+    "(its result is in stream.result); call session.stream() again for another turn"
+)
+
+
 class TurnStream(AsyncIterator[Event]):
     """One turn's events, then its result (see :meth:`Session.stream`).
 
@@ -444,6 +482,12 @@ class TurnStream(AsyncIterator[Event]):
     ``error`` the exception a failed turn raised; ``text`` the text streamed
     so far. Events are those of the session from the stream's creation until
     the turn's answer.
+
+    Leaving the iteration early withdraws the turn (``$/cancelRequest``): a
+    ``break`` (the stream is then dropped and its finaliser withdraws),
+    cancelling the task that iterates, or leaving ``async with``. The
+    session's next turn waits until the withdrawn one has ended. Iterating a
+    finished stream again raises :class:`RuntimeError`.
     """
 
     def __init__(self, session: Session, params: JSONObject, timeout: float | None | _Default) -> None:
@@ -455,8 +499,12 @@ class TurnStream(AsyncIterator[Event]):
         self._task: asyncio.Task[Any] | None = None
         self._finished = False
         self._raised = False
+        # Iteration ended once (StopAsyncIteration or the turn's error raised), or aclose().
+        self._exhausted = False
         # Whether this turn's TurnEnded was seen (aclose waits for it).
         self._turn_ended = False
+        # The one aclose() at work, shared by every path that closes the stream.
+        self._closer: asyncio.Task[None] | None = None
         #: The turn's result, once the iteration ended normally.
         self.result: TurnResult | None = None
         #: The exception the turn ended with, if it failed.
@@ -464,15 +512,17 @@ class TurnStream(AsyncIterator[Event]):
         #: Text deltas seen so far, joined (the current round trip's and earlier ones).
         self.text = ""
         # Subscribe now, before the turn can start, so no event is missed.
-        self._client._streams.add(self)  # type: ignore[arg-type]
+        self._client._streams.add(self)
         if self._client.closed:
             self._end()
 
     # The client's notification fan-out calls these (see NotificationStream).
-    def _push(self, note: Notification) -> None:
+    def _push(self, note: Notification) -> bool:
         params = note.params
         if note.method == "session/event" and isinstance(params, dict) and params.get("sessionId") == self.session.id:
             self._queue.put_nowait(parse_event(params))
+            return True
+        return False
 
     def _end(self) -> None:
         self._queue.put_nowait(_CLOSED)
@@ -495,7 +545,18 @@ class TurnStream(AsyncIterator[Event]):
             self.session._turn_request("session/send", self._params, self._timeout),
             name=f"agentrpc-stream-{self.session.id}",
         )
-        self._task.add_done_callback(self._on_sent)
+        # A weak reference: the running send must not keep an abandoned stream
+        # alive, or its finaliser could never withdraw the turn.
+        stream = weakref.ref(self)
+
+        def on_sent(task: asyncio.Task[Any]) -> None:
+            alive = stream()
+            if alive is not None:
+                alive._on_sent(task)
+            elif not task.cancelled():
+                task.exception()  # retrieved so that it is never logged as "never retrieved"
+
+        self._task.add_done_callback(on_sent)
 
     def _on_sent(self, task: asyncio.Task[Any]) -> None:
         if not task.cancelled():
@@ -519,17 +580,25 @@ class TurnStream(AsyncIterator[Event]):
             self.result = TurnResult.from_wire(task.result())
 
     def __aiter__(self) -> TurnStream:
+        if self._exhausted:
+            raise RuntimeError(STREAM_CONSUMED)
         return self
 
     async def __anext__(self) -> Event:
         if self._finished:
+            self._exhausted = True
             if self.error is not None and not self._raised:
                 self._raised = True
                 raise self.error
             raise StopAsyncIteration
         self._start()
         while True:
-            item = await self._queue.get()
+            try:
+                item = await self._queue.get()
+            except asyncio.CancelledError:
+                # The iterating task was cancelled: nobody will read this turn.
+                self._abandon()
+                raise
             if isinstance(item, Event):
                 if isinstance(item, TextDelta):
                     self.text += item.delta
@@ -539,6 +608,7 @@ class TurnStream(AsyncIterator[Event]):
             if item is _CLOSED and self._task is not None and not self._task.done():
                 continue  # the send fails with TransportClosed in a moment
             self._settle()
+            self._exhausted = True
             if self.error is not None:
                 self._raised = True
                 raise self.error
@@ -546,12 +616,54 @@ class TurnStream(AsyncIterator[Event]):
 
     async def get_result(self) -> TurnResult:
         """Consume the remaining events and return the result (or raise the turn's error)."""
-        async for _ in self:
-            pass
+        if not self._exhausted:
+            try:
+                while True:
+                    await self.__anext__()
+            except StopAsyncIteration:
+                pass
         if self.error is not None:
             raise self.error
-        assert self.result is not None
+        if self.result is None:
+            raise RuntimeError("the stream was closed before its turn answered")
         return self.result
+
+    def _withdrawing(self) -> bool:
+        """True while the turn was sent and has not answered: closing must withdraw it."""
+        return self._task is not None and not self._task.done() and not self._finished
+
+    def _abandon(self) -> None:
+        """Withdraw the turn from code that cannot await (a finaliser, a cancelled task).
+
+        The close runs as a task; the session's next turn waits for it, so it
+        never meets ``alreadyRunning``.
+        """
+        task = self._task
+        if self._closer is not None or task is None or not self._withdrawing():
+            return
+        loop = task.get_loop()
+        if loop.is_closed():
+            return
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+
+        def begin() -> None:
+            if self._closer is None:
+                self._closer = loop.create_task(self._close(10.0), name=f"agentrpc-withdraw-{self.session.id}")
+                self.session._abandoned = self._closer
+
+        if current is loop:
+            begin()  # at once: a `send` right after `break` must see it
+        else:
+            # Dropped on another thread (the sync facade): hand it to the loop,
+            # ahead of any call that thread makes next.
+            loop.call_soon_threadsafe(begin)
+
+    def __del__(self) -> None:
+        if getattr(self, "_closer", 1) is None and self._withdrawing():
+            self._abandon()
 
     async def aclose(self, *, wait: float | None = 10.0) -> None:
         """Stop iterating; withdraw the turn if it still runs (``$/cancelRequest``).
@@ -559,23 +671,33 @@ class TurnStream(AsyncIterator[Event]):
         Then wait (up to ``wait`` seconds) until the server reports the turn
         ended, so the session accepts the next ``send`` at once.
         """
+        if self._closer is None:
+            self._closer = asyncio.create_task(self._close(wait), name=f"agentrpc-withdraw-{self.session.id}")
+        # wait() rather than await: a cancellation of the caller still raises
+        # here, while the close itself carries on for the next turn's sake.
+        await asyncio.wait({self._closer})
+
+    async def _close(self, wait: float | None) -> None:
         task = self._task
         withdrawn = task is not None and not task.done()
         if withdrawn:
             assert task is not None
             task.cancel()
             # wait() rather than await: the task's own outcome must not be
-            # raised here, while a cancellation of the caller still is.
+            # raised here.
             await asyncio.wait({task})
         if not self._finished:
             self._settle()
             self._raised = True
+        self._exhausted = True
         if withdrawn and not self._turn_ended and not self._client.closed:
             try:
                 async with asyncio.timeout(wait):
                     await self._wait_turn_ended()
             except TimeoutError:
                 _log.warning("session %s: the withdrawn turn did not end within %ss", self.session.id, wait)
+            except Exception as exc:  # e.g. the connection closed meanwhile
+                _log.debug("session %s: waiting for the withdrawn turn failed: %s", self.session.id, exc)
         self._client._streams.discard(self)
 
     async def _wait_turn_ended(self) -> None:
@@ -599,5 +721,5 @@ class TurnStream(AsyncIterator[Event]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if not self._finished:
+        if not self._finished or self._closer is not None:
             await self.aclose()

@@ -29,16 +29,16 @@ import concurrent.futures
 import inspect
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from . import client as _async_client
 from . import session as _async_session
 from .client import DEFAULT, AskUserHandler, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
 from .events import Event
 from .retry import RefreshAuth
-from .tools import Tool
+from .tools import Tool, ToolExceptionPolicy
 from .types import (
     ApprovalRule,
     Decision,
@@ -144,6 +144,7 @@ class Client:
         shutdown_timeout: float = 5.0,
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
+        tool_exceptions: ToolExceptionPolicy = "fail_turn",
     ) -> Client:
         """Start a server and run the handshake; see :meth:`agentrpc.Client.spawn`.
 
@@ -157,7 +158,7 @@ class Client:
                 on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
                 on_ask_user=_threaded(on_ask_user) if on_ask_user is not None else None,
                 shutdown_timeout=shutdown_timeout, stderr_tail_lines=stderr_tail_lines,
-                inherit_env=inherit_env,
+                inherit_env=inherit_env, tool_exceptions=tool_exceptions,
             )
 
         try:
@@ -286,15 +287,17 @@ class Client:
         user_id: str | None = None,
         title: str | None = None,
         ask_user: bool | None = None,
+        on_confirm: ConfirmHandler | None = None,
     ) -> Session:
         """``session/create``; the same keywords as :meth:`agentrpc.Client.open_session`."""
-        inner = self._call(self.async_client.open_session(
+        inner = self._call(_awaited(self.async_client.open_session(
             config, model=model, role=role, persona=persona, directives=directives,
             instructions=instructions, tools=tools, guards=guards, limits=limits,
             tool_choice=tool_choice, transcript_error_policy=transcript_error_policy, egress=egress,
             context_sources=context_sources, properties=properties, profiles=profiles, blocks=blocks,
             router=router, store=store, user_id=user_id, title=title, ask_user=ask_user,
-        ))
+            on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
+        )))
         return self._wrap(inner)
 
     #: Same as :meth:`open_session`.
@@ -368,7 +371,7 @@ class Session:
         return self.async_session.active_profile
 
     @property
-    def tools(self) -> Mapping[str, Tool]:
+    def tools(self) -> Mapping[str, Tool[..., Any]]:
         """The client-side tools of this session."""
         return self.async_session.tools
 
@@ -410,8 +413,14 @@ class Session:
                                           **option_kwargs)
         return TurnStream(self.client._portal, inner)
 
+    @overload
+    def generate(self, input: _async_session.Input, schema: type[_T], **kwargs: Any) -> _T: ...
+
+    @overload
+    def generate(self, input: _async_session.Input, schema: Mapping[str, Any] | Any, **kwargs: Any) -> Any: ...
+
     def generate(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> Any:
-        """Structured output (see the async ``generate``)."""
+        """Structured output (see the async ``generate``): an instance of ``schema`` when it is a type."""
         return self.generate_result(input, schema, **kwargs).value
 
     def generate_result(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> GenerateResult:
@@ -481,6 +490,10 @@ class Session:
         """``session/mutateTranscript`` (build operations with :mod:`agentrpc.ops`)."""
         return self._call(self.async_session.mutate_transcript(operations, expected_revision=expected_revision))
 
+    def drop_last_turn(self) -> str | None:
+        """Remove the newest turn's entries; return its ``turnId`` (see the async one)."""
+        return self._call(self.async_session.drop_last_turn())
+
     def set_properties(
         self, set: Mapping[str, Any] | None = None, remove: Sequence[str] | None = None
     ) -> PropertiesResult:
@@ -500,6 +513,11 @@ class Session:
         return EventStream(self.client._portal, self.async_session.watch())
 
 
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    """A coroutine for the portal from any awaitable."""
+    return await awaitable
+
+
 async def _next(iterator: Any) -> tuple[bool, Any]:
     try:
         return True, await iterator.__anext__()
@@ -516,6 +534,8 @@ class TurnStream(Iterator[Event]):
         self.async_stream = inner
 
     def __iter__(self) -> TurnStream:
+        if self.async_stream._exhausted:
+            raise RuntimeError(_async_session.STREAM_CONSUMED)
         return self
 
     def __next__(self) -> Event:

@@ -13,10 +13,15 @@ What a tool returns decides the outcome the model sees:
 * :class:`Undoable` → ``ok``, and its ``undo`` callable runs if the turn fails
   and the server rolls the call back (``tool/undo``, newest first).
 
-A raised exception is different: the client answers ``tool/call`` with a
-JSON-RPC error, which ends the turn with
-:class:`~agentrpc.ToolExecutorError` (docs/turns.md). Return
-:class:`Failed` when the model should see the problem and carry on.
+A raised exception is up to the tool's ``on_exception`` (default: the
+client's ``tool_exceptions``, itself ``"fail_turn"`` unless set):
+
+* ``"fail_turn"``: the client answers ``tool/call`` with a JSON-RPC error,
+  which ends the turn with :class:`~agentrpc.ToolExecutorError`
+  (docs/turns.md), the Python exception chained to it;
+* ``"report"``: the model sees a ``failed`` outcome whose content is
+  ``"<ExceptionType>: <message>"`` and the turn carries on, as most agent
+  SDKs do by default.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, ParamSpec, TypeAlias, TypeVar, overload
 
 from .schema import first_paragraph, from_json, json_schema, to_json, type_hints
 
@@ -42,13 +47,19 @@ __all__ = [
     "Conflict",
     "Undoable",
     "UndoCallable",
+    "ToolExceptionPolicy",
     "tool_spec",
 ]
 
 #: Called with no arguments to roll a call back; may be a coroutine function.
 UndoCallable = Callable[[], "Any | Awaitable[Any]"]
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+#: What a tool's uncaught exception does: end the turn, or tell the model.
+ToolExceptionPolicy: TypeAlias = Literal["fail_turn", "report"]
+TOOL_EXCEPTION_POLICIES: tuple[ToolExceptionPolicy, ...] = ("fail_turn", "report")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,16 +219,17 @@ def _parameter_hints(function: Callable[..., Any], where_fn: str) -> dict[str, A
     return hints
 
 
-class Tool:
+class Tool(Generic[_P, _R]):
     """A client-side tool: its ``ToolSpec`` and the function that runs it.
 
     Make one with :func:`tool`. Calling the ``Tool`` calls the function, so a
-    decorated function stays usable (and testable) as before.
+    decorated function stays usable (and testable) as before, with its
+    parameter and return types (``Tool[P, R]`` is called like ``Callable[P, R]``).
     """
 
     def __init__(
         self,
-        function: Callable[..., Any],
+        function: Callable[_P, _R],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -225,6 +237,7 @@ class Tool:
         annotations: Mapping[str, Any] | None = None,
         final: bool = False,
         input_schema: Mapping[str, Any] | None = None,
+        on_exception: ToolExceptionPolicy | None = None,
     ) -> None:
         if not callable(function):
             raise TypeError(f"@tool needs a function, got {function!r}")
@@ -237,6 +250,10 @@ class Tool:
         if confirmation not in (None, "never", "always"):
             raise ValueError(f"confirmation must be 'never' or 'always', not {confirmation!r}")
         self.confirmation = confirmation
+        if on_exception not in (None, *TOOL_EXCEPTION_POLICIES):
+            raise ValueError(f"on_exception must be 'fail_turn' or 'report', not {on_exception!r}")
+        #: What an uncaught exception does (None: the client's ``tool_exceptions``).
+        self.on_exception = on_exception
         self.annotations = _annotations_wire(annotations)
         self.final = bool(final)
         self.is_async = inspect.iscoroutinefunction(function)
@@ -289,7 +306,7 @@ class Tool:
         derived["additionalProperties"] = False
         return annotations, context_parameter, derived
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.function(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -329,16 +346,18 @@ class Tool:
         kwargs = dict(kwargs)
         if self._context_parameter is not None:
             kwargs[self._context_parameter] = context
+        # The call's arguments come from the wire (checked by bind), not from P.
+        function: Callable[..., Any] = self.function
         if self.is_async:
-            return await self.function(**kwargs)
-        result = await asyncio.to_thread(self.function, **kwargs)
+            return await function(**kwargs)
+        result = await asyncio.to_thread(function, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
 
 
 @overload
-def tool(function: _F, /) -> Tool: ...
+def tool(function: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 
 
 @overload
@@ -350,11 +369,12 @@ def tool(
     annotations: Mapping[str, Any] | None = None,
     final: bool = False,
     input_schema: Mapping[str, Any] | None = None,
-) -> Callable[[_F], Tool]: ...
+    on_exception: ToolExceptionPolicy | None = None,
+) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
+    function: Callable[_P, _R] | None = None,
     /,
     *,
     name: str | None = None,
@@ -363,26 +383,30 @@ def tool(
     annotations: Mapping[str, Any] | None = None,
     final: bool = False,
     input_schema: Mapping[str, Any] | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    on_exception: ToolExceptionPolicy | None = None,
+) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(name=..., ...)``.
 
     ``confirmation="always"`` makes every call wait for the user;
     ``annotations`` takes ``read_only`` / ``destructive`` / ``idempotent``
     (matched by guards); ``final=True`` marks a final-answer tool;
-    ``input_schema`` replaces the derived schema. Unsupported parameter
-    annotations raise :class:`TypeError` naming the parameter.
+    ``input_schema`` replaces the derived schema; ``on_exception`` is
+    ``"fail_turn"`` or ``"report"`` (see the module docs; default: the
+    client's ``tool_exceptions``). Unsupported parameter annotations raise
+    :class:`TypeError` naming the parameter.
     """
 
-    def wrap(fn: Callable[..., Any]) -> Tool:
+    def wrap(fn: Callable[_P, _R]) -> Tool[_P, _R]:
         return Tool(fn, name=name, description=description, confirmation=confirmation,
-                    annotations=annotations, final=final, input_schema=input_schema)
+                    annotations=annotations, final=final, input_schema=input_schema,
+                    on_exception=on_exception)
 
     if function is not None:
         return wrap(function)
     return wrap
 
 
-def tool_spec(item: Any) -> tuple[dict[str, Any], Tool | None]:
+def tool_spec(item: Any) -> tuple[dict[str, Any], Tool[..., Any] | None]:
     """A ``tools=[...]`` item as ``(wire spec, Tool or None)``.
 
     Accepts a :class:`Tool`, a plain function (wrapped with :func:`tool`), or

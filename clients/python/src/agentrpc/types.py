@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeAlias, cast
 
 __all__ = [
+    "StopReason",
+    "TurnStatus",
+    "UndoOutcome",
+    "ToolOutcome",
     "Usage",
     "TurnMessage",
     "TurnResult",
@@ -35,6 +39,23 @@ __all__ = [
     "RewindUndo",
     "RewindResult",
 ]
+
+# The wire's closed sets of words (docs/protocol.md). A newer server may send a
+# word this client does not list yet; it is passed through unchanged.
+#: ``TurnResult.stopReason``.
+StopReason: TypeAlias = Literal["completed", "finalAnswer", "maxTokens", "contentFilter", "refusal"]
+#: ``turnEnded.status``.
+TurnStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
+#: ``turnEnded.undo``: what happened to the turn's undo transaction.
+UndoOutcome: TypeAlias = Literal["committed", "rolledBack", "none"]
+#: A tool call's ``outcome``.
+ToolOutcome: TypeAlias = Literal["ok", "failed", "denied", "conflict"]
+
+
+def wire_word(value: Any, default: str) -> Any:
+    """A wire enum word as received (``default`` when absent); typed by the caller."""
+    return value if isinstance(value, str) else default
+
 
 
 #: Stop reasons that mean the answer was cut off before the model finished it.
@@ -129,7 +150,7 @@ class TurnResult(_WireLookup):
 
     turn_id: str
     message: TurnMessage
-    stop_reason: str
+    stop_reason: StopReason
     final_answer: Any
     usage: Usage
     round_trips: int
@@ -155,7 +176,7 @@ class TurnResult(_WireLookup):
         return cls(
             turn_id=_str(obj.get("turnId")),
             message=TurnMessage(_str(message.get("entryId")), _str(message.get("text"))),
-            stop_reason=_str(obj.get("stopReason"), "completed"),
+            stop_reason=cast(StopReason, wire_word(obj.get("stopReason"), "completed")),
             final_answer=obj.get("finalAnswer"),
             usage=Usage.from_wire(obj.get("usage")),
             round_trips=_int(obj.get("roundTrips")),
@@ -344,6 +365,24 @@ class Transcript(_WireLookup):
     def of_type(self, entry_type: str) -> list[dict[str, Any]]:
         """Entries of one type (``"prompt"``, ``"response"``, ``"toolCalls"``, ...)."""
         return [e for e in self.entries if e.get("type") == entry_type]
+
+    @property
+    def turn_ids(self) -> list[str]:
+        """The ``turnId`` of each turn with entries here, oldest first.
+
+        Every entry a turn made carries that turn's ``turnId``; entries a
+        client inserted with ``mutate_transcript`` carry none.
+        """
+        seen: dict[str, None] = {}
+        for entry in self.entries:
+            turn_id = entry.get("turnId")
+            if isinstance(turn_id, str):
+                seen.setdefault(turn_id)
+        return list(seen)
+
+    def of_turn(self, turn_id: str) -> list[dict[str, Any]]:
+        """The entries the turn ``turn_id`` made, in order."""
+        return [e for e in self.entries if e.get("turnId") == turn_id]
 
 
 @dataclass(frozen=True, slots=True)
