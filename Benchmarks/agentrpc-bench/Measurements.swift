@@ -78,14 +78,14 @@ struct ColdStartFigures {
 struct Measurements {
     let binary: String
 
-    private func start() throws -> ServerProcess {
+    func start() throws -> ServerProcess {
         let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
         try server.initialize()
         return server
     }
 
     /// Request ids for one server; 1 was `initialize`.
-    private final class IDs {
+    final class IDs {
         var next = 2
         func take() -> Int {
             defer { next += 1 }
@@ -93,7 +93,7 @@ struct Measurements {
         }
     }
 
-    private func createSession(_ server: ServerProcess, _ ids: IDs, config: JSONValue) throws -> String {
+    func createSession(_ server: ServerProcess, _ ids: IDs, config: JSONValue) throws -> String {
         let id = ids.take()
         try server.sendRequest(id: id, method: "session/create", params: config)
         guard let sid = try server.awaitResult(id: id)["sessionId"]?.stringValue else {

@@ -12,7 +12,10 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http
+      --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
+      --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
+      --http-requests N      http: one-delta turns for the connection figures (default 21)
       --deltas N             text deltas in the streaming turn (default 100000)
       --delta-runs N         streaming turns, each in a fresh session (default 3)
       --tool-turns N         turns in the tool benchmark, each in a fresh session (default 100)
@@ -27,7 +30,7 @@ let usage = """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -38,6 +41,9 @@ struct Options {
     var sessions = 1000
     var spawns = 20
     var encodeEvents = 500_000
+    var idleSeconds = 8
+    var httpDeltas = 20_000
+    var httpRequests = 21
 }
 
 func parseOptions(_ args: [String]) -> Options {
@@ -65,6 +71,9 @@ func parseOptions(_ args: [String]) -> Options {
         case "--sessions": options.sessions = count(arg)
         case "--spawns": options.spawns = count(arg)
         case "--encode-events": options.encodeEvents = count(arg)
+        case "--idle-seconds": options.idleSeconds = count(arg)
+        case "--http-deltas": options.httpDeltas = count(arg)
+        case "--http-requests": options.httpRequests = max(2, count(arg))
         case "--help", "-h":
             print(usage)
             exit(0)
@@ -192,6 +201,25 @@ do {
         json["idlePeakRSSKiB"] = .int(c.medianIdlePeakKiB)
         json["idleRSSKiB"] = .int(c.medianIdleRSSKiB)
         json["idleAnonRSSKiB"] = .int(c.medianIdleAnonKiB)
+    }
+
+    if options.only.contains("http") {
+        progress("HTTP providers against a local fake model server")
+        let h = try bench.httpProviders(idleSeconds: options.idleSeconds, deltas: options.httpDeltas, runs: 3, requests: options.httpRequests)
+        rows.append(Row(label: "7  idle stream (1 chunk/s over http): server CPU / wall", value: "\(h.idleCPUSeconds.fixed(3)) / \(h.idleWallSeconds.fixed(1)) s = \(h.idleCPUPercent.fixed(2)) %", target: "< 2 % of a core", verdict: verdict(h.idleCPUPercent < 2)))
+        let openai = (h.cpuNanosPerDelta["openai"] ?? 0) / 1000
+        let anthropic = (h.cpuNanosPerDelta["anthropic"] ?? 0) / 1000
+        rows.append(Row(label: "   server CPU per delta over HTTP: OpenAI / Anthropic", value: "\(openai.fixed(2)) / \(anthropic.fixed(2)) µs", target: "OpenAI ≤ 1.2 × Anthropic", verdict: verdict(openai <= anthropic * 1.2)))
+        rows.append(Row(label: "   connections opened for \(h.requests) requests", value: "\(h.connections)"))
+        rows.append(Row(label: "   one-delta turn, median: kept-alive / new connection each", value: "\((Double(h.keepAliveTurnNanos) / 1000).fixed(0)) / \((Double(h.freshConnectionTurnNanos) / 1000).fixed(0)) µs"))
+        json["httpIdleCPUPercent"] = .double(h.idleCPUPercent.rounded(places: 3))
+        json["httpIdleCPUSeconds"] = .double(h.idleCPUSeconds.rounded(places: 3))
+        json["httpDeltaCPUMicrosOpenAI"] = .double(openai.rounded(places: 3))
+        json["httpDeltaCPUMicrosAnthropic"] = .double(anthropic.rounded(places: 3))
+        json["httpConnections"] = .int(h.connections)
+        json["httpRequests"] = .int(h.requests)
+        json["httpTurnMicrosKeepAlive"] = .double((Double(h.keepAliveTurnNanos) / 1000).rounded(places: 1))
+        json["httpTurnMicrosNewConnection"] = .double((Double(h.freshConnectionTurnNanos) / 1000).rounded(places: 1))
     }
 
     if options.only.contains("encode") {

@@ -119,3 +119,25 @@ import FoundationNetworking
         #expect(config.secrets.contains("other-secret-value"))
     }
 }
+
+@Suite struct ProviderRetryPolicyTests {
+    @Test func aHintUpTo120SecondsIsTakenAsIsLongerOnesFallBackToBackoff() {
+        #expect(ProviderRetryPolicy.delay(attempt: 1, hint: 100) == 100)
+        #expect(ProviderRetryPolicy.delay(attempt: 1, hint: 0) == 0)
+        for attempt in 1...20 {
+            let d = ProviderRetryPolicy.delay(attempt: attempt, hint: 500)
+            #expect(d > 0 && d <= ProviderRetryPolicy.maxBackoff * 1.2)
+        }
+        #expect(ProviderRetryPolicy.delay(attempt: 1, hint: .nan) <= 0.6)
+    }
+
+    @Test func xShouldRetryFalseTurnsRetriesOffAndQuotaNeedsTheUser() {
+        let busy = ProviderErrorMapper.map(status: 503, headers: ["X-Should-Retry": "false"], body: [])
+        #expect(busy.retryGuidance.kind == .none)
+        let quota = ProviderErrorMapper.map(
+            status: 429, headers: [:], body: Array(#"{"error":{"type":"insufficient_quota","code":"insufficient_quota"}}"#.utf8))
+        #expect(quota.code == .quotaExceeded && quota.requiresUserAction && !quota.isRetryable)
+        let limited = ProviderErrorMapper.map(status: 429, headers: [:], body: [])
+        #expect(limited.retryGuidance == RetryGuidance(kind: .retryWithBackoff, afterSeconds: nil))
+    }
+}

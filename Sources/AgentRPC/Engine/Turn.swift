@@ -611,17 +611,19 @@ extension AgentSession {
 }
 
 /// Automatic retries of transient provider errors before any output (docs/turns.md).
+/// As the official SDKs do (docs/protocol.md, "Provider errors and retries"):
+/// the provider's `Retry-After` when it is between 0 and 120 s, else
+/// exponential backoff from 0.5 s capped at 8 s, with jitter. The caller never
+/// waits past the turn's wall clock.
 enum ProviderRetryPolicy {
     static let maxAttempts = 4
     static let baseDelay = 0.5
-    static let maxDelay = 30.0
+    static let maxBackoff = 8.0
+    static let maxHint = 120.0
 
-    /// The provider's hint when it gave one (capped), else capped exponential
-    /// backoff with jitter.
     static func delay(attempt: Int, hint: Double?) -> Double {
-        let exponential = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
-        let jittered = exponential * Double.random(in: 0.8...1.2)
-        if let hint { return min(maxDelay, max(hint, 0)) }
-        return jittered
+        if let hint, hint.isFinite, hint >= 0, hint <= maxHint { return hint }
+        let exponential = min(maxBackoff, baseDelay * pow(2, Double(min(max(attempt, 1), 16) - 1)))
+        return exponential * Double.random(in: 0.8...1.2)
     }
 }

@@ -190,6 +190,8 @@ public struct ProviderError: Error, Sendable, Hashable {
     public var httpStatus: Int?
     /// The provider's retry hint (Retry-After and friends), if it gave one.
     public var retryAfterSeconds: Double?
+    /// The provider's `x-should-retry` header, when it sent one.
+    public var shouldRetry: Bool?
     public var safeDescription: String
     public var unsafeMessage: String
 
@@ -203,7 +205,9 @@ public struct ProviderError: Error, Sendable, Hashable {
 
     /// The protocol's view of this error: code, guidance and flags per docs/protocol.md §13.
     public var info: ProviderErrorInfo {
-        ProviderErrorInfo(code: code, httpStatus: httpStatus, retryAfter: retryAfterSeconds, safeDescription: safeDescription, unsafeMessage: unsafeMessage)
+        ProviderErrorInfo(
+            code: code, httpStatus: httpStatus, retryAfter: retryAfterSeconds, shouldRetry: shouldRetry,
+            safeDescription: safeDescription, unsafeMessage: unsafeMessage)
     }
     public var retryGuidance: RetryGuidance { info.retryGuidance }
     public var isRetryable: Bool { info.isRetryable }

@@ -44,9 +44,15 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
 
     public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
-        let data = event.data.trimmingCharacters(in: .whitespacesAndNewlines)
-        if data == "[DONE]" { return try complete() }
-        if data.isEmpty { return [] }
+        // Per delta: a byte scan instead of Foundation's trimming, which costs
+        // more than the rest of the chunk's handling.
+        let data = event.data
+        let utf8 = data.utf8
+        guard let first = utf8.firstIndex(where: { !Self.isJSONSpace($0) }) else { return [] }
+        if utf8[first] == UInt8(ascii: "[") {
+            let trimmed = data.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed == "[DONE]" { return try complete() }
+        }
         let chunk = try DecoderJSON.parsePayload(data, provider: "OpenAI")
         return try decode(chunk: chunk)
     }
@@ -74,11 +80,8 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
                 sawContent = true
                 events.append(.textDelta(text))
             }
-            for key in ["reasoning_content", "reasoning"] {
-                if let text = delta[key]?.stringValue, !text.isEmpty {
-                    events.append(.reasoningDelta(text))
-                    break
-                }
+            if let text = delta["reasoning_content"]?.stringValue ?? delta["reasoning"]?.stringValue, !text.isEmpty {
+                events.append(.reasoningDelta(text))
             }
             if let text = delta["refusal"]?.stringValue, !text.isEmpty {
                 sawRefusal = true
@@ -89,6 +92,8 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         if let reason = choice["finish_reason"]?.stringValue { finishReason = reason }
         return events
     }
+
+    static func isJSONSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
 
     private mutating func accumulate(_ fragment: JSONValue) {
         let index = fragment["index"]?.intValue

@@ -230,6 +230,11 @@ final class PlainHTTPTask: Sendable {
                 return .failed(PlainHTTPError(kind: .idleTimedOut, detail: "no data for \(idleTimeout) s"))
             }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            // Acknowledge at once: a server that writes its headers and body
+            // separately would otherwise wait out our delayed ACK (~40 ms) on a
+            // kept-alive connection. Linux clears quick-ACK mode, so it is set per read.
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
                 return receivedAny ? .failed(PlainHTTPError(kind: .connectionLost, detail: String(cString: strerror(errno)))) : .staleConnection

@@ -32,13 +32,15 @@ public enum ProviderErrorMapper {
             code = byType
         }
         let message = info?.message ?? String(decoding: body.prefix(maximumMessageLength), as: UTF8.self)
-        return ProviderError(
+        var error = ProviderError(
             code: code,
             httpStatus: status,
             retryAfterSeconds: retryAfterSeconds(headers: headers, now: now),
             safeDescription: safeDescription(code, status: status),
             unsafeMessage: scrub(message, secrets: secrets)
         )
+        error.shouldRetry = shouldRetry(headers: headers)
+        return error
     }
 
     /// Maps an error payload that arrived inside a 200 stream: OpenAI's
@@ -171,6 +173,18 @@ public enum ProviderErrorMapper {
     }
 
     // MARK: - Retry hints
+
+    /// `x-should-retry: true|false` (OpenAI and Anthropic send it), else nil.
+    static func shouldRetry(headers: [String: String]) -> Bool? {
+        for (k, v) in headers where k.lowercased() == "x-should-retry" {
+            switch v.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true": return true
+            case "false": return false
+            default: return nil
+            }
+        }
+        return nil
+    }
 
     /// `retry-after-ms` (milliseconds) wins over `retry-after` (delta-seconds or
     /// an HTTP date). Negative or unparseable values are ignored; a date in the

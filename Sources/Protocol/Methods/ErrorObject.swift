@@ -112,12 +112,17 @@ public struct ProviderErrorInfo: Codable, Sendable, Hashable {
     }
 
     /// The guidance and flags docs/protocol.md §13 prescribes for `code`.
-    /// `retryAfter` is the provider's hint in seconds (default 1).
-    public init(code: ProviderErrorCode, httpStatus: Int? = nil, retryAfter: Double? = nil, safeDescription: String, unsafeMessage: String) {
-        let kind = code.retryGuidanceKind
+    /// `retryAfter` is the provider's hint in seconds; without one `afterSeconds`
+    /// is absent (the client picks its backoff). `shouldRetry: false` is the
+    /// provider's `x-should-retry: false`: no retry, whatever the code.
+    public init(
+        code: ProviderErrorCode, httpStatus: Int? = nil, retryAfter: Double? = nil, shouldRetry: Bool? = nil,
+        safeDescription: String, unsafeMessage: String
+    ) {
+        let kind = shouldRetry == false ? .none : code.retryGuidanceKind
         self.init(
             code: code, httpStatus: httpStatus,
-            retryGuidance: RetryGuidance(kind: kind, afterSeconds: kind == .retryWithBackoff ? (retryAfter ?? 1) : nil),
+            retryGuidance: RetryGuidance(kind: kind, afterSeconds: kind == .retryWithBackoff ? retryAfter : nil),
             isRetryable: kind != .none, requiresUserAction: code.requiresUserAction,
             safeDescription: safeDescription, unsafeMessage: unsafeMessage)
     }
@@ -146,15 +151,16 @@ public enum ProviderErrorCode: String, Codable, Sendable, Hashable, JSONSchemaSt
     public var retryGuidanceKind: RetryGuidanceKind {
         switch self {
         case .authExpired: return .refreshAuthThenRetry
-        case .quotaExceeded, .rateLimited, .modelUnavailable, .providerError, .providerUnavailable,
+        case .rateLimited, .modelUnavailable, .providerError, .providerUnavailable,
             .serviceUnavailable, .internalError, .streamTruncated, .network:
             return .retryWithBackoff
-        case .authUserInvalid, .entitlementRequired, .badRequest, .contextLengthExceeded, .contentFiltered:
+        case .quotaExceeded, .authUserInvalid, .entitlementRequired, .badRequest, .contextLengthExceeded, .contentFiltered:
+            // quotaExceeded (insufficient_quota, billing): waiting does not refill an account.
             return .none
         }
     }
 
-    public var requiresUserAction: Bool { self == .authUserInvalid || self == .entitlementRequired }
+    public var requiresUserAction: Bool { self == .authUserInvalid || self == .entitlementRequired || self == .quotaExceeded }
 }
 
 /// What a client may do about a provider error.

@@ -167,7 +167,6 @@ async def test_non_transient_errors_surface_typed_without_retry(tmp_path: Path, 
     ("canned", "code"),
     [
         (Canned.error(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after-ms": "20"}), "rateLimited"),
-        (Canned.error(429, {"error": {"message": "pay up", "type": "insufficient_quota", "code": "insufficient_quota"}}, {"retry-after": "0"}), "quotaExceeded"),
         (Canned.error(500, {"error": {"message": "oops"}}, {"retry-after": "0"}), "internalError"),
         # docs/protocol.md §13 counts modelUnavailable among the transient codes.
         (Canned.error(404, {"error": {"message": "no model", "code": "model_not_found"}}, {"retry-after": "0"}), "modelUnavailable"),

@@ -128,3 +128,58 @@ async def test_unreported_usage_is_absent_in_result_events_and_traces(tmp_path: 
     spans = trace.read_text()
     assert "agentrpc.turn" in spans or spans.strip(), "the trace file is empty"
     assert "gen_ai.usage.input_tokens" not in spans and "gen_ai.usage.output_tokens" not in spans
+
+
+# -- 5. retry policy ----------------------------------------------------------------
+
+
+async def test_insufficient_quota_is_not_retried_and_needs_the_user(tmp_path: Path) -> None:
+    from agentrpc import ProviderError
+
+    async with served(tmp_path, "openai") as (session, fake, _client, _calls):
+        fake.queue(Canned.error(429, {"error": {"message": "pay up", "type": "insufficient_quota", "code": "insufficient_quota"}}, {"retry-after": "0"}),
+                   Canned.sse("openai-chat/text.sse"))
+        with pytest.raises(ProviderError) as info:
+            await session.send("hi")
+        provider = info.value.provider
+        assert provider["code"] == "quotaExceeded" and provider["requiresUserAction"] is True
+        assert provider["retryGuidance"]["kind"] == "none" and not provider["isRetryable"]
+        assert len(fake.received) == 1
+
+
+async def test_x_should_retry_false_is_honoured(tmp_path: Path) -> None:
+    from agentrpc import ProviderError
+
+    async with served(tmp_path, "openai") as (session, fake, _client, _calls):
+        fake.queue(Canned.error(503, {"error": {"message": "busy"}}, {"x-should-retry": "false", "retry-after": "0"}),
+                   Canned.sse("openai-chat/text.sse"))
+        with pytest.raises(ProviderError) as info:
+            await session.send("hi")
+        assert info.value.provider["code"] == "serviceUnavailable"
+        assert info.value.provider["retryGuidance"]["kind"] == "none"
+        assert len(fake.received) == 1
+
+
+async def test_without_a_hint_no_after_seconds_is_claimed(tmp_path: Path) -> None:
+    from agentrpc import ProviderError
+
+    async with served(tmp_path, "openai") as (session, fake, _client, _calls):
+        fake.queue(*[Canned.error(500, {"error": {"message": "oops"}})] * 4)
+        with pytest.raises(ProviderError) as info:
+            await session.send("hi", options={"limits": {"wallClockSeconds": 60}})
+        guidance = info.value.provider["retryGuidance"]
+        assert guidance["kind"] == "retryWithBackoff" and "afterSeconds" not in guidance
+
+
+async def test_a_retry_after_past_the_wall_clock_is_not_waited_for(tmp_path: Path) -> None:
+    """Retry-After 100 s (honoured up to 120 s) with a 5 s wall clock: the error
+    is reported at once, with the hint, instead of a wait the turn cannot afford."""
+    from agentrpc import ProviderError
+
+    async with served(tmp_path, "openai") as (session, fake, _client, _calls):
+        fake.queue(Canned.error(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"retry-after": "100"}),
+                   Canned.sse("openai-chat/text.sse"))
+        with pytest.raises(ProviderError) as info:
+            await session.send("hi", options={"limits": {"wallClockSeconds": 5}})
+        assert info.value.provider["retryGuidance"] == {"kind": "retryWithBackoff", "afterSeconds": 100}
+        assert len(fake.received) == 1
