@@ -77,9 +77,18 @@ struct ColdStartFigures {
 /// bloat the next.
 struct Measurements {
     let binary: String
+    /// A private directory: each server gets a fresh store under it (never the
+    /// user's), unless it runs `--ephemeral`.
+    let scratch: String
 
-    func start() throws -> ServerProcess {
-        let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
+    /// Store arguments for one server: a fresh directory, or none at all.
+    func storeArguments(ephemeral: Bool) -> [String] {
+        ephemeral ? ["--ephemeral"] : ["--store", scratch + "/store-\(UInt64.random(in: 0...UInt64.max))"]
+    }
+
+    func start(ephemeral: Bool = false, store: String? = nil) throws -> ServerProcess {
+        let storeArgs = store.map { ["--store", $0] } ?? storeArguments(ephemeral: ephemeral)
+        let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"] + storeArgs)
         try server.initialize()
         return server
     }
@@ -102,7 +111,7 @@ struct Measurements {
         return sid
     }
 
-    private static func scripted(_ items: [JSONValue]) -> JSONValue {
+    static func scripted(_ items: [JSONValue]) -> JSONValue {
         ["provider": "scripted", "script": .array(items)]
     }
 
@@ -110,8 +119,8 @@ struct Measurements {
 
     /// One turn whose single round trip streams `count` one-token deltas, timed
     /// from writing `session/send` to reading its answer; counts `textDelta` events.
-    func textDeltas(count: Int, runs: Int) throws -> DeltaFigures {
-        let server = try start()
+    func textDeltas(count: Int, runs: Int, ephemeral: Bool = false) throws -> DeltaFigures {
+        let server = try start(ephemeral: ephemeral)
         defer { server.finish() }
         let ids = IDs()
         let tokens = JSONValue.array((0..<count).map { .string(" t\($0 % 10)") })
@@ -262,8 +271,8 @@ struct Measurements {
 
     /// `turns` sequential one-delta turns, `perSession` in each session (all
     /// sessions are created first, untimed), each send waiting for the previous answer.
-    func turnsPerSecond(turns: Int, perSession: Int) throws -> TurnFigures {
-        let server = try start()
+    func turnsPerSecond(turns: Int, perSession: Int, ephemeral: Bool = false) throws -> TurnFigures {
+        let server = try start(ephemeral: ephemeral)
         defer { server.finish() }
         let ids = IDs()
         var sessions: [String] = []
@@ -331,7 +340,7 @@ struct Measurements {
         var anon: [Int] = []
         for _ in 0..<spawns {
             let t0 = nowNanos()
-            let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"])
+            let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"] + storeArguments(ephemeral: false))
             try server.initialize()
             times.append(nowNanos() - t0)
             let m = try server.memory()

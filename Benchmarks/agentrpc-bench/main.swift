@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http,store
       --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
       --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
       --http-requests N      http: one-delta turns for the connection figures (default 21)
@@ -26,11 +26,17 @@ let usage = """
       --sessions N           idle sessions for the memory figure (default 1000)
       --spawns N             cold starts (default 20)
       --encode-events N      events for the in-process encoding figure (default 500000)
+      --stored-sessions N    stored sessions for the session/list figure (default 10000)
+      --resume-entries N     entries of the stored session for the resume figure (default 10000)
+      --resume-runs N        resumes, each in a fresh server (default 5)
+
+    Every server gets a fresh store in a private temporary directory (removed at
+    the end); deltas and turns are measured with the store on and with --ephemeral.
     """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http", "store"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -41,6 +47,9 @@ struct Options {
     var sessions = 1000
     var spawns = 20
     var encodeEvents = 500_000
+    var storedSessions = 10_000
+    var resumeEntries = 10_000
+    var resumeRuns = 5
     var idleSeconds = 8
     var httpDeltas = 20_000
     var httpRequests = 21
@@ -71,6 +80,9 @@ func parseOptions(_ args: [String]) -> Options {
         case "--sessions": options.sessions = count(arg)
         case "--spawns": options.spawns = count(arg)
         case "--encode-events": options.encodeEvents = count(arg)
+        case "--stored-sessions": options.storedSessions = count(arg)
+        case "--resume-entries": options.resumeEntries = max(2, count(arg))
+        case "--resume-runs": options.resumeRuns = count(arg)
         case "--idle-seconds": options.idleSeconds = count(arg)
         case "--http-deltas": options.httpDeltas = count(arg)
         case "--http-requests": options.httpRequests = max(2, count(arg))
@@ -102,7 +114,10 @@ let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
 if !options.only.subtracting(["encode"]).isEmpty, !FileManager.default.isExecutableFile(atPath: options.binary) {
     exitWithUsage("no executable at \(options.binary); run `swift build -c release` first")
 }
-let bench = Measurements(binary: options.binary)
+let scratch = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+try? FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: scratch) }
+let bench = Measurements(binary: options.binary, scratch: scratch)
 var rows: [Row] = []
 var json: [String: JSONValue] = [
     "binary": .string(options.binary),
@@ -115,14 +130,21 @@ func progress(_ text: String) {
 
 do {
     if options.only.contains("deltas") {
-        progress("streaming \(options.deltas) text deltas × \(options.deltaRuns)")
+        progress("streaming \(options.deltas) text deltas × \(options.deltaRuns), store on")
         let d = try bench.textDeltas(count: options.deltas, runs: options.deltaRuns)
+        progress("the same with --ephemeral")
+        let off = try bench.textDeltas(count: options.deltas, runs: options.deltaRuns, ephemeral: true)
         let rate = d.medianPerSecond
-        rows.append(Row(label: "1  text deltas per second (median of \(d.runs.count) turns)", value: "\(rate.grouped)/s", target: "≥ 200,000/s", verdict: verdict(rate >= 200_000)))
+        let ratio = rate / off.medianPerSecond
+        rows.append(Row(label: "1  text deltas per second (median of \(d.runs.count) turns, store on)", value: "\(rate.grouped)/s", target: "≥ 200,000/s", verdict: verdict(rate >= 200_000)))
         rows.append(Row(label: "   runs", value: d.perSecond.map { "\($0.grouped)" }.joined(separator: ", ")))
-        rows.append(Row(label: "   server CPU per delta (all threads)", value: "\((d.serverCPUNanosPerDelta / 1000).fixed(2)) µs"))
+        rows.append(Row(label: "   with --ephemeral (runs)", value: "\(off.medianPerSecond.grouped)/s (\(off.perSecond.map { "\($0.grouped)" }.joined(separator: ", ")))"))
+        rows.append(Row(label: "   store on / off", value: "\((ratio * 100).fixed(1)) %", target: "≥ 95 %", verdict: verdict(ratio >= 0.95)))
+        rows.append(Row(label: "   server CPU per delta (all threads), store on / off", value: "\((d.serverCPUNanosPerDelta / 1000).fixed(2)) / \((off.serverCPUNanosPerDelta / 1000).fixed(2)) µs"))
         json["textDeltaServerCPUMicros"] = .double((d.serverCPUNanosPerDelta / 1000).rounded(places: 3))
+        json["textDeltaServerCPUMicrosEphemeral"] = .double((off.serverCPUNanosPerDelta / 1000).rounded(places: 3))
         json["textDeltasPerSecond"] = .double(rate.rounded())
+        json["textDeltasPerSecondEphemeral"] = .double(off.medianPerSecond.rounded())
         json["textDeltasPerSecondRuns"] = .array(d.perSecond.map { .double($0.rounded()) })
         json["textDeltasPerTurn"] = .int(d.deltasPerRun)
     }
@@ -158,15 +180,22 @@ do {
     }
 
     if options.only.contains("turns") {
-        progress("\(options.turns) sequential one-delta turns, \(options.turnsPerSession) per session")
+        progress("\(options.turns) sequential one-delta turns, \(options.turnsPerSession) per session, store on")
         let t = try bench.turnsPerSecond(turns: options.turns, perSession: options.turnsPerSession)
-        rows.append(Row(label: "3  one-delta turns per second (\(t.turns / options.turnsPerSession) sessions × \(options.turnsPerSession))", value: "\(t.perSecond.grouped)/s"))
-        rows.append(Row(label: "   turn latency median / p90", value: "\(Samples(t.latencies).median.micros.fixed(0)) / \(Samples(t.latencies).percentile(90).micros.fixed(0)) µs"))
-        rows.append(Row(label: "   server CPU per turn", value: "\((t.serverCPUNanosPerTurn / 1000).fixed(1)) µs"))
+        progress("the same with --ephemeral")
+        let tOff = try bench.turnsPerSecond(turns: options.turns, perSession: options.turnsPerSession, ephemeral: true)
+        rows.append(Row(label: "3  one-delta turns per second (\(t.turns / options.turnsPerSession) sessions × \(options.turnsPerSession)), store on", value: "\(t.perSecond.grouped)/s"))
+        rows.append(Row(label: "   the same with --ephemeral", value: "\(tOff.perSecond.grouped)/s"))
+        rows.append(Row(label: "   turn latency median / p90, store on", value: "\(Samples(t.latencies).median.micros.fixed(0)) / \(Samples(t.latencies).percentile(90).micros.fixed(0)) µs"))
+        rows.append(Row(label: "   turn latency median / p90, --ephemeral", value: "\(Samples(tOff.latencies).median.micros.fixed(0)) / \(Samples(tOff.latencies).percentile(90).micros.fixed(0)) µs"))
+        rows.append(Row(label: "   server CPU per turn, store on / off", value: "\((t.serverCPUNanosPerTurn / 1000).fixed(1)) / \((tOff.serverCPUNanosPerTurn / 1000).fixed(1)) µs"))
         json["turnsPerSecond"] = .double(t.perSecond.rounded())
+        json["turnsPerSecondEphemeral"] = .double(tOff.perSecond.rounded())
         json["turnsPerSession"] = .int(options.turnsPerSession)
         json["turnLatencyMicros"] = .double(Samples(t.latencies).median.micros.rounded(places: 1))
+        json["turnLatencyMicrosEphemeral"] = .double(Samples(tOff.latencies).median.micros.rounded(places: 1))
         json["turnServerCPUMicros"] = .double((t.serverCPUNanosPerTurn / 1000).rounded(places: 1))
+        json["turnServerCPUMicrosEphemeral"] = .double((tOff.serverCPUNanosPerTurn / 1000).rounded(places: 1))
 
         progress("\(options.turns) sequential one-delta turns in one session")
         let one = try bench.turnsPerSecond(turns: options.turns, perSession: options.turns)
@@ -220,6 +249,24 @@ do {
         json["httpRequests"] = .int(h.requests)
         json["httpTurnMicrosKeepAlive"] = .double((Double(h.keepAliveTurnNanos) / 1000).rounded(places: 1))
         json["httpTurnMicrosNewConnection"] = .double((Double(h.freshConnectionTurnNanos) / 1000).rounded(places: 1))
+    }
+
+    if options.only.contains("store") {
+        progress("session/list over \(options.storedSessions) stored sessions")
+        let l = try bench.storeList(sessions: options.storedSessions)
+        rows.append(Row(label: "8  session/list, first page of \(l.pageSize), \(l.sessions) stored sessions (fresh server)", value: "\(l.firstPageNanos.millis.fixed(1)) ms", target: "< 200 ms", verdict: verdict(l.firstPageNanos.millis < 200)))
+        rows.append(Row(label: "   the same page again / the last page", value: "\(l.warmPageNanos.millis.fixed(1)) / \(l.lastPageNanos.millis.fixed(1)) ms"))
+        json["storedSessions"] = .int(l.sessions)
+        json["listFirstPageMillis"] = .double(l.firstPageNanos.millis.rounded(places: 2))
+        json["listWarmPageMillis"] = .double(l.warmPageNanos.millis.rounded(places: 2))
+        json["listLastPageMillis"] = .double(l.lastPageNanos.millis.rounded(places: 2))
+
+        progress("session/resume of a stored session of \(options.resumeEntries) entries × \(options.resumeRuns)")
+        let r = try bench.resumeLarge(entries: options.resumeEntries, runs: options.resumeRuns)
+        rows.append(Row(label: "9  session/resume, \(r.entries) entries (\(r.journalBytes / 1024) KiB journal, median of \(r.resumes.count))", value: "\(r.resumes.median.millis.fixed(1)) ms", target: "< 50 ms", verdict: verdict(r.resumes.median.millis < 50)))
+        rows.append(Row(label: "   min / max", value: "\(r.resumes.min.millis.fixed(1)) / \(r.resumes.max.millis.fixed(1)) ms"))
+        json["resumeEntries"] = .int(r.entries)
+        json["resumeMillis"] = .double(r.resumes.median.millis.rounded(places: 2))
     }
 
     if options.only.contains("encode") {

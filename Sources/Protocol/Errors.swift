@@ -29,6 +29,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let noPendingConfirmation = ErrorCode(-32014)
     public static let noRunningTurn = ErrorCode(-32015)
     public static let turnMismatch = ErrorCode(-32016)
+    public static let sessionLocked = ErrorCode(-32017)
     public static let maxToolCallsExceeded = ErrorCode(-32020)
     public static let maxRoundTripsExceeded = ErrorCode(-32021)
     public static let wallClockTimeoutExceeded = ErrorCode(-32022)
@@ -42,6 +43,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let toolExecutorError = ErrorCode(-32060)
     public static let hookError = ErrorCode(-32061)
     public static let structuredOutput = ErrorCode(-32070)
+    public static let storeUnavailable = ErrorCode(-32080)
+    public static let journalUnreadable = ErrorCode(-32081)
 }
 
 /// The stable, machine-readable name of an error (`data.kind`). Clients switch on
@@ -92,6 +95,12 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let hookError: ErrorKind = "hookError"
     public static let structuredOutput: ErrorKind = "structuredOutput"
     public static let overloaded: ErrorKind = "overloaded"
+    /// Another server process has the session loaded (`data.pid`).
+    public static let sessionLocked: ErrorKind = "sessionLocked"
+    /// The store could not be written or read (full disk, read-only, permissions).
+    public static let storeUnavailable: ErrorKind = "storeUnavailable"
+    /// A session's journal cannot be loaded (a newer format version, no valid first line).
+    public static let journalUnreadable: ErrorKind = "journalUnreadable"
 
     /// Every kind of docs/protocol.md §13 with its code, in table order. The schema and
     /// the docs are generated from this list.
@@ -127,6 +136,9 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
         (.hookError, .hookError),
         (.structuredOutput, .structuredOutput),
         (.overloaded, .overloaded),
+        (.sessionLocked, .sessionLocked),
+        (.storeUnavailable, .storeUnavailable),
+        (.journalUnreadable, .journalUnreadable),
     ]
 }
 

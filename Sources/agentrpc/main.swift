@@ -35,6 +35,10 @@ let usage = """
       --client-timeout S      Default timeout in seconds for requests the server sends to the client
                               when no limit of the session applies (default 300).
       --max-sessions N        Most loaded sessions at once (default 10000); more is -32001 overloaded.
+      --store DIR             Keep sessions in DIR, one journal each (default $XDG_STATE_HOME/agentrpc/
+                              sessions, else ~/.local/state/agentrpc/sessions). See docs/protocol.md,
+                              "Durable sessions".
+      --ephemeral             Keep no sessions on disk: they end with this process.
 
     SCHEMA OPTIONS
       --out DIR               Directory to write into (created if missing; stale .json files removed).
@@ -107,7 +111,7 @@ if argv.first == command { argv = argv.dropFirst() }
 
 switch command {
 case "serve":
-    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions", "trace-file"], flags: ["trace-payloads"])
+    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions", "trace-file", "store"], flags: ["trace-payloads", "ephemeral"])
     if let extra = args.positional.first { fail("unexpected argument '\(extra)'") }
     var options = ServerOptions()
     if let v = args.values["max-message-bytes"] {
@@ -131,6 +135,10 @@ case "serve":
         guard let n = Int(v), n > 0 else { fail("--max-sessions needs a positive integer") }
         options.maxSessions = n
     }
+    options.storeDirectory = args.values["store"]
+    options.ephemeral = args.flags.contains("ephemeral")
+    if options.ephemeral && options.storeDirectory != nil { fail("--store and --ephemeral exclude each other") }
+    if let dir = options.storeDirectory, dir.isEmpty { fail("--store needs a directory") }
     // A closed stdout must surface as a write error, not kill the process.
     signal(SIGPIPE, SIG_IGN)
     options.handleTerminationSignals = true

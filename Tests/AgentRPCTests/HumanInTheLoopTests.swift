@@ -67,7 +67,9 @@ private final class RecordingJournal: TranscriptJournal, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [TranscriptChange] = []
     var changes: [TranscriptChange] { lock.withLock { recorded } }
-    func record(_ change: TranscriptChange) throws { lock.withLock { recorded.append(change) } }
+    func record(_ change: TranscriptChange, at date: Date) throws { lock.withLock { recorded.append(change) } }
+    func sync(_ state: Transcript) throws {}
+    func rewrite(_ state: Transcript) throws {}
 }
 
 @Suite struct TranscriptUndoRecordTests {
@@ -90,7 +92,7 @@ private final class RecordingJournal: TranscriptJournal, @unchecked Sendable {
 
         // What the journal recorded rebuilds the same records.
         var replayed = Transcript(properties: [:])
-        for change in journal.changes { try replayed.replay(change) }
+        for change in journal.changes { try replayed.replay(change, at: Date()) }
         #expect(replayed.committedUndo == transcript.committedUndo)
     }
 

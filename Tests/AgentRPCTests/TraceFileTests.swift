@@ -83,7 +83,7 @@ import Testing
         let tracePath = (directory as NSString).appendingPathComponent("trace.jsonl")
         let capabilities: JSONValue = ["tools": true, "traces": .bool(clientTraces)]
         let (conversation, result) = try await BinaryConversation.run(
-            executable: server, arguments: ["serve", "--trace-file", tracePath] + extraArguments
+            executable: server, arguments: ["serve", "--trace-file", tracePath, "--store", directory + "/store"] + extraArguments
         ) { client in
             _ = try client.request("initialize", ["protocolVersion": 1, "clientInfo": ["name": "trace-test", "version": "1"], "capabilities": capabilities])
             let created = try client.request("session/create", config)

@@ -100,6 +100,18 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
     @Test func smallSessionMessages() throws {
         try checkCoding(SessionHandle(sessionId: "s", revision: 0, activeProfile: "brainstorm"), json: ["sessionId": "s", "revision": 0, "activeProfile": "brainstorm"])
+        try checkCoding(SessionResumeParams(sessionId: "s", rollback: true), json: ["sessionId": "s", "rollback": true])
+        try checkCoding(SessionForkParams(sessionId: "s", atEntryId: "e2"), json: ["sessionId": "s", "atEntryId": "e2"])
+        try checkCoding(
+            SessionResumeResult(
+                sessionId: "s", revision: 4, activeProfile: "default",
+                interruptedTurn: InterruptedTurn(turnId: "t", undo: [UndoRecordInfo(callId: "c", name: "rm", undo: ["path": "a"])], undoOutcome: .committed),
+                warnings: [ContextDiagnostic(source: "journal", message: "m")]),
+            json: [
+                "sessionId": "s", "revision": 4, "activeProfile": "default",
+                "interruptedTurn": ["turnId": "t", "undo": [["callId": "c", "name": "rm", "undo": ["path": "a"]]], "undoOutcome": "committed"],
+                "warnings": [["source": "journal", "message": "m"]],
+            ])
         try checkCoding(SessionCancelResult(wasRunning: true), json: ["wasRunning": true])
         try checkCoding(SessionConfirmParams(sessionId: "s", callId: "c1", decision: .deny, reason: "no"), json: ["sessionId": "s", "callId": "c1", "decision": "deny", "reason": "no"])
         try checkCoding(Empty(), json: [:])
@@ -109,7 +121,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         try checkCoding(
             SessionListResult(data: [SessionSummary(sessionId: "s", title: "T", createdAt: "2025-01-01T00:00:00Z", revision: 3, entryCount: 4, isRunning: false, loaded: true)], nextCursor: "c"),
             json: [
-                "data": [["sessionId": "s", "title": "T", "createdAt": "2025-01-01T00:00:00Z", "revision": 3, "entryCount": 4, "isRunning": false, "loaded": true]],
+                "data": [["sessionId": "s", "title": "T", "createdAt": "2025-01-01T00:00:00Z", "revision": 3, "entryCount": 4, "isRunning": false, "loaded": true, "locked": false]],
                 "nextCursor": "c",
             ])
         try checkCoding(SessionListParams(), json: [:])
@@ -475,7 +487,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
     @Test func registryHasNoDuplicates() {
         #expect(MethodRegistry.duplicateNames() == [])
-        #expect(MethodRegistry.requests.count == 24)
+        #expect(MethodRegistry.requests.count == 25)
         #expect(MethodRegistry.notifications.count == 5)
         #expect(MethodRegistry.request(named: "session/send", direction: .clientToServer) == SessionSendRequest.self)
         #expect(MethodRegistry.request(named: "tool/call", direction: .clientToServer) == nil)

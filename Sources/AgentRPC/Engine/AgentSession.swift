@@ -8,7 +8,7 @@ actor AgentSession {
     let id: String
     let config: SessionConfig
     let context: EngineContext
-    let createdAt = Date()
+    let createdAt: Date
 
     /// Entries, revision and properties: every change to them goes through it.
     var transcript: Transcript
@@ -28,7 +28,6 @@ actor AgentSession {
 
     // Turn machinery
     var seq = 0
-    var nextTurnNumber = 1
     var control: TurnControl?
     var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
     /// A decision that arrived before the waiter was installed.
@@ -63,15 +62,26 @@ actor AgentSession {
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
 
-    init(id: String, config: SessionConfig, context: EngineContext) {
+    /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
+    init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = Date()) {
         self.id = id
         self.config = config
         self.context = context
-        self.transcript = Transcript(properties: config.properties ?? [:], createdAt: createdAt)
+        self.createdAt = createdAt
+        let transcript = transcript ?? Transcript(properties: config.properties ?? [:], createdAt: createdAt)
+        self.transcript = transcript
         // With profiles, the first request activates the initial profile (its
         // onActivate hooks run, profileActivated has no `previous`); a session
-        // without profiles has nothing to activate.
-        self.activeProfile = config.profiles == nil ? try? ProfileResolver.resolve(config: config, properties: config.properties ?? [:]) : nil
+        // without profiles has nothing to activate. A loaded session has the
+        // profile it last activated.
+        if config.profiles == nil {
+            self.activeProfile = try? ProfileResolver.resolve(config: config, properties: transcript.properties)
+        } else if let name = transcript.activeProfileName {
+            let current = try? ProfileResolver.resolve(config: config, properties: transcript.properties, activeSkills: Self.skillNames(transcript.properties))
+            self.activeProfile = current?.name == name ? current : nil
+        } else {
+            self.activeProfile = nil
+        }
     }
 
     // MARK: Read-only views
@@ -104,9 +114,52 @@ actor AgentSession {
 
     func summary() -> SessionSummary {
         SessionSummary(
-            sessionId: id, title: config.title, userId: config.userId,
+            sessionId: id, title: JournalStore.title(config: config, entries: entries), userId: config.userId, model: config.displayModel,
             createdAt: Timestamp.iso8601(createdAt), updatedAt: Timestamp.iso8601(transcript.updatedAt),
             revision: revision, entryCount: entries.count, isRunning: isRunning, loaded: true)
+    }
+
+    var updatedAt: Date { transcript.updatedAt }
+
+    // MARK: The store
+
+    /// Makes every committed change durable (docs/protocol.md, "Durable sessions").
+    func syncJournal() throws {
+        try transcript.sync()
+    }
+
+    /// Syncs and releases the journal (close, delete, exit).
+    func closeJournal() throws {
+        defer {
+            (transcript.journal as? any SessionJournal)?.close()
+            transcript.journal = nil
+        }
+        try transcript.sync()
+    }
+
+    /// The state a fork starts from: the entries up to and including `atEntryID`.
+    func forkSnapshot(atEntryID: String?) throws -> TranscriptSnapshot {
+        if isRunning {
+            throw RPCError(.sessionBusy, "a session cannot be forked while a turn is running", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        return try Self.forkSnapshot(of: transcript, atEntryID: atEntryID)
+    }
+
+    static func forkSnapshot(of transcript: Transcript, atEntryID: String?) throws -> TranscriptSnapshot {
+        var snapshot = transcript.snapshot
+        if let atEntryID {
+            guard let index = snapshot.entries.firstIndex(where: { $0.id == atEntryID }) else {
+                throw RPCError.invalidParams("no entry with id '\(atEntryID)'", field: "atEntryId")
+            }
+            snapshot.entries = Array(snapshot.entries[...index])
+        }
+        // A new session: its own revision count and usage from zero, and no
+        // undo records (a rewind of the fork must not undo the source's calls).
+        snapshot.revision = 0
+        snapshot.usage = Usage()
+        snapshot.committedUndo = []
+        snapshot.updatedAt = Date()
+        return snapshot
     }
 
     // MARK: Events

@@ -25,10 +25,8 @@ final class Engine: Sendable {
     private let catalog: ModelCatalog
     private let dumper: RequestDumper?
     private let sessions = Mutex<[String: AgentSession]>([:])
-    /// Loaded sessions in creation order, each with its creation number. `session/list`
-    /// cursors are creation numbers, so a cursor stays valid when the session it was
-    /// taken from is closed before the next page is asked for.
-    private let order = Mutex<CreationOrder>(CreationOrder())
+    /// Nil with `--ephemeral`.
+    private let store: (any SessionStore)?
     private let client = Mutex<(ClientCapabilities, ClientInfo?)>((ClientCapabilities(), nil))
     private let shuttingDown = Mutex(false)
     let tracer: Tracer
@@ -40,6 +38,13 @@ final class Engine: Sendable {
         self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
         self.dumper = try options.dumpRequestsPath.map { try RequestDumper(path: $0) }
         self.tracer = Tracer(includesPayloads: options.tracePayloads)
+        if options.ephemeral {
+            self.store = nil
+        } else {
+            var directory = options.storeDirectory ?? JournalStore.defaultDirectory(environment: options.environment)
+            if !directory.hasPrefix("/") { directory = FileManager.default.currentDirectoryPath + "/" + directory }
+            self.store = JournalStore(directory: directory, logger: logger)
+        }
         if let path = options.traceFilePath {
             do {
                 tracer.addExporter(try OTLPFileExporter(path: path))
@@ -48,6 +53,9 @@ final class Engine: Sendable {
             }
         }
     }
+
+    /// Where sessions are stored (nil: `--ephemeral`).
+    var storeLocation: String? { store?.location }
 
     func setClient(capabilities: ClientCapabilities, info: ClientInfo?) async {
         client.withLock { $0 = (capabilities, info) }
@@ -76,6 +84,24 @@ final class Engine: Sendable {
         let all = sessions.withLock { Array($0.values) }
         await withTaskGroup(of: Void.self) { group in
             for s in all { group.addTask { await s.abortRunningTurn(reason: .shutdown) } }
+        }
+    }
+
+    /// `shutdown`: everything committed is made durable before the answer.
+    func syncAll() async throws {
+        let all = sessions.withLock { Array($0.values) }
+        var failure: (any Error)?
+        for s in all {
+            do { try await s.syncJournal() } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// At exit: sync and release every journal (their locks would die with the process anyway).
+    func closeAll() async {
+        let all = sessions.withLock { Array($0.values) }
+        for s in all {
+            do { try await s.closeJournal() } catch { logger.warning("session \(s.id): \(error)") }
         }
     }
 
@@ -149,35 +175,108 @@ final class Engine: Sendable {
             .now(try await session(params.sessionId).mutateTranscript(expectedRevision: params.expectedRevision, operations: params.operations))
         }
         table.on(SessionSetPropertiesRequest.self) { [self] params, _ in
-            .now(try await session(params.sessionId).setProperties(set: params.set ?? [:], remove: params.remove ?? []))
+            let s = try session(params.sessionId)
+            let result = try await s.setProperties(set: params.set ?? [:], remove: params.remove ?? [])
+            try await s.syncJournal()
+            return .now(result)
         }
         table.on(SessionListRequest.self) { [self] params, _ in
             .now(try await list(params))
         }
         table.on(SessionCloseRequest.self) { [self] params, _ in
-            try unload(params.sessionId)
+            try unload(params.sessionId, deleting: false)
         }
         table.on(SessionResumeRequest.self) { [self] params, _ in
-            // Without a store, only a loaded session can be "resumed".
-            let s = try session(params.sessionId)
-            return .now(await s.handle())
+            try await resume(params)
         }
         table.on(SessionDeleteRequest.self) { [self] params, _ in
-            // Without a store there is nothing on disk to remove: delete is close.
-            try unload(params.sessionId)
+            try SessionIDRule.check(params.sessionId)
+            if sessions.withLock({ $0[params.sessionId] }) != nil {
+                return try unload(params.sessionId, deleting: true)
+            }
+            guard let store, try store.delete(params.sessionId) else { throw RPCError.sessionNotFound(params.sessionId) }
+            return .now(Empty())
+        }
+        table.on(SessionForkRequest.self) { [self] params, _ in
+            .now(try await fork(params))
         }
     }
 
     /// Removes a session at once (later requests get `sessionNotFound`), then
-    /// cancels its running turn, which rolls back, before answering.
-    private func unload(_ id: String) throws -> Reply<Empty> {
+    /// cancels its running turn, which rolls back, syncs and releases its
+    /// journal (and with `deleting`, removes it) before answering.
+    private func unload(_ id: String, deleting: Bool) throws -> Reply<Empty> {
         let s = try session(id)
         sessions.withLock { _ = $0.removeValue(forKey: id) }
-        order.withLock { $0.remove(id) }
+        let store = self.store
         return .later {
             await s.abortRunningTurn(reason: .closed)
+            if deleting {
+                try? await s.closeJournal()
+                _ = try store?.delete(id)
+            } else {
+                try await s.closeJournal()
+            }
             return Empty()
         }
+    }
+
+    /// Loads a stored session (or answers a loaded one's handle). An
+    /// interrupted last turn is recovered before the session is handed out;
+    /// `rollback` then undoes its tool results before the answer.
+    private func resume(_ params: SessionResumeParams) async throws -> Reply<SessionResumeResult> {
+        let id = params.sessionId
+        try SessionIDRule.check(id)
+        if let loaded = sessions.withLock({ $0[id] }) {
+            let handle = await loaded.handle()
+            return .now(SessionResumeResult(sessionId: handle.sessionId, revision: handle.revision, activeProfile: handle.activeProfile))
+        }
+        guard let store else { throw RPCError.sessionNotFound(id) }
+        if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
+        if sessions.withLock({ $0.count }) >= options.maxSessions {
+            throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
+        }
+        let (journal, contents) = try store.open(id)
+        let session = AgentSession(id: id, config: contents.config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt)
+        let interrupted: InterruptedTurn?
+        do {
+            interrupted = try await session.recoverInterruptedTurn(rollback: params.rollback == true)
+        } catch {
+            journal.close()
+            throw error
+        }
+        // Another resume of the same id may have won meanwhile; it holds the lock, so this one cannot have.
+        sessions.withLock { $0[id] = session }
+        let handle = await session.handle()
+        let warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
+        let result = SessionResumeResult(
+            sessionId: id, revision: handle.revision, activeProfile: handle.activeProfile, interruptedTurn: interrupted,
+            warnings: warnings.isEmpty ? nil : warnings)
+        guard let interrupted, interrupted.undoOutcome == .rolledBack else { return .now(result) }
+        return .later {
+            await session.rollBackInterrupted(interrupted)
+            return result
+        }
+    }
+
+    /// A new session with a copy of another's configuration, properties and
+    /// entries up to `atEntryId`.
+    private func fork(_ params: SessionForkParams) async throws -> SessionHandle {
+        try SessionIDRule.check(params.sessionId)
+        if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
+        let snapshot: TranscriptSnapshot
+        let config: SessionConfig
+        if let source = sessions.withLock({ $0[params.sessionId] }) {
+            snapshot = try await source.forkSnapshot(atEntryID: params.atEntryId)
+            config = source.config
+        } else if let store {
+            let contents = try store.read(params.sessionId)
+            snapshot = try AgentSession.forkSnapshot(of: contents.transcript, atEntryID: params.atEntryId)
+            config = contents.config
+        } else {
+            throw RPCError.sessionNotFound(params.sessionId)
+        }
+        return try await start(config: config, initial: snapshot, forkedFrom: params.sessionId)
     }
 
     private func create(_ config: SessionConfig) async throws -> SessionHandle {
@@ -200,13 +299,27 @@ final class Engine: Sendable {
         }
         // Resolving once now reports unknown tool names, blocks and cases at create time.
         _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
+        return try await start(config: config, initial: nil, forkedFrom: nil)
+    }
+
+    /// Registers a new session (created or forked), with its journal unless the
+    /// server is ephemeral or the configuration says `store: false`.
+    private func start(config: SessionConfig, initial: TranscriptSnapshot?, forkedFrom: String?) async throws -> SessionHandle {
         if sessions.withLock({ $0.count }) >= options.maxSessions {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
-        let id = "s-" + UUID().uuidString.lowercased().prefix(12)
-        let session = AgentSession(id: String(id), config: config, context: context)
-        sessions.withLock { $0[String(id)] = session }
-        order.withLock { $0.append(String(id)) }
+        let id = "s-" + String(UUID().uuidString.lowercased().prefix(12))
+        let createdAt = Date()
+        var transcript = initial.map(Transcript.init(snapshot:)) ?? Transcript(properties: config.properties ?? [:], createdAt: createdAt)
+        if let store, config.store != false {
+            let (stored, dropped) = try config.forStorage()
+            if !dropped.isEmpty {
+                logger.warning("session \(id): not stored (they may hold credentials; put the model in the config file to keep them): \(dropped.joined(separator: ", "))")
+            }
+            transcript.journal = try store.create(JournalHeader(sessionID: id, createdAt: createdAt, config: stored, forkedFrom: forkedFrom), config: config, initial: initial)
+        }
+        let session = AgentSession(id: id, config: config, context: context, transcript: transcript, createdAt: createdAt)
+        sessions.withLock { $0[id] = session }
         return await session.handle()
     }
 
@@ -249,53 +362,84 @@ final class Engine: Sendable {
         return problems
     }
 
+    /// Loaded and stored sessions, newest-updated first (ties by id). The
+    /// cursor is the position of the last session of the page in that order,
+    /// so sessions closed or deleted meanwhile do not strand it. Only the
+    /// page's stored sessions are read (their summaries); the rest is a
+    /// directory listing.
     private func list(_ params: SessionListParams) async throws -> SessionListResult {
         let limit = params.limit ?? SessionListParams.defaultLimit
         guard limit >= 1 else {
             throw RPCError.invalidParams("limit must be at least 1", field: "limit")
         }
-        var after = 0
+        var after: ListPosition?
         if let cursor = params.cursor {
-            guard let number = CreationOrder.number(fromCursor: cursor), number < order.withLock({ $0.next }) else {
-                throw RPCError.invalidParams("unknown cursor '\(cursor)'", field: "cursor")
+            guard let position = ListPosition(cursor: cursor) else {
+                throw RPCError.invalidParams("'\(cursor.prefix(64))' is not a cursor this server handed out", field: "cursor")
             }
-            after = number
+            after = position
         }
-        let (page, hasMore) = order.withLock { $0.page(after: after, limit: min(limit, SessionListParams.maxLimit)) }
+        let loaded = sessions.withLock { $0 }
+        var candidates: [(position: ListPosition, session: AgentSession?)] = []
+        if params.loaded != false {
+            for (id, s) in loaded { candidates.append((ListPosition(updatedAt: await s.updatedAt, sessionID: id), s)) }
+        }
+        if params.loaded != true, let store {
+            for stamp in try store.index() where loaded[stamp.sessionID] == nil {
+                candidates.append((ListPosition(updatedAt: stamp.updatedAt, sessionID: stamp.sessionID), nil))
+            }
+        }
+        candidates.sort { $0.position < $1.position }
+        let rest = after.map { cursor in candidates.drop { !(cursor < $0.position) } } ?? candidates[...]
+        let pageSize = min(limit, SessionListParams.maxLimit)
         var data: [SessionSummary] = []
-        for entry in page {
-            if let s = sessions.withLock({ $0[entry.id] }) { data.append(await s.summary()) }
+        var last: ListPosition?
+        var consumed = 0
+        for candidate in rest {
+            if data.count == pageSize { break }
+            consumed += 1
+            last = candidate.position
+            if let s = candidate.session {
+                data.append(await s.summary())
+            } else if let stored = try store?.summary(candidate.position.sessionID) {
+                data.append(SessionSummary(
+                    sessionId: stored.sessionID, title: stored.title, userId: stored.userId, model: stored.model,
+                    createdAt: Timestamp.iso8601(stored.createdAt), updatedAt: Timestamp.iso8601(candidate.position.updatedAt),
+                    revision: stored.revision, entryCount: stored.entryCount, isRunning: false, loaded: false,
+                    locked: stored.locked, lockedBy: stored.lockedBy.map { Int($0) }))
+            }
         }
-        let next = hasMore ? page.last.map { CreationOrder.cursor(for: $0.number) } : nil
-        return SessionListResult(data: data, nextCursor: next)
+        let hasMore = rest.count > consumed
+        return SessionListResult(data: data, nextCursor: hasMore ? last?.cursor : nil)
     }
 }
 
-/// Loaded session ids in creation order, numbered from 1 (`session/list` paging).
-struct CreationOrder: Sendable {
-    private(set) var entries: [(number: Int, id: String)] = []
-    /// The number the next session gets; every cursor ever handed out is below it.
-    private(set) var next = 1
+/// A place in `session/list` order: newest-updated first, then by id.
+struct ListPosition: Sendable, Comparable {
+    /// Microseconds since 1970: finer than any two changes of one session.
+    var micros: Int64
+    var sessionID: String
 
-    mutating func append(_ id: String) {
-        entries.append((next, id))
-        next += 1
+    init(updatedAt: Date, sessionID: String) {
+        let us = (updatedAt.timeIntervalSince1970 * 1_000_000).rounded()
+        self.micros = us.isFinite && abs(us) < 9e18 ? Int64(us) : 0
+        self.sessionID = sessionID
     }
 
-    mutating func remove(_ id: String) {
-        entries.removeAll { $0.id == id }
+    var updatedAt: Date { Date(timeIntervalSince1970: Double(micros) / 1_000_000) }
+
+    /// `<micros>.<sessionId>`.
+    var cursor: String { "\(micros).\(sessionID)" }
+
+    init?(cursor: String) {
+        guard let dot = cursor.firstIndex(of: "."), let us = Int64(cursor[..<dot]), us >= 0 else { return nil }
+        let id = String(cursor[cursor.index(after: dot)...])
+        guard SessionIDRule.isPlain(id) else { return nil }
+        self.micros = us
+        self.sessionID = id
     }
 
-    /// Up to `limit` sessions created after number `after`, and whether more follow.
-    func page(after: Int, limit: Int) -> (page: [(number: Int, id: String)], hasMore: Bool) {
-        let rest = entries.drop { $0.number <= after }
-        return (Array(rest.prefix(limit)), rest.count > limit)
-    }
-
-    static func cursor(for number: Int) -> String { String(number) }
-
-    static func number(fromCursor cursor: String) -> Int? {
-        guard let n = Int(cursor), n >= 1, cursor == String(n) else { return nil }
-        return n
+    static func < (a: ListPosition, b: ListPosition) -> Bool {
+        a.micros != b.micros ? a.micros > b.micros : a.sessionID < b.sessionID
     }
 }

@@ -7,7 +7,9 @@ let activeSkillsProperty = "activeSkills"
 extension AgentSession {
     // MARK: Resolution
 
-    var activeSkillNames: [String] {
+    var activeSkillNames: [String] { Self.skillNames(properties) }
+
+    static func skillNames(_ properties: [String: JSONValue]) -> [String] {
         (properties[activeSkillsProperty]?.arrayValue ?? []).compactMap(\.stringValue)
     }
 
@@ -30,6 +32,7 @@ extension AgentSession {
             if let previous {
                 try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
             }
+            try transcript.activateProfile(profile.name)
             activeProfile = profile
             emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
             try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]))
@@ -320,7 +323,8 @@ extension AgentSession {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, turn: inout TurnState
     ) async throws -> SideResponse {
-        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request)
+        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
+                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         var response = SideResponse()

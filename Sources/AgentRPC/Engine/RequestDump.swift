@@ -33,11 +33,18 @@ final class RequestDumper: Sendable {
         case turn, router, consult, summary
     }
 
-    func dump(sessionId: String, turnId: String, purpose: Purpose, roundTrip: Int, profile: String, provider: String, request: ModelRequest) {
-        let line: JSONValue = [
+    /// `body` is the exact JSON body an HTTP provider sends (it never holds a key:
+    /// credentials travel in headers only).
+    func dump(
+        sessionId: String, turnId: String, purpose: Purpose, roundTrip: Int, profile: String, provider: String, request: ModelRequest,
+        body: JSONValue? = nil
+    ) {
+        var members: [String: JSONValue] = [
             "sessionId": .string(sessionId), "turnId": .string(turnId), "purpose": .string(purpose.rawValue), "roundTrip": .int(roundTrip),
             "profile": .string(profile), "provider": .string(provider), "request": request.dumpJSON,
         ]
+        if let body { members["body"] = body }
+        let line = JSONValue.object(members)
         var bytes = line.serialized()
         bytes.append(0x0A)
         handle.withLock { $0?.write(Data(bytes)) }

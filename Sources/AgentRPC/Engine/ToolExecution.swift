@@ -157,6 +157,8 @@ extension AgentSession {
         }
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
+            // Kept on disk too, so a turn cut by a crash can still be rolled back.
+            try transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
         }
         return try await output(result.outcome, result.content, turn: &turn)
     }

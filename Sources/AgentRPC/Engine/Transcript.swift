@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 
-/// A committed change to a session's transcript, in the order it happened.
+/// A committed change to a session's durable state, in the order it happened.
 /// `Transcript` hands each one to its journal before the change takes effect,
 /// and a journal replays them through `Transcript.replay(_:)`: one definition of
 /// what each change does, for the live session and for loading it again.
@@ -9,27 +9,66 @@ enum TranscriptChange: Sendable, Equatable {
     /// An entry was appended; `nextEntryNumber` is the counter after it.
     case entryAppended(TranscriptEntry, nextEntryNumber: Int)
     /// The entries were rewritten by `operations` (a client's mutation, a hook's
-    /// history edit, or a failed turn's trim or revert); `revision` is the new one.
+    /// history edit, a summary, or a failed turn's trim or revert); `revision` is the new one.
     case entriesMutated(operations: [TranscriptOperation], revision: Int)
     /// Properties were set and removed (`removed` lists only keys that were present).
     case propertiesChanged(set: [String: JSONValue], removed: [String])
+    /// A profile became the active one (before a round trip).
+    case profileActivated(String)
+    /// A turn began; `number` is the one its id was made from.
+    case turnStarted(turnId: String, number: Int)
+    /// An `ok` tool result of the running turn carried `undo`.
+    case undoRecorded(turnId: String, UndoRecord)
+    /// A turn ended (any status, `interrupted` included).
+    case turnEnded(TurnEnd)
     /// A turn committed with these undo records; they are kept for `session/rewind`.
     case undoRecordsKept([UndoRecord])
     /// A rewind removed these records' calls (and sent or dropped their undos).
     case undoRecordsTaken([UndoRecord])
 }
 
-/// Receives every change of a transcript before it takes effect in memory.
-/// When `record` throws, the change is not made and the error reaches the
-/// caller; the session's store is the one implementation (docs/protocol.md, "Durable sessions").
-protocol TranscriptJournal: Sendable {
-    func record(_ change: TranscriptChange) throws
+/// How a turn ended, as the journal keeps it.
+struct TurnEnd: Sendable, Equatable {
+    enum Status: String, Sendable, Equatable, CaseIterable {
+        case completed, failed, cancelled
+        /// The process died during the turn; recorded when the session is loaded again.
+        case interrupted
+    }
+    var turnId: String
+    var status: Status
+    /// The turn's `stopReason` (completed turns).
+    var stopReason: StopReason?
+    var usage: Usage
+    var undo: UndoOutcome
 }
 
-/// The conversation state of one session: entries with their ids, the
-/// revision, the entry counter and the session properties. Every change to
-/// them goes through this type (and so through its journal); the session actor
-/// owns one and reads it freely.
+/// A turn that started and has not ended.
+struct OpenTurn: Sendable, Equatable {
+    var id: String
+    /// The entries before the turn (the `revert` policy restores them).
+    var entriesBefore: [TranscriptEntry]
+    /// Oldest first.
+    var undo: [UndoRecord] = []
+}
+
+/// Receives every change of a transcript before it takes effect in memory.
+/// When `record` throws, the change is not made and the error reaches the
+/// caller. The session's journal file is the one implementation
+/// (docs/protocol.md, "Durable sessions").
+protocol TranscriptJournal: AnyObject, Sendable {
+    /// Writes the change (one whole line), not necessarily to stable storage yet.
+    func record(_ change: TranscriptChange, at date: Date) throws
+    /// Makes everything recorded so far durable; may compact the journal, given
+    /// the state it has recorded.
+    func sync(_ state: Transcript) throws
+    /// Replaces the journal by one snapshot of `state` (after changes it refused).
+    func rewrite(_ state: Transcript) throws
+}
+
+/// The durable state of one session: entries with their ids, the revision, the
+/// entry counter, the session properties, the active profile, the turns and
+/// their usage. Every change to them goes through this type (and so through its
+/// journal); the session actor owns one and reads it freely.
 struct Transcript: Sendable {
     private(set) var entries: [TranscriptEntry] = []
     private var entryIDs: Set<String> = []
@@ -38,7 +77,14 @@ struct Transcript: Sendable {
     /// client-inserted entries are skipped.
     private(set) var nextEntryNumber = 1
     private(set) var properties: [String: JSONValue]
-    /// When the entries last changed.
+    /// The profile last activated (nil before the first request).
+    private(set) var activeProfileName: String?
+    /// The number the next turn's id is made from.
+    private(set) var nextTurnNumber = 1
+    private(set) var openTurn: OpenTurn?
+    /// The usage of every turn that ended, summed.
+    private(set) var usageTotals = Usage()
+    /// When anything last changed.
     private(set) var updatedAt: Date
     /// Undo records of committed turns, oldest first: what `session/rewind` can
     /// still undo. Kept here so a store keeps them with the session.
@@ -47,7 +93,8 @@ struct Transcript: Sendable {
     static let maxCommittedUndoRecords = 1000
     /// Nil without a store.
     var journal: (any TranscriptJournal)?
-    /// A change was made that the journal refused (see `mutateEvenIfUnjournaled`).
+    /// A change was made that the journal refused (see `mutateEvenIfUnjournaled`):
+    /// the next change rewrites the journal whole first.
     private(set) var journalBehind = false
 
     init(properties: [String: JSONValue], createdAt: Date = Date()) {
@@ -55,7 +102,31 @@ struct Transcript: Sendable {
         self.updatedAt = createdAt
     }
 
+    /// A state read back from a snapshot.
+    init(snapshot: TranscriptSnapshot) {
+        entries = snapshot.entries
+        entryIDs = Set(snapshot.entries.map(\.id))
+        revision = snapshot.revision
+        nextEntryNumber = snapshot.nextEntryNumber
+        properties = snapshot.properties
+        activeProfileName = snapshot.activeProfile
+        nextTurnNumber = snapshot.nextTurnNumber
+        usageTotals = snapshot.usage
+        committedUndo = snapshot.committedUndo
+        updatedAt = snapshot.updatedAt
+    }
+
     var count: Int { entries.count }
+
+    /// A snapshot taken during a turn keeps the turn open.
+    mutating func restoreOpenTurn(_ turn: OpenTurn) { openTurn = turn }
+
+    var snapshot: TranscriptSnapshot {
+        TranscriptSnapshot(
+            entries: entries, revision: revision, nextEntryNumber: nextEntryNumber, properties: properties,
+            activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, committedUndo: committedUndo,
+            updatedAt: updatedAt)
+    }
 
     // MARK: Changes
 
@@ -98,7 +169,7 @@ struct Transcript: Sendable {
     /// marked behind so the next change rewrites it whole.
     mutating func mutateEvenIfUnjournaled(_ operations: [TranscriptOperation]) {
         do { try mutate(operations) } catch {
-            guard let working = try? TranscriptOperations.apply(operations, to: entries) else { return }
+            guard let working = try? TranscriptOperations.apply(operations, to: entries), working != entries else { return }
             journalBehind = true
             try? make(.entriesMutated(operations: operations, revision: revision + 1), mutatedEntries: working, at: Date())
         }
@@ -122,6 +193,45 @@ struct Transcript: Sendable {
         return removed
     }
 
+    mutating func activateProfile(_ name: String) throws {
+        guard name != activeProfileName else { return }
+        try commit(.profileActivated(name))
+    }
+
+    /// Begins a turn; returns its number (the session makes the id from it).
+    mutating func beginTurn(id makeID: (Int) -> String) throws -> String {
+        let number = nextTurnNumber
+        let id = makeID(number)
+        try commit(.turnStarted(turnId: id, number: number))
+        return id
+    }
+
+    mutating func recordUndo(_ record: UndoRecord, turn: String) throws {
+        try commit(.undoRecorded(turnId: turn, record))
+    }
+
+    mutating func endTurn(_ end: TurnEnd) throws {
+        try commit(.turnEnded(end))
+    }
+
+    /// `endTurn` for a failed turn (see `mutateEvenIfUnjournaled`).
+    mutating func endTurnEvenIfUnjournaled(_ end: TurnEnd) {
+        do { try endTurn(end) } catch {
+            journalBehind = true
+            try? make(.turnEnded(end), mutatedEntries: nil, at: Date())
+        }
+    }
+
+    /// Makes everything committed so far durable (fsync); a no-op without a store.
+    mutating func sync() throws {
+        guard let journal else { return }
+        if journalBehind {
+            try journal.rewrite(self)
+            journalBehind = false
+        }
+        try journal.sync(self)
+    }
+
     /// Keeps a committed turn's undo records (the newest `maxCommittedUndoRecords` stay).
     mutating func keepUndoRecords(_ records: [UndoRecord]) throws {
         guard !records.isEmpty else { return }
@@ -138,33 +248,51 @@ struct Transcript: Sendable {
 
     /// Journals a change, then makes it.
     private mutating func commit(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]? = nil) throws {
-        try journal?.record(change)
-        try make(change, mutatedEntries: mutatedEntries, at: Date())
+        let now = Date()
+        if let journal {
+            if journalBehind {
+                try journal.rewrite(self)
+                journalBehind = false
+            }
+            try journal.record(change, at: now)
+        }
+        try make(change, mutatedEntries: mutatedEntries, at: now)
     }
 
     /// Makes a change without journaling it: for changes read back from a
-    /// journal. Throws when a mutation's operations do not apply.
-    mutating func replay(_ change: TranscriptChange, at date: Date = Date()) throws {
+    /// journal. Throws when a change does not fit the state (a mutation whose
+    /// operations do not apply).
+    mutating func replay(_ change: TranscriptChange, at date: Date) throws {
         try make(change, mutatedEntries: nil, at: date)
     }
 
     private mutating func make(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]?, at date: Date) throws {
         switch change {
         case .entryAppended(let entry, let next):
+            if entryIDs.contains(entry.id) { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
             entries.append(entry)
             entryIDs.insert(entry.id)
             nextEntryNumber = next
             revision += 1
-            updatedAt = date
         case .entriesMutated(let operations, let newRevision):
             let working = try mutatedEntries ?? TranscriptOperations.apply(operations, to: entries)
             entries = working
             entryIDs = Set(working.map(\.id))
             revision = newRevision
-            updatedAt = date
         case .propertiesChanged(let set, let removed):
             for key in removed { properties.removeValue(forKey: key) }
             for (k, v) in set { properties[k] = v }
+        case .profileActivated(let name):
+            activeProfileName = name
+        case .turnStarted(let id, let number):
+            openTurn = OpenTurn(id: id, entriesBefore: entries)
+            nextTurnNumber = number + 1
+        case .undoRecorded(let turnID, let record):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("an undo record for turn '\(turnID)', which is not running") }
+            openTurn?.undo.append(record)
+        case .turnEnded(let end):
+            if openTurn?.id == end.turnId { openTurn = nil }
+            usageTotals.add(end.usage)
         case .undoRecordsKept(let records):
             committedUndo.append(contentsOf: records)
             let excess = committedUndo.count - Self.maxCommittedUndoRecords
@@ -173,5 +301,27 @@ struct Transcript: Sendable {
             let taken = Set(records)
             committedUndo.removeAll { taken.contains($0) }
         }
+        updatedAt = date
     }
+}
+
+/// A change read back from a journal that does not fit the state before it.
+struct ReplayMismatch: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The whole durable state at one moment: what a compacted journal holds
+/// after its first line, and what a fork starts from.
+struct TranscriptSnapshot: Sendable, Equatable {
+    var entries: [TranscriptEntry]
+    var revision: Int
+    var nextEntryNumber: Int
+    var properties: [String: JSONValue]
+    var activeProfile: String?
+    var nextTurnNumber: Int
+    var usage: Usage
+    /// Undo records of committed turns (what `session/rewind` can still undo).
+    var committedUndo: [UndoRecord]
+    var updatedAt: Date
 }

@@ -15,6 +15,7 @@ extension AgentSession {
         }
         let working = try transcript.preview(operations)
         try transcript.mutate(operations, result: working)
+        try transcript.sync()
         return MutateTranscriptResult(revision: revision, entryCount: entries.count)
     }
 }

@@ -152,8 +152,9 @@ extension AgentSession {
         let warnings = schemaWarnings(for: profile, provider: provider)
 
         // 3. The turn begins.
-        let id = "t-\(self.id.dropFirst(2).prefix(8))-\(nextTurnNumber)"
-        nextTurnNumber += 1
+        // Journaled first: a turn the store refuses has not begun.
+        let sessionID = self.id
+        let id = try transcript.beginTurn { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
@@ -171,7 +172,16 @@ extension AgentSession {
         self.control = control
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
-        try append(.prompt(text: input.text, images: input.images), turn: id)
+        do {
+            try append(.prompt(text: input.text, images: input.images), turn: id)
+        } catch {
+            // The store refused the prompt: the turn ends before it ran, announced as failed.
+            let rpc = (error as? RPCError) ?? RPCError(.storeUnavailable, "the session's journal could not be written: \(error)")
+            transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: id, status: .failed, stopReason: nil, usage: Usage(), undo: UndoOutcome.none))
+            endTurnState()
+            emit(.turnEnded(status: .failed, undo: UndoOutcome.none, error: rpc), turn: id)
+            throw rpc
+        }
 
         let task = Task { [self, turn] () async throws -> TurnOutcome in
             var state = turn
@@ -254,7 +264,8 @@ extension AgentSession {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request)
+            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
+                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
 
             let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
             completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
@@ -453,6 +464,9 @@ extension AgentSession {
             turnId: turn.id, message: TurnMessage(entryId: response.id, text: text),
             stopReason: turn.finalAnswer == nil ? endedHow ?? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
             usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: revision)
+        // Durable before anyone hears the turn is over (docs/protocol.md, "Durable sessions").
+        try transcript.endTurn(TurnEnd(turnId: turn.id, status: .completed, stopReason: result.stopReason, usage: turn.usage, undo: undo))
+        try transcript.sync()
         endTurnState()
         // Only a reply that did not end normally says so here, like its response entry.
         emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: endedHow), turn: turn.id)
@@ -511,15 +525,7 @@ extension AgentSession {
         if undoLog.isEmpty {
             undoOutcome = .none
         } else {
-            let channel = context.channel
-            let sessionID = id
-            let timeout = min(turn.limits.toolTimeoutSeconds, 30)
-            await Task {
-                for record in undoLog.reversed() {
-                    let params = ToolUndoParams(sessionId: sessionID, turnId: turnID, callId: record.callId, name: record.name, undo: record.undo)
-                    _ = try? await channel.request(ToolUndoRequest.name, (try? JSONValue(encoding: params)) ?? .null, timeout: timeout)
-                }
-            }.value
+            await rollBack(undoLog.map { UndoRecord(turnId: turnID, callId: $0.callId, name: $0.name, undo: $0.undo) }, turnID: turnID, timeout: min(turn.limits.toolTimeoutSeconds, 30))
             undoOutcome = .rolledBack
         }
         let policy = turn.errorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
@@ -536,6 +542,10 @@ extension AgentSession {
                 emit(.entryAppended(entry), turn: turnID)
             }
         }
+        if transcript.openTurn?.id == turnID {
+            transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: turnID, status: cancelled ? .cancelled : .failed, stopReason: nil, usage: turn.usage, undo: undoOutcome))
+        }
+        do { try transcript.sync() } catch { context.logger.warning("session \(id): the journal could not be synced after a failed turn: \(error)") }
         endTurnState()
         emit(.turnEnded(status: cancelled ? .cancelled : .failed, undo: undoOutcome, error: error), turn: turnID)
         startNextQueuedSend()

@@ -99,3 +99,15 @@ extension HTTPProviderConfiguration {
         return r
     }
 }
+
+extension OpenAIProvider {
+    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+}
+
+extension AnthropicProvider {
+    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+}
+
+extension OpenAIResponsesProvider {
+    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+}

@@ -15,6 +15,8 @@ public protocol ModelProvider: Sendable {
     /// Rewrites tool schemas this provider cannot take as they are, reporting
     /// each change (see the default in the extension below).
     func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])
+    /// The exact JSON body sent for `request`, for `--dump-requests` (default nil).
+    func wireBody(for request: ModelRequest) -> JSONValue?
 }
 
 /// What a provider can take. Pre-flight uses this (`toolChoiceUnsupported`);
@@ -225,6 +227,10 @@ public struct ProviderContractViolation: Error, Sendable, Hashable {
 }
 
 extension ModelProvider {
+    /// The exact JSON body this provider would send for `request`, for
+    /// `--dump-requests`; nil for providers that send none (scripted).
+    public func wireBody(for request: ModelRequest) -> JSONValue? { nil }
+
     /// Rewrites tool schemas this provider cannot take as they are; each change
     /// is reported as a warning. The default takes every schema unchanged.
     public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {

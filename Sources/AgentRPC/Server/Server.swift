@@ -20,6 +20,11 @@ public struct ServerOptions: Sendable {
     public var tracePayloads = false
     /// At most this many loaded sessions; more is `overloaded`.
     public var maxSessions: Int = 10_000
+    /// Where sessions are stored (`--store`); nil: the default directory
+    /// (`JournalStore.defaultDirectory`).
+    public var storeDirectory: String?
+    /// No store at all (`--ephemeral`): sessions live only in this process.
+    public var ephemeral = false
     /// Whether SIGTERM, SIGINT and SIGHUP end the server like the end of input
     /// (the `agentrpc` binary); a library host keeps its own signal handling.
     public var handleTerminationSignals = false
@@ -67,6 +72,8 @@ public final class Server: Sendable {
             var args: [String] = []
             if options.maxMessageBytes != ServerOptions().maxMessageBytes { args += ["--max-message-bytes", String(options.maxMessageBytes)] }
             if let c = options.configPath { args += ["--config", c] }
+            // Where the store is differs per machine; a replay gets a fresh one. Its absence does not.
+            if options.ephemeral { args += ["--ephemeral"] }
             recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc \(Server.version)", args: args)
         }
         self.recorder = recorder
@@ -123,6 +130,8 @@ public final class Server: Sendable {
         if await !Self.finishes(by: deadline, { await engine.shutdownAll(reason: cause) }) {
             logger.warning("turns still running after \(options.shutdownGraceSeconds) s; exiting without them")
         }
+        // Whatever was committed is made durable and every journal's lock released.
+        await engine.closeAll()
         dispatcher.cancelAll()
         let left = ContinuousClock.now.duration(to: deadline)
         await dispatcher.waitForIdle(timeoutSeconds: max(0.5, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
@@ -206,12 +215,14 @@ public final class Server: Sendable {
                 protocolVersion: min(params.protocolVersion, InitializeRequest.protocolVersion),
                 serverInfo: ServerInfo(name: "agentrpc", version: Server.version),
                 capabilities: ServerCapabilities(
-                    providers: Engine.providerNames, store: false, maxMessageBytes: options.maxMessageBytes)))
+                    providers: Engine.providerNames, store: engine.storeLocation != nil, storeDirectory: engine.storeLocation,
+                    maxMessageBytes: options.maxMessageBytes)))
         }
         table.on(ShutdownRequest.self) { _, _ in
             lifecycle.withLock { $0 = .shutDown }
             return .later {
                 await engine.shutdownAll(reason: "shutdown")
+                try await engine.syncAll()
                 return NullResult()
             }
         }

@@ -81,7 +81,12 @@ final class TranscriptRecorderState: @unchecked Sendable {
     /// Member names whose values the server mints per run.
     private static let volatileKeys: [String: String] = [
         "sessionId": "sessionId", "turnId": "turnId", "callId": "callId",
-        "entryId": "entryId", "firstChangedEntry": "entryId",
+        "entryId": "entryId", "firstChangedEntry": "entryId", "nextCursor": "cursor",
+    ]
+
+    /// Members whose values differ from machine to machine: kept as their type only.
+    private static let machineKeys: [String: JSONValue] = [
+        "storeDirectory": "$string", "pid": "$integer", "lockedBy": "$integer",
     ]
 
     init(description: String?, args: [String], writeLine: @escaping @Sendable (String) -> Void) {
@@ -214,6 +219,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         case .array(let elements):
             return .array(elements.map { server($0, key: nil, siblingsHaveType: false) })
         case .string, .int:
+            if let key, let pattern = Self.machineKeys[key] { return pattern }
             if let name = captured[value], value.stringValue != nil || Self.volatileBase(key, siblingsHaveType) != nil {
                 return .string("$ref:\(name)")
             }

@@ -233,6 +233,9 @@ final class TranscriptRun {
         }
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in script.header.env { environment[key] = expand(value) }
+        // The server keeps sessions under $XDG_STATE_HOME by default: a replay gets
+        // a private store, never the user's, and parallel replays never share one.
+        if script.header.env["XDG_STATE_HOME"] == nil { environment["XDG_STATE_HOME"] = expand("$tmpdir/state") }
         let arguments = ["serve"] + script.header.args.map(expand)
 
         let server = TranscriptServerProcess(

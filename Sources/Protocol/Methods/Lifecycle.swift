@@ -101,15 +101,19 @@ public struct ServerCapabilities: Codable, Sendable, Hashable {
     public var profiles: Bool
     public var router: Bool
     public var structuredOutput: Bool
+    /// Sessions are kept on disk (false with `--ephemeral`).
     public var store: Bool
+    /// Where, when `store` is true.
+    public var storeDirectory: String?
     public var traces: Bool
     /// Frames larger than this are refused with `messageTooLarge`.
     public var maxMessageBytes: Int
 
     public init(
         providers: [String], transcriptMutation: Bool = true, profiles: Bool = true, router: Bool = true,
-        structuredOutput: Bool = true, store: Bool, traces: Bool = true, maxMessageBytes: Int
+        structuredOutput: Bool = true, store: Bool, storeDirectory: String? = nil, traces: Bool = true, maxMessageBytes: Int
     ) {
+        self.storeDirectory = storeDirectory
         self.providers = providers
         self.transcriptMutation = transcriptMutation
         self.profiles = profiles

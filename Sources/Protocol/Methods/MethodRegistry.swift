@@ -19,6 +19,7 @@ public enum MethodRegistry {
         SessionCloseRequest.self,
         SessionResumeRequest.self,
         SessionDeleteRequest.self,
+        SessionForkRequest.self,
         SessionSteerRequest.self,
         SessionSetApprovalRulesRequest.self,
         SessionRewindRequest.self,

@@ -98,11 +98,19 @@ public enum SessionCloseRequest: RPCMethod {
     public typealias Result = Empty
 }
 
-/// `session/resume`: loads a stored session.
+/// `session/resume`: loads a stored session (or answers the handle of a loaded one).
 public enum SessionResumeRequest: RPCMethod {
     public static let name = "session/resume"
     public static let direction = MethodDirection.clientToServer
-    public typealias Params = SessionRef
+    public typealias Params = SessionResumeParams
+    public typealias Result = SessionResumeResult
+}
+
+/// `session/fork`: a new session whose transcript is a copy of another's, up to an entry.
+public enum SessionForkRequest: RPCMethod {
+    public static let name = "session/fork"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionForkParams
     public typealias Result = SessionHandle
 }
 
@@ -295,11 +303,89 @@ public struct SetPropertiesResult: Codable, Sendable, Hashable {
     }
 }
 
+/// `session/resume` params.
+public struct SessionResumeParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    /// When the stored session's last turn was cut by a crash: send `tool/undo`
+    /// for its `ok` results that carried `undo`, newest first, as a failed turn does.
+    public var rollback: Bool?
+
+    public init(sessionId: String, rollback: Bool? = nil) {
+        self.sessionId = sessionId
+        self.rollback = rollback
+    }
+}
+
+/// `session/resume` result: the handle `session/create` answers, plus what
+/// loading found.
+public struct SessionResumeResult: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var revision: Int
+    public var activeProfile: String
+    /// The last turn, when the process that ran it died before it ended.
+    public var interruptedTurn: InterruptedTurn?
+    /// Parts of the journal that did not load (a corrupt line and what follows it).
+    public var warnings: [ContextDiagnostic]?
+
+    public init(sessionId: String, revision: Int, activeProfile: String, interruptedTurn: InterruptedTurn? = nil, warnings: [ContextDiagnostic]? = nil) {
+        self.sessionId = sessionId
+        self.revision = revision
+        self.activeProfile = activeProfile
+        self.interruptedTurn = interruptedTurn
+        self.warnings = warnings
+    }
+}
+
+/// A turn cut by a crash, found when its session was loaded again. The
+/// transcript error policy has been applied to it as to a failed turn.
+public struct InterruptedTurn: Codable, Sendable, Hashable {
+    public var turnId: String
+    /// The turn's `ok` tool results that carried `undo`, newest first.
+    public var undo: [UndoRecordInfo]
+    /// `rolledBack` when `rollback: true` sent `tool/undo` for each of them;
+    /// `committed` when they were left as they are; `none` when there were none.
+    public var undoOutcome: UndoOutcome
+
+    public init(turnId: String, undo: [UndoRecordInfo], undoOutcome: UndoOutcome) {
+        self.turnId = turnId
+        self.undo = undo
+        self.undoOutcome = undoOutcome
+    }
+}
+
+/// One tool result's `undo`, as `tool/undo` would receive it.
+public struct UndoRecordInfo: Codable, Sendable, Hashable {
+    public var callId: String
+    public var name: String
+    public var undo: JSONValue
+
+    public init(callId: String, name: String, undo: JSONValue) {
+        self.callId = callId
+        self.name = name
+        self.undo = undo
+    }
+}
+
+/// `session/fork` params.
+public struct SessionForkParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    /// The last entry the copy keeps (default: all of them).
+    public var atEntryId: String?
+
+    public init(sessionId: String, atEntryId: String? = nil) {
+        self.sessionId = sessionId
+        self.atEntryId = atEntryId
+    }
+}
+
 /// `session/list` params (may be absent).
 public struct SessionListParams: Codable, Sendable, Hashable {
-    /// The `nextCursor` of the previous page (opaque). It stays valid when sessions
-    /// are closed meanwhile; one the server never handed out is `invalidParams`.
+    /// The `nextCursor` of the previous page (opaque). Pages run newest-updated
+    /// first; a cursor marks a position in that order, so it stays valid when
+    /// sessions are closed or deleted meanwhile. A malformed one is `invalidParams`.
     public var cursor: String?
+    /// `true`: only sessions loaded in this process; `false`: only those that are not.
+    public var loaded: Bool?
     /// Page size: at least 1 (else `invalidParams`), default 100, capped at 1000.
     public var limit: Int?
 
@@ -308,9 +394,10 @@ public struct SessionListParams: Codable, Sendable, Hashable {
     /// Larger `limit`s are served as this.
     public static let maxLimit = 1000
 
-    public init(cursor: String? = nil, limit: Int? = nil) {
+    public init(cursor: String? = nil, limit: Int? = nil, loaded: Bool? = nil) {
         self.cursor = cursor
         self.limit = limit
+        self.loaded = loaded
     }
 }
 
@@ -329,8 +416,11 @@ public struct SessionListResult: Codable, Sendable, Hashable {
 /// One session in `session/list`.
 public struct SessionSummary: Codable, Sendable, Hashable {
     public var sessionId: String
+    /// The configured `title`, else the first prompt cut to 80 characters.
     public var title: String?
     public var userId: String?
+    /// The session's model: its configured name, or an inline model's id.
+    public var model: String?
     /// RFC 3339 timestamps (UTC).
     public var createdAt: String?
     public var updatedAt: String?
@@ -339,14 +429,21 @@ public struct SessionSummary: Codable, Sendable, Hashable {
     public var isRunning: Bool
     /// Loaded in this server process (as opposed to only stored).
     public var loaded: Bool
+    /// Loaded by another server process on the same store (`session/resume` would be `sessionLocked`).
+    public var locked: Bool
+    /// That process's id, when known.
+    public var lockedBy: Int?
 
     public init(
-        sessionId: String, title: String? = nil, userId: String? = nil, createdAt: String? = nil,
-        updatedAt: String? = nil, revision: Int, entryCount: Int, isRunning: Bool, loaded: Bool
+        sessionId: String, title: String? = nil, userId: String? = nil, model: String? = nil, createdAt: String? = nil,
+        updatedAt: String? = nil, revision: Int, entryCount: Int, isRunning: Bool, loaded: Bool, locked: Bool = false, lockedBy: Int? = nil
     ) {
         self.sessionId = sessionId
         self.title = title
         self.userId = userId
+        self.model = model
+        self.locked = locked
+        self.lockedBy = lockedBy
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.revision = revision

@@ -53,7 +53,13 @@ final class PipeServer: Sendable {
     private let pipes: [Pipe]
     let exitCode: Task<Int32, Never>
 
+    /// The session store goes to a fresh temporary directory unless the test
+    /// chose one (or `ephemeral`): tests never write to the user's home.
     init(options: ServerOptions = ServerOptions()) throws {
+        var options = options
+        if options.storeDirectory == nil && !options.ephemeral {
+            options.storeDirectory = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-pipe-store-\(UUID().uuidString)")
+        }
         let input = Pipe(), output = Pipe()
         server = try Server(options: options, inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor)
         toServer = input.fileHandleForWriting

@@ -41,6 +41,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+@pytest.fixture(autouse=True)
+def private_session_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's servers keep their sessions in a fresh directory: never the
+    user's ``~/.local/state``, never another test's (they may run at once)."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state / "agentrpc" / "sessions"
+
+
 def spawn_fake(
     *,
     env: Mapping[str, str] | None = None,

@@ -183,3 +183,22 @@ async def test_a_retry_after_past_the_wall_clock_is_not_waited_for(tmp_path: Pat
             await session.send("hi", options={"limits": {"wallClockSeconds": 5}})
         assert info.value.provider["retryGuidance"] == {"kind": "retryWithBackoff", "afterSeconds": 100}
         assert len(fake.received) == 1
+
+
+# -- 10. --dump-requests shows the exact body ---------------------------------------
+
+
+@pytest.mark.parametrize(("provider", "fixture"), [("openai", "openai-chat/text.sse"), ("anthropic", "anthropic/text.sse")])
+async def test_dump_requests_holds_the_exact_body_sent(tmp_path: Path, provider: str, fixture: str) -> None:
+    async with served(tmp_path, provider) as (session, fake, _client, _calls):
+        fake.queue(Canned.sse(fixture))
+        await session.send("hi")
+        sent = fake.received[0].body
+    lines = [json.loads(line) for line in (tmp_path / "dump.jsonl").read_text().splitlines() if line.strip()]
+    assert lines[0]["body"] == sent
+    # What the neutral form leaves out is there: stream_options, cache_control, the max_tokens default.
+    if provider == "openai":
+        assert lines[0]["body"]["stream_options"] == {"include_usage": True}
+    else:
+        assert lines[0]["body"]["max_tokens"] == 4096
+    assert SECRET not in (tmp_path / "dump.jsonl").read_text()

@@ -124,8 +124,9 @@ async def test_send_returns_a_typed_turn_result_and_state_follows(tmp_path: Path
         assert "Answer in one line." in transcript.instructions
 
         listed = await client.list_sessions()
-        summary = next(s for s in listed["data"] if s["sessionId"] == session.id)
-        assert (summary["title"], summary["userId"]) == ("weather", "u-1")
+        summary = next(s for s in listed if s.session_id == session.id)
+        assert (summary.title, summary.user_id, summary.loaded, summary.locked) == ("weather", "u-1", True, False)
+        assert summary["sessionId"] == session.id  # the wire form stays readable
 
 
 async def test_create_session_is_open_session_and_sessions_are_registered(tmp_path: Path) -> None:
@@ -138,8 +139,10 @@ async def test_create_session_is_open_session_and_sessions_are_registered(tmp_pa
         assert (await client.get_transcript(session))["entries"] == []  # a handle works as an id
         async with client.session(session.id) as handle:
             assert (await handle.send("x")).text == "hi"
-        # Leaving `async with` closed it on the server.
-        assert session.id not in [s["sessionId"] for s in (await client.list_sessions())["data"]]
+        # Leaving `async with` closed it on the server: it stays stored, not loaded.
+        listed = await client.list_sessions()
+        assert [(s.session_id, s.loaded) for s in listed] == [(session.id, False)]
+        assert session.id not in (await client.list_sessions(loaded=True)).ids
 
 
 async def test_send_accepts_images_and_turn_options(tmp_path: Path) -> None:

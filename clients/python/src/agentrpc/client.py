@@ -52,7 +52,7 @@ from .tools import (
     UndoCallable,
 )
 from .transport import ProcessTransport
-from .types import DECISIONS, ConfirmationCall, Decision, Limits, UserQuestion
+from .types import DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, InterruptedTurn, Limits, SessionList, UserQuestion
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -1148,16 +1148,42 @@ class Client:
     #: Same as :meth:`open_session`.
     create_session = open_session
 
-    async def resume_session(self, session_id: str, *, tools: Sequence[Any] = ()) -> Session:
-        """``session/resume``: load a stored session and return its handle.
+    async def resume_session(self, session_id: str, rollback: bool = False, *, tools: Sequence[Any] = ()) -> Session:
+        """``session/resume``: load a stored session (from disk, after a
+        restart or a crash) and return its handle.
 
+        When the process that ran the session died during a turn, the handle's
+        ``interrupted_turn`` describes that turn (the transcript error policy
+        has been applied to it); with ``rollback=True`` the server also sends
+        ``tool/undo`` for its undoable tool results, newest first, before
+        answering. ``warnings`` lists parts of the journal that did not load.
+        Raises ``SessionLocked`` while another server process has it loaded.
         ``tools`` are the functions that answer its tool calls (the specs
         were stored with the session).
         """
-        result = await self.request("session/resume", {"sessionId": session_id})
+        params: JSONObject = {"sessionId": session_id}
+        if rollback:
+            params["rollback"] = True
+        result = await self.request("session/resume", params)
         session = self._session_from(result, "session/resume", {})
+        interrupted = result.get("interruptedTurn") if isinstance(result, dict) else None
+        session.interrupted_turn = InterruptedTurn.from_wire(interrupted) if isinstance(interrupted, dict) else None
+        warnings = result.get("warnings") if isinstance(result, dict) else None
+        session.warnings = [ContextDiagnostic.from_wire(w) for w in warnings] if isinstance(warnings, list) else []
         session.add_tools(*tools)
         return session
+
+    async def fork_session(self, session_id: str | Session, at_entry_id: str | None = None) -> Session:
+        """``session/fork``: a new session with the same configuration and
+        properties, whose transcript is a copy up to and including
+        ``at_entry_id`` (default: all of it). A forked handle answers tool
+        calls with the same functions as the one it came from."""
+        params: JSONObject = {"sessionId": _sid(session_id)}
+        if at_entry_id is not None:
+            params["atEntryId"] = at_entry_id
+        result = await self.request("session/fork", params)
+        source = self._sessions.get(_sid(session_id))
+        return self._session_from(result, "session/fork", source._tools if source is not None else {})
 
     def session(self, session_id: str) -> Session:
         """The :class:`Session` handle for an id (the registered one if this client has it)."""
@@ -1210,15 +1236,22 @@ class Client:
         result: JSONObject = await self.request("session/getTranscript", {"sessionId": _sid(session_id)})
         return result
 
-    async def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
-        """``session/list``: ``{data: [...], nextCursor?}``."""
+    async def list_sessions(
+        self, cursor: str | None = None, limit: int | None = None, *, loaded: bool | None = None
+    ) -> SessionList:
+        """``session/list``: one page of loaded and stored sessions, newest-updated
+        first, as :class:`~agentrpc.types.SessionInfo` records. Pass the page's
+        ``next_cursor`` for the next one; ``loaded=True`` lists only sessions
+        loaded in this server, ``loaded=False`` only the others.
+        ``result["data"]`` still reads the wire form."""
         params: JSONObject = {}
         if cursor is not None:
             params["cursor"] = cursor
         if limit is not None:
             params["limit"] = limit
-        result: JSONObject = await self.request("session/list", params)
-        return result
+        if loaded is not None:
+            params["loaded"] = loaded
+        return SessionList.from_wire(await self.request("session/list", params))
 
     async def close_session(self, session_id: str | Session) -> None:
         """``session/close``: cancels a running turn and unloads the session."""

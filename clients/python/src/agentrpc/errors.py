@@ -58,6 +58,9 @@ __all__ = [
     "HookError",
     "StructuredOutputError",
     "Overloaded",
+    "SessionLocked",
+    "StoreUnavailable",
+    "JournalUnreadable",
     "ClientError",
     "TransportClosed",
     "ServerExited",
@@ -525,6 +528,37 @@ class Overloaded(_KnownError):
     CODE = -32001
 
 
+class SessionLocked(_KnownError):
+    """Another server process has the stored session loaded (-32017).
+    It can be resumed once that process closes it or exits."""
+
+    KIND = "sessionLocked"
+    CODE = -32017
+
+    @property
+    def pid(self) -> int | None:
+        """The process holding the session, when known."""
+        value = self.data.get("pid")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class StoreUnavailable(_KnownError):
+    """The session store could not be written or read: a full disk, a
+    read-only or missing directory (-32080). The session in memory is intact."""
+
+    KIND = "storeUnavailable"
+    CODE = -32080
+
+
+class JournalUnreadable(_KnownError):
+    """A stored session cannot be loaded: its journal is of a newer format
+    version (``data.formatVersion``, ``data.supportedVersion``) or has no valid
+    first line (-32081). Other sessions are unaffected."""
+
+    KIND = "journalUnreadable"
+    CODE = -32081
+
+
 def _kinded_classes() -> list[type[_KnownError]]:
     """Every class that stands for one wire kind, found by walking subclasses."""
     found: list[type[_KnownError]] = []
@@ -556,6 +590,9 @@ _BY_CODE: dict[int, type[AgentRPCError]] = {
     -32014: NoPendingConfirmation,
     -32015: NoRunningTurn,
     -32016: TurnMismatch,
+    -32017: SessionLocked,
+    -32080: StoreUnavailable,
+    -32081: JournalUnreadable,
     -32020: MaxToolCallsExceeded,
     -32021: MaxRoundTripsExceeded,
     -32022: WallClockTimeoutExceeded,

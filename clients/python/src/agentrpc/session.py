@@ -25,8 +25,10 @@ from .tools import Tool, tool_spec
 from .types import (
     DECISIONS,
     ApprovalRule,
+    ContextDiagnostic,
     Decision,
     GenerateResult,
+    InterruptedTurn,
     RewindResult,
     MutationResult,
     PropertiesResult,
@@ -82,6 +84,10 @@ class Session:
         # The settling of a turn whose stream was abandoned (left with `break`,
         # dropped, or its task cancelled): the next turn waits for it.
         self._abandoned: asyncio.Task[None] | None = None
+        #: Set by ``resume_session`` when the session's last turn was cut by a crash.
+        self.interrupted_turn: InterruptedTurn | None = None
+        #: Set by ``resume_session``: parts of the stored journal that did not load.
+        self.warnings: list[ContextDiagnostic] = []
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -412,6 +418,13 @@ class Session:
                                 profile if isinstance(profile, str) else None)
 
     # -- lifetime ------------------------------------------------------------
+
+    async def fork(self, at_entry_id: str | None = None) -> Session:
+        """``session/fork``: a new session (own id, own journal) with this one's
+        configuration and properties and a copy of its transcript up to and
+        including ``at_entry_id`` (default: all). Refused with ``SessionBusy``
+        while a turn runs."""
+        return await self.client.fork_session(self.id, at_entry_id)
 
     async def close(self) -> None:
         """``session/close``: cancel a running turn and unload the session."""

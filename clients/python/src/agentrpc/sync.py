@@ -41,10 +41,13 @@ from .retry import RefreshAuth
 from .tools import Tool, ToolExceptionPolicy
 from .types import (
     ApprovalRule,
+    ContextDiagnostic,
     Decision,
     RewindResult,
     GenerateResult,
+    InterruptedTurn,
     Limits,
+    SessionList,
     MutationResult,
     PropertiesResult,
     SessionState,
@@ -303,9 +306,13 @@ class Client:
     #: Same as :meth:`open_session`.
     create_session = open_session
 
-    def resume_session(self, session_id: str, *, tools: Sequence[Any] = ()) -> Session:
-        """``session/resume``: load a stored session."""
-        return self._wrap(self._call(self.async_client.resume_session(session_id, tools=tools)))
+    def resume_session(self, session_id: str, rollback: bool = False, *, tools: Sequence[Any] = ()) -> Session:
+        """``session/resume``: load a stored session (see the async client)."""
+        return self._wrap(self._call(self.async_client.resume_session(session_id, rollback, tools=tools)))
+
+    def fork_session(self, session_id: str, at_entry_id: str | None = None) -> Session:
+        """``session/fork``: a copy of a session up to an entry."""
+        return self._wrap(self._call(self.async_client.fork_session(session_id, at_entry_id)))
 
     def session(self, session_id: str) -> Session:
         """The handle for a session id."""
@@ -319,9 +326,9 @@ class Client:
         """``session/getTranscript`` as a dict."""
         return self._call(self.async_client.get_transcript(session_id))
 
-    def list_sessions(self, cursor: str | None = None, limit: int | None = None) -> JSONObject:
-        """``session/list``."""
-        return self._call(self.async_client.list_sessions(cursor, limit))
+    def list_sessions(self, cursor: str | None = None, limit: int | None = None, *, loaded: bool | None = None) -> SessionList:
+        """``session/list``: typed records, newest-updated first."""
+        return self._call(self.async_client.list_sessions(cursor, limit, loaded=loaded))
 
     def close_session(self, session_id: str) -> None:
         """``session/close``."""
@@ -378,6 +385,20 @@ class Session:
     def add_tools(self, *tools: Any) -> None:
         """Answer this session's calls of these tools with their functions."""
         self.async_session.add_tools(*tools)
+
+    @property
+    def interrupted_turn(self) -> InterruptedTurn | None:
+        """Set by ``resume_session`` when the last turn was cut by a crash."""
+        return self.async_session.interrupted_turn
+
+    @property
+    def warnings(self) -> list[ContextDiagnostic]:
+        """Set by ``resume_session``: parts of the journal that did not load."""
+        return self.async_session.warnings
+
+    def fork(self, at_entry_id: str | None = None) -> Session:
+        """``session/fork``: a copy of this session up to ``at_entry_id``."""
+        return self.client._wrap(self._call(self.async_session.fork(at_entry_id)))
 
     def send(
         self,

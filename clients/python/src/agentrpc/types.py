@@ -32,6 +32,10 @@ __all__ = [
     "Transcript",
     "MutationResult",
     "PropertiesResult",
+    "SessionInfo",
+    "SessionList",
+    "UndoInfo",
+    "InterruptedTurn",
     "Limits",
     "ApprovalRule",
     "Decision",
@@ -433,6 +437,120 @@ LIMITS_WIRE_NAMES: dict[str, str] = {
     "confirmation_timeout_seconds": "confirmationTimeoutSeconds",
     "ask_user_timeout_seconds": "askUserTimeoutSeconds",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo(_WireLookup):
+    """One session in ``session/list``: loaded here, or only stored
+    (docs/protocol.md, "Durable sessions")."""
+
+    session_id: str
+    #: The configured title, else the first prompt cut to 80 characters.
+    title: str | None
+    user_id: str | None
+    #: The model's configured name, or an inline model's id.
+    model: str | None
+    #: RFC 3339 timestamps (UTC).
+    created_at: str | None
+    updated_at: str | None
+    revision: int
+    entry_count: int
+    is_running: bool
+    #: Loaded in this server process.
+    loaded: bool
+    #: Loaded by another server process on the same store (resuming it fails with SessionLocked).
+    locked: bool
+    #: That process's id, when known.
+    locked_by: int | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> SessionInfo:
+        """Decode one ``SessionSummary``."""
+        obj = _obj(value)
+        return cls(
+            session_id=_str(obj.get("sessionId")),
+            title=_opt_str(obj.get("title")),
+            user_id=_opt_str(obj.get("userId")),
+            model=_opt_str(obj.get("model")),
+            created_at=_opt_str(obj.get("createdAt")),
+            updated_at=_opt_str(obj.get("updatedAt")),
+            revision=_int(obj.get("revision")),
+            entry_count=_int(obj.get("entryCount")),
+            is_running=obj.get("isRunning") is True,
+            loaded=obj.get("loaded") is True,
+            locked=obj.get("locked") is True,
+            locked_by=_opt_int(obj.get("lockedBy")),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionList(_WireLookup):
+    """``session/list``: one page, newest-updated first. Iterating it iterates
+    its sessions; ``next_cursor`` is ``None`` on the last page."""
+
+    sessions: list[SessionInfo]
+    next_cursor: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> SessionList:
+        """Decode ``{data, nextCursor?}``."""
+        obj = _obj(value)
+        data = obj.get("data")
+        sessions = [SessionInfo.from_wire(s) for s in data if isinstance(s, Mapping)] if isinstance(data, list) else []
+        return cls(sessions, _opt_str(obj.get("nextCursor")), obj)
+
+    def __iter__(self) -> Iterator[SessionInfo]:
+        return iter(self.sessions)
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+    @property
+    def ids(self) -> list[str]:
+        """The session ids of this page, in order."""
+        return [s.session_id for s in self.sessions]
+
+
+@dataclass(frozen=True, slots=True)
+class UndoInfo:
+    """A tool result's ``undo``, as ``tool/undo`` receives it."""
+
+    call_id: str
+    name: str
+    undo: Any
+
+    @classmethod
+    def from_wire(cls, value: Any) -> UndoInfo:
+        """Decode ``{callId, name, undo}``."""
+        obj = _obj(value)
+        return cls(_str(obj.get("callId")), _str(obj.get("name")), obj.get("undo"))
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptedTurn:
+    """A turn cut by a crash, found by ``session/resume``: the transcript error
+    policy was applied to it as to a failed turn."""
+
+    turn_id: str
+    #: Its ``ok`` tool results that carried ``undo``, newest first.
+    undo: list[UndoInfo]
+    #: ``"rolledBack"`` (``rollback=True`` undid them), ``"committed"`` (left
+    #: as they are) or ``"none"`` (there were none).
+    undo_outcome: str
+
+    @classmethod
+    def from_wire(cls, value: Any) -> InterruptedTurn:
+        """Decode ``{turnId, undo, undoOutcome}``."""
+        obj = _obj(value)
+        undo = obj.get("undo")
+        return cls(
+            _str(obj.get("turnId")),
+            [UndoInfo.from_wire(u) for u in undo] if isinstance(undo, list) else [],
+            _str(obj.get("undoOutcome"), "none"),
+        )
 
 
 @dataclass(frozen=True, slots=True)

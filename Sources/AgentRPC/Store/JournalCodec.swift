@@ -1,0 +1,230 @@
+import AgentRPCProtocol
+import Foundation
+
+/// The journal's line format (docs/protocol.md, "Durable sessions"): a header
+/// line, then one JSON object per committed change, each with `type` and `at`
+/// (milliseconds since 1970). Writing and reading live side by side here so
+/// the two cannot drift.
+enum JournalCodec {
+    // MARK: Writing
+
+    static func headerLine(_ header: JournalHeader) -> [UInt8] {
+        var o: [String: JSONValue] = [
+            "type": "session", "format": .int(header.format), "sessionId": .string(header.sessionID),
+            "createdAt": .int(millis(header.createdAt)), "config": header.config,
+        ]
+        if let from = header.forkedFrom { o["forkedFrom"] = .string(from) }
+        return line(.object(o))
+    }
+
+    static func line(for change: TranscriptChange, at date: Date) throws -> [UInt8] {
+        var o: [String: JSONValue] = ["at": .int(millis(date))]
+        switch change {
+        case .entryAppended(let entry, let next):
+            o["type"] = "entryAppended"
+            o["entry"] = try JSONValue(encoding: entry)
+            o["nextEntry"] = .int(next)
+        case .entriesMutated(let operations, let revision):
+            o["type"] = "transcriptMutated"
+            o["operations"] = try JSONValue(encoding: operations)
+            o["revision"] = .int(revision)
+        case .propertiesChanged(let set, let removed):
+            o["type"] = "propertiesChanged"
+            o["set"] = .object(set)
+            o["removed"] = .array(removed.map { .string($0) })
+        case .profileActivated(let name):
+            o["type"] = "profileActivated"
+            o["profile"] = .string(name)
+        case .turnStarted(let id, let number):
+            o["type"] = "turnStarted"
+            o["turnId"] = .string(id)
+            o["number"] = .int(number)
+        case .undoRecorded(let turnID, let record):
+            o["type"] = "undoRecorded"
+            o["turnId"] = .string(turnID)
+            o["record"] = undoJSON(record)
+        case .undoRecordsKept(let records):
+            o["type"] = "undoRecordsKept"
+            o["records"] = .array(records.map(undoJSON))
+        case .undoRecordsTaken(let records):
+            o["type"] = "undoRecordsTaken"
+            o["records"] = .array(records.map(undoJSON))
+        case .turnEnded(let end):
+            o["type"] = "turnEnded"
+            o["turnId"] = .string(end.turnId)
+            o["status"] = .string(end.status.rawValue)
+            if let reason = end.stopReason { o["stopReason"] = .string(reason.rawValue) }
+            o["usage"] = try JSONValue(encoding: end.usage)
+            o["undo"] = .string(end.undo.rawValue)
+        }
+        return line(.object(o))
+    }
+
+    static func snapshotLine(_ state: Transcript, at date: Date) throws -> [UInt8] {
+        let s = state.snapshot
+        var o: [String: JSONValue] = [
+            "type": "snapshot", "at": .int(millis(date)), "updatedAt": .int(millis(s.updatedAt)),
+            "entries": try JSONValue(encoding: s.entries), "revision": .int(s.revision), "nextEntry": .int(s.nextEntryNumber),
+            "properties": .object(s.properties), "nextTurn": .int(s.nextTurnNumber), "usage": try JSONValue(encoding: s.usage),
+        ]
+        if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
+        if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
+        if let open = state.openTurn {
+            o["openTurn"] = [
+                "turnId": .string(open.id), "entriesBefore": try JSONValue(encoding: open.entriesBefore),
+                "undo": .array(open.undo.map(undoJSON)),
+            ]
+        }
+        return line(.object(o))
+    }
+
+    private static func undoJSON(_ r: UndoRecord) -> JSONValue {
+        ["turnId": .string(r.turnId), "callId": .string(r.callId), "name": .string(r.name), "undo": r.undo]
+    }
+
+    private static func line(_ value: JSONValue) -> [UInt8] {
+        var bytes = value.serialized()
+        bytes.append(0x0A)
+        return bytes
+    }
+
+    static func millis(_ date: Date) -> Int {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        return ms.isFinite && abs(ms) < 1e15 ? Int(ms) : 0
+    }
+
+    static func date(millis: Int) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+
+    // MARK: Reading
+
+    /// Rebuilds a session from a journal's bytes. The first line must be a
+    /// header this version understands (else `journalUnreadable`); a last line
+    /// without its newline is torn and ignored; the first line that does not
+    /// load stops loading there, with a warning.
+    static func load(_ bytes: [UInt8]) throws -> JournalContents {
+        var lines: [Range<Int>] = []
+        var start = 0
+        for (i, b) in bytes.enumerated() where b == 0x0A {
+            lines.append(start..<i)
+            start = i + 1
+        }
+        let torn = bytes.count - start
+        guard let first = lines.first else {
+            throw RPCError(.journalUnreadable, "the journal has no complete first line")
+        }
+        let header = try decodeHeader(bytes[first])
+        let config: SessionConfig
+        do { config = try header.config.decode(as: SessionConfig.self) } catch {
+            throw RPCError(.journalUnreadable, "the session configuration in the journal's first line does not load: \(error)")
+        }
+        var transcript = Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
+        var warnings: [JournalWarning] = []
+        var validLength = first.upperBound + 1
+        for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
+            do {
+                let value = try JSONValue.parse(bytes[range])
+                if value["type"]?.stringValue == "snapshot" {
+                    transcript = try decodeSnapshot(value)
+                } else {
+                    let (change, at) = try decodeChange(value)
+                    try transcript.replay(change, at: at)
+                }
+            } catch {
+                let rest = lines.count - index - 1
+                warnings.append(JournalWarning(
+                    line: index + 1,
+                    message: "line \(index + 1) of the journal could not be loaded (\(error)); the session is loaded as it was before it"
+                        + (rest > 0 ? ", and the \(rest) line(s) after it were not loaded" : "")))
+                break
+            }
+            validLength = range.upperBound + 1
+        }
+        return JournalContents(header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength, fileLength: bytes.count)
+    }
+
+    static func decodeHeader<Bytes: Collection>(_ bytes: Bytes) throws -> JournalHeader where Bytes.Element == UInt8 {
+        guard let value = try? JSONValue.parse(bytes), value["type"]?.stringValue == "session",
+            let format = value["format"]?.intValue, let id = value["sessionId"]?.stringValue,
+            let created = value["createdAt"]?.intValue, let config = value["config"], config.objectValue != nil
+        else {
+            throw RPCError(.journalUnreadable, "the journal's first line is not a session header")
+        }
+        if format > JournalHeader.formatVersion {
+            throw RPCError(.journalUnreadable, "the journal is in format version \(format); this agentrpc reads format version \(JournalHeader.formatVersion) and older. Use a newer agentrpc.", data: [
+                "formatVersion": .int(format), "supportedVersion": .int(JournalHeader.formatVersion),
+            ])
+        }
+        return JournalHeader(format: format, sessionID: id, createdAt: date(millis: created), config: config, forkedFrom: value["forkedFrom"]?.stringValue)
+    }
+
+    private struct Malformed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static func field<T>(_ value: JSONValue, _ key: String, _ get: (JSONValue) -> T?) throws -> T {
+        guard let member = value[key], let typed = get(member) else { throw Malformed(description: "'\(key)' is missing or has the wrong type") }
+        return typed
+    }
+
+    private static func decodeChange(_ value: JSONValue) throws -> (TranscriptChange, Date) {
+        let at = date(millis: try field(value, "at", \.intValue))
+        let type = try field(value, "type", \.stringValue)
+        switch type {
+        case "entryAppended":
+            let entry = try field(value, "entry") { $0 }.decode(as: TranscriptEntry.self)
+            return (.entryAppended(entry, nextEntryNumber: try field(value, "nextEntry", \.intValue)), at)
+        case "transcriptMutated":
+            let operations = try field(value, "operations") { $0 }.decode(as: [TranscriptOperation].self)
+            return (.entriesMutated(operations: operations, revision: try field(value, "revision", \.intValue)), at)
+        case "propertiesChanged":
+            let removed = try field(value, "removed", \.arrayValue).compactMap(\.stringValue)
+            return (.propertiesChanged(set: try field(value, "set", \.objectValue), removed: removed), at)
+        case "profileActivated":
+            return (.profileActivated(try field(value, "profile", \.stringValue)), at)
+        case "turnStarted":
+            return (.turnStarted(turnId: try field(value, "turnId", \.stringValue), number: try field(value, "number", \.intValue)), at)
+        case "undoRecorded":
+            return (.undoRecorded(turnId: try field(value, "turnId", \.stringValue), try decodeUndo(try field(value, "record") { $0 })), at)
+        case "undoRecordsKept":
+            return (.undoRecordsKept(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
+        case "undoRecordsTaken":
+            return (.undoRecordsTaken(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
+        case "turnEnded":
+            guard let status = TurnEnd.Status(rawValue: try field(value, "status", \.stringValue)) else {
+                throw Malformed(description: "unknown turn status")
+            }
+            let end = TurnEnd(
+                turnId: try field(value, "turnId", \.stringValue), status: status,
+                stopReason: value["stopReason"]?.stringValue.flatMap(StopReason.init(rawValue:)),
+                usage: try field(value, "usage") { $0 }.decode(as: Usage.self),
+                undo: value["undo"]?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
+            return (.turnEnded(end), at)
+        default:
+            throw Malformed(description: "unknown record type '\(type)'")
+        }
+    }
+
+    private static func decodeUndo(_ value: JSONValue) throws -> UndoRecord {
+        UndoRecord(
+            turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue),
+            name: try field(value, "name", \.stringValue), undo: try field(value, "undo") { $0 })
+    }
+
+    private static func decodeSnapshot(_ value: JSONValue) throws -> Transcript {
+        let snapshot = TranscriptSnapshot(
+            entries: try field(value, "entries") { $0 }.decode(as: [TranscriptEntry].self),
+            revision: try field(value, "revision", \.intValue), nextEntryNumber: try field(value, "nextEntry", \.intValue),
+            properties: try field(value, "properties", \.objectValue), activeProfile: value["activeProfile"]?.stringValue,
+            nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try field(value, "usage") { $0 }.decode(as: Usage.self),
+            committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
+            updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
+        var transcript = Transcript(snapshot: snapshot)
+        if let open = value["openTurn"] {
+            let turnID = try field(open, "turnId", \.stringValue)
+            let before = try field(open, "entriesBefore") { $0 }.decode(as: [TranscriptEntry].self)
+            let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
+            transcript.restoreOpenTurn(OpenTurn(id: turnID, entriesBefore: before, undo: undo))
+        }
+        return transcript
+    }
+}

@@ -1,0 +1,477 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The session store on disk (docs/protocol.md, "Durable sessions"): in one
+/// directory (mode 0700), per session
+///
+/// - `<id>.jsonl`: the append-only journal (mode 0600),
+/// - `<id>.lock`: what a loaded session holds an `flock` on, with the holder's
+///   process id inside (a separate file because compaction replaces the journal
+///   by rename, and a lock on the old file would not cover the new one),
+/// - `<id>.summary`: what `session/list` shows, a cache rebuilt from the journal
+///   whenever it is missing or older than the journal.
+final class JournalStore: SessionStore {
+    let directory: String
+    let logger: Logger
+    var location: String { directory }
+
+    init(directory: String, logger: Logger) {
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// `$XDG_STATE_HOME/agentrpc/sessions`, else `~/.local/state/agentrpc/sessions`.
+    static func defaultDirectory(environment: [String: String]) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return state + "/agentrpc/sessions"
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/state/agentrpc/sessions"
+    }
+
+    func path(_ id: String, _ suffix: String) -> String { directory + "/" + id + suffix }
+
+    /// Creates the directory (0700) when it is missing.
+    func prepareDirectory() throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue { return }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreError.unavailable("cannot create the store directory \(directory): \(error.localizedDescription)")
+        }
+    }
+
+    // MARK: SessionStore
+
+    func create(_ header: JournalHeader, config: SessionConfig, initial: TranscriptSnapshot?) throws -> any SessionJournal {
+        try prepareDirectory()
+        let lock = try SessionLock.acquire(path: path(header.sessionID, ".lock"), sessionID: header.sessionID)
+        do {
+            var bytes = JournalCodec.headerLine(header)
+            if let initial {
+                bytes += try JournalCodec.snapshotLine(Transcript(snapshot: initial), at: Date())
+            }
+            let journalPath = path(header.sessionID, ".jsonl")
+            let fd = posixOpen(journalPath, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw StoreError.posix("cannot create \(journalPath)") }
+            let journal = FileJournal(store: self, header: header, config: config, fd: fd, length: 0, lock: lock)
+            do {
+                try journal.appendRaw(bytes)
+                try journal.fsyncFile()
+                try fsyncDirectory()
+            } catch {
+                journal.close()
+                unlink(journalPath)
+                throw error
+            }
+            return journal
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    func open(_ id: String) throws -> (journal: any SessionJournal, contents: JournalContents) {
+        let journalPath = path(id, ".jsonl")
+        guard FileManager.default.fileExists(atPath: journalPath) else { throw RPCError.sessionNotFound(id) }
+        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id)
+        do {
+            let bytes = try readAll(journalPath, id: id)
+            var contents = try JournalCodec.load(bytes)
+            guard contents.header.sessionID == id else {
+                throw RPCError(.journalUnreadable, "the journal \(journalPath) belongs to session '\(contents.header.sessionID)'", data: ["sessionId": .string(id)])
+            }
+            let fd = posixOpen(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard fd >= 0 else { throw StoreError.posix("cannot open \(journalPath) for writing") }
+            let journal = FileJournal(store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock)
+            if !contents.warnings.isEmpty {
+                // Appending after a line that does not load would hide every later
+                // change: keep the file as it was for the user, then start over from
+                // what loaded.
+                let keep = path(id, ".jsonl.corrupt-\(JournalCodec.millis(Date()))")
+                if link(journalPath, keep) == 0 {
+                    contents.warnings.append(JournalWarning(line: 0, message: "the journal as it was is kept in \(keep)"))
+                }
+                try journal.rewrite(contents.transcript)
+            } else if contents.tornBytes > 0 {
+                // A last line cut short by a crash was never announced: cut it off.
+                try journal.truncate(to: contents.validLength)
+            }
+            contents.transcript.journal = journal
+            return (journal, contents)
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    func read(_ id: String) throws -> JournalContents {
+        let journalPath = path(id, ".jsonl")
+        guard FileManager.default.fileExists(atPath: journalPath) else { throw RPCError.sessionNotFound(id) }
+        return try JournalCodec.load(try readAll(journalPath, id: id))
+    }
+
+    func index() throws -> [StoredSessionStamp] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
+            // No directory yet: nothing stored.
+            if !FileManager.default.fileExists(atPath: directory) { return [] }
+            throw StoreError.unavailable("cannot read the store directory \(directory): \(error.localizedDescription)")
+        }
+        var stamps: [StoredSessionStamp] = []
+        stamps.reserveCapacity(names.count)
+        for name in names where name.hasSuffix(".jsonl") {
+            let id = String(name.dropLast(6))
+            guard SessionIDRule.isPlain(id) else { continue }
+            var info = stat()
+            guard stat(directory + "/" + name, &info) == 0 else { continue }
+            stamps.append(StoredSessionStamp(sessionID: id, updatedAt: Self.modificationDate(info)))
+        }
+        return stamps
+    }
+
+    func summary(_ id: String) throws -> StoredSessionSummary? {
+        let journalPath = path(id, ".jsonl")
+        var info = stat()
+        guard stat(journalPath, &info) == 0 else { return nil }
+        let (locked, holder) = SessionLock.probe(path: path(id, ".lock"))
+        if let cached = readSummaryCache(id, journalLength: Int(info.st_size)) {
+            var s = cached
+            s.locked = locked
+            s.lockedBy = holder
+            return s
+        }
+        let contents: JournalContents
+        do { contents = try read(id) } catch {
+            // One unreadable journal must not break the listing of the others.
+            logger.warning("session \(id): \(error)")
+            return nil
+        }
+        var s = Self.summary(of: contents.header, config: contents.config, transcript: contents.transcript)
+        s.updatedAt = Self.modificationDate(info)
+        writeSummaryCache(s, journalLength: Int(info.st_size))
+        s.locked = locked
+        s.lockedBy = holder
+        return s
+    }
+
+    func delete(_ id: String) throws -> Bool {
+        let journalPath = path(id, ".jsonl")
+        guard FileManager.default.fileExists(atPath: journalPath) else { return false }
+        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id)
+        defer { lock.release() }
+        if unlink(journalPath) != 0 && errno != ENOENT { throw StoreError.posix("cannot remove \(journalPath)") }
+        unlink(path(id, ".summary"))
+        unlink(path(id, ".lock"))
+        try? fsyncDirectory()
+        return true
+    }
+
+    // MARK: Summaries
+
+    static func summary(of header: JournalHeader, config: SessionConfig, transcript: Transcript) -> StoredSessionSummary {
+        StoredSessionSummary(
+            sessionID: header.sessionID, title: title(config: config, entries: transcript.entries), userId: config.userId,
+            model: config.displayModel, createdAt: header.createdAt, updatedAt: transcript.updatedAt,
+            revision: transcript.revision, entryCount: transcript.count, lockedBy: nil, locked: false)
+    }
+
+    /// The configured title, else the first prompt cut to 80 characters.
+    static func title(config: SessionConfig, entries: [TranscriptEntry]) -> String? {
+        if let title = config.title { return title }
+        for entry in entries {
+            if case .prompt(let text, _) = entry.content {
+                let line = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return line.count > 80 ? String(line.prefix(80)) : line
+            }
+        }
+        return nil
+    }
+
+    func writeSummaryCache(_ s: StoredSessionSummary, journalLength: Int) {
+        var o: [String: JSONValue] = [
+            "journalLength": .int(journalLength), "createdAt": .int(JournalCodec.millis(s.createdAt)),
+            "updatedAt": .int(JournalCodec.millis(s.updatedAt)), "revision": .int(s.revision), "entryCount": .int(s.entryCount),
+        ]
+        if let t = s.title { o["title"] = .string(t) }
+        if let u = s.userId { o["userId"] = .string(u) }
+        if let m = s.model { o["model"] = .string(m) }
+        let target = path(s.sessionID, ".summary")
+        let temp = target + ".tmp-\(getpid())"
+        let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = JSONValue.object(o).serialized()
+        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
+        posixClose(fd)
+        if !ok || rename(temp, target) != 0 { unlink(temp) }
+    }
+
+    private func readSummaryCache(_ id: String, journalLength: Int) -> StoredSessionSummary? {
+        guard let data = FileManager.default.contents(atPath: path(id, ".summary")),
+            let v = try? JSONValue.parse([UInt8](data)), v["journalLength"]?.intValue == journalLength,
+            let created = v["createdAt"]?.intValue, let updated = v["updatedAt"]?.intValue,
+            let revision = v["revision"]?.intValue, let count = v["entryCount"]?.intValue
+        else { return nil }
+        return StoredSessionSummary(
+            sessionID: id, title: v["title"]?.stringValue, userId: v["userId"]?.stringValue, model: v["model"]?.stringValue,
+            createdAt: JournalCodec.date(millis: created), updatedAt: JournalCodec.date(millis: updated),
+            revision: revision, entryCount: count, lockedBy: nil, locked: false)
+    }
+
+    // MARK: Files
+
+    private func readAll(_ path: String, id: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError.unavailable("cannot read \(path)")
+        }
+        return [UInt8](data)
+    }
+
+    func fsyncDirectory() throws {
+        let fd = posixOpen(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.posix("cannot open the store directory") }
+        defer { posixClose(fd) }
+        if fsync(fd) != 0 { throw StoreError.posix("cannot sync the store directory") }
+    }
+
+    static func modificationDate(_ info: stat) -> Date {
+        Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+}
+
+/// Store failures as protocol errors.
+enum StoreError {
+    static func unavailable(_ message: String) -> RPCError {
+        RPCError(.storeUnavailable, message)
+    }
+
+    /// With the current `errno`'s text.
+    static func posix(_ message: String) -> RPCError {
+        let code = errno
+        return RPCError(.storeUnavailable, "\(message): \(String(cString: strerror(code)))", data: ["errno": .int(Int(code))])
+    }
+}
+
+/// The `flock` a loaded session holds. It dies with the process, so a crash
+/// leaves no stale lock.
+final class SessionLock: Sendable {
+    private let fd: Int32
+
+    private init(fd: Int32) { self.fd = fd }
+
+    static func acquire(path: String, sessionID: String) throws -> SessionLock {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.posix("cannot open the lock file \(path)") }
+        // A listing elsewhere may probe the lock for an instant: try a few times.
+        var attempts = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            attempts += 1
+            if code == EWOULDBLOCK && attempts < 4 {
+                usleep(2_000)
+                continue
+            }
+            let holder = readPID(fd)
+            close(fd)
+            if code == EWOULDBLOCK {
+                var data: [String: JSONValue] = ["sessionId": .string(sessionID)]
+                data["pid"] = holder.map { .int(Int($0)) } ?? .null
+                throw RPCError(.sessionLocked, "session '\(sessionID)' is loaded by another agentrpc process" + (holder.map { " (pid \($0))" } ?? ""), data: data)
+            }
+            throw StoreError.posix("cannot lock \(path)")
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return SessionLock(fd: fd)
+    }
+
+    /// Whether another process holds the lock, and its pid when it wrote one.
+    static func probe(path: String) -> (locked: Bool, pid: Int32?) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return (false, nil) }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            _ = flock(fd, LOCK_UN)
+            return (false, nil)
+        }
+        return (true, readPID(fd))
+    }
+
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return Int32(String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    func release() {
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
+
+/// One loaded session's journal file. Every record is one `write(2)` of a
+/// whole line on a descriptor opened `O_APPEND`; a failed write is cut off
+/// again so no partial line is left before the next one.
+final class FileJournal: SessionJournal {
+    private struct State {
+        var fd: Int32
+        /// The file's length after the last complete line.
+        var length: Int
+        /// About how many bytes the live state takes in a snapshot; compaction
+        /// is considered when the file is three times that.
+        var liveEstimate: Int
+        var closed = false
+    }
+
+    let sessionID: String
+    private unowned let store: JournalStore
+    private let header: JournalHeader
+    /// For the `session/list` summary written at each sync.
+    private let config: SessionConfig
+    private let headerLine: [UInt8]
+    private let lock: SessionLock
+    private let state: Mutex<State>
+    /// Journals smaller than this are never compacted (not worth a rewrite).
+    static let compactionFloor = 64 * 1024
+
+    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock) {
+        self.store = store
+        self.sessionID = header.sessionID
+        self.header = header
+        self.config = config
+        self.headerLine = JournalCodec.headerLine(header)
+        self.lock = lock
+        self.state = Mutex(State(fd: fd, length: length, liveEstimate: max(length, 1)))
+    }
+
+    var length: Int { state.withLock { $0.length } }
+
+    func record(_ change: TranscriptChange, at date: Date) throws {
+        let bytes = try JournalCodec.line(for: change, at: date)
+        try appendRaw(bytes, growsLiveState: { if case .entryAppended = change { return true } else { return false } }())
+    }
+
+    func appendRaw(_ bytes: [UInt8], growsLiveState: Bool = true) throws {
+        try state.withLock { s in
+            guard !s.closed else { throw StoreError.unavailable("the session's journal is closed") }
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { write(s.fd, $0.baseAddress! + written, $0.count - written) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    let error = StoreError.posix("cannot write the journal of session '\(sessionID)'")
+                    // Leave no partial line for the next record to follow.
+                    _ = ftruncate(s.fd, off_t(s.length))
+                    throw error
+                }
+                written += n
+            }
+            s.length += bytes.count
+            if growsLiveState { s.liveEstimate += bytes.count }
+        }
+    }
+
+    func fsyncFile() throws {
+        try state.withLock { s in
+            if fsync(s.fd) != 0 { throw StoreError.posix("cannot sync the journal of session '\(sessionID)'") }
+        }
+    }
+
+    func truncate(to length: Int) throws {
+        try state.withLock { s in
+            if ftruncate(s.fd, off_t(length)) != 0 { throw StoreError.posix("cannot cut the torn last line of session '\(sessionID)'") }
+            s.length = length
+            _ = fsync(s.fd)
+        }
+    }
+
+    func sync(_ transcript: Transcript) throws {
+        try fsyncFile()
+        try compactIfLarge(transcript)
+        var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
+        summary.updatedAt = transcript.updatedAt
+        store.writeSummaryCache(summary, journalLength: length)
+    }
+
+    /// Rewrites the journal as one snapshot when it is more than three times the
+    /// size of its live state (after many mutations), between turns only.
+    private func compactIfLarge(_ transcript: Transcript) throws {
+        let (length, estimate) = state.withLock { ($0.length, $0.liveEstimate) }
+        guard length > Self.compactionFloor, length > 3 * estimate, transcript.openTurn == nil else { return }
+        let live = headerLine.count + (try JournalCodec.snapshotLine(transcript, at: Date())).count
+        state.withLock { $0.liveEstimate = live }
+        if length > 3 * live { try rewrite(transcript) }
+    }
+
+    /// Never a moment without a valid journal: the snapshot goes to a temporary
+    /// file, is synced, renamed over the journal, and the directory synced.
+    func rewrite(_ transcript: Transcript) throws {
+        let target = store.path(sessionID, ".jsonl")
+        let temp = store.path(sessionID, ".jsonl.tmp-\(getpid())")
+        let bytes = headerLine + (try JournalCodec.snapshotLine(transcript, at: Date()))
+        let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.posix("cannot write a snapshot of session '\(sessionID)'") }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let error = StoreError.posix("cannot write a snapshot of session '\(sessionID)'")
+                posixClose(fd)
+                unlink(temp)
+                throw error
+            }
+            written += n
+        }
+        guard fsync(fd) == 0 else {
+            let error = StoreError.posix("cannot sync a snapshot of session '\(sessionID)'")
+            posixClose(fd)
+            unlink(temp)
+            throw error
+        }
+        posixClose(fd)
+        guard rename(temp, target) == 0 else {
+            let error = StoreError.posix("cannot replace the journal of session '\(sessionID)'")
+            unlink(temp)
+            throw error
+        }
+        try store.fsyncDirectory()
+        let newFD = posixOpen(target, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard newFD >= 0 else { throw StoreError.posix("cannot reopen the journal of session '\(sessionID)'") }
+        state.withLock { s in
+            posixClose(s.fd)
+            s.fd = newFD
+            s.length = bytes.count
+            s.liveEstimate = bytes.count
+        }
+    }
+
+    func close() {
+        let wasOpen = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            s.closed = true
+            _ = fsync(s.fd)
+            posixClose(s.fd)
+            return true
+        }
+        if wasOpen { lock.release() }
+    }
+
+    deinit { close() }
+}
+
+// The journal types have `close()` methods of their own; these name the system calls.
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
+private func posixClose(_ fd: Int32) { _ = close(fd) }
