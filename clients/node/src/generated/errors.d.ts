@@ -327,5 +327,38 @@ export declare class OverloadedError extends AgentRPCError {
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
+/**
+ * `sessionLocked` (-32017): `session/resume` or `session/delete` of a session another server process has loaded.
+ * Extra `data`: `sessionId`, `pid`.
+ */
+export declare class SessionLockedError extends AgentRPCError {
+  static readonly kind: "sessionLocked";
+  static readonly code: -32017;
+  readonly kind: "sessionLocked";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
+ * `storeUnavailable` (-32080): the session store could not be written or read (full disk, read-only or missing directory); the session in memory is intact.
+ * Extra `data`: `errno` when the system gave one.
+ */
+export declare class StoreUnavailableError extends AgentRPCError {
+  static readonly kind: "storeUnavailable";
+  static readonly code: -32080;
+  readonly kind: "storeUnavailable";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
+ * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version.
+ * Extra `data`: `formatVersion`, `supportedVersion`.
+ */
+export declare class JournalUnreadableError extends AgentRPCError {
+  static readonly kind: "journalUnreadable";
+  static readonly code: -32081;
+  readonly kind: "journalUnreadable";
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
 /** Every generated class, in table order. */
-export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof RegexBudgetExceededError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError)[];
+export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof RegexBudgetExceededError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError | typeof SessionLockedError | typeof StoreUnavailableError | typeof JournalUnreadableError)[];

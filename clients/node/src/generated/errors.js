@@ -482,6 +482,54 @@ export class OverloadedError extends AgentRPCError {
   }
 }
 
+/**
+ * `sessionLocked` (-32017): `session/resume` or `session/delete` of a session another server process has loaded.
+ * Extra `data`: `sessionId`, `pid`.
+ */
+export class SessionLockedError extends AgentRPCError {
+  static kind = "sessionLocked";
+  static code = -32017;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32017, message || "sessionLocked", { kind: "sessionLocked", ...data });
+  }
+}
+
+/**
+ * `storeUnavailable` (-32080): the session store could not be written or read (full disk, read-only or missing directory); the session in memory is intact.
+ * Extra `data`: `errno` when the system gave one.
+ */
+export class StoreUnavailableError extends AgentRPCError {
+  static kind = "storeUnavailable";
+  static code = -32080;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32080, message || "storeUnavailable", { kind: "storeUnavailable", ...data });
+  }
+}
+
+/**
+ * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version.
+ * Extra `data`: `formatVersion`, `supportedVersion`.
+ */
+export class JournalUnreadableError extends AgentRPCError {
+  static kind = "journalUnreadable";
+  static code = -32081;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32081, message || "journalUnreadable", { kind: "journalUnreadable", ...data });
+  }
+}
+
 /** Every generated class, in table order. */
 export const ERROR_CLASSES = Object.freeze([
   ParseError,
@@ -515,4 +563,7 @@ export const ERROR_CLASSES = Object.freeze([
   HookError,
   StructuredOutputError,
   OverloadedError,
+  SessionLockedError,
+  StoreUnavailableError,
+  JournalUnreadableError,
 ]);

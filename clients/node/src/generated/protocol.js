@@ -82,6 +82,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/fork",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "session/steer",
     "direction": "clientToServer",
     "kind": "request"
@@ -312,5 +317,20 @@ export const ERROR_TABLE = Object.freeze([
     "kind": "overloaded",
     "code": -32001,
     "className": "OverloadedError"
+  },
+  {
+    "kind": "sessionLocked",
+    "code": -32017,
+    "className": "SessionLockedError"
+  },
+  {
+    "kind": "storeUnavailable",
+    "code": -32080,
+    "className": "StoreUnavailableError"
+  },
+  {
+    "kind": "journalUnreadable",
+    "code": -32081,
+    "className": "JournalUnreadableError"
   }
 ].map(Object.freeze));

@@ -139,7 +139,7 @@ export interface ErrorData {
   field?: string;
   /** The index of the unreadable image. */
   index?: number;
-  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "regexBudgetExceeded" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded";
+  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "regexBudgetExceeded" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded" | "sessionLocked" | "storeUnavailable" | "journalUnreadable";
   /** The limit exceeded (a count, or seconds for wallClockTimeoutExceeded). */
   limit?: number;
   partialText?: string;
@@ -239,6 +239,12 @@ export interface InitializeResult {
   capabilities: ServerCapabilities;
   protocolVersion: number;
   serverInfo: ServerInfo;
+}
+
+export interface InterruptedTurn {
+  turnId: string;
+  undo: UndoRecordInfo[];
+  undoOutcome: UndoOutcome;
 }
 
 export interface Limits {
@@ -445,6 +451,7 @@ export interface ServerCapabilities {
   providers: string[];
   router: boolean;
   store: boolean;
+  storeDirectory?: string;
   structuredOutput: boolean;
   traces: boolean;
   transcriptMutation: boolean;
@@ -507,6 +514,11 @@ export interface SessionEventParams {
   turnId?: string;
 }
 
+export interface SessionForkParams {
+  atEntryId?: string;
+  sessionId: string;
+}
+
 export interface SessionGenerateParams {
   input: TurnInput;
   options?: TurnOptions;
@@ -530,6 +542,7 @@ export interface SessionHandle {
 export interface SessionListParams {
   cursor?: string;
   limit?: number;
+  loaded?: boolean;
 }
 
 export interface SessionListResult {
@@ -539,6 +552,19 @@ export interface SessionListResult {
 
 export interface SessionRef {
   sessionId: string;
+}
+
+export interface SessionResumeParams {
+  rollback?: boolean;
+  sessionId: string;
+}
+
+export interface SessionResumeResult {
+  activeProfile: string;
+  interruptedTurn?: InterruptedTurn;
+  revision: number;
+  sessionId: string;
+  warnings?: ContextDiagnostic[];
 }
 
 export interface SessionRewindParams {
@@ -597,6 +623,9 @@ export interface SessionSummary {
   entryCount: number;
   isRunning: boolean;
   loaded: boolean;
+  locked: boolean;
+  lockedBy?: number;
+  model?: string;
   revision: number;
   sessionId: string;
   title?: string;
@@ -739,6 +768,12 @@ export interface TurnResult {
 export type TurnStatus = "completed" | "failed" | "cancelled";
 
 export type UndoOutcome = "committed" | "rolledBack" | "none";
+
+export interface UndoRecordInfo {
+  callId: string;
+  name: string;
+  undo: unknown;
+}
 
 export type Usage = ScriptUsage;
 
@@ -990,6 +1025,9 @@ export type SessionDeleteParams = SessionRef;
 /** session/delete result */
 export type SessionDeleteResult = Record<string, never>;
 
+/** session/fork result */
+export type SessionForkResult = SessionHandle;
+
 /** session/getState params */
 export type SessionGetStateParams = SessionRef;
 
@@ -1007,12 +1045,6 @@ export type SessionMutateTranscriptParams = MutateTranscriptParams;
 
 /** session/mutateTranscript result */
 export type SessionMutateTranscriptResult = MutateTranscriptResult;
-
-/** session/resume params */
-export type SessionResumeParams = SessionRef;
-
-/** session/resume result */
-export type SessionResumeResult = SessionHandle;
 
 /** session/send result */
 export type SessionSendResult = TurnResult;
@@ -1055,6 +1087,7 @@ export interface ClientRequests {
   "session/close": { params: SessionCloseParams; result: SessionCloseResult };
   "session/resume": { params: SessionResumeParams; result: SessionResumeResult };
   "session/delete": { params: SessionDeleteParams; result: SessionDeleteResult };
+  "session/fork": { params: SessionForkParams; result: SessionForkResult };
   "session/steer": { params: SessionSteerParams; result: SessionSteerResult };
   "session/setApprovalRules": { params: SessionSetApprovalRulesParams; result: SessionSetApprovalRulesResult };
   "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
