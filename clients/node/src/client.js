@@ -576,6 +576,11 @@ export class Client {
     return handle;
   }
 
+  /** @internal A session the server made from another (session/fork). */
+  _adopt(result, method, functions, onConfirm, onAsk) {
+    return this.#sessionFrom(result, method, new Map(functions), onConfirm, onAsk);
+  }
+
   #sessionFrom(result, method, functions, onConfirm, onAsk) {
     if (!result || typeof result.sessionId !== 'string') throw new InternalError(`${method} returned no sessionId`);
     const existing = this.#sessions.get(result.sessionId);

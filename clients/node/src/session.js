@@ -122,6 +122,16 @@ export class Session {
     return this.client.request('session/rewind', this.#params({ toEntryId, turnId, undo }));
   }
 
+  /**
+   * `session/fork`: a new session with this one's configuration and transcript
+   * (up to and including `atEntryId`); this session's tool functions and
+   * handlers answer the fork's calls too.
+   */
+  async fork({ atEntryId, ...more } = {}) {
+    const result = await this.client.request('session/fork', this.#params({ ...more, atEntryId }));
+    return this.client._adopt(result, 'session/fork', this.tools, this.onConfirm, this.onAsk);
+  }
+
   /** `session/cancel`: stops the running turn at its next checkpoint; true if one was running. */
   async cancel() {
     const result = await this.client.request('session/cancel', this.#params({}));

@@ -1,7 +1,8 @@
 // Shared by the tests: the real binary (AGENTRPC_BIN, or the repository's
 // .build/debug build), and bounded waits — no test waits without a limit.
 
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '../src/index.js';
@@ -12,6 +13,10 @@ export const BINARY = process.env.AGENTRPC_BIN || join(REPO, '.build', 'debug', 
 if (!existsSync(BINARY)) {
   throw new Error(`the agentrpc binary is missing at ${BINARY}: run \`swift build\` or set AGENTRPC_BIN`);
 }
+// Servers keep sessions in $XDG_STATE_HOME/agentrpc/sessions by default: each test
+// process gets its own, so no test sees (or leaves) another's stored sessions.
+process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'agentrpc-node-state-'));
+
 /** The misbehaving stand-in server (test-support/fake-server.js). */
 export const FAKE_SERVER = join(dirname(fileURLToPath(import.meta.url)), 'fake-server.js');
 

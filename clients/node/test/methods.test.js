@@ -23,6 +23,7 @@ const API = {
   'session/close': 'Session.close',
   'session/resume': 'Client.resumeSession',
   'session/delete': 'Session.delete',
+  'session/fork': 'Session.fork',
   'session/steer': 'Session.steer',
   'session/setApprovalRules': 'Session.setApprovalRules',
   'session/rewind': 'Session.rewind',

@@ -251,6 +251,17 @@ describe('Session against the real binary', () => {
     assert.equal(finished.content, 'disk full');
   });
 
+  test('fork() makes a new session from the transcript, answering its tool calls with the same functions', async () => {
+    const session = await client.openSession({
+      model: scripted({ text: ['one'] }, { toolCalls: [{ name: 'add', arguments: { a: 2, b: 2 } }] }, { text: ['four'] }), tools: [add],
+    });
+    await session.send('first');
+    const fork = await session.fork();
+    assert.notEqual(fork.id, session.id);
+    assert.ok(fork.tools.has('add'));
+    assert.deepEqual((await fork.getTranscript()).entries.map((e) => e.text), ['first', 'one']);
+  });
+
   test('close() unloads the session; later calls are SessionNotFoundError', async () => {
     const session = await client.openSession({ model: scripted({ text: ['x'] }) });
     await session.close();

@@ -153,7 +153,8 @@ async function replay(path, { header, steps }) {
   const expand = (v) => (typeof v === 'string' ? v.replaceAll('$tmpdir', dir) : v);
   const client = await Client.spawn({
     binary: BINARY, initialize: false, args: ['serve', ...(header.args ?? []).map(expand)],
-    env: Object.fromEntries(Object.entries(header.env ?? {}).map(([k, v]) => [k, expand(v)])),
+    // A store of its own per transcript, as `agentrpc replay` gives each one.
+    env: { XDG_STATE_HOME: dir, ...Object.fromEntries(Object.entries(header.env ?? {}).map(([k, v]) => [k, expand(v)])) },
   });
   const captures = new Map();
   const answers = new Map(); // transcript id → {settled: Promise<{result}|{error}>, controller}
