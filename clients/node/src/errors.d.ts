@@ -1,0 +1,2 @@
+export * from './errors-base.js';
+export * from './generated/errors.js';

@@ -1,0 +1,297 @@
+// Type declarations of the agentrpc Node client (hand-written; the wire types
+// they use are generated from schema/ into ./generated/wire.d.ts).
+
+import type {
+  ClientCapabilities,
+  ClientInfo,
+  ClientNotifications,
+  ClientRequests,
+  ConfirmationRequestParams,
+  ImageAttachment,
+  SessionEvent,
+  ServerRequests,
+  ServerNotifications,
+  ToolSpec,
+  TranscriptOperation,
+  TranscriptEntry,
+  TurnInput,
+} from './generated/wire.js';
+
+export * from './generated/wire.js';
+export * from './generated/protocol.js';
+export * from './generated/errors.js';
+export {
+  AgentRPCException,
+  AgentRPCError,
+  RunLimitExceededError,
+  ProviderErrorBase,
+  ToolExecutorErrorBase,
+  ClientError,
+  ConnectionClosedError,
+  ServerExitedError,
+  RequestTimeoutError,
+  BinaryNotFoundError,
+  errorFromWire,
+  errorClassFor,
+  registerErrorClasses,
+} from './errors-base.js';
+
+type Params<M extends keyof ClientRequests> = ClientRequests[M]['params'];
+type Result<M extends keyof ClientRequests> = ClientRequests[M]['result'];
+
+/** The result of `session/send`: message, stopReason, usage, counts, revision. */
+export type TurnResult = Result<'session/send'>;
+/** The result of `session/generate`, with `value` typed as `T`. */
+export type GenerateResult<T = unknown> = Omit<Result<'session/generate'>, 'value'> & { value: T };
+export type SessionState = Result<'session/getState'>;
+export type Transcript = Result<'session/getTranscript'>;
+export type MutationResult = Result<'session/mutateTranscript'>;
+export type PropertiesResult = Result<'session/setProperties'>;
+export type SessionList = Result<'session/list'>;
+export type TurnOptions = NonNullable<Params<'session/send'>['options']>;
+/** What `session/create` accepts besides the client-side fields. */
+export type SessionConfig = Params<'session/create'>;
+/** A confirmation decision word of the protocol (`approve`, `deny`, ...). */
+export type ConfirmDecision = Params<'session/confirm'>['decision'];
+
+/** A session event as the client delivers it: the event plus where it belongs. */
+export type TurnEvent = SessionEvent & {
+  sessionId: string;
+  /** Absent for events outside a turn (e.g. propertiesChanged from setProperties). */
+  turnId?: string;
+  seq: number;
+};
+/** The event of one type, e.g. `EventOf<"textDelta">`. */
+export type EventOf<T extends TurnEvent['type']> = Extract<TurnEvent, { type: T }>;
+
+// -- tools --------------------------------------------------------------------
+
+/** Facts about a tool call, handed to `run`. */
+export interface ToolContext {
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  name: string;
+  /** The transcript revision when the call was made. */
+  revision: number;
+  /** Aborted when the server withdraws the call (`$/cancelRequest`) or the connection closes. */
+  signal: AbortSignal;
+  session: Session;
+}
+
+/** Rolls a call back when the turn fails (`tool/undo`). */
+export type UndoFunction = () => unknown | Promise<unknown>;
+
+declare const outcomeBrand: unique symbol;
+/** A value made by ok(), failed(), denied() or conflict(). */
+export interface ToolOutcome {
+  readonly [outcomeBrand]: 'ok' | 'failed' | 'denied' | 'conflict';
+  readonly content: unknown;
+  readonly undo?: UndoFunction;
+}
+
+/** What `run` may return: a JSON value (outcome ok), `{content, undo}`, or an outcome. */
+export type ToolReturn = unknown | { content?: unknown; undo: UndoFunction } | ToolOutcome;
+
+export interface ToolDefinition<A = any> extends Omit<ToolSpec, 'name'> {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments (default: an object with no properties). */
+  inputSchema?: unknown;
+  confirmation?: 'never' | 'always';
+  run: (args: A, ctx: ToolContext) => ToolReturn | Promise<ToolReturn>;
+}
+
+/** A tool: the spec sent to the server and the function that answers its calls. */
+export interface Tool<A = any> {
+  readonly name: string;
+  readonly spec: ToolSpec;
+  readonly run: ToolDefinition<A>['run'];
+}
+
+export declare function tool<A = any>(definition: ToolDefinition<A>): Tool<A>;
+export declare function isTool(value: unknown): value is Tool;
+export declare function ok(content: unknown, options?: { undo?: UndoFunction }): ToolOutcome;
+export declare function failed(content: unknown): ToolOutcome;
+export declare function denied(reason: unknown): ToolOutcome;
+export declare function conflict(content: unknown): ToolOutcome;
+
+// -- confirmation ----------------------------------------------------------------
+
+/** A tool call waiting for a decision. */
+export interface ConfirmationCall extends Omit<ConfirmationRequestParams, never> {
+  session?: Session;
+}
+/** true / false, a decision word, or `{decision, reason?}` (`{approve, reason?}` also works). */
+export type ConfirmAnswer =
+  | boolean
+  | ConfirmDecision
+  | ({ decision: ConfirmDecision; reason?: string } & Record<string, unknown>)
+  | { approve: boolean; reason?: string };
+export type ConfirmHandler = (call: ConfirmationCall) => ConfirmAnswer | Promise<ConfirmAnswer>;
+
+/** A question the model asks with the built-in ask_user tool (`user/ask`). */
+export interface UserQuestion extends ServerRequests['user/ask']['params'] {
+  session?: Session;
+  /** Aborted when the server withdraws the question (a cancel, the timeout). */
+  signal: AbortSignal;
+}
+/** Answers a question: the answer text, or `{answer}`. */
+export type AskHandler = (question: UserQuestion) => string | { answer: string } | Promise<string | { answer: string }>;
+export declare function decisionOf(answer: ConfirmAnswer): { decision: ConfirmDecision; reason?: string };
+
+// -- the client -------------------------------------------------------------------
+
+export interface SpawnOptions {
+  /** A path, or a name on PATH. Default: $AGENTRPC_BIN, `agentrpc` on PATH, `.build/{debug,release}/agentrpc` above this package. */
+  binary?: string;
+  /** Arguments for the server (e.g. `["--store", dir]`). */
+  args?: string[];
+  /** Added to the inherited environment (`inheritEnv: false` uses it alone). */
+  env?: Record<string, string>;
+  inheritEnv?: boolean;
+  cwd?: string;
+  /** The server's stderr: kept in `stderrTail` (default), passed through, or handed to a function line by line. */
+  stderr?: 'collect' | 'inherit' | ((line: string) => void);
+  stderrTailLines?: number;
+  /** A stdout frame larger than this closes the connection (default 256 MiB). */
+  maxFrameBytes?: number;
+  capabilities?: ClientCapabilities;
+  clientInfo?: ClientInfo;
+  /** Run the `initialize` handshake (default true). */
+  initialize?: boolean;
+  /** Default timeout (ms) of every request; default none. */
+  requestTimeout?: number;
+  /** How long each step of close() waits (ms, default 5000). */
+  shutdownTimeout?: number;
+  /** Decides confirmations of sessions without their own onConfirm. */
+  onConfirm?: ConfirmHandler;
+  /** Answers `user/ask` for sessions without their own onAsk; also declares `capabilities.askUser`. */
+  onAsk?: AskHandler;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Milliseconds; default the client's requestTimeout. */
+  timeout?: number;
+}
+
+export type ServerRequestHandler<M extends string> = (
+  params: M extends keyof ServerRequests ? ServerRequests[M]['params'] : unknown,
+  context: { signal: AbortSignal },
+) => unknown;
+
+export declare const VERSION: string;
+export declare const DEFAULT_CAPABILITIES: Readonly<ClientCapabilities>;
+
+export declare class Client implements AsyncDisposable {
+  static spawn(options?: SpawnOptions): Promise<Client>;
+  requestTimeout: number | undefined;
+  shutdownTimeout: number;
+  onConfirm: ConfirmHandler | undefined;
+  onAsk: AskHandler | undefined;
+  readonly initializeResult: Result<'initialize'> | undefined;
+  readonly initialized: boolean;
+  readonly serverInfo: Result<'initialize'>['serverInfo'] | undefined;
+  readonly serverCapabilities: Result<'initialize'>['capabilities'] | undefined;
+  readonly protocolVersion: number | undefined;
+  readonly pid: number | undefined;
+  readonly exitCode: number | null;
+  readonly stderrTail: string;
+  readonly drainWaits: number;
+  readonly closed: boolean;
+  initialize(options?: { capabilities?: ClientCapabilities; clientInfo?: ClientInfo }): Promise<Result<'initialize'>>;
+  waitClosed(timeoutMs?: number): Promise<boolean>;
+  request<M extends keyof ClientRequests>(method: M, params?: Params<M>, options?: RequestOptions): Promise<Result<M>>;
+  request(method: string, params?: unknown, options?: RequestOptions): Promise<unknown>;
+  notify<M extends keyof ClientNotifications>(method: M, params?: ClientNotifications[M]): Promise<void>;
+  notify(method: string, params?: unknown): Promise<void>;
+  onNotification<M extends keyof ServerNotifications>(method: M, listener: (params: ServerNotifications[M]) => unknown): () => void;
+  onNotification(method: string, listener: (params: unknown) => unknown): () => void;
+  onRequest<M extends string>(method: M, handler: ServerRequestHandler<M>): () => void;
+  openSession(config?: Omit<SessionConfig, 'tools'> & { tools?: (Tool | ToolSpec)[]; onConfirm?: ConfirmHandler; onAsk?: AskHandler }): Promise<Session>;
+  resumeSession(sessionId: string, options?: Omit<Params<'session/resume'>, 'sessionId'> & { tools?: Tool[]; onConfirm?: ConfirmHandler; onAsk?: AskHandler }): Promise<Session>;
+  listSessions(params?: Params<'session/list'>): Promise<SessionList>;
+  session(sessionId: string): Session;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export interface SendOptions {
+  /** Aborting cancels the turn (`$/cancelRequest`); the promise rejects with CancelledError. */
+  signal?: AbortSignal;
+  options?: TurnOptions;
+  /** Image attachments added to a string input. */
+  images?: ImageAttachment[];
+  timeout?: number;
+}
+
+export declare class Session implements AsyncDisposable {
+  readonly client: Client;
+  readonly id: string;
+  revision: number | undefined;
+  activeProfile: unknown;
+  onConfirm: ConfirmHandler | undefined;
+  onAsk: AskHandler | undefined;
+  readonly tools: Map<string, Tool>;
+  addTools(...tools: Tool[]): void;
+  /** Other members of `session/send` params (e.g. newer ones of the protocol) go through as given. */
+  send(input: TurnInput, options?: SendOptions & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): Promise<TurnResult>;
+  stream(input: TurnInput, options?: Omit<SendOptions, 'timeout'> & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): TurnStream;
+  generate<T = unknown>(input: TurnInput, options: SendOptions & Omit<Params<'session/generate'>, 'sessionId' | 'input' | 'options' | 'schema'> & { schema: object }): Promise<GenerateResult<T>>;
+  steer(input: TurnInput, options?: { images?: ImageAttachment[]; expectedTurnId?: string }): Promise<Result<'session/steer'>>;
+  setApprovalRules(changes: Omit<Params<'session/setApprovalRules'>, 'sessionId'>): Promise<Result<'session/setApprovalRules'>>;
+  rewind(options: Omit<Params<'session/rewind'>, 'sessionId'>): Promise<Result<'session/rewind'>>;
+  /** `session/fork`: a new session from this one's transcript; its tool calls are answered by this session's functions. */
+  fork(options?: Omit<Params<'session/fork'>, 'sessionId'>): Promise<Session>;
+  cancel(): Promise<boolean>;
+  confirm(callId: string, decision: boolean | ConfirmDecision,
+    options?: Omit<Params<'session/confirm'>, 'sessionId' | 'callId' | 'decision'>): Promise<void>;
+  getState(): Promise<SessionState>;
+  getTranscript(): Promise<Transcript>;
+  mutateTranscript(operations: TranscriptOperation | TranscriptOperation[], options?: { expectedRevision?: number }): Promise<MutationResult>;
+  setProperties(changes: Omit<Params<'session/setProperties'>, 'sessionId'>): Promise<PropertiesResult>;
+  events(): AsyncIterableIterator<TurnEvent>;
+  close(): Promise<void>;
+  delete(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export declare class TurnStream implements AsyncIterableIterator<TurnEvent> {
+  result: TurnResult | undefined;
+  error: unknown;
+  text: string;
+  turnId: string | undefined;
+  [Symbol.asyncIterator](): TurnStream;
+  next(): Promise<IteratorResult<TurnEvent, undefined>>;
+  /** Leaving the loop early: cancels a running turn and waits (bounded) for its end. */
+  return(): Promise<IteratorResult<TurnEvent, undefined>>;
+  finish(): Promise<TurnResult>;
+}
+
+// -- transcript operations ------------------------------------------------------------
+
+type EntryOf<T extends TranscriptEntry['type']> = Extract<TranscriptEntry, { type: T }>;
+type Ids = { id?: string };
+export declare const ops: {
+  remove(ids: string | string[]): Extract<TranscriptOperation, { op: 'remove' }>;
+  truncateAfter(id: string | null): Extract<TranscriptOperation, { op: 'truncateAfter' }>;
+  replace(id: string, entry: TranscriptEntry): Extract<TranscriptOperation, { op: 'replace' }>;
+  insert(after: string | null, entries: TranscriptEntry | TranscriptEntry[]): Extract<TranscriptOperation, { op: 'insert' }>;
+  set(entries: TranscriptEntry | TranscriptEntry[]): Extract<TranscriptOperation, { op: 'set' }>;
+  prompt(text: string, options?: Ids & { images?: ImageAttachment[] }): EntryOf<'prompt'>;
+  response(text: string, options?: Ids): EntryOf<'response'>;
+  reasoning(text: string, options?: Ids): EntryOf<'reasoning'>;
+  toolCalls(calls: EntryOf<'toolCalls'>['calls'] | EntryOf<'toolCalls'>['calls'][number], options?: Ids): EntryOf<'toolCalls'>;
+  toolOutput(callId: string, name: string, content: unknown, options?: Ids & { outcome?: EntryOf<'toolOutput'>['outcome'] }): EntryOf<'toolOutput'>;
+};
+export declare function newId(): string;
+
+// -- discovery and helpers ---------------------------------------------------------------
+
+export declare const ENV_VAR: 'AGENTRPC_BIN';
+export declare const BINARY_NAME: 'agentrpc';
+export declare function findBinary(binary?: string, options?: { env?: Record<string, string | undefined>; start?: string }): string;
+export declare function repoBuildCandidates(start?: string): string[];
+/** An inline model on the offline scripted provider (docs/protocol.md §15). */
+export declare function scripted(...items: object[]): { provider: 'scripted'; model: 'scripted'; script: object[] };

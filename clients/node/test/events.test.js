@@ -1,0 +1,76 @@
+// Every event type of the schema arrives through the typed event stream, each
+// with its sessionId, turnId (inside a turn) and seq. When a new event type is
+// added to the schema, EVENT_TYPES grows and this test fails until a scenario
+// here produces it.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DEFAULT_CAPABILITIES, EVENT_TYPES, ops, scripted, tool } from '../src/index.js';
+import { collect, nextMatching, objectSchema, spawnReal } from '../test-support/helpers.js';
+
+test('every event type of the schema reaches session.stream() / session.events(), typed', async () => {
+  const client = await spawnReal({ capabilities: { ...DEFAULT_CAPABILITIES, hooks: true, contextSources: true } });
+  const seen = new Map();
+  const record = (events) => { for (const e of events) if (!seen.has(e.type)) seen.set(e.type, e); };
+  try {
+    client.onRequest('hook/call', () => ({}));
+    let refreshes = 0;
+    client.onRequest('context/refresh', () => {
+      refreshes += 1;
+      if (refreshes > 1) throw new Error('editor not ready');
+      return { values: { editor: 'main.js' } };
+    });
+    const echo = tool({ name: 'echo', inputSchema: objectSchema({}), confirmation: 'always', run: () => 'e' });
+    const session = await client.openSession({
+      model: scripted(
+        { reasoning: ['Hm'], text: ['Hi'], usage: { inputTokens: 1, outputTokens: 1 }, toolCalls: [{ name: 'echo', arguments: {} }] },
+        { error: { code: 'rateLimited', afterSeconds: 0.01 } },
+        { text: ['done'] },
+        { text: ['again'] },
+      ),
+      tools: [echo, { name: 'odd', inputSchema: { type: 'string' } }],
+      contextSources: [{ name: 'editor' }],
+      profiles: { cases: { main: { tools: ['echo', 'odd'] } }, defaults: { hooks: { onPrompt: [{ client: true }] } } },
+      onConfirm: () => true,
+    });
+    record(await collect(session.stream('first')));
+    const watch = session.events();
+    await session.setProperties({ set: { mode: 'x' } });
+    record([await nextMatching(watch, (e) => e.type === 'propertiesChanged', 5000, 'propertiesChanged')]);
+    await watch.return();
+    const { entries } = await session.getTranscript();
+    await session.mutateTranscript(ops.remove(entries[0].id));
+    record(await collect(session.stream('second')));
+
+    // Steering a turn while its tool runs (steeringApplied); a standing rule (approvalRulesChanged).
+    let release;
+    const gate = new Promise((r) => { release = r; });
+    let toolStarted;
+    const started = new Promise((r) => { toolStarted = r; });
+    const wait = tool({ name: 'wait', inputSchema: objectSchema({}), run: async () => { toolStarted(); await gate; return 'done'; } });
+    const steered = await client.openSession({ model: scripted({ toolCalls: [{ name: 'wait', arguments: {} }] }, { text: ['ok'] }), tools: [wait] });
+    const stream = steered.stream('go');
+    const consumed = collect(stream);
+    await started;
+    await steered.steer('and then this');
+    release();
+    record(await consumed);
+    const rules = steered.events();
+    await steered.setApprovalRules({ add: [{ tool: 'wait' }] });
+    record([await nextMatching(rules, (e) => e.type === 'approvalRulesChanged', 5000, 'approvalRulesChanged')]);
+    await rules.return();
+  } finally {
+    await client.close();
+  }
+  const missing = EVENT_TYPES.filter((type) => !seen.has(type));
+  assert.deepEqual(missing, [], `event types no scenario produced: ${missing.join(', ')}`);
+  for (const [type, event] of seen) {
+    assert.equal(typeof event.sessionId, 'string', `${type}.sessionId`);
+    assert.ok(Number.isInteger(event.seq), `${type}.seq`);
+    // Events outside a turn carry no turnId.
+    if (!['propertiesChanged', 'approvalRulesChanged'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
+  }
+  assert.equal(seen.get('retrying').error.data.kind, 'providerError');
+  assert.equal(seen.get('cacheInvalidated').reason, 'historyRewritten');
+  assert.equal(seen.get('hookFired').hook, 'onPrompt');
+});

@@ -1,0 +1,299 @@
+// Every Session method against the real binary on the scripted provider.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  CancelledError, NoPendingConfirmationError, RevisionMismatchError, SessionNotFoundError,
+  StructuredOutputError, failed, ops, scripted, tool,
+} from '../src/index.js';
+import { collect, nextMatching, objectSchema, spawnReal, within } from '../test-support/helpers.js';
+
+const add = tool({
+  name: 'add',
+  description: 'Add two numbers',
+  inputSchema: objectSchema({ a: { type: 'number' }, b: { type: 'number' } }),
+  run: ({ a, b }) => a + b,
+});
+
+describe('Session against the real binary', () => {
+  let client;
+  before(async () => { client = await spawnReal(); });
+  after(async () => { await client.close(); });
+
+  test('send runs a tool and resolves with a typed TurnResult', async () => {
+    const seen = [];
+    const spy = tool({ ...add.spec, run: (args, ctx) => { seen.push({ args, ctx }); return args.a + args.b; } });
+    const session = await client.openSession({
+      model: scripted({ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 }, id: 'c1' }] }, { text: ['It is ', '5.'] }),
+      instructions: 'Add.',
+      tools: [spy],
+    });
+    assert.equal(session.revision, 0);
+    assert.equal(session.activeProfile, 'default');
+    const result = await session.send('2 + 3?');
+    assert.equal(result.message.text, 'It is 5.');
+    assert.equal(result.stopReason, 'completed');
+    assert.equal(result.toolCalls, 1);
+    assert.equal(result.roundTrips, 2);
+    assert.equal(seen.length, 1);
+    assert.deepEqual(seen[0].args, { a: 2, b: 3 });
+    assert.equal(seen[0].ctx.callId, 'c1');
+    assert.equal(seen[0].ctx.name, 'add');
+    assert.equal(seen[0].ctx.turnId, result.turnId);
+    assert.equal(seen[0].ctx.session, session);
+    assert.ok(seen[0].ctx.signal instanceof AbortSignal);
+    const transcript = await session.getTranscript();
+    const output = transcript.entries.find((e) => e.type === 'toolOutput');
+    assert.equal(output.content, 5);
+    assert.equal(transcript.instructions, 'Add.');
+  });
+
+  test('stream yields typed events in order, then holds the result', async () => {
+    const session = await client.openSession({ model: scripted({ reasoning: ['Hm'], text: ['Hel', 'lo'], usage: { inputTokens: 3, outputTokens: 2 } }) });
+    const stream = session.stream('hi');
+    const events = await collect(stream);
+    const types = events.map((e) => e.type);
+    assert.deepEqual(types, ['turnStarted', 'entryAppended', 'requestStarted', 'reasoningDelta', 'textDelta', 'textDelta', 'usage', 'entryAppended', 'entryAppended', 'turnEnded']);
+    assert.ok(events.every((e) => e.sessionId === session.id && e.turnId === stream.turnId && Number.isInteger(e.seq)));
+    assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => events[0].seq + i));
+    assert.equal(stream.text, 'Hello');
+    assert.equal(stream.result.message.text, 'Hello');
+    assert.equal(events.at(-1).status, 'completed');
+    assert.equal(events.find((e) => e.type === 'usage').inputTokens, 3);
+  });
+
+  test('a stream starts its turn at the first next(); one never iterated sends nothing', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['late'] }) });
+    const stream = session.stream('hi');
+    assert.equal((await session.getState()).turnId, undefined, 'creating a stream sends nothing');
+    const first = await within(stream.next(), 10000, 'the first event');
+    assert.equal(first.value.type, 'turnStarted');
+    assert.equal((await stream.finish()).message.text, 'late');
+    assert.deepEqual(await stream.next(), { done: true, value: undefined });
+  });
+
+  test('leaving a stream early cancels the turn, and the session takes the next turn at once', async () => {
+    const session = await client.openSession({ model: scripted({ stall: true, text: ['Par', 'tial'] }, { text: ['Fresh'] }) });
+    const stream = session.stream('go');
+    let deltas = 0;
+    for await (const event of stream) {
+      if (event.type === 'textDelta') deltas += 1;
+      if (deltas === 2) break;
+    }
+    const state = await session.getState();
+    assert.equal(state.isRunning, false, 'the turn is over once the loop is left');
+    assert.equal(state.currentText, 'Partial');
+    const transcript = await session.getTranscript();
+    assert.deepEqual(transcript.entries.map((e) => e.type), ['prompt'], 'no response was appended');
+    assert.equal((await session.send('again')).message.text, 'Fresh');
+  });
+
+  test('a throw inside the loop cancels the turn too', async () => {
+    const session = await client.openSession({ model: scripted({ stall: true, text: ['x'] }) });
+    await assert.rejects(async () => {
+      for await (const event of session.stream('go')) {
+        if (event.type === 'textDelta') throw new Error('consumer failed');
+      }
+    }, /consumer failed/);
+    assert.equal((await session.getState()).isRunning, false);
+  });
+
+  test('an AbortSignal cancels a send with $/cancelRequest; the error keeps the partial text', async () => {
+    const session = await client.openSession({ model: scripted({ stall: true, text: ['Par'] }) });
+    const controller = new AbortController();
+    const watch = session.events();
+    const pending = session.send('x', { signal: controller.signal });
+    await nextMatching(watch, (e) => e.type === 'textDelta', 10000, 'the first delta');
+    controller.abort();
+    const error = await within(pending.catch((e) => e), 10000, 'the cancelled send');
+    assert.ok(error instanceof CancelledError, String(error));
+    assert.equal(error.kind, 'cancelled');
+    assert.equal(error.code, -32800);
+    assert.equal(error.partialText, 'Par');
+    assert.equal(error.data.source, '$/cancelRequest');
+    assert.equal(error.cause, controller.signal.reason);
+    const ended = await nextMatching(watch, (e) => e.type === 'turnEnded', 10000, 'turnEnded');
+    assert.equal(ended.status, 'cancelled');
+    await watch.return();
+  });
+
+  test('an already aborted signal sends nothing', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['unused'] }) });
+    const reason = new Error('not wanted');
+    await assert.rejects(session.send('x', { signal: AbortSignal.abort(reason) }), (e) => e === reason);
+    assert.equal((await session.getState()).turnId, undefined);
+  });
+
+  test('an AbortSignal passed to stream() cancels the streamed turn', async () => {
+    const session = await client.openSession({ model: scripted({ stall: true, text: ['a'] }) });
+    const controller = new AbortController();
+    const stream = session.stream('go', { signal: controller.signal });
+    const error = await within((async () => {
+      try {
+        for await (const event of stream) if (event.type === 'textDelta') controller.abort();
+      } catch (e) { return e; }
+      return undefined;
+    })(), 10000, 'the aborted stream');
+    assert.ok(error instanceof CancelledError);
+    assert.equal(stream.error, error);
+  });
+
+  test('cancel() stops the running turn cooperatively', async () => {
+    const session = await client.openSession({ model: scripted({ stall: true, text: ['Lo'] }) });
+    const watch = session.events();
+    const pending = session.send('go').catch((e) => e);
+    await nextMatching(watch, (e) => e.type === 'textDelta', 10000, 'the delta');
+    assert.equal(await session.cancel(), true);
+    const error = await within(pending, 10000, 'the cancelled send');
+    assert.ok(error instanceof CancelledError);
+    assert.equal(error.data.source, 'session/cancel');
+    assert.equal(await session.cancel(), false, 'nothing runs any more');
+    await watch.return();
+  });
+
+  test('confirm() answers a confirmationRequested event; a wrong call id is NoPendingConfirmationError', async () => {
+    const rm = tool({ name: 'rm', inputSchema: objectSchema({ path: { type: 'string' } }), confirmation: 'always', run: () => 'removed' });
+    const session = await client.openSession({ model: scripted({ toolCalls: [{ name: 'rm', arguments: { path: '/tmp/x' } }] }, { text: ['Removed.'] }), tools: [rm] });
+    const stream = session.stream('Remove it');
+    const types = [];
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'confirmationRequested') {
+        assert.equal(event.name, 'rm');
+        assert.deepEqual(event.arguments, { path: '/tmp/x' });
+        await assert.rejects(session.confirm('nope', true), NoPendingConfirmationError);
+        await session.confirm(event.callId, 'approve');
+      }
+      if (event.type === 'confirmationResolved') assert.equal(event.source, 'client');
+    }
+    assert.ok(types.includes('confirmationResolved'));
+    assert.equal(stream.result.message.text, 'Removed.');
+  });
+
+  test('onConfirm per session wins over the client one; a denial reaches the model with its reason', async () => {
+    const asked = [];
+    client.onConfirm = () => { asked.push('client'); return true; };
+    try {
+      let ran = false;
+      const rm = tool({ name: 'rm', inputSchema: objectSchema({}), confirmation: 'always', run: () => { ran = true; return 'removed'; } });
+      const session = await client.openSession({
+        model: scripted({ toolCalls: [{ name: 'rm', arguments: {} }] }, { text: ['OK.'] }),
+        tools: [rm],
+        onConfirm: (call) => { asked.push(`session:${call.name}:${call.session === session}`); return { decision: 'deny', reason: 'not today' }; },
+      });
+      await session.send('go');
+      assert.equal(ran, false);
+      assert.deepEqual(asked, ['session:rm:true']);
+      const output = (await session.getTranscript()).entries.find((e) => e.type === 'toolOutput');
+      assert.equal(output.outcome, 'denied');
+      assert.match(output.content, /not today/);
+
+      const other = await client.openSession({ model: scripted({ toolCalls: [{ name: 'rm', arguments: {} }] }, { text: ['Done.'] }), tools: [rm] });
+      await other.send('go');
+      assert.equal(ran, true);
+      assert.deepEqual(asked, ['session:rm:true', 'client']);
+    } finally {
+      client.onConfirm = undefined;
+    }
+  });
+
+  test('generate returns the structured value; a schema violation is StructuredOutputError', async () => {
+    const schema = objectSchema({ city: { type: 'string' }, celsius: { type: 'number' } });
+    const session = await client.openSession({ model: scripted({ text: ['{"city": "Paris", "celsius": 18}'] }, { text: ['{"city": 3}'] }) });
+    const result = await session.generate('Weather?', { schema });
+    assert.deepEqual(result.value, { city: 'Paris', celsius: 18 });
+    assert.equal(typeof result.turnId, 'string');
+    const error = await session.generate('Again?', { schema }).catch((e) => e);
+    assert.ok(error instanceof StructuredOutputError, String(error));
+    assert.equal(error.data.reason, 'schemaViolation');
+    assert.throws(() => session.generate('x', {}), TypeError);
+  });
+
+  test('mutateTranscript with ops, expectedRevision, and RevisionMismatchError', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['one'] }, { text: ['two'] }) });
+    await session.send('first');
+    const before = await session.getTranscript();
+    const result = await session.mutateTranscript([
+      ops.replace(before.entries[1].id, ops.response('ONE', { id: before.entries[1].id })),
+      ops.insert(null, [ops.prompt('earlier'), ops.response('ok')]),
+    ], { expectedRevision: before.revision });
+    assert.equal(result.entryCount, 4);
+    assert.ok(result.revision > before.revision);
+    const edited = await session.getTranscript();
+    assert.deepEqual(edited.entries.map((e) => e.text), ['earlier', 'ok', 'first', 'ONE']);
+    await assert.rejects(session.mutateTranscript(ops.truncateAfter(null), { expectedRevision: before.revision }), RevisionMismatchError);
+    await session.mutateTranscript(ops.remove(edited.entries.slice(0, 2).map((e) => e.id)));
+    await session.mutateTranscript(ops.set([ops.prompt('only'), ops.response('this')]));
+    assert.deepEqual((await session.getTranscript()).entries.map((e) => e.text), ['only', 'this']);
+    await session.mutateTranscript(ops.truncateAfter(null));
+    assert.equal((await session.getState()).entryCount, 0);
+  });
+
+  test('setProperties sets and removes, and emits propertiesChanged outside a turn', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['x'] }), properties: { a: 1 } });
+    const watch = session.events();
+    const result = await session.setProperties({ set: { mode: 'plan' }, remove: ['a'] });
+    assert.deepEqual(result.properties, { mode: 'plan' });
+    const event = await nextMatching(watch, (e) => e.type === 'propertiesChanged', 5000, 'propertiesChanged');
+    assert.deepEqual(event.set, { mode: 'plan' });
+    assert.deepEqual(event.removed, ['a']);
+    assert.equal(event.turnId, undefined);
+    await watch.return();
+    assert.deepEqual((await session.getState()).properties, { mode: 'plan' });
+  });
+
+  test('tool outcomes: failed() reaches the model as a failed output', async () => {
+    const flaky = tool({ name: 'flaky', inputSchema: objectSchema({}), run: () => failed('disk full') });
+    const session = await client.openSession({ model: scripted({ toolCalls: [{ name: 'flaky', arguments: {} }] }, { text: ['Sorry.'] }), tools: [flaky] });
+    const events = await collect(session.stream('go'));
+    const finished = events.find((e) => e.type === 'toolCallFinished');
+    assert.equal(finished.outcome, 'failed');
+    assert.equal(finished.content, 'disk full');
+  });
+
+  test('fork() makes a new session from the transcript, answering its tool calls with the same functions', async () => {
+    const session = await client.openSession({
+      model: scripted({ text: ['one'] }, { toolCalls: [{ name: 'add', arguments: { a: 2, b: 2 } }] }, { text: ['four'] }), tools: [add],
+    });
+    await session.send('first');
+    const fork = await session.fork();
+    assert.notEqual(fork.id, session.id);
+    assert.ok(fork.tools.has('add'));
+    assert.deepEqual((await fork.getTranscript()).entries.map((e) => e.text), ['first', 'one']);
+  });
+
+  test('close() unloads the session; later calls are SessionNotFoundError', async () => {
+    const session = await client.openSession({ model: scripted({ text: ['x'] }) });
+    await session.close();
+    await assert.rejects(session.getState(), SessionNotFoundError);
+  });
+});
+
+describe('list, resume, delete', () => {
+  test('a session is listed, resumed (the same handle, with added tools) and deleted', async () => {
+    const client = await spawnReal();
+    try {
+      const session = await client.openSession({
+        model: scripted({ text: ['one'] }, { toolCalls: [{ name: 'add', arguments: { a: 1, b: 2 } }] }, { text: ['three'] }),
+        tools: [add.spec], title: 'maths',
+      });
+      await session.send('first');
+      const listed = await client.listSessions();
+      const summary = listed.data.find((s) => s.sessionId === session.id);
+      assert.ok(summary, 'the session is listed');
+      assert.equal(summary.loaded, true);
+      assert.equal(summary.entryCount, 2);
+      const resumed = await client.resumeSession(session.id, { tools: [add] });
+      assert.equal(resumed, session, 'resuming a held session keeps its handle');
+      assert.ok(resumed.tools.has('add'), 'the resumed session answers add with its function now');
+      assert.equal((await resumed.send('add 1 and 2')).message.text, 'three');
+      assert.equal((await resumed.getTranscript()).entries.find((e) => e.type === 'toolOutput').content, 3);
+      assert.equal(client.session(session.id), session);
+      await session.delete();
+      assert.ok(!(await client.listSessions()).data.some((s) => s.sessionId === session.id));
+      await assert.rejects(client.resumeSession(session.id), SessionNotFoundError);
+    } finally {
+      await client.close();
+    }
+  });
+});
