@@ -124,11 +124,7 @@ public enum OpenAIResponsesRequestBuilder {
                     var parts: [JSONValue] = []
                     if !text.isEmpty { parts.append(["type": "input_text", "text": .string(text)]) }
                     for image in images {
-                        let url: String
-                        switch image {
-                        case .data(let bytes, let mimeType): url = "data:\(mimeType);base64,\(base64(bytes))"
-                        case .url(let u): url = u
-                        }
+                        let url = image.urlString
                         parts.append(["type": "input_image", "image_url": .string(url), "detail": "auto"])
                     }
                     out.append(["role": "user", "content": .array(parts)])

@@ -22,6 +22,16 @@ func base64(_ bytes: [UInt8]) -> String {
     Data(bytes).base64EncodedString()
 }
 
+extension ModelImage {
+    /// The image as one URL: a `data:` URL for bytes; both OpenAI APIs take this form.
+    var urlString: String {
+        switch self {
+        case .data(let bytes, let mimeType): "data:\(mimeType);base64,\(base64(bytes))"
+        case .url(let url): url
+        }
+    }
+}
+
 // MARK: - OpenAI Chat Completions
 
 /// Builds OpenAI Chat Completions request bodies.
@@ -96,11 +106,7 @@ public enum OpenAIRequestBuilder {
                     var parts: [JSONValue] = []
                     if !text.isEmpty { parts.append(["type": "text", "text": .string(text)]) }
                     for image in images {
-                        let url: String
-                        switch image {
-                        case .data(let bytes, let mimeType): url = "data:\(mimeType);base64,\(base64(bytes))"
-                        case .url(let u): url = u
-                        }
+                        let url = image.urlString
                         parts.append(["type": "image_url", "image_url": ["url": .string(url)]])
                     }
                     out.append(["role": "user", "content": .array(parts)])
