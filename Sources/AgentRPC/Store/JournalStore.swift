@@ -230,11 +230,45 @@ final class JournalStore: SessionStore {
 
     // MARK: Files
 
+    /// The whole file, read straight into one array (through `Data` a long
+    /// journal would be copied once more).
     private func readAll(_ path: String, id: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.unavailable("cannot read \(path)")
+        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.posix("cannot read \(path)") }
+        defer { posixClose(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError.posix("cannot read \(path)") }
+        var failure: Int32 = 0
+        /// Reads until `buffer` is full or the file ends; the count read.
+        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            var count = 0
+            while count < buffer.count, failure == 0 {
+                let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
+                if n < 0 {
+                    if errno != EINTR { failure = errno }
+                    continue
+                }
+                if n == 0 { break }
+                count += n
+            }
+            return count
         }
-        return [UInt8](data)
+        // One byte more than the size, to see whether the file grew since `fstat`.
+        let expected = max(Int(info.st_size), 0) + 1
+        var bytes = [UInt8](unsafeUninitializedCapacity: expected) { buffer, count in count = fill(buffer) }
+        if bytes.count == expected {
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while failure == 0 {
+                let n = chunk.withUnsafeMutableBufferPointer { fill($0) }
+                bytes += chunk[..<n]
+                if n < chunk.count { break }
+            }
+        }
+        if failure != 0 {
+            errno = failure
+            throw StoreError.posix("cannot read \(path)")
+        }
+        return bytes
     }
 
     func fsyncDirectory() throws {
@@ -475,3 +509,4 @@ final class FileJournal: SessionJournal {
 // The journal types have `close()` methods of their own; these name the system calls.
 private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 private func posixClose(_ fd: Int32) { _ = close(fd) }
+private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
