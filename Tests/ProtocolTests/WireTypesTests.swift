@@ -136,7 +136,8 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
                 lastUsageReport: Usage(inputTokens: 3, outputTokens: 1),
                 lastSchemaWarnings: [SchemaWarning(tool: "search", path: "/properties/q/format", message: "dropped")],
                 lastContextDiagnostics: [ContextDiagnostic(source: "clock", message: "timed out")],
-                activeProfile: "planning", properties: ["mode": "planning"], revision: 5, entryCount: 6),
+                activeProfile: "planning", properties: ["mode": "planning"], revision: 5, entryCount: 6,
+                usageTotals: Usage(inputTokens: 30, outputTokens: 9)),
             json: [
                 "sessionId": "s", "isRunning": true, "turnId": "t2", "currentText": "Hel",
                 "activeToolCalls": [["callId": "c1", "name": "search", "arguments": ["q": "x"]]],
@@ -145,6 +146,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
                 "lastSchemaWarnings": [["tool": "search", "path": "/properties/q/format", "message": "dropped"]],
                 "lastContextDiagnostics": [["source": "clock", "message": "timed out"]],
                 "activeProfile": "planning", "properties": ["mode": "planning"], "revision": 5, "entryCount": 6,
+                "usageTotals": ["inputTokens": 30, "outputTokens": 9],
             ])
     }
 

@@ -106,7 +106,8 @@ actor AgentSession {
             lastUsageReport: lastUsageReport, lastSchemaWarnings: lastSchemaWarnings,
             lastContextDiagnostics: lastContextDiagnostics, activeProfile: activeProfileName,
             properties: properties, revision: revision, entryCount: entries.count,
-            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules)
+            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules,
+            usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals)
     }
 
     func transcriptForClient() -> SessionTranscript {

@@ -1031,6 +1031,9 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var activeToolCalls: [ToolCallRecord]
     public var pendingConfirmation: PendingConfirmation?
     public var lastUsageReport: Usage?
+    /// The usage of every turn of the session that ended, summed (kept in the
+    /// store with the session); absent until some turn reported usage.
+    public var usageTotals: Usage?
     public var lastSchemaWarnings: [SchemaWarning]
     public var lastContextDiagnostics: [ContextDiagnostic]
     public var activeProfile: String
@@ -1048,8 +1051,9 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastUsageReport: Usage? = nil, lastSchemaWarnings: [SchemaWarning] = [],
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
-        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil
+        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil
     ) {
+        self.usageTotals = usageTotals
         self.queuedSends = queuedSends
         self.approvalRules = approvalRules
         self.sessionId = sessionId

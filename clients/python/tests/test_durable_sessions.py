@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Client, InterruptedTurn, SessionList, scripted
-from agentrpc.errors import InvalidParams, JournalUnreadable, SessionBusy, SessionLocked, SessionNotFound
+from agentrpc import Client, InterruptedTurn, SessionList, Usage, scripted
+from agentrpc.errors import InvalidParams, JournalUnreadable, ProviderError, SessionBusy, SessionLocked, SessionNotFound
 
 from conftest import REAL_BINARY, requires_real
 
@@ -150,6 +150,43 @@ async def test_kill_during_mutate_transcript_loads_before_or_after(tmp_path: Pat
         loaded = await second.get_transcript(session.id)
         emptied = dict(answered, entries=[], revision=answered["revision"] + 1)
         assert canonical(loaded) in (canonical(answered), canonical(emptied))
+
+
+async def test_usage_totals_are_the_same_after_kill_and_resume(tmp_path: Path) -> None:
+    """The usage of every ended turn (completed and failed) is part of the stored
+    state; the turn the kill cut had not ended, so it is in neither."""
+    store = tmp_path / "store"
+    async with spawn(store) as first:
+        first.on_request("tool/call", lambda params: {"outcome": "ok", "content": "done"})
+        session = await first.create_session(
+            model=scripted(
+                {"text": ["one"], "usage": {"inputTokens": 12, "outputTokens": 3}},
+                # The second turn fails after one round trip: its usage so far counts.
+                {"toolCalls": [{"name": "step", "arguments": {}}], "usage": {"inputTokens": 20, "outputTokens": 5, "reasoningTokens": 2}},
+                {"error": {"code": "badRequest"}},
+                {"text": ["partial"], "stall": True},
+            ),
+            tools=[{"name": "step"}],
+        )
+        assert (await session.state()).usage_totals is None
+        await session.send("one")
+        with pytest.raises(ProviderError):
+            await session.send("two")
+        running = asyncio.create_task(session.send("three"))
+        await until(lambda: _current_text(first, session.id, "partial"), "the third turn to stream")
+        live = await session.state()
+        await kill(first)
+        running.cancel()
+    assert live.usage_totals == Usage(input_tokens=32, output_tokens=8, reasoning_tokens=2)
+    async with spawn(store) as second:
+        resumed = await second.resume_session(session.id)
+        assert resumed.interrupted_turn is not None
+        loaded = await resumed.state()
+        assert loaded.raw["usageTotals"] == live.raw["usageTotals"] == {"inputTokens": 32, "outputTokens": 8, "reasoningTokens": 2}
+        # And again after a clean close, from the journal the recovery extended.
+        await second.close_session(session.id)
+        again = await (await second.resume_session(session.id)).state()
+        assert again.usage_totals == live.usage_totals
 
 
 # -- damaged journals ------------------------------------------------------------
