@@ -301,8 +301,12 @@ async def test_rewind_undoes_a_committed_turn(tmp_path: Path) -> None:
         second = await session.send("write b and c")
         assert set(files) == {"a", "b", "c"}
         with pytest.raises(ValueError):
-            await session.rewind()
-        rewound = await session.rewind(turn_id=second.turn_id)
+            await session.rewind(undo=True)
+        # `undo` is the caller's decision every time, as on the wire: no default.
+        with pytest.raises(TypeError):
+            await session.rewind(turn_id=second.turn_id)  # type: ignore[call-arg]
+        assert set(files) == {"a", "b", "c"}
+        rewound = await session.rewind(turn_id=second.turn_id, undo=True)
         assert [(u.name, u.ok) for u in rewound.undos] == [("write", True), ("write", True)]
         assert rewound.failed_undos == [] and len(rewound.removed_entries) == 5
         assert set(files) == {"a"}
