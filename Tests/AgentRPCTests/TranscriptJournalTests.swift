@@ -161,6 +161,43 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(contents.transcript.entries == t.entries && contents.transcript.revision == t.revision)
     }
 
+    /// A session unloaded with more than `snapshotAtCloseRecords` records since
+    /// its last snapshot is rewritten as one line; a shorter journal stays as it is.
+    @Test func aLongJournalIsRewrittenAsASnapshotAtClose() throws {
+        let (store, dir) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        func fill(_ id: String, turns: Int) throws -> Transcript {
+            let journal = try store.create(try header(id), config: SessionConfig(), initial: nil)
+            var t = Transcript(properties: [:])
+            t.journal = journal
+            for i in 0..<turns {
+                let turn = try t.beginTurn { "t-\($0)" }
+                try t.append(prompt("question \(i)"), turn: turn)
+                try t.append(response("answer \(i)"), turn: turn)
+                try t.endTurn(TurnEnd(turnId: turn, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 2, outputTokens: 1), undo: .none))
+            }
+            try t.sync()
+            journal.close(final: t)
+            return t
+        }
+        let records = FileJournal.snapshotAtCloseRecords
+        let long = try fill("s-long", turns: records / 4 + 1)
+        let lines = try String(contentsOfFile: dir + "/s-long.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2 && lines[1].contains(#""type":"snapshot""#))
+        let (reopened, contents) = try store.open("s-long")
+        #expect(contents.transcript.entries == long.entries && contents.transcript.revision == long.revision)
+        #expect(contents.transcript.usageTotals == long.usageTotals && contents.transcript.nextTurnNumber == long.nextTurnNumber)
+        #expect(contents.recordsSinceSnapshot == 0)
+        // Closed again without a new record: nothing to rewrite, the file stays.
+        reopened.close(final: contents.transcript)
+        #expect(try String(contentsOfFile: dir + "/s-long.jsonl", encoding: .utf8).split(separator: "\n").count == 2)
+        #expect(try store.summary("s-long")?.entryCount == long.count)
+
+        _ = try fill("s-short", turns: records / 4 - 1)
+        let short = try String(contentsOfFile: dir + "/s-short.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(short.count == 1 + (records / 4 - 1) * 4)
+    }
+
     @Test func tornLastLineAndNewerFormat() throws {
         let lines: [String] = [
             #"{"type":"session","format":1,"sessionId":"s-d","createdAt":1,"config":{}}"#,

@@ -131,10 +131,12 @@ actor AgentSession {
         try transcript.sync()
     }
 
-    /// Syncs and releases the journal (close, delete, exit).
-    func closeJournal() throws {
+    /// Syncs and releases the journal (close, delete, exit); a long journal is
+    /// rewritten as a snapshot first unless it is about to be deleted.
+    func closeJournal(deleting: Bool = false) throws {
         defer {
-            (transcript.journal as? any SessionJournal)?.close()
+            let journal = transcript.journal as? any SessionJournal
+            if deleting { journal?.close() } else { journal?.close(final: transcript) }
             transcript.journal = nil
         }
         try transcript.sync()

@@ -124,14 +124,17 @@ enum JournalCodec {
         var transcript = Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
         var warnings: [JournalWarning] = []
         var validLength = first.upperBound + 1
+        var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
                 let value = try JSONValue.parse(bytes[range])
                 if value["type"]?.stringValue == "snapshot" {
                     transcript = try decodeSnapshot(value)
+                    records = 0
                 } else {
                     let (change, at) = try decodeChange(value)
                     try transcript.replay(change, at: at)
+                    records += 1
                 }
             } catch {
                 let rest = lines.count - index - 1
@@ -143,7 +146,9 @@ enum JournalCodec {
             }
             validLength = range.upperBound + 1
         }
-        return JournalContents(header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength, fileLength: bytes.count)
+        return JournalContents(
+            header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength,
+            fileLength: bytes.count, recordsSinceSnapshot: records)
     }
 
     static func decodeHeader<Bytes: Collection>(_ bytes: Bytes) throws -> JournalHeader where Bytes.Element == UInt8 {

@@ -93,7 +93,9 @@ final class JournalStore: SessionStore {
             }
             let fd = posixOpen(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { throw StoreError.posix("cannot open \(journalPath) for writing") }
-            let journal = FileJournal(store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock)
+            let journal = FileJournal(
+                store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock,
+                records: contents.recordsSinceSnapshot)
             if !contents.warnings.isEmpty {
                 // Appending after a line that does not load would hide every later
                 // change: keep the file as it was for the user, then start over from
@@ -366,6 +368,8 @@ final class FileJournal: SessionJournal {
         /// About how many bytes the live state takes in a snapshot; compaction
         /// is considered when the file is three times that.
         var liveEstimate: Int
+        /// Records after the header or the last snapshot (see `close(final:)`).
+        var records: Int
         var closed = false
     }
 
@@ -379,15 +383,19 @@ final class FileJournal: SessionJournal {
     private let state: Mutex<State>
     /// Journals smaller than this are never compacted (not worth a rewrite).
     static let compactionFloor = 64 * 1024
+    /// A session unloaded with more records than this since its last snapshot
+    /// is rewritten as a snapshot: replaying 1,000 records takes a few
+    /// milliseconds, a long journal's 20,000 several tens.
+    static let snapshotAtCloseRecords = 1000
 
-    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock) {
+    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock, records: Int = 0) {
         self.store = store
         self.sessionID = header.sessionID
         self.header = header
         self.config = config
         self.headerLine = JournalCodec.headerLine(header)
         self.lock = lock
-        self.state = Mutex(State(fd: fd, length: length, liveEstimate: max(length, 1)))
+        self.state = Mutex(State(fd: fd, length: length, liveEstimate: max(length, 1), records: records))
     }
 
     var length: Int { state.withLock { $0.length } }
@@ -413,6 +421,7 @@ final class FileJournal: SessionJournal {
                 written += n
             }
             s.length += bytes.count
+            s.records += 1
             if growsLiveState { s.liveEstimate += bytes.count }
         }
     }
@@ -434,6 +443,10 @@ final class FileJournal: SessionJournal {
     func sync(_ transcript: Transcript) throws {
         try fsyncFile()
         try compactIfLarge(transcript)
+        writeSummary(transcript)
+    }
+
+    private func writeSummary(_ transcript: Transcript) {
         var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
         summary.updatedAt = transcript.updatedAt
         store.writeSummaryCache(summary, journalLength: length)
@@ -489,7 +502,23 @@ final class FileJournal: SessionJournal {
             s.fd = newFD
             s.length = bytes.count
             s.liveEstimate = bytes.count
+            s.records = 0
         }
+    }
+
+    func close(final transcript: Transcript) {
+        let (records, closed) = state.withLock { ($0.records, $0.closed) }
+        if !closed, records > Self.snapshotAtCloseRecords, transcript.openTurn == nil {
+            // The journal stays valid whatever happens here (`rewrite` replaces it by
+            // rename), so a failure costs only the faster next load.
+            do {
+                try rewrite(transcript)
+                writeSummary(transcript)
+            } catch {
+                store.logger.warning("session \(sessionID): the journal was not rewritten as a snapshot at close: \(error)")
+            }
+        }
+        close()
     }
 
     func close() {
