@@ -198,6 +198,40 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(short.count == 1 + (records / 4 - 1) * 4)
     }
 
+    /// While a session is loaded its summary cache is written at the first sync
+    /// and then at most once per `summaryInterval`, and always at close; a stale
+    /// cache is never shown (the listing reads the journal instead).
+    @Test func theSummaryCacheIsWrittenSparinglyAndNeverShownStale() throws {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-journal-\(UUID().uuidString)/store")
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let store = JournalStore(directory: dir, logger: Logger(level: .off), summaryInterval: UInt64.max)
+        func cachedEntryCount() throws -> Int? {
+            try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/s-sum.summary"))))["entryCount"]?.intValue
+        }
+        let journal = try store.create(try header("s-sum"), config: SessionConfig(), initial: nil)
+        var t = Transcript(properties: [:])
+        t.journal = journal
+        try t.append(prompt("first"), turn: nil)
+        try t.sync()
+        #expect(try cachedEntryCount() == 1)
+        try t.append(response("second"), turn: nil)
+        try t.sync()
+        #expect(try cachedEntryCount() == 1, "not rewritten within the interval")
+        journal.close(final: t)
+        #expect(try cachedEntryCount() == 2, "rewritten at close")
+
+        let (reopened, contents) = try store.open("s-sum")
+        var again = contents.transcript
+        try again.append(prompt("third"), turn: nil)
+        try again.sync()
+        try again.append(response("fourth"), turn: nil)
+        try again.sync()
+        #expect(try cachedEntryCount() == 3)
+        #expect(try store.summary("s-sum")?.entryCount == 4, "a stale cache is not shown")
+        #expect(try store.summary("s-sum")?.title == "first")
+        reopened.close()
+    }
+
     @Test func tornLastLineAndNewerFormat() throws {
         let lines: [String] = [
             #"{"type":"session","format":1,"sessionId":"s-d","createdAt":1,"config":{}}"#,

@@ -134,12 +134,14 @@ actor AgentSession {
     /// Syncs and releases the journal (close, delete, exit); a long journal is
     /// rewritten as a snapshot first unless it is about to be deleted.
     func closeJournal(deleting: Bool = false) throws {
-        defer {
-            let journal = transcript.journal as? any SessionJournal
-            if deleting { journal?.close() } else { journal?.close(final: transcript) }
-            transcript.journal = nil
+        let journal = transcript.journal as? any SessionJournal
+        defer { transcript.journal = nil }
+        do { try transcript.sync() } catch {
+            // Not in sync with the state: no snapshot or summary of it.
+            journal?.close()
+            throw error
         }
-        try transcript.sync()
+        if deleting { journal?.close() } else { journal?.close(final: transcript) }
     }
 
     /// The state a fork starts from: the entries up to and including `atEntryID`.

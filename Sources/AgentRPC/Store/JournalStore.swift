@@ -22,11 +22,18 @@ import Darwin
 final class JournalStore: SessionStore {
     let directory: String
     let logger: Logger
+    /// How often at most a loaded session rewrites its summary cache (nanoseconds):
+    /// a write and a rename per turn cost more than the turn's fsync. It is always
+    /// written when the session is unloaded, and a stale one is never shown:
+    /// `session/list` in another process reads the journal instead (the cache
+    /// names the journal length it describes).
+    let summaryInterval: UInt64
     var location: String { directory }
 
-    init(directory: String, logger: Logger) {
+    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
         self.directory = directory
         self.logger = logger
+        self.summaryInterval = summaryInterval
     }
 
     /// `$XDG_STATE_HOME/agentrpc/sessions`, else `~/.local/state/agentrpc/sessions`.
@@ -370,6 +377,8 @@ final class FileJournal: SessionJournal {
         var liveEstimate: Int
         /// Records after the header or the last snapshot (see `close(final:)`).
         var records: Int
+        /// When the `session/list` summary was last written (monotonic ns; nil: never).
+        var summaryWritten: UInt64?
         var closed = false
     }
 
@@ -443,13 +452,17 @@ final class FileJournal: SessionJournal {
     func sync(_ transcript: Transcript) throws {
         try fsyncFile()
         try compactIfLarge(transcript)
-        writeSummary(transcript)
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = state.withLock { s in s.summaryWritten.map { now &- $0 >= store.summaryInterval } ?? true }
+        if due { writeSummary(transcript) }
     }
 
     private func writeSummary(_ transcript: Transcript) {
         var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
         summary.updatedAt = transcript.updatedAt
         store.writeSummaryCache(summary, journalLength: length)
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { $0.summaryWritten = now }
     }
 
     /// Rewrites the journal as one snapshot when it is more than three times the
@@ -508,15 +521,15 @@ final class FileJournal: SessionJournal {
 
     func close(final transcript: Transcript) {
         let (records, closed) = state.withLock { ($0.records, $0.closed) }
-        if !closed, records > Self.snapshotAtCloseRecords, transcript.openTurn == nil {
-            // The journal stays valid whatever happens here (`rewrite` replaces it by
-            // rename), so a failure costs only the faster next load.
-            do {
-                try rewrite(transcript)
-                writeSummary(transcript)
-            } catch {
-                store.logger.warning("session \(sessionID): the journal was not rewritten as a snapshot at close: \(error)")
+        if !closed {
+            if records > Self.snapshotAtCloseRecords, transcript.openTurn == nil {
+                // The journal stays valid whatever happens here (`rewrite` replaces it by
+                // rename), so a failure costs only the faster next load.
+                do { try rewrite(transcript) } catch {
+                    store.logger.warning("session \(sessionID): the journal was not rewritten as a snapshot at close: \(error)")
+                }
             }
+            writeSummary(transcript)
         }
         close()
     }
