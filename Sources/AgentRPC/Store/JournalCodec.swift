@@ -122,17 +122,20 @@ enum JournalCodec {
             throw RPCError(.journalUnreadable, "the session configuration in the journal's first line does not load: \(error)")
         }
         var transcript = Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
+        // A journal written turn by turn has about one entry per two lines.
+        transcript.reserveCapacity(entries: lines.count / 2)
         var warnings: [JournalWarning] = []
         var validLength = first.upperBound + 1
         var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
                 let value = try JSONValue.parse(bytes[range])
-                if value["type"]?.stringValue == "snapshot" {
+                let type = try field(value, "type", \.stringValue)
+                if type == "snapshot" {
                     transcript = try decodeSnapshot(value)
                     records = 0
                 } else {
-                    let (change, at) = try decodeChange(value)
+                    let (change, at) = try decodeChange(value, type: type)
                     try transcript.replay(change, at: at)
                     records += 1
                 }
@@ -175,9 +178,8 @@ enum JournalCodec {
         return typed
     }
 
-    private static func decodeChange(_ value: JSONValue) throws -> (TranscriptChange, Date) {
+    private static func decodeChange(_ value: JSONValue, type: String) throws -> (TranscriptChange, Date) {
         let at = date(millis: try field(value, "at", \.intValue))
-        let type = try field(value, "type", \.stringValue)
         switch type {
         case "entryAppended":
             let entry = try TranscriptEntry(json: try field(value, "entry") { $0 })
