@@ -258,9 +258,11 @@ extension AgentSession {
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try resolveModelReference(options: turn.options, profile: profile)
             let provider = try provider(for: modelRef)
-            var (request, entryIDs) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
-            try await applyEgress(to: &request, profile: profile)
-            if let change = prefixTracker.observe(model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs) {
+            var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
+            if try await applyEgress(to: &request, profile: profile) { stablePrefix = nil }
+            if let change = prefixTracker.observe(
+                model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
+                stablePrefix: stablePrefix) {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
