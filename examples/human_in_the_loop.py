@@ -94,7 +94,7 @@ async def main() -> None:
         await typing
         print("answer:", turn.result.text if turn.result else None)
         print("files:", files)
-        rewound = await session.rewind(turn_id=turn.result.turn_id if turn.result else "")
+        rewound = await session.rewind(turn_id=turn.result.turn_id if turn.result else "", undo=True)
         print("rewind undid", len(rewound.undos), "write(s); files:", files)
 
 

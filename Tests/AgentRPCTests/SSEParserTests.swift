@@ -86,6 +86,14 @@ func parseSSE(_ text: String) throws -> [SSEEvent] {
         #expect(try parseSSE([bytes]) == [SSEEvent(data: "a")])
     }
 
+    @Test func aStreamOverItsTotalLimitIsRefusedEvenInSmallLines() throws {
+        var parser = SSEParser(maximumStreamBytes: 40)
+        let line = Array("data: 0123456789\n\n".utf8)  // 18 bytes
+        #expect(try parser.feed(line).count == 1)
+        #expect(try parser.feed(line).count == 1)
+        #expect(throws: SSEParserError.self) { _ = try parser.feed(line) }
+    }
+
     @Test func oversizedLineIsRefused() {
         var parser = SSEParser(maximumBufferedBytes: 16)
         #expect(throws: SSEParserError.self) {

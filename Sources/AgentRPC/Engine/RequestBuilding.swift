@@ -59,8 +59,13 @@ extension AgentSession {
             }
             switch image {
             case .path(let path):
-                guard FileManager.default.isReadableFile(atPath: path) else { throw fail("cannot read \(path)", "unreadablePath") }
                 guard ImageLoading.mimeType(forPath: path) != nil else { throw fail("\(path) is not a PNG, JPEG, GIF or WebP file", "unsupportedType") }
+                switch ImageLoading.check(path) {
+                case nil: break
+                case .unreadable?: throw fail("cannot read \(path)", "unreadablePath")
+                case .notRegularFile?: throw fail("\(path) is not a regular file", "notRegularFile")
+                case .tooLarge?: throw fail("\(path) is larger than \(ImageLoading.maximumFileBytes) bytes", "tooLarge")
+                }
             case .url(let url):
                 guard let u = URL(string: url), let scheme = u.scheme?.lowercased(), ["http", "https", "data"].contains(scheme) else {
                     throw fail("'\(url)' is not an http(s) or data URL", "invalidURL")
@@ -382,30 +387,5 @@ enum ModelHistory {
         let text = content.stringValue ?? content.serializedString()
         guard let approvedArguments else { return text }
         return "The user edited the arguments before approving; the call ran with \(approvedArguments.serializedString()).\n\(text)"
-    }
-}
-
-enum ImageLoading {
-    static func mimeType(forPath path: String) -> String? {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "png": return "image/png"
-        case "jpg", "jpeg": return "image/jpeg"
-        case "gif": return "image/gif"
-        case "webp": return "image/webp"
-        default: return nil
-        }
-    }
-
-    static func load(_ image: ImageAttachment) -> ModelImage? {
-        switch image {
-        case .path(let path):
-            guard let mime = mimeType(forPath: path), let data = FileManager.default.contents(atPath: path) else { return nil }
-            return .data(bytes: Array(data), mimeType: mime)
-        case .url(let url):
-            return .url(url)
-        case .data(let base64, let mime):
-            guard let data = Data(base64Encoded: base64) else { return nil }
-            return .data(bytes: Array(data), mimeType: mime)
-        }
     }
 }

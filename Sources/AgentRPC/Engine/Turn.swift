@@ -27,6 +27,8 @@ struct TurnState: Sendable {
     var agentSpan: ActiveSpan?
     /// The span of the tool call running now (a consult's model call hangs under it).
     var toolSpan: SpanContext?
+    /// Option warnings already reported in this turn (each is reported once).
+    var reportedOptionWarnings: Set<OptionWarning> = []
     /// The span new model and tool spans hang under.
     var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
 
@@ -260,6 +262,7 @@ extension AgentSession {
             let provider = try provider(for: modelRef)
             var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
             if try await applyEgress(to: &request, profile: profile) { stablePrefix = nil }
+            reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
             if let change = prefixTracker.observe(
                 model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
                 stablePrefix: stablePrefix) {

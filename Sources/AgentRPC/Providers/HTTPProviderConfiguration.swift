@@ -28,9 +28,12 @@ public struct HTTPProviderConfiguration: Sendable, Hashable {
     public var strictTools: Bool
     /// OpenAI: send `max_completion_tokens` instead of `max_tokens` (reasoning models).
     public var useMaxCompletionTokens: Bool
-    /// Anthropic requires `max_tokens`; this is used when the request sets none.
+    /// Anthropic requires `max_tokens`; this is used when neither the request
+    /// nor the model's options set one.
     public var defaultMaxOutputTokens: Int
     public var capabilities: ProviderCapabilities
+    /// The model's `options`: its default generation options and the keys passed through.
+    public var modelOptions = ModelOptions()
 
     public init(
         baseURL: URL, apiKey: String?, model: String, headers: [String: String] = [:], timeoutSeconds: Double = 600,

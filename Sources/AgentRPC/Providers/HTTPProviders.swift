@@ -102,12 +102,21 @@ extension HTTPProviderConfiguration {
 
 extension OpenAIProvider {
     public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+        configuration.optionWarnings(request.options, provider: .openai)
+    }
 }
 
 extension AnthropicProvider {
     public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+        configuration.optionWarnings(request.options, provider: .anthropic)
+    }
 }
 
 extension OpenAIResponsesProvider {
     public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+        configuration.optionWarnings(request.options, provider: .openaiResponses)
+    }
 }

@@ -17,6 +17,9 @@ public protocol ModelProvider: Sendable {
     func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])
     /// The exact JSON body sent for `request`, for `--dump-requests` (default nil).
     func wireBody(for request: ModelRequest) -> JSONValue?
+    /// The generation options `request` goes out with that were not sent as
+    /// given (the model's and the request's; default none).
+    func optionWarnings(for request: ModelRequest) -> [OptionWarning]
 }
 
 /// What a provider can take. Pre-flight uses this (`toolChoiceUnsupported`);
@@ -230,6 +233,8 @@ extension ModelProvider {
     /// The exact JSON body this provider would send for `request`, for
     /// `--dump-requests`; nil for providers that send none (scripted).
     public func wireBody(for request: ModelRequest) -> JSONValue? { nil }
+
+    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] { [] }
 
     /// Rewrites tool schemas this provider cannot take as they are; each change
     /// is reported as a warning. The default takes every schema unchanged.

@@ -81,13 +81,13 @@ public enum OpenAIResponsesRequestBuilder {
             }
             if !capabilities.supportsParallelToolCalls { body["parallel_tool_calls"] = false }
         }
-        if let t = request.options.temperature { body["temperature"] = .double(t) }
-        if let max = request.options.maxOutputTokens { body["max_output_tokens"] = .int(max) }
+        let options = configuration.generationOptions(request.options, provider: .openaiResponses)
+        if let t = options.temperature { body["temperature"] = .double(t) }
+        if let max = options.maxOutputTokens { body["max_output_tokens"] = .int(max) }
+        if let p = options.topP { body["top_p"] = .double(p) }
         if capabilities.supportsReasoning {
             var reasoning: [String: JSONValue] = [:]
-            if let level = request.options.reasoningLevel, !level.isEmpty {
-                reasoning["effort"] = .string(effort(level))
-            }
+            if let level = options.reasoningLevel { reasoning["effort"] = .string(effort(level)) }
             if let summary = settings.reasoningSummary { reasoning["summary"] = .string(summary) }
             if !reasoning.isEmpty { body["reasoning"] = .object(reasoning) }
             body["include"] = [.string(encryptedReasoning)]
@@ -98,13 +98,15 @@ public enum OpenAIResponsesRequestBuilder {
             warnings += adapted.warnings
             body["text"] = ["format": ["type": "json_schema", "name": "response", "schema": adapted.schema, "strict": .bool(strict)]]
         }
+        mergePassThrough(configuration.modelOptions, into: &body)
         for (key, value) in request.options.extra where !protectedKeys.contains(key) {
             body[key] = value
         }
         return BuiltRequestBody(body: .object(body), warnings: warnings)
     }
 
-    /// `reasoningLevel` is sent as `reasoning.effort`; `off` and `disabled` mean `none`.
+    /// `reasoningLevel` as an OpenAI effort (`reasoning.effort` here, `reasoning_effort`
+    /// in Chat Completions); `off` and `disabled` mean `none`.
     static func effort(_ level: String) -> String {
         switch level.lowercased() {
         case "off", "disabled": return "none"

@@ -42,7 +42,7 @@ enum ProviderFactory {
             let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
                                              defaultBaseURL: environment["OPENAI_BASE_URL"] ?? openAIDefaultBaseURL,
                                              officialBaseURL: openAIDefaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
-            return OpenAIResponsesProvider(configuration: http, settings: OpenAIResponsesSettings(options: config.options ?? [:]))
+            return OpenAIResponsesProvider(configuration: http, settings: OpenAIResponsesSettings(options: http.modelOptions.settings))
         case .anthropic:
             let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
                                              defaultBaseURL: anthropicDefaultBaseURL,
@@ -70,15 +70,16 @@ enum ProviderFactory {
                 "the \(config.provider.rawValue) model '\(model)' needs an API key: set the environment variable \(keyEnv)",
                 field: "model.apiKeyEnv")
         }
-        let options = config.options ?? [:]
+        let protectedKeys = config.provider == .openaiResponses ? OpenAIResponsesRequestBuilder.protectedKeys : protectedBodyKeys
+        let options = ModelOptions(config.options ?? [:], provider: config.provider, protectedKeys: protectedKeys)
         var http = HTTPProviderConfiguration(
             baseURL: url, apiKey: key, model: model, headers: config.headers ?? [:],
             timeoutSeconds: min(config.timeoutSeconds ?? 600, DurationBounds.maximumSeconds),
-            streamTools: options["streamTools"]?.boolValue ?? true,
-            strictTools: options["strictTools"]?.boolValue ?? false,
-            useMaxCompletionTokens: options["useMaxCompletionTokens"]?.boolValue ?? false,
-            defaultMaxOutputTokens: options["maxOutputTokens"]?.intValue ?? 4096,
+            streamTools: options.settings["streamTools"]?.boolValue ?? true,
+            strictTools: options.settings["strictTools"]?.boolValue ?? false,
+            useMaxCompletionTokens: options.settings["useMaxCompletionTokens"]?.boolValue ?? false,
             capabilities: capabilities)
+        http.modelOptions = options
         if let connect = config.connectTimeoutSeconds { http.connectTimeoutSeconds = connect }
         return http
     }

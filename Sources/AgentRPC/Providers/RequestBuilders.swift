@@ -71,12 +71,16 @@ public enum OpenAIRequestBuilder {
                 }
             }
         }
-        if let t = request.options.temperature { body["temperature"] = .double(t) }
-        if let max = request.options.maxOutputTokens {
+        let options = configuration.generationOptions(request.options, provider: .openai)
+        if let t = options.temperature { body["temperature"] = .double(t) }
+        if let max = options.maxOutputTokens {
             body[configuration.useMaxCompletionTokens ? "max_completion_tokens" : "max_tokens"] = .int(max)
         }
-        if let level = request.options.reasoningLevel, !level.isEmpty {
-            body["reasoning_effort"] = .string(level)
+        if let p = options.topP { body["top_p"] = .double(p) }
+        if let stop = options.stop { body["stop"] = stop }
+        if let seed = options.seed { body["seed"] = .int(seed) }
+        if let level = options.reasoningLevel {
+            body["reasoning_effort"] = .string(OpenAIResponsesRequestBuilder.effort(level))
         }
         if let schema = request.responseSchema {
             // `session/generate`'s `strict` asks the provider to enforce the schema while decoding.
@@ -88,6 +92,7 @@ public enum OpenAIRequestBuilder {
                 "json_schema": ["name": "response", "schema": adapted.schema, "strict": .bool(strict)],
             ]
         }
+        mergePassThrough(configuration.modelOptions, into: &body)
         mergeExtras(request.options.extra, into: &body)
         return BuiltRequestBody(body: .object(body), warnings: warnings)
     }
@@ -146,7 +151,10 @@ public enum AnthropicRequestBuilder {
     /// The JSON body for `POST {baseURL}/messages`.
     public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
         var warnings: [SchemaWarning] = []
-        var maxTokens = request.options.maxOutputTokens ?? configuration.defaultMaxOutputTokens
+        let options = configuration.generationOptions(request.options, provider: .anthropic)
+        // The API requires max_tokens: a passed-through `max_tokens` counts before the default.
+        var maxTokens = options.maxOutputTokens ?? configuration.modelOptions.passThrough["max_tokens"]?.intValue
+            ?? configuration.defaultMaxOutputTokens
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),
             "messages": .array(messages(request.messages)),
@@ -173,26 +181,35 @@ public enum AnthropicRequestBuilder {
             case .tool(let name): body["tool_choice"] = ["type": "tool", "name": .string(name)]
             }
         }
-        if let budget = thinkingBudget(request.options.reasoningLevel) {
+        if let budget = thinkingBudget(options.reasoningLevel) {
+            // Both are at most 2^31 − 1 (ModelOptions.maximumOutputTokens): no overflow.
             if maxTokens <= budget { maxTokens = budget + 1024 }
             body["thinking"] = ["type": "enabled", "budget_tokens": .int(budget)]
-        } else if let t = request.options.temperature {
-            body["temperature"] = .double(t)
+        }
+        // With thinking on, `options` holds no temperature (the API takes only the default).
+        if let t = options.temperature { body["temperature"] = .double(t) }
+        if let p = options.topP { body["top_p"] = .double(p) }
+        if let stop = options.stop {
+            body["stop_sequences"] = stop.arrayValue.map(JSONValue.array) ?? .array([stop])
         }
         body["max_tokens"] = .int(maxTokens)
+        mergePassThrough(configuration.modelOptions, into: &body)
         mergeExtras(request.options.extra, into: &body)
         return BuiltRequestBody(body: .object(body), warnings: warnings)
     }
+
+    /// The API's smallest thinking budget.
+    static let minimumThinkingBudget = 1024
 
     static func thinkingBudget(_ level: String?) -> Int? {
         guard let level = level?.lowercased(), !level.isEmpty else { return nil }
         switch level {
         case "off", "none", "disabled": return nil
-        case "minimal", "low": return 1024
+        case "minimal", "low": return minimumThinkingBudget
         case "medium": return 4096
         case "high", "max": return 16384
         default:
-            if let n = Int(level) { return n >= 1024 ? n : nil }
+            if let n = Int(level) { return (minimumThinkingBudget...ModelOptions.maximumOutputTokens).contains(n) ? n : nil }
             return 4096
         }
     }

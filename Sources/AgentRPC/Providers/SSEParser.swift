@@ -34,6 +34,12 @@ public struct SSEParser: Sendable {
     /// A single line or event larger than this is refused: a server streaming an
     /// endless line must not grow our memory without bound.
     public var maximumBufferedBytes: Int
+    /// A whole stream larger than this is refused: a model that never stops
+    /// (text, reasoning or tool-argument fragments, each line small) must not
+    /// grow the turn's memory without bound either. 100 times any real reply.
+    public var maximumStreamBytes: Int
+    public static let defaultMaximumStreamBytes = 64 * 1024 * 1024
+    private var streamBytes = 0
 
     private var line: [UInt8] = []
     /// The previous chunk ended in CR; a LF at the start of the next chunk belongs to it.
@@ -45,8 +51,9 @@ public struct SSEParser: Sendable {
     private var lastEventId: String?
     private var bufferedBytes = 0
 
-    public init(maximumBufferedBytes: Int = 16 * 1024 * 1024) {
+    public init(maximumBufferedBytes: Int = 16 * 1024 * 1024, maximumStreamBytes: Int = SSEParser.defaultMaximumStreamBytes) {
         self.maximumBufferedBytes = maximumBufferedBytes
+        self.maximumStreamBytes = maximumStreamBytes
     }
 
     /// Consumes one chunk and returns the events it completed, in order.
@@ -54,6 +61,10 @@ public struct SSEParser: Sendable {
     where Bytes.Element == UInt8 {
         var events: [SSEEvent] = []
         for byte in bytes {
+            streamBytes += 1
+            if streamBytes > maximumStreamBytes {
+                throw SSEParserError(message: "the model's response exceeds \(maximumStreamBytes) bytes")
+            }
             if lastWasCR {
                 lastWasCR = false
                 // The LF of a CRLF pair whose CR already ended the line.

@@ -1012,7 +1012,10 @@ public struct SchemaWarning: Codable, Sendable, Hashable {
     public var json: JSONValue { ["tool": .string(tool), "path": .string(path), "message": .string(message)] }
 }
 
-/// A context source that failed or timed out; the turn went on with its last good value.
+/// Something the turn went on without: a context source that failed or timed out
+/// (its last good value is used), the router (`source: "router"`), a generation
+/// option the provider could not take (`source: "modelOptions"`), or on resume a
+/// journal line that did not load (`source: "journal"`).
 public struct ContextDiagnostic: Codable, Sendable, Hashable {
     public var source: String
     public var message: String

@@ -116,9 +116,14 @@ export class Session {
 
   /**
    * `session/rewind`: removes the turns after `toEntryId` (or from `turnId`
-   * on), running their tools' undo when `undo` is true.
+   * on), running their tools' undo when `undo` is true. `undo` has no
+   * default, as on the wire: reverting what the removed calls did is the
+   * caller's decision every time.
    */
-  rewind({ toEntryId, turnId, undo = false } = {}) {
+  rewind({ toEntryId, turnId, undo } = {}) {
+    if (typeof undo !== 'boolean') {
+      return Promise.reject(new TypeError('rewind: undo must be true or false'));
+    }
     return this.client.request('session/rewind', this.#params({ toEntryId, turnId, undo }));
   }
 

@@ -84,6 +84,9 @@ describe('human in the loop', () => {
     });
     await session.send('Write a');
     const second = await session.send('Write b and c');
+    // `undo` is the caller's decision every time, as on the wire: no default.
+    await assert.rejects(session.rewind({ turnId: second.turnId }), TypeError);
+    assert.deepEqual(undone, []);
     const result = await session.rewind({ turnId: second.turnId, undo: true });
     assert.deepEqual(undone, ['c', 'b']);
     assert.equal(result.entryCount, (await session.getTranscript()).entries.length);

@@ -114,6 +114,22 @@ async def test_an_sse_line_over_the_limit_fails_the_turn_typed(tmp_path: Path) -
         await s.alive()
 
 
+async def test_a_response_over_64_mib_in_small_lines_fails_the_turn_typed(tmp_path: Path) -> None:
+    # Each line is well under the line limit; together they pass the stream limit.
+    # Argument fragments are the cheapest to send: the server shows them to nobody.
+    fragment = b"data: " + json.dumps(delta(tool_calls=[{"index": 0, "function": {"arguments": "x" * (8 * 1024 * 1024)}}])).encode() + b"\n\n"
+    first = b"data: " + json.dumps(tool_call('{"q": "')).encode() + b"\n\n"
+    async with Served(tmp_path) as s:
+        s.fake.queue(Canned(200, {"Content-Type": "text/event-stream"}, first + fragment * 9))
+        session = await s.session()
+        with pytest.raises(AgentRPCError) as failure:
+            await session.send("go")
+        assert failure.value.kind == "providerContractViolation"
+        assert "67108864" in failure.value.message
+        assert s.tool_calls == []
+        await s.alive()
+
+
 async def test_malformed_tool_call_json_fails_that_tool_output_only(tmp_path: Path) -> None:
     async with Served(tmp_path) as s:
         s.fake.queue(sse(tool_call('{"q": [1, 2'), finish("tool_calls")), sse(delta(content="sorry"), finish("stop")))

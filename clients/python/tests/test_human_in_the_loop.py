@@ -301,8 +301,12 @@ async def test_rewind_undoes_a_committed_turn(tmp_path: Path) -> None:
         second = await session.send("write b and c")
         assert set(files) == {"a", "b", "c"}
         with pytest.raises(ValueError):
-            await session.rewind()
-        rewound = await session.rewind(turn_id=second.turn_id)
+            await session.rewind(undo=True)
+        # `undo` is the caller's decision every time, as on the wire: no default.
+        with pytest.raises(TypeError):
+            await session.rewind(turn_id=second.turn_id)  # type: ignore[call-arg]
+        assert set(files) == {"a", "b", "c"}
+        rewound = await session.rewind(turn_id=second.turn_id, undo=True)
         assert [(u.name, u.ok) for u in rewound.undos] == [("write", True), ("write", True)]
         assert rewound.failed_undos == [] and len(rewound.removed_entries) == 5
         assert set(files) == {"a"}
@@ -340,3 +344,51 @@ async def test_cancel_withdraws_the_question(tmp_path: Path) -> None:
             await withdrawn.wait()
         output = (await session.transcript()).of_type("toolOutput")[0]
         assert output["outcome"] == "failed" and "withdrawn" in output["content"]
+
+
+async def test_rewind_after_a_restart_undoes_a_committed_turn_once(tmp_path: Path) -> None:
+    """The undo records of a committed turn are kept with the stored session, so a
+    new process can rewind the turn and send its `tool/undo`, and only once."""
+    from agentrpc import Client
+
+    store = tmp_path / "store"
+
+    def spawn() -> Any:
+        return Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], capabilities={"tools": True},
+                            request_timeout=REAL_TIMEOUT, shutdown_timeout=REAL_TIMEOUT)
+
+    async with spawn() as first:
+        first.on_request("tool/call", lambda params: {
+            "outcome": "ok", "content": f"wrote {params['arguments']['f']}", "undo": {"unwrite": params["arguments"]["f"]}})
+        session_id = (await first.request("session/create", {
+            "model": scripted({"toolCalls": [{"name": "write", "arguments": {"f": "a"}}]}, {"text": ["wrote a"]},
+                              {"toolCalls": [{"name": "write", "arguments": {"f": "b"}},
+                                             {"name": "write", "arguments": {"f": "c"}}]}, {"text": ["wrote b, c"]}),
+            "tools": [{"name": "write"}],
+        }))["sessionId"]
+        await first.request("session/send", {"sessionId": session_id, "input": "write a"})
+        second_turn = await first.request("session/send", {"sessionId": session_id, "input": "write b and c"})
+        # An orderly end: the session is closed with the process, its records stay stored.
+
+    undone: list[Any] = []
+    async with spawn() as second:
+        second.on_request("tool/undo", lambda params: undone.append(params["undo"]) or {})
+        await second.resume_session(session_id)
+        rewound = await second.request("session/rewind", {
+            "sessionId": session_id, "turnId": second_turn["turnId"], "undo": True})
+        assert undone == [{"unwrite": "c"}, {"unwrite": "b"}]
+        assert [u["status"] for u in rewound["undos"]] == ["undone", "undone"]
+        entries = (await second.get_transcript(session_id))["entries"]
+        assert [e["type"] for e in entries] == ["prompt", "toolCalls", "toolOutput", "response"]
+        await second.close_session(session_id)
+
+    # The rewind was stored too: a third process neither sees the removed turn
+    # nor can undo it again, while the first turn's record is still there.
+    undone.clear()
+    async with spawn() as third:
+        third.on_request("tool/undo", lambda params: undone.append(params["undo"]) or {})
+        await third.resume_session(session_id)
+        first_prompt = (await third.get_transcript(session_id))["entries"][0]["id"]
+        rewound = await third.request("session/rewind", {"sessionId": session_id, "toEntryId": first_prompt, "undo": True})
+        assert undone == [{"unwrite": "a"}]
+        assert len(rewound["undos"]) == 1

@@ -483,7 +483,7 @@ async def test_a_committed_turn_keeps_its_undo_callables_for_rewind(tmp_path: Pa
         ended = [e async for e in stream if isinstance(e, TurnEnded)]
         assert ended[0].undo == "committed" and undone == [] and len(client._undo) == 1
         # Rewinding the turn runs the kept callable, once.
-        rewound = await session.rewind(turn_id=ended[0].turn_id)
+        rewound = await session.rewind(turn_id=ended[0].turn_id, undo=True)
         assert [u.ok for u in rewound.undos] == [True] and undone == [1] and client._undo == {}
 
 

@@ -342,17 +342,21 @@ class Session:
         return [ApprovalRule.from_wire(r) for r in rules or [] if isinstance(r, Mapping)]
 
     async def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None,
-                     undo: bool = True) -> RewindResult:
+                     undo: bool) -> RewindResult:
         """``session/rewind``: remove everything after ``to_entry_id`` (which stays),
         or turn ``turn_id`` and everything after it.
 
-        With ``undo`` the server sends ``tool/undo`` newest first for the removed
+        ``undo`` has no default, as on the wire: whether a rewind also reverts
+        what the removed tool calls did is the caller's decision every time.
+        With ``undo=True`` the server sends ``tool/undo`` newest first for the removed
         calls' undo records, committed turns included (this client runs the
         ``Undoable`` callables its tools returned). The result lists the undos
         and which failed.
         """
         if (to_entry_id is None) == (turn_id is None):
             raise ValueError("give exactly one of to_entry_id and turn_id")
+        if not isinstance(undo, bool):
+            raise TypeError("undo must be True or False")
         result = await self.client.request(
             "session/rewind", self._params(toEntryId=to_entry_id, turnId=turn_id, undo=undo))
         return RewindResult.from_wire(result)

@@ -490,7 +490,7 @@ class Session:
         """``session/steer`` (safe to call from any thread while a turn runs)."""
         return self._call(self.async_session.steer(input, images=images, expected_turn_id=expected_turn_id))
 
-    def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None, undo: bool = True) -> RewindResult:
+    def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None, undo: bool) -> RewindResult:
         """``session/rewind`` (see the async ``rewind``)."""
         return self._call(self.async_session.rewind(to_entry_id=to_entry_id, turn_id=turn_id, undo=undo))
 

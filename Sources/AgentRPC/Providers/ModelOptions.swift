@@ -1,0 +1,198 @@
+import AgentRPCProtocol
+
+/// One generation option that was not sent as given, and why
+/// (docs/protocol.md, "Model options"). Clients see it as a
+/// `contextDiagnostics` entry with `source: "modelOptions"`.
+public struct OptionWarning: Sendable, Hashable {
+    /// The option's key as the user wrote it (`seed`, `temperature`, `top_p`, ...).
+    public var key: String
+    public var message: String
+
+    public init(key: String, message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    public static let diagnosticSource = "modelOptions"
+
+    public var diagnostic: ContextDiagnostic {
+        ContextDiagnostic(source: Self.diagnosticSource, message: "options.\(key): \(message)")
+    }
+}
+
+/// A model's `options` (agentrpc.json `models.NAME.options`, or an inline
+/// model's), read once when its provider is made (docs/protocol.md, "Model
+/// options"). Three kinds of key:
+/// * agentrpc's own settings (`streamTools`, ...), read here and never sent;
+/// * the common generation options, the model's defaults: a send's or a
+///   profile's options override them, and each provider spells them its way;
+/// * every other key, passed through into the request body as written.
+/// A value that cannot be used is a warning and is not sent; nothing here
+/// ever throws, so a bad option never stops a model from answering.
+public struct ModelOptions: Sendable, Hashable {
+    public var temperature: Double?
+    public var maxOutputTokens: Int?
+    public var topP: Double?
+    /// A string or an array of strings, as written.
+    public var stop: JSONValue?
+    public var seed: Int?
+    public var reasoningLevel: String?
+    /// agentrpc's settings this provider reads, values already checked.
+    public var settings: [String: JSONValue] = [:]
+    /// Keys sent as written, below everything agentrpc sets itself.
+    public var passThrough: [String: JSONValue] = [:]
+    /// Values that could not be read; none of them is sent.
+    public var warnings: [OptionWarning] = []
+
+    /// The most output tokens any request may ask for (2^31 − 1): the APIs take
+    /// 32-bit counts, and the thinking budget arithmetic stays far from overflow.
+    public static let maximumOutputTokens = Int(Int32.max)
+
+    /// agentrpc's own settings, the providers that read them, and the type each takes.
+    static let settingKinds: [String: (providers: Set<ProviderKind>, check: @Sendable (JSONValue) -> Bool, expected: String)] = [
+        "streamTools": ([.openai], { $0.boolValue != nil }, "true or false"),
+        "strictTools": ([.openai, .openaiResponses], { $0.boolValue != nil }, "true or false"),
+        "useMaxCompletionTokens": ([.openai], { $0.boolValue != nil }, "true or false"),
+        "store": ([.openaiResponses], { $0.boolValue != nil }, "true or false"),
+        "reasoningSummary": ([.openaiResponses], { $0.stringValue != nil || $0 == .bool(false) || $0 == .null }, "a string, false or null"),
+    ]
+
+    public init() {}
+
+    /// Reads `options` for a model of `provider`; `protectedKeys` are the body
+    /// members that carry the conversation and the streaming contract, which
+    /// no option may replace.
+    public init(_ options: [String: JSONValue], provider: ProviderKind, protectedKeys: Set<String>) {
+        for (key, value) in options.sorted(by: { $0.key < $1.key }) {
+            // An explicit null means "not set" (`reasoningSummary: null` means no summary).
+            if value == .null && key != "reasoningSummary" { continue }
+            func warn(_ message: String) { warnings.append(OptionWarning(key: key, message: message)) }
+            switch key {
+            case "temperature":
+                if let n = value.numberValue { temperature = n } else { warn("must be a number; not sent") }
+            case "topP":
+                if let n = value.numberValue { topP = n } else { warn("must be a number; not sent") }
+            case "maxOutputTokens":
+                if let n = value.intValue { maxOutputTokens = n } else { warn("must be an integer; not sent") }
+            case "seed":
+                if let n = value.intValue { seed = n } else { warn("must be an integer; not sent") }
+            case "stop":
+                if Self.isStop(value) { stop = value } else { warn("must be a string or an array of strings; not sent") }
+            case "reasoningLevel", "reasoningEffort":
+                guard let s = value.stringValue else { warn("must be a string; not sent"); continue }
+                // `reasoningLevel` is the name profiles and sends use; it wins when both are given.
+                if key == "reasoningLevel" || reasoningLevel == nil { reasoningLevel = s }
+            default:
+                if let kind = Self.settingKinds[key] {
+                    if !kind.providers.contains(provider) {
+                        let readers = kind.providers.map(\.rawValue).sorted().joined(separator: ", ")
+                        warn("a setting of the \(readers) provider only; ignored for \(provider.rawValue)")
+                    } else if kind.check(value) {
+                        settings[key] = value
+                    } else {
+                        warn("must be \(kind.expected); the default is used")
+                    }
+                } else if protectedKeys.contains(key) {
+                    warn("agentrpc writes \(key) itself; not sent")
+                } else {
+                    passThrough[key] = value
+                }
+            }
+        }
+    }
+
+    static func isStop(_ value: JSONValue) -> Bool {
+        if value.stringValue != nil { return true }
+        guard let items = value.arrayValue else { return false }
+        return items.allSatisfy { $0.stringValue != nil }
+    }
+
+    /// The options one request goes out with: the request's (a send's, a
+    /// profile's) over the model's, each checked against what `provider` takes.
+    /// A value it cannot take is left out, with a warning.
+    func resolved(_ request: GenerationOptions, provider: ProviderKind, supportsReasoning: Bool) -> ResolvedGenerationOptions {
+        var out = ResolvedGenerationOptions()
+        func warn(_ key: String, _ message: String) { out.warnings.append(OptionWarning(key: key, message: message)) }
+        let name = provider.rawValue
+
+        if let n = request.maxOutputTokens ?? maxOutputTokens {
+            if (1...Self.maximumOutputTokens).contains(n) {
+                out.maxOutputTokens = n
+            } else {
+                let fallback = provider == .anthropic ? "the default is sent" : "not sent"
+                warn("maxOutputTokens", "\(n) is not between 1 and \(Self.maximumOutputTokens); \(fallback)")
+            }
+        }
+        let temperatureRange: ClosedRange<Double> = provider == .anthropic ? 0...1 : 0...2
+        if let t = request.temperature ?? temperature {
+            if temperatureRange.contains(t) {
+                out.temperature = t
+            } else {
+                warn("temperature", "\(t) is outside \(name)'s range \(temperatureRange.lowerBound)…\(temperatureRange.upperBound); not sent")
+            }
+        }
+        if let p = topP {
+            if (0...1).contains(p) { out.topP = p } else { warn("topP", "\(p) is outside 0…1; not sent") }
+        }
+        if let stop {
+            if provider == .openaiResponses {
+                warn("stop", "the Responses API has no stop sequences; not sent")
+            } else {
+                out.stop = stop
+            }
+        }
+        if let seed {
+            if provider == .openai { out.seed = seed } else { warn("seed", "\(name) takes no seed; not sent") }
+        }
+        if let level = request.reasoningLevel ?? reasoningLevel, !level.isEmpty {
+            switch provider {
+            case .openaiResponses where !supportsReasoning:
+                warn("reasoningLevel", "the model is configured with supportsReasoning: false; not sent")
+            case .anthropic:
+                if let n = Int(level), !(AnthropicRequestBuilder.minimumThinkingBudget...Self.maximumOutputTokens).contains(n) {
+                    warn("reasoningLevel", "a thinking budget of \(n) tokens is not between \(AnthropicRequestBuilder.minimumThinkingBudget) and \(Self.maximumOutputTokens); thinking stays off")
+                } else {
+                    out.reasoningLevel = level
+                    if AnthropicRequestBuilder.thinkingBudget(level) != nil, out.temperature != nil {
+                        out.temperature = nil
+                        warn("temperature", "not sent with extended thinking, which takes only the default")
+                    }
+                }
+            default:
+                out.reasoningLevel = level
+            }
+        }
+        return out
+    }
+}
+
+/// The common generation options of one request, as one provider takes them.
+struct ResolvedGenerationOptions {
+    var temperature: Double?
+    var maxOutputTokens: Int?
+    var topP: Double?
+    var stop: JSONValue?
+    var seed: Int?
+    var reasoningLevel: String?
+    var warnings: [OptionWarning] = []
+}
+
+extension HTTPProviderConfiguration {
+    /// The model's options under `request`'s, for `provider`.
+    func generationOptions(_ request: GenerationOptions, provider: ProviderKind) -> ResolvedGenerationOptions {
+        modelOptions.resolved(request, provider: provider, supportsReasoning: capabilities.supportsReasoning)
+    }
+
+    /// Everything wrong with the options `request` goes out with: the model's
+    /// unreadable values first, then what this provider cannot take.
+    func optionWarnings(_ request: GenerationOptions, provider: ProviderKind) -> [OptionWarning] {
+        modelOptions.warnings + generationOptions(request, provider: provider).warnings
+    }
+}
+
+/// Adds the model's pass-through options to a body, under every member already in it.
+func mergePassThrough(_ options: ModelOptions, into body: inout [String: JSONValue]) {
+    for (key, value) in options.passThrough where body[key] == nil {
+        body[key] = value
+    }
+}
