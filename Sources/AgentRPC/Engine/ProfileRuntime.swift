@@ -323,6 +323,7 @@ extension AgentSession {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, turn: inout TurnState
     ) async throws -> SideResponse {
+        reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
         context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
                                body: context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }

@@ -51,6 +51,12 @@ enum ProviderFactory {
         }
     }
 
+    /// A model's `options`, read for its provider.
+    static func modelOptions(_ config: ModelConfig) -> ModelOptions {
+        let protectedKeys = config.provider == .openaiResponses ? OpenAIResponsesRequestBuilder.protectedKeys : protectedBodyKeys
+        return ModelOptions(config.options ?? [:], provider: config.provider, protectedKeys: protectedKeys)
+    }
+
     private static func httpConfiguration(
         _ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities,
         defaultBaseURL: String, officialBaseURL: String, defaultKeyEnv: String
@@ -70,8 +76,7 @@ enum ProviderFactory {
                 "the \(config.provider.rawValue) model '\(model)' needs an API key: set the environment variable \(keyEnv)",
                 field: "model.apiKeyEnv")
         }
-        let protectedKeys = config.provider == .openaiResponses ? OpenAIResponsesRequestBuilder.protectedKeys : protectedBodyKeys
-        let options = ModelOptions(config.options ?? [:], provider: config.provider, protectedKeys: protectedKeys)
+        let options = modelOptions(config)
         var http = HTTPProviderConfiguration(
             baseURL: url, apiKey: key, model: model, headers: config.headers ?? [:],
             timeoutSeconds: min(config.timeoutSeconds ?? 600, DurationBounds.maximumSeconds),

@@ -245,3 +245,38 @@ async def test_a_sends_out_of_range_value_is_a_warning(tmp_path: Path) -> None:
         sent = fake.received[0].body
     assert "temperature" not in sent and sent["max_tokens"] == 4096
     assert sorted(w.split(":")[0] for w in warnings) == ["options.maxOutputTokens", "options.temperature"]
+
+
+def test_the_config_files_unusable_options_are_named_on_stderr_at_start(tmp_path: Path) -> None:
+    import subprocess
+
+    model = {"provider": "anthropic", "model": "x", "baseURL": "http://127.0.0.1:9/v1", "options": {"seed": "x", "streamTools": True}}
+    (tmp_path / "agentrpc.json").write_text(json.dumps({"models": {"m": model}}))
+    done = subprocess.run([str(BINARY), "serve", "--log-level", "warning", "--ephemeral"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0 and done.stdout == ""
+    assert "models.m.options.seed: must be an integer; not sent" in done.stderr
+    assert "models.m.options.streamTools: a setting of the openai provider only" in done.stderr
+
+
+async def test_a_side_requests_model_options_are_warned_about_too(tmp_path: Path) -> None:
+    """The `llm` router's classifier model has options it cannot take: the
+    warning comes in the turn that asked it, beside the router's own diagnostic."""
+    fake = FakeProvider()
+    classifier = model_config("anthropic", fake, {"seed": 7, "top_k": 5})
+    scripted = {"provider": "scripted", "script": [{"text": ["ok"]}]}
+    (tmp_path / "agentrpc.json").write_text(json.dumps({"models": {"classifier": classifier}}))
+    try:
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, env={"TEST_PROVIDER_KEY": SECRET}, request_timeout=TIMEOUT) as client:
+            session = await client.open_session(
+                model=scripted, properties={"mode": "a"}, router={"kind": "llm", "model": "classifier"},
+                profiles={"selector": "mode", "cases": {"a": {"description": "A"}, "b": {"description": "B"}}})
+            fake.queue(text_reply("anthropic"))
+            events = client.notifications("session/event")
+            await session.send("hi")
+            warnings = option_warnings(await turn_events(events))
+            sent = fake.received[0].body
+    finally:
+        fake.close()
+    assert warnings == ["options.seed: anthropic takes no seed; not sent"]
+    assert sent["top_k"] == 5 and "seed" not in sent
