@@ -232,6 +232,41 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         reopened.close()
     }
 
+    /// A long journal loads exactly as it was written, and a bad line deep
+    /// inside still stops the load there.
+    @Test func aLongJournalLoadsInOrderAndStopsAtABadLine() throws {
+        let turns = 3000
+        var bytes = JournalCodec.headerLine(JournalHeader(sessionID: "s-long", createdAt: Date(), config: ["title": "long"]))
+        var lineStarts: [Int] = []
+        var live = Transcript(properties: [:])
+        let recorder = MemoryJournal()
+        live.journal = recorder
+        for i in 0..<turns {
+            let turn = try live.beginTurn { "t-\($0)" }
+            try live.append(prompt("question \(i)"), turn: turn)
+            try live.append(response("answer \(i) é"), turn: turn)
+            try live.endTurn(TurnEnd(turnId: turn, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 1), undo: .none))
+        }
+        for change in recorder.changes {
+            lineStarts.append(bytes.count)
+            bytes += try JournalCodec.line(for: change, at: Date(timeIntervalSince1970: 1))
+        }
+        let loaded = try JournalCodec.load(bytes)
+        #expect(loaded.warnings.isEmpty && loaded.tornBytes == 0)
+        #expect(loaded.transcript.entries == live.entries && loaded.transcript.revision == live.revision)
+        #expect(loaded.transcript.usageTotals == Usage(inputTokens: turns) && loaded.transcript.nextTurnNumber == turns + 1)
+        #expect(loaded.recordsSinceSnapshot == turns * 4)
+
+        // Line 3 * turns + 2 (1-based; the header is line 1) is made unreadable.
+        let bad = 3 * turns
+        var broken = bytes
+        broken[lineStarts[bad]] = UInt8(ascii: "x")
+        let cut = try JournalCodec.load(broken)
+        #expect(cut.warnings.map(\.line) == [bad + 2])
+        #expect(cut.transcript.entries == Array(live.entries.prefix(bad / 2)))
+        #expect(cut.validLength == lineStarts[bad])
+    }
+
     @Test func tornLastLineAndNewerFormat() throws {
         let lines: [String] = [
             #"{"type":"session","format":1,"sessionId":"s-d","createdAt":1,"config":{}}"#,
