@@ -49,6 +49,23 @@ extension JSONValue {
         }
     }
 
+    /// Parses one JSON text (RFC 8259) that must be an object, into its members
+    /// in document order, without building the top-level dictionary: for a
+    /// caller that reads a few known members once (a journal's records), which
+    /// saves hashing every key twice. Nested objects are `JSONValue`s as usual.
+    public static func parseMembers<Bytes: Collection>(_ bytes: Bytes) throws(JSONParseError) -> JSONMembers
+    where Bytes.Element == UInt8 {
+        func run(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONMembers {
+            var parser = JSONTextParser(buffer, loneSurrogates: .reject)
+            return try parser.parseMembersDocument()
+        }
+        if let result = bytes.withContiguousStorageIfAvailable({ buffer in Result { () throws(JSONParseError) in try run(buffer) } }) {
+            return try result.get()
+        }
+        let copy = Array(bytes)
+        return try copy.withUnsafeBufferPointer { buffer throws(JSONParseError) in try run(buffer) }
+    }
+
     /// Parses a JSON text held in a string.
     public static func parse(_ text: String, loneSurrogates: LoneSurrogates = .reject) throws(JSONParseError) -> JSONValue {
         try parse(text.utf8, loneSurrogates: loneSurrogates)
@@ -70,6 +87,23 @@ extension JSONValue {
     /// Compact JSON text, objects with sorted keys.
     public func serializedString() -> String {
         String(decoding: serialized(), as: UTF8.self)
+    }
+}
+
+/// The members of a JSON object in document order (see `JSONValue.parseMembers`).
+public struct JSONMembers: Sendable {
+    public var members: [(key: String, value: JSONValue)]
+
+    public init(_ members: [(key: String, value: JSONValue)]) { self.members = members }
+
+    /// The member's value; a repeated key has its last value, as in a parsed object.
+    public subscript(key: String) -> JSONValue? {
+        var i = members.count
+        while i > 0 {
+            i -= 1
+            if members[i].key == key { return members[i].value }
+        }
+        return nil
     }
 }
 
@@ -148,16 +182,37 @@ private struct JSONTextParser {
         if depth > JSONValue.maximumNestingDepth { throw fail("nesting too deep") }
     }
 
+    mutating func parseMembersDocument() throws(JSONParseError) -> JSONMembers {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { throw fail("expected an object") }
+        let first = try parseMembers()
+        let result = JSONMembers(members[first...].map { (key: $0.0, value: $0.1) })
+        members.removeSubrange(first...)
+        skipWhitespace()
+        if index != bytes.count { throw fail("unexpected data after the JSON value") }
+        return result
+    }
+
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        let first = try parseMembers()
+        var object = [String: JSONValue](minimumCapacity: members.count - first)
+        // In document order, so a repeated key keeps its last value.
+        for i in first..<members.count { object[members[i].0] = members[i].1 }
+        members.removeSubrange(first...)
+        return .object(object)
+    }
+
+    /// Parses an object's members onto `members`; returns where they start.
+    mutating func parseMembers() throws(JSONParseError) -> Int {
         try enter()
         index += 1
         skipWhitespace()
+        let first = members.count
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object([:])
+            return first
         }
-        let first = members.count
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -173,12 +228,8 @@ private struct JSONTextParser {
             if bytes[index] == UInt8(ascii: "}") { index += 1; break }
             throw fail("expected ',' or '}'")
         }
-        var object = [String: JSONValue](minimumCapacity: members.count - first)
-        // In document order, so a repeated key keeps its last value.
-        for i in first..<members.count { object[members[i].0] = members[i].1 }
-        members.removeSubrange(first...)
         depth -= 1
-        return .object(object)
+        return first
     }
 
     mutating func parseArray() throws(JSONParseError) -> JSONValue {

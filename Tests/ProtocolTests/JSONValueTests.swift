@@ -76,6 +76,22 @@ import Testing
         #expect(try JSONValue.parse("{\"a\":7}") == ["a": 7])
     }
 
+    /// `parseMembers` answers a top-level object's members in document order,
+    /// reads like the parsed object (a repeated key keeps its last value), and
+    /// refuses anything that is not exactly one object.
+    @Test func membersOfATopLevelObject() throws {
+        let text = #" {"b":1,"a":{"x":[1,{"y":2}]},"b":3,"c":"é"} "#
+        let m = try JSONValue.parseMembers(Array(text.utf8))
+        #expect(m.members.map(\.key) == ["b", "a", "b", "c"])
+        let object = try JSONValue.parse(text)
+        for key in ["a", "b", "c", "missing"] { #expect(m[key] == object[key]) }
+        #expect(m["b"] == 3)
+        #expect(try JSONValue.parseMembers(Array("{}".utf8)).members.isEmpty)
+        for bad in ["[1]", "1", "{\"a\":1} x", "{\"a\":}", "", "{\"a\":1"] {
+            #expect(throws: JSONParseError.self) { try JSONValue.parseMembers(Array(bad.utf8)) }
+        }
+    }
+
     /// Objects are built once their members are known: nesting, repeated keys
     /// (the last wins) and empty objects come out as they were written.
     @Test func objectsKeepTheirMembersAtEveryDepth() throws {

@@ -129,7 +129,7 @@ enum JournalCodec {
         var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
-                let value = try JSONValue.parse(bytes[range])
+                let value = try JSONValue.parseMembers(bytes[range])
                 let type = try field(value, "type", \.stringValue)
                 if type == "snapshot" {
                     transcript = try decodeSnapshot(value)
@@ -173,12 +173,12 @@ enum JournalCodec {
         var description: String
     }
 
-    private static func field<T>(_ value: JSONValue, _ key: String, _ get: (JSONValue) -> T?) throws -> T {
+    private static func field<T>(_ value: some MemberLookup, _ key: String, _ get: (JSONValue) -> T?) throws -> T {
         guard let member = value[key], let typed = get(member) else { throw Malformed(description: "'\(key)' is missing or has the wrong type") }
         return typed
     }
 
-    private static func decodeChange(_ value: JSONValue, type: String) throws -> (TranscriptChange, Date) {
+    private static func decodeChange(_ value: JSONMembers, type: String) throws -> (TranscriptChange, Date) {
         let at = date(millis: try field(value, "at", \.intValue))
         switch type {
         case "entryAppended":
@@ -221,7 +221,7 @@ enum JournalCodec {
             name: try field(value, "name", \.stringValue), undo: try field(value, "undo") { $0 })
     }
 
-    private static func decodeSnapshot(_ value: JSONValue) throws -> Transcript {
+    private static func decodeSnapshot(_ value: JSONMembers) throws -> Transcript {
         let snapshot = TranscriptSnapshot(
             entries: try field(value, "entries", \.arrayValue).map(TranscriptEntry.init(json:)),
             revision: try field(value, "revision", \.intValue), nextEntryNumber: try field(value, "nextEntry", \.intValue),
@@ -239,3 +239,12 @@ enum JournalCodec {
         return transcript
     }
 }
+
+/// What a journal record's members are read from: a record line (its members
+/// as parsed, see `JSONValue.parseMembers`) or an object nested in one.
+private protocol MemberLookup {
+    subscript(key: String) -> JSONValue? { get }
+}
+
+extension JSONValue: MemberLookup {}
+extension JSONMembers: MemberLookup {}
