@@ -37,6 +37,9 @@ enum HTTPStreamTransport {
                 let task = PlainHTTPClient.start(
                     urlRequest, target: target, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate)
                 handle = TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
+            } else if let curl = curlTask(urlRequest, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate) {
+                // https on Linux: libcurl's easy interface, which waits without a busy core.
+                handle = curl
             } else {
                 let pooled = HTTPSessionPool.shared.session(timeoutSeconds: timeoutSeconds)
                 let task = pooled.session.dataTask(with: urlRequest)
@@ -50,6 +53,19 @@ enum HTTPStreamTransport {
             }
         }
     }
+
+    #if os(Linux)
+    /// Nil when libcurl could not be loaded (URLSession then serves the request).
+    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
+        guard let task = CurlTransport.start(request, connectTimeout: connectTimeout, idleTimeout: idleTimeout, sink: sink) else { return nil }
+        return TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
+    }
+    #else
+    /// Elsewhere URLSession's own client does not busy-wait: it serves https.
+    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
+        nil
+    }
+    #endif
 }
 
 /// One `URLSession` per idle timeout, shared by every request with that timeout:

@@ -7,7 +7,7 @@ import Glibc
 import FoundationNetworking
 #endif
 
-/// A transport failure of `PlainHTTPClient`; `description` names the host, never a path or query.
+/// A transport failure of `PlainHTTPClient` or `CurlTransport`; `description` names the host, never a path or query.
 struct PlainHTTPError: Error, CustomStringConvertible, Sendable {
     enum Kind: String, Sendable {
         case resolveFailed = "cannot resolve host"
@@ -16,6 +16,8 @@ struct PlainHTTPError: Error, CustomStringConvertible, Sendable {
         case idleTimedOut = "timed out waiting for data"
         case connectionLost = "connection lost"
         case badResponse = "malformed HTTP response"
+        /// https (libcurl): the TLS handshake failed or the server's certificate is not trusted.
+        case tlsFailed = "TLS handshake or certificate check failed"
     }
     var kind: Kind
     var detail: String
