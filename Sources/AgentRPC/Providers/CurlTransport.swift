@@ -81,12 +81,14 @@ struct CurlLibrary: @unchecked Sendable {
     let slistFreeAll: SlistFreeAll
 
     /// The library, or nil (with the reason on stderr, once) when it cannot be
-    /// loaded: https then goes through URLSession.
+    /// loaded: https then goes through URLSession. The line is written directly
+    /// (in the server log's format) because no logger reaches the providers; it
+    /// is printed at most once per process.
     static let shared: CurlLibrary? = {
         switch load() {
         case .success(let library): return library
         case .failure(let reason):
-            FileHandle.standardError.write(Data("agentrpc: debug: \(reason.message); https requests use URLSession\n".utf8))
+            FileHandle.standardError.write(Data("agentrpc[debug] \(reason.message); https requests use URLSession\n".utf8))
             return nil
         }
     }()

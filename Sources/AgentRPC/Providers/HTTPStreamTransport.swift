@@ -7,7 +7,10 @@ import FoundationNetworking
 #endif
 
 /// Runs one HTTP request and turns the response into `ProviderEvent`s as bytes
-/// arrive: URLSession data delegate → SSE parser → provider decoder → stream.
+/// arrive: HTTP client → `StreamingDataDelegate` (SSE parser → provider
+/// decoder) → stream. The client is `PlainHTTPClient` for `http://`,
+/// `CurlTransport` (libcurl's easy interface) for `https://` on Linux, and
+/// URLSession otherwise or when libcurl cannot be loaded.
 ///
 /// * 2xx `text/event-stream` (or anything when no whole-body decoder is given):
 ///   decoded incrementally.
@@ -17,8 +20,8 @@ import FoundationNetworking
 /// * non-2xx: up to 64 KiB of the body is collected and mapped by `ProviderErrorMapper`.
 /// * transport failures become `network` errors.
 ///
-/// Requests of one provider configuration share one `URLSession` (see
-/// `HTTPSessionPool`), so connections are kept alive and reused. Cancelling the
+/// Each client keeps connections alive and reuses them (URLSession through one
+/// shared session per idle timeout, see `HTTPSessionPool`). Cancelling the
 /// consuming task (or dropping the stream) cancels the data task only. Retries
 /// are not done here: the engine decides.
 enum HTTPStreamTransport {
