@@ -1,5 +1,6 @@
 import AgentRPC
 import AgentRPCProtocol
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -40,4 +41,40 @@ func measureEventEncoding(events: Int) throws -> EventEncodingFigures {
     let cpu = threadCPUNanos() - cpu0
     connection.flush(timeoutSeconds: 5)
     return EventEncodingFigures(events: events, callerCPUNanosPerEvent: Double(cpu) / Double(events), wallNanosPerEvent: Double(wall) / Double(events))
+}
+
+struct RequestBodyFigures {
+    var messages: Int
+    /// Caller-thread CPU to build one provider's JSON body and serialize it, per request.
+    var openAICPUMicros: Double
+    var anthropicCPUMicros: Double
+    var responsesCPUMicros: Double
+    var bodyBytes: Int
+}
+
+/// In process: what an HTTP provider spends on the body of one request late in a
+/// long tool turn (`roundTrips` tool exchanges after a prompt): the provider's
+/// request builder and the serialization of its JSON, as `HTTPModelProvider`
+/// does for every request. This is the part of a round trip that stays
+/// O(history) over HTTP (the body is that many bytes).
+func measureRequestBodies(roundTrips: Int, repeats: Int) -> RequestBodyFigures {
+    var messages: [ModelMessage] = [.user(text: "Call the tool \(roundTrips) times, then say done.", images: [])]
+    for n in 1...max(roundTrips, 1) {
+        messages.append(.assistant(text: "", toolCalls: [ModelToolCall(id: "call_\(n)", name: "count", argumentsJSON: #"{"n":\#(n)}"#)], reasoning: nil))
+        messages.append(.toolResult(callId: "call_\(n)", name: "count", content: "ok", isError: false))
+    }
+    let tool = ModelToolDefinition(name: "count", description: "Counts.", inputSchema: ["type": "object", "properties": ["n": ["type": "integer"]]])
+    let request = ModelRequest(model: "m", instructions: "You count.", messages: messages, tools: [tool])
+    let configuration = HTTPProviderConfiguration(baseURL: URL(fileURLWithPath: "/"), apiKey: nil, model: "m")
+    var bytes = 0
+    func cpuMicros(_ build: () -> JSONValue) -> Double {
+        bytes = build().serialized().count  // warm-up
+        let cpu0 = threadCPUNanos()
+        for _ in 0..<repeats { bytes = build().serialized().count }
+        return Double(threadCPUNanos() - cpu0) / Double(repeats) / 1000
+    }
+    let openAI = cpuMicros { OpenAIRequestBuilder.build(request, configuration: configuration).body }
+    let anthropic = cpuMicros { AnthropicRequestBuilder.build(request, configuration: configuration).body }
+    let responses = cpuMicros { OpenAIResponsesRequestBuilder.build(request, configuration: configuration).body }
+    return RequestBodyFigures(messages: messages.count, openAICPUMicros: openAI, anthropicCPUMicros: anthropic, responsesCPUMicros: responses, bodyBytes: bytes)
 }

@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,http,store,slowreader
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,bodies,http,store,slowreader
       --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
       --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
       --http-requests N      http: one-delta turns for the connection figures (default 21)
@@ -37,7 +37,7 @@ let usage = """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "http", "store", "slowreader"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "bodies", "http", "store", "slowreader"]
     var deltas = 100_000
     var deltaRuns = 3
     var toolTurns = 100
@@ -116,7 +116,7 @@ struct Row {
 func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
-if !options.only.subtracting(["encode"]).isEmpty, !FileManager.default.isExecutableFile(atPath: options.binary) {
+if !options.only.subtracting(["encode", "bodies"]).isEmpty, !FileManager.default.isExecutableFile(atPath: options.binary) {
     exitWithUsage("no executable at \(options.binary); run `swift build -c release` first")
 }
 let scratch = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
@@ -301,6 +301,18 @@ do {
         let e = try measureEventEncoding(events: options.encodeEvents)
         rows.append(Row(label: "6  in process: one textDelta event, emitting thread CPU", value: "\((e.callerCPUNanosPerEvent / 1000).fixed(2)) µs"))
         json["eventEncodeCPUMicros"] = .double((e.callerCPUNanosPerEvent / 1000).rounded(places: 3))
+    }
+
+    if options.only.contains("bodies") {
+        progress("building HTTP request bodies for a turn of \(options.longRoundTrips) tool round trips, in process")
+        let b = measureRequestBodies(roundTrips: options.longRoundTrips, repeats: 20)
+        rows.append(Row(
+            label: "10 HTTP body of \(b.messages) messages (\(b.bodyBytes / 1024) KiB), build + serialize: OpenAI / Anthropic / Responses",
+            value: "\(Int(b.openAICPUMicros)) / \(Int(b.anthropicCPUMicros)) / \(Int(b.responsesCPUMicros)) µs"))
+        json["requestBodyMessages"] = .int(b.messages)
+        json["requestBodyOpenAIMicros"] = .double(b.openAICPUMicros.rounded(places: 1))
+        json["requestBodyAnthropicMicros"] = .double(b.anthropicCPUMicros.rounded(places: 1))
+        json["requestBodyResponsesMicros"] = .double(b.responsesCPUMicros.rounded(places: 1))
     }
 } catch {
     FileHandle.standardError.write(Data("agentrpc-bench: \(error)\n".utf8))

@@ -251,6 +251,64 @@ import Testing
         #expect(messages[3]["isError"] == true)
         #expect(messages[4] == ["role": "user", "text": "Again"])
     }
+
+    /// Requests are built incrementally (docs/protocol.md, "Prefix stability"):
+    /// every way the transcript is rewritten between requests must show in the next one.
+    @Test func theNextRequestFollowsEveryRewriteOfTheTranscript() async throws {
+        let h = try TurnHarness()
+        let session = try await h.createSession([
+            "model": ["provider": "scripted", "script": [
+                ["toolCalls": [["name": "lookup", "id": "c1", "arguments": ["q": 1]]]], ["text": ["one"]],
+                ["toolCalls": [["name": "lookup", "id": "c2", "arguments": ["q": 2]]]],
+                ["text": ["three"]], ["text": ["four"]],
+            ]],
+            "tools": [["name": "lookup"]],
+            "transcriptErrorPolicy": "revert",
+        ])
+        let first = h.send("session/send", ["sessionId": .string(session), "input": "Go"])
+        let call = try #require(await h.serverRequest("tool/call"))
+        h.reply(to: call, ["outcome": "ok", "content": "first answer"])
+        _ = try await h.result(of: first)
+
+        // A client's edits of the first prompt and of a tool output.
+        let entries = try #require(try await h.call("session/getTranscript", ["sessionId": .string(session)])["entries"]?.arrayValue)
+        let prompt = try #require(entries.first { $0["type"] == "prompt" })
+        let output = try #require(entries.first { $0["type"] == "toolOutput" })
+        var editedPrompt = try #require(prompt.objectValue)
+        editedPrompt["text"] = "Go on"
+        var editedOutput = try #require(output.objectValue)
+        editedOutput["content"] = "edited answer"
+        _ = try await h.call("session/mutateTranscript", [
+            "sessionId": .string(session), "operations": [
+                ["op": "replace", "id": prompt["id"] ?? .null, "entry": .object(editedPrompt)],
+                ["op": "replace", "id": output["id"] ?? .null, "entry": .object(editedOutput)],
+            ],
+        ])
+        // A turn that fails after its first request: `revert` takes its entries out again.
+        let second = h.send("session/send", ["sessionId": .string(session), "input": "Fails"])
+        let failing = try #require(await h.serverRequest("tool/call", after: [call]))
+        h.replyError(to: failing, code: -32000, message: "executor down")
+        _ = try await h.failure(of: second)
+        _ = try await h.call("session/send", ["sessionId": .string(session), "input": "Next"])
+        // A client's removal of the last turn.
+        let all = try #require(try await h.call("session/getTranscript", ["sessionId": .string(session)])["entries"]?.arrayValue)
+        _ = try await h.call("session/mutateTranscript", [
+            "sessionId": .string(session), "operations": [["op": "remove", "ids": .array(all.suffix(2).compactMap { $0["id"] })]],
+        ])
+        _ = try await h.call("session/send", ["sessionId": .string(session), "input": "Last"])
+
+        let requests = try h.dumpedRequests()
+        try #require(requests.count == 5)
+        let history: [JSONValue] = [
+            ["role": "user", "text": "Go on"],
+            ["role": "assistant", "text": "", "toolCalls": [["id": "c1", "name": "lookup", "arguments": #"{"q":1}"#]]],
+            ["role": "tool", "callId": "c1", "name": "lookup", "content": "edited answer", "isError": false],
+            ["role": "assistant", "text": "one"],
+        ]
+        #expect(requests[2]["request"]?["messages"] == .array(history + [["role": "user", "text": "Fails"]]))
+        #expect(requests[3]["request"]?["messages"] == .array(history + [["role": "user", "text": "Next"]]))
+        #expect(requests[4]["request"]?["messages"] == .array(history + [["role": "user", "text": "Last"]]))
+    }
 }
 
 /// Drives one in-process server: requests with ids, answers to the server's

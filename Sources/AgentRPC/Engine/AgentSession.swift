@@ -44,6 +44,8 @@ actor AgentSession {
     var activeProfile: ResolvedProfile?
     /// What was sent last per model, for `cacheInvalidated`.
     var prefixTracker = PrefixTracker()
+    /// The transcript's messages, converted incrementally from round trip to round trip.
+    var historyCache = ModelHistoryCache()
 
     // The human in the loop (HumanInTheLoop.swift)
     /// `session/steer` input waiting for the running turn's next checkpoint.

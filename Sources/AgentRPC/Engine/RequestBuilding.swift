@@ -101,7 +101,13 @@ extension AgentSession {
     /// The request for the next round trip, built from the active profile:
     /// its instructions, tools, options and history transforms (applied to a copy;
     /// the transcript itself never changes here).
-    func buildRequest(turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider) async throws -> (request: ModelRequest, entryIDs: [String]) {
+    ///
+    /// Without history transforms the messages come from `historyCache`, which
+    /// converts only what was appended since the last request; `stablePrefix` then
+    /// says which leading messages are known to be unchanged.
+    func buildRequest(
+        turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider
+    ) async throws -> (request: ModelRequest, entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?) {
         let modelConfig = try context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
@@ -155,6 +161,24 @@ extension AgentSession {
             temperature: turn.options.temperature ?? profile.options.temperature,
             maxOutputTokens: turn.options.maxOutputTokens ?? profile.options.maxOutputTokens,
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
+        let messages: [ModelMessage], entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?
+        if profile.history.isEmpty {
+            let converted = historyCache.messages(for: transcript)
+            (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
+        } else {
+            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile))
+            stablePrefix = nil
+        }
+        var request = ModelRequest(
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
+            messages: messages, tools: tools, toolChoice: choice, options: options,
+            responseSchema: responseSchema)
+        request.responseSchemaStrict = responseStrict
+        return (request, entryIDs, stablePrefix)
+    }
+
+    /// The entries after the profile's history transforms (applied to a copy).
+    private func transformedHistory(profile: ResolvedProfile) async throws -> [TranscriptEntry] {
         let history: [TranscriptEntry]
         if HistoryTransformer.usesPatterns(profile.history) {
             let transforms = profile.history, name = profile.name, current = entries
@@ -167,21 +191,17 @@ extension AgentSession {
         } else {
             history = try HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
         }
-        let (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: history)
-        var request = ModelRequest(
-            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
-            messages: messages, tools: tools, toolChoice: choice, options: options,
-            responseSchema: responseSchema)
-        request.responseSchemaStrict = responseStrict
-        return (request, entryIDs)
+        return history
     }
 
     /// `refuse` stops the request before anything is sent; `redact` rewrites what
     /// is sent, never the transcript. The patterns are the client's, so they run on
     /// a regex worker with a budget per match; one that runs past it stops the
     /// request (`regexBudgetExceeded`): nothing unchecked is sent.
-    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) async throws {
-        guard let egress = profile.egress ?? config.egress else { return }
+    /// Returns whether redaction rules ran (the messages may have been rewritten).
+    @discardableResult
+    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) async throws -> Bool {
+        guard let egress = profile.egress ?? config.egress else { return false }
         // A profile inherits the session's rules; name the profile only when it has its own.
         let field = profile.egress == nil || profile.egress == config.egress ? "egress" : "profiles.cases.\(profile.name).egress"
         let unfiltered = request
@@ -191,6 +211,7 @@ extension AgentSession {
         } catch let error as RegexBudgetExceeded {
             throw error.turnError(field: field)
         }
+        return !(egress.redact ?? []).isEmpty
     }
 
     private static func filtered(_ request: ModelRequest, by egress: Egress) throws -> ModelRequest {
@@ -296,12 +317,29 @@ enum ModelHistory {
     static func messagesWithEntryIDs(from entries: [TranscriptEntry]) -> (messages: [ModelMessage], entryIDs: [String]) {
         var out: [ModelMessage] = []
         var ids: [String] = []
+        appendMessages(of: entries, from: 0, to: &out, ids: &ids)
+        return (out, ids)
+    }
+
+    /// Converts `entries[start...]` and appends the messages to `out` (and their
+    /// entries' ids to `ids`). `start` must be where a group begins: an entry
+    /// other than a `toolOutput` that answers the `toolCalls` entry before it.
+    /// `groupStarts` is called with the index of each group's first entry and
+    /// the number of messages before it. A group's messages depend only on its
+    /// own entries and the one before it (signed reasoning); only the last group
+    /// can still change when entries are appended (a `toolCalls` entry gains its
+    /// outputs), which is what `ModelHistoryCache` relies on.
+    static func appendMessages(
+        of entries: [TranscriptEntry], from start: Int, to out: inout [ModelMessage], ids: inout [String],
+        groupStarts: (_ entry: Int, _ messagesBefore: Int) -> Void = { _, _ in }
+    ) {
         func add(_ m: ModelMessage, _ id: String) {
             out.append(m)
             ids.append(id)
         }
-        var index = 0
+        var index = start
         while index < entries.count {
+            groupStarts(index, out.count)
             let entry = entries[index]
             index += 1
             // Signed reasoning (Anthropic thinking) goes back on the assistant message
@@ -340,7 +378,6 @@ enum ModelHistory {
                 add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entry.id)
             }
         }
-        return (out, ids)
     }
 
     /// What the model reads for a tool output. When the user edited the arguments

@@ -1,5 +1,6 @@
 import AgentRPCProtocol
 import Foundation
+import Synchronization
 
 /// A committed change to a session's durable state, in the order it happened.
 /// `Transcript` hands each one to its journal before the change takes effect,
@@ -94,6 +95,16 @@ struct Transcript: Sendable {
     private(set) var entries: [TranscriptEntry] = []
     private var entryIDs: Set<String> = []
     private(set) var revision = 0
+    /// Names the current run of appends: a new value, unique in the process, is
+    /// taken when a transcript is made and whenever its entries are rewritten
+    /// (anything but an append). Two reads with the same stamp see the same
+    /// entries, the later one possibly with more appended: what lets
+    /// `ModelHistoryCache` convert only the new entries.
+    private(set) var appendRunStamp = Transcript.newAppendRunStamp()
+    private static let lastAppendRunStamp = Atomic<Int>(0)
+    private static func newAppendRunStamp() -> Int {
+        lastAppendRunStamp.wrappingAdd(1, ordering: .relaxed).newValue
+    }
     /// The number of the next generated entry id (`e<N>`); ids taken by
     /// client-inserted entries are skipped.
     private(set) var nextEntryNumber = 1
@@ -304,6 +315,7 @@ struct Transcript: Sendable {
             entries = working
             entryIDs = Set(working.map(\.id))
             revision = newRevision
+            appendRunStamp = Self.newAppendRunStamp()
         case .propertiesChanged(let set, let removed):
             for key in removed { properties.removeValue(forKey: key) }
             for (k, v) in set { properties[k] = v }

@@ -9,8 +9,11 @@ struct TurnState: Sendable {
     let toolChoice: ToolChoice
     let options: TurnOptions
     let startedAt: ContinuousClock.Instant
-    /// The transcript as it was before the turn (for the `revert` policy).
-    let entriesBefore: [TranscriptEntry]
+    /// How many entries there were before the turn (for the `revert` policy). The
+    /// entries themselves are the transcript's open turn's (`OpenTurn`), copied
+    /// only if something rewrites them during the turn: a copy held here would
+    /// make the turn's first append copy the whole history.
+    let entryCountBefore: Int
     var roundTrips = 0
     var toolCallCount = 0
     var usage = Usage()
@@ -160,7 +163,7 @@ extension AgentSession {
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
-            startedAt: ContinuousClock.now, entriesBefore: entries)
+            startedAt: ContinuousClock.now, entryCountBefore: entries.count)
         isRunning = true
         turnId = id
         currentText = ""
@@ -260,10 +263,12 @@ extension AgentSession {
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try resolveModelReference(options: turn.options, profile: profile)
             let provider = try provider(for: modelRef)
-            var (request, entryIDs) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
-            try await applyEgress(to: &request, profile: profile)
+            var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
+            if try await applyEgress(to: &request, profile: profile) { stablePrefix = nil }
             reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
-            if let change = prefixTracker.observe(model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs) {
+            if let change = prefixTracker.observe(
+                model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
+                stablePrefix: stablePrefix) {
                 emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
             emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
@@ -539,7 +544,11 @@ extension AgentSession {
         case .keepCompleted:
             if let trim = trimIncompleteToolCalls(turn) { transcript.mutateEvenIfUnjournaled(trim) }
         case .revert:
-            if let revert = Self.revertOperations(from: entries, to: turn.entriesBefore) { transcript.mutateEvenIfUnjournaled(revert) }
+            // A turn whose end was already recorded (and whose sync then failed) is no
+            // longer open: the entries before it are then the first ones.
+            let open = transcript.openTurn.flatMap { $0.id == turnID ? $0 : nil }
+            let before = open?.entriesBefore(current: entries) ?? Array(entries.prefix(turn.entryCountBefore))
+            if let revert = Self.revertOperations(from: entries, to: before) { transcript.mutateEvenIfUnjournaled(revert) }
         case .preserve:
             if !currentText.isEmpty {
                 let entry = transcript.appendEvenIfUnjournaled(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)

@@ -1,0 +1,81 @@
+import AgentRPCProtocol
+
+/// A session's transcript converted into provider messages, kept between
+/// requests so that a round trip converts only the entries appended since the
+/// previous one: rebuilding every message each round trip made the cost of a
+/// round trip grow with the turn (Benchmarks/README.md, the 2,000-call turn).
+///
+/// The transcript stays the source of truth. The messages belong to one
+/// `Transcript.appendRunStamp`; every rewrite of the entries (a client's
+/// mutation, a rewind, a summary, a hook's edit, a failed turn's trim or
+/// revert) takes a new stamp, and the next request converts the whole history
+/// again. Within one stamp the entries only grow, and only the last group of
+/// entries can still change (a `toolCalls` entry gains its outputs), so it is
+/// converted again with the new entries (`ModelHistory.appendMessages`).
+struct ModelHistoryCache {
+    /// The messages of the transcript as `messages(for:)` last saw it.
+    struct Conversion {
+        var messages: [ModelMessage]
+        /// Beside each message, the id of the entry it came from.
+        var entryIDs: [String]
+        /// The leading messages that stay the same for every later conversion
+        /// with the same stamp (what `PrefixTracker` need not compare again).
+        var stablePrefix: PrefixTracker.StablePrefix
+    }
+
+    private var stamp: Int?
+    private var log = MessageLog()
+    private var convertedEntries = 0
+    /// Where the last group began, and how many messages came before it.
+    private var lastGroup = (entry: 0, messagesBefore: 0)
+    /// Prompts with `{path}` images, oldest first: their files are read again for
+    /// every request, as they were before this cache, so a changed file is sent
+    /// as it is now.
+    private var pathImagePrompts: [(entry: Int, message: Int)] = []
+
+    mutating func messages(for transcript: Transcript) -> Conversion {
+        let entries = transcript.entries
+        if stamp != transcript.appendRunStamp || entries.count < convertedEntries {
+            // A new log: the tracker may still hold the old one for what it sent.
+            stamp = transcript.appendRunStamp
+            log = MessageLog()
+            lastGroup = (0, 0)
+            pathImagePrompts.removeAll()
+        } else {
+            pathImagePrompts.removeAll { $0.entry >= lastGroup.entry }
+        }
+        let reload = pathImagePrompts
+        let start = lastGroup
+        var group = lastGroup
+        var newPathImagePrompts: [(entry: Int, message: Int)] = []
+        let converted = log.update { contents in
+            contents.messages.removeSubrange(start.messagesBefore...)
+            contents.entryIDs.removeSubrange(start.messagesBefore...)
+            for prompt in reload {
+                guard case .prompt(let text, let images) = entries[prompt.entry].content else { continue }
+                contents.messages[prompt.message] = .user(text: text, images: (images ?? []).compactMap(ImageLoading.load))
+            }
+            ModelHistory.appendMessages(of: entries, from: start.entry, to: &contents.messages, ids: &contents.entryIDs) { entry, messagesBefore in
+                group = (entry, messagesBefore)
+                if case .prompt(_, let images?) = entries[entry].content, images.contains(where: \.isPath) {
+                    newPathImagePrompts.append((entry, messagesBefore))
+                }
+            }
+            return (contents.messages, contents.entryIDs)
+        }
+        lastGroup = group
+        pathImagePrompts += newPathImagePrompts
+        convertedEntries = entries.count
+        let stable = min(lastGroup.messagesBefore, pathImagePrompts.first?.message ?? .max)
+        return Conversion(
+            messages: converted.0, entryIDs: converted.1,
+            stablePrefix: PrefixTracker.StablePrefix(log: log, count: stable))
+    }
+}
+
+extension ImageAttachment {
+    var isPath: Bool {
+        if case .path = self { return true }
+        return false
+    }
+}

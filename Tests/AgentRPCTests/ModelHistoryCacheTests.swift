@@ -1,0 +1,175 @@
+import AgentRPCProtocol
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// The incremental request building (`ModelHistoryCache`, `PrefixTracker` with a
+/// stable prefix) must always give what converting the whole transcript gives.
+@Suite struct ModelHistoryCacheTests {
+    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Checks the cache against a full conversion of `transcript`.
+    private func expectFresh(
+        _ cache: inout ModelHistoryCache, _ transcript: Transcript, _ step: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> ModelHistoryCache.Conversion {
+        let converted = cache.messages(for: transcript)
+        let full = ModelHistory.messagesWithEntryIDs(from: transcript.entries)
+        // One comparison each, so a stale cache fails with a short message.
+        #expect(converted.messages == full.messages, "\(step): the messages differ", sourceLocation: sourceLocation)
+        #expect(converted.entryIDs == full.entryIDs, "\(step): the entry ids differ", sourceLocation: sourceLocation)
+        #expect(converted.stablePrefix.count <= full.messages.count, "\(step)", sourceLocation: sourceLocation)
+        return converted
+    }
+
+    @Test func aToolExchangeGrowsAndEveryRewriteIsSeen() throws {
+        var transcript = Transcript(properties: [:])
+        var cache = ModelHistoryCache()
+        try transcript.append(.prompt(text: "Look up two things", images: nil), turn: "t1")
+        let first = expectFresh(&cache, transcript, "prompt")
+        try transcript.append(.reasoning(text: "Both at once.", profile: nil, signature: "sig"), turn: "t1")
+        try transcript.append(.toolCalls(calls: [
+            ToolCallRecord(callId: "a", name: "look", arguments: ["q": "x"]),
+            ToolCallRecord(callId: "b", name: "look", arguments: .string("{broken")),
+        ], profile: nil, text: "Looking."), turn: "t1")
+        // Neither call has run yet: both get synthetic results.
+        var now = expectFresh(&cache, transcript, "calls without outputs")
+        #expect(now.messages.count == 4)
+        try transcript.append(.toolOutput(callId: "a", name: "look", outcome: .ok, content: "found x", profile: nil), turn: "t1")
+        now = expectFresh(&cache, transcript, "one output")
+        try transcript.append(.toolOutput(callId: "b", name: "look", outcome: .failed, content: ["why": "bad"], profile: nil), turn: "t1")
+        now = expectFresh(&cache, transcript, "both outputs")
+        #expect(now.stablePrefix.log === first.stablePrefix.log, "appends keep the log")
+        #expect(now.stablePrefix.count == 1, "the open tool exchange is not stable yet")
+        try transcript.append(.response(text: "Done.", profile: nil, incomplete: false), turn: "t1")
+        now = expectFresh(&cache, transcript, "response")
+        #expect(now.stablePrefix.count == 4)
+
+        // A client's mutation keeps every id but changes an early message.
+        let callsID = transcript.entries[2].id
+        try transcript.mutate([.replace(id: transcript.entries[0].id, entry: TranscriptEntry(
+            id: transcript.entries[0].id, turnId: "t1", .prompt(text: "Look up three things", images: nil)))])
+        let rewritten = expectFresh(&cache, transcript, "replace")
+        #expect(rewritten.stablePrefix.log !== now.stablePrefix.log, "a rewrite starts a new log")
+        try transcript.mutate([.truncateAfter(id: callsID)])
+        _ = expectFresh(&cache, transcript, "truncate into the exchange")
+        try transcript.append(.prompt(text: "Again", images: nil), turn: "t2")
+        _ = expectFresh(&cache, transcript, "append after truncate")
+        try transcript.mutate([.remove(ids: [callsID])])
+        _ = expectFresh(&cache, transcript, "remove the calls")
+        try transcript.mutate([.set(entries: [])])
+        #expect(expectFresh(&cache, transcript, "emptied").messages.isEmpty)
+    }
+
+    @Test func pathImagesAreReadAgainForEveryRequest() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-cache-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("photo.png")
+        try Data([1, 2, 3]).write(to: file)
+
+        var transcript = Transcript(properties: [:])
+        var cache = ModelHistoryCache()
+        try transcript.append(.prompt(text: "before", images: nil), turn: "t1")
+        try transcript.append(.response(text: "ok", profile: nil, incomplete: false), turn: "t1")
+        try transcript.append(.prompt(text: "What is it?", images: [.path(file.path)]), turn: "t2")
+        try transcript.append(.response(text: "Three bytes.", profile: nil, incomplete: false), turn: "t2")
+        let before = expectFresh(&cache, transcript, "first read")
+        #expect(before.messages[2] == .user(text: "What is it?", images: [.data(bytes: [1, 2, 3], mimeType: "image/png")]))
+
+        try Data([4, 5]).write(to: file)
+        try transcript.append(.prompt(text: "And now?", images: nil), turn: "t3")
+        let after = expectFresh(&cache, transcript, "the file changed")
+        #expect(after.messages[2] == .user(text: "What is it?", images: [.data(bytes: [4, 5], mimeType: "image/png")]))
+        #expect(after.stablePrefix.count == 2, "a message read from a file is never taken as unchanged")
+    }
+
+    /// Random appends and rewrites: the cache equals a full conversion at every
+    /// step, and a tracker fed the cache's stable prefixes says exactly what a
+    /// tracker comparing whole requests says.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func randomHistoriesMatchAFullConversion(seed: UInt64) throws {
+        var random = Generator(state: seed)
+        var transcript = Transcript(properties: [:])
+        var cache = ModelHistoryCache()
+        var incremental = PrefixTracker()
+        var whole = PrefixTracker()
+        var openCalls: [String] = []
+        var callNumber = 0
+
+        func randomContent() -> TranscriptContent {
+            switch Int.random(in: 0..<7, using: &random) {
+            case 0: return .prompt(text: "p\(Int.random(in: 0..<3, using: &random))", images: nil)
+            case 1: return .response(text: "r\(Int.random(in: 0..<3, using: &random))", profile: nil, incomplete: false)
+            case 2: return .reasoning(text: "think", profile: nil, signature: Bool.random(using: &random) ? "sig" : nil)
+            case 3, 4:
+                let calls = (0..<Int.random(in: 1...3, using: &random)).map { _ -> ToolCallRecord in
+                    callNumber += 1
+                    return ToolCallRecord(callId: "c\(callNumber)", name: "t", arguments: ["n": .int(callNumber)])
+                }
+                openCalls = calls.map(\.callId)
+                return .toolCalls(calls: calls, profile: nil, text: Bool.random(using: &random) ? "text" : nil)
+            default:
+                let callId = openCalls.isEmpty ? "stray" : openCalls.removeFirst()
+                return .toolOutput(callId: callId, name: "t", outcome: .ok, content: .string("out \(callId)"), profile: nil)
+            }
+        }
+
+        for step in 0..<400 {
+            let ids = transcript.entries.map(\.id)
+            if ids.isEmpty || Int.random(in: 0..<10, using: &random) < 8 {
+                try transcript.append(randomContent(), turn: "t")
+            } else {
+                let target = ids.randomElement(using: &random) ?? ""
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0: try transcript.mutate([.replace(id: target, entry: TranscriptEntry(id: target, turnId: "t", randomContent()))])
+                case 1: try transcript.mutate([.remove(ids: [target])])
+                case 2: try transcript.mutate([.truncateAfter(id: target)])
+                default: try transcript.mutate([.insert(after: target, entries: [TranscriptEntry(id: "x\(step)", turnId: "t", randomContent())])])
+                }
+            }
+            let converted = expectFresh(&cache, transcript, "seed \(seed), step \(step)")
+            // The first difference is enough (the next steps would repeat it).
+            guard converted.messages == ModelHistory.messages(from: transcript.entries) else { return }
+            let model = Int.random(in: 0..<8, using: &random) == 0 ? "other" : "main"
+            let withPrefix = incremental.observe(
+                model: model, instructions: "I", tools: [], messages: converted.messages, entryIDs: converted.entryIDs,
+                stablePrefix: converted.stablePrefix)
+            let compared = whole.observe(model: model, instructions: "I", tools: [], messages: converted.messages, entryIDs: converted.entryIDs)
+            #expect(withPrefix?.reason == compared?.reason, "seed \(seed), step \(step)")
+            #expect(withPrefix?.firstChangedEntry == compared?.firstChangedEntry, "seed \(seed), step \(step)")
+        }
+    }
+
+    @Test func aTrackerComparesWholeRequestsAcrossLogsAndWithoutAPrefix() {
+        func user(_ text: String) -> ModelMessage { .user(text: text, images: []) }
+        var tracker = PrefixTracker()
+        let log = MessageLog()
+        let sent = [user("a"), user("b"), user("c")]
+        log.update { $0.messages = sent; $0.entryIDs = ["e1", "e2", "e3"] }
+        #expect(tracker.observe(
+            model: "m", instructions: "I", tools: [], messages: sent, entryIDs: ["e1", "e2", "e3"],
+            stablePrefix: .init(log: log, count: 2)) == nil)
+        // A request built without the log (e.g. with history transforms) is compared
+        // message by message with what was sent, the log's part included.
+        let changed = tracker.observe(model: "m", instructions: "I", tools: [], messages: [user("a"), user("B"), user("c")], entryIDs: ["e1", "e2", "e3"])
+        #expect(changed?.reason == .historyRewritten)
+        #expect(changed?.firstChangedEntry == "e2")
+        // Shorter than what was sent, from another log: the first message gone is named.
+        let other = MessageLog()
+        other.update { $0.messages = [user("a")]; $0.entryIDs = ["e1"] }
+        let shorter = tracker.observe(model: "m", instructions: "I", tools: [], messages: [user("a")], entryIDs: ["e1"], stablePrefix: .init(log: other, count: 1))
+        #expect(shorter?.reason == .historyRewritten)
+        #expect(shorter?.firstChangedEntry == "e2")
+    }
+}
