@@ -19,8 +19,17 @@ struct StoreListFigures {
 struct ResumeFigures {
     var entries: Int
     var journalBytes: Int
-    /// `session/resume` of the stored session, median of the runs (a fresh server each).
+    /// `session/resume` of the journal as written record by record (as after a
+    /// crash), one per run, each in a fresh server.
     var resumes: Samples
+    /// The server's CPU time (all threads) for each of those resumes.
+    var resumeCPU: Samples
+    /// The same session resumed again in a fresh server after the first one
+    /// closed it cleanly (and so rewrote it as a snapshot).
+    var resumesAfterClose: Samples
+    var resumeAfterCloseCPU: Samples
+    /// The journal's size after that close.
+    var closedJournalBytes: Int
 }
 
 /// The store's measurements: journals are written here directly in the
@@ -66,7 +75,10 @@ extension Measurements {
     }
 
     /// One stored session of `entries` entries (prompt/response pairs), then
-    /// `session/resume` timed, `runs` times, each in a fresh server.
+    /// `session/resume` timed, `runs` times: each run writes the journal afresh,
+    /// resumes it in a fresh server (which replays every record), ends that
+    /// server cleanly (which rewrites the journal as a snapshot at close), and
+    /// resumes it again in another fresh server.
     func resumeLarge(entries: Int, runs: Int) throws -> ResumeFigures {
         let store = scratch + "/resume-store"
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -79,19 +91,34 @@ extension Measurements {
             lines += Self.turnLines(turn: turn + 1, sessionID: id, firstEntry: turn * 2 + 1, at: at, prompt: "Question \(turn): how does the journal hold up with a long history?")
         }
         let path = store + "/\(id).jsonl"
-        try Self.write(lines, to: path)
-        let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        var times: [UInt64] = []
-        for _ in 0..<runs {
+        func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        /// One resume in a fresh server: wall time and server CPU time.
+        func resume() throws -> (UInt64, UInt64) {
             let server = try start(store: store)
+            let cpu0 = try server.cpuNanos()
             let t0 = nowNanos()
             try server.sendRequest(id: 2, method: "session/resume", params: ["sessionId": .string(id)])
             let result = try server.awaitResult(id: 2)
-            times.append(nowNanos() - t0)
+            let wall = nowNanos() - t0
+            let cpu = try server.cpuNanos() - cpu0
             guard result["revision"]?.intValue == entries / 2 * 2 else { throw BenchError("resume answered \(result)") }
             if server.finish() != 0 { throw BenchError("the server exited badly after resume") }
+            return (wall, cpu)
         }
-        return ResumeFigures(entries: entries / 2 * 2, journalBytes: bytes, resumes: Samples(times))
+        var raw: [(UInt64, UInt64)] = []
+        var closed: [(UInt64, UInt64)] = []
+        var rawBytes = 0
+        var closedBytes = 0
+        for _ in 0..<runs {
+            try Self.write(lines, to: path)
+            rawBytes = size()
+            raw.append(try resume())
+            closedBytes = size()
+            closed.append(try resume())
+        }
+        return ResumeFigures(
+            entries: entries / 2 * 2, journalBytes: rawBytes, resumes: Samples(raw.map(\.0)), resumeCPU: Samples(raw.map(\.1)),
+            resumesAfterClose: Samples(closed.map(\.0)), resumeAfterCloseCPU: Samples(closed.map(\.1)), closedJournalBytes: closedBytes)
     }
 
     /// One completed turn as journal lines: start, prompt, response, end.
@@ -109,6 +136,7 @@ extension Measurements {
     }
 
     private static func write(_ lines: [JSONValue], to path: String) throws {
+        unlink(path)
         var bytes: [UInt8] = []
         for line in lines {
             line.serialize(into: &bytes)

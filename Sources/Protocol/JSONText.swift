@@ -84,6 +84,10 @@ private struct JSONTextParser {
     var index = 0
     var depth = 0
     let loneSurrogates: JSONValue.LoneSurrogates
+    /// The members of the objects being parsed, innermost last: an object is
+    /// built once its member count is known, at that capacity, instead of
+    /// growing (and rehashing) its dictionary member by member.
+    var members: [(String, JSONValue)] = []
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, loneSurrogates: JSONValue.LoneSurrogates) {
         self.bytes = bytes
@@ -147,13 +151,13 @@ private struct JSONTextParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var object: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object([:])
         }
+        let first = members.count
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -162,13 +166,17 @@ private struct JSONTextParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            members.append((key, try parseValue()))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
             if bytes[index] == UInt8(ascii: "}") { index += 1; break }
             throw fail("expected ',' or '}'")
         }
+        var object = [String: JSONValue](minimumCapacity: members.count - first)
+        // In document order, so a repeated key keeps its last value.
+        for i in first..<members.count { object[members[i].0] = members[i].1 }
+        members.removeSubrange(first...)
         depth -= 1
         return .object(object)
     }
@@ -199,12 +207,15 @@ private struct JSONTextParser {
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes; validate UTF-8 once when building the String.
+        // Fast path: no escapes; validate UTF-8 once when building the String,
+        // and not at all when every byte was ASCII (always valid UTF-8).
+        var ascii = true
         while index < bytes.count {
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                if ascii { return String(decoding: slice, as: UTF8.self) }
                 guard let s = String(validating: slice, as: UTF8.self) else {
                     throw JSONParseError(message: "invalid UTF-8 in string", offset: start)
                 }
@@ -212,6 +223,7 @@ private struct JSONTextParser {
             }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw fail("control character in string") }
+            if b >= 0x80 { ascii = false }
             index += 1
         }
         var buffer = Array(UnsafeBufferPointer(rebasing: bytes[start..<index]))
@@ -296,14 +308,26 @@ private struct JSONTextParser {
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = index
         var isInteger = true
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
         guard index < bytes.count else { throw fail("unexpected end of input") }
+        // The integer part's value, while it has at most 18 digits (it cannot overflow).
+        var magnitude = 0
+        let integerDigits = index
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[index]) {
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+                if index - integerDigits < 18 { magnitude = magnitude * 10 + Int(bytes[index] - UInt8(ascii: "0")) }
+                index += 1
+            }
         } else {
             throw fail("invalid number")
+        }
+        if index - integerDigits <= 18, index == bytes.count
+            || (bytes[index] != UInt8(ascii: ".") && bytes[index] != UInt8(ascii: "e") && bytes[index] != UInt8(ascii: "E"))
+        {
+            return .int(negative ? -magnitude : magnitude)
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false

@@ -161,6 +161,77 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(contents.transcript.entries == t.entries && contents.transcript.revision == t.revision)
     }
 
+    /// A session unloaded with more than `snapshotAtCloseRecords` records since
+    /// its last snapshot is rewritten as one line; a shorter journal stays as it is.
+    @Test func aLongJournalIsRewrittenAsASnapshotAtClose() throws {
+        let (store, dir) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        func fill(_ id: String, turns: Int) throws -> Transcript {
+            let journal = try store.create(try header(id), config: SessionConfig(), initial: nil)
+            var t = Transcript(properties: [:])
+            t.journal = journal
+            for i in 0..<turns {
+                let turn = try t.beginTurn { "t-\($0)" }
+                try t.append(prompt("question \(i)"), turn: turn)
+                try t.append(response("answer \(i)"), turn: turn)
+                try t.endTurn(TurnEnd(turnId: turn, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 2, outputTokens: 1), undo: .none))
+            }
+            try t.sync()
+            journal.close(final: t)
+            return t
+        }
+        let records = FileJournal.snapshotAtCloseRecords
+        let long = try fill("s-long", turns: records / 4 + 1)
+        let lines = try String(contentsOfFile: dir + "/s-long.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2 && lines[1].contains(#""type":"snapshot""#))
+        let (reopened, contents) = try store.open("s-long")
+        #expect(contents.transcript.entries == long.entries && contents.transcript.revision == long.revision)
+        #expect(contents.transcript.usageTotals == long.usageTotals && contents.transcript.nextTurnNumber == long.nextTurnNumber)
+        #expect(contents.recordsSinceSnapshot == 0)
+        // Closed again without a new record: nothing to rewrite, the file stays.
+        reopened.close(final: contents.transcript)
+        #expect(try String(contentsOfFile: dir + "/s-long.jsonl", encoding: .utf8).split(separator: "\n").count == 2)
+        #expect(try store.summary("s-long")?.entryCount == long.count)
+
+        _ = try fill("s-short", turns: records / 4 - 1)
+        let short = try String(contentsOfFile: dir + "/s-short.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(short.count == 1 + (records / 4 - 1) * 4)
+    }
+
+    /// While a session is loaded its summary cache is written at the first sync
+    /// and then at most once per `summaryInterval`, and always at close; a stale
+    /// cache is never shown (the listing reads the journal instead).
+    @Test func theSummaryCacheIsWrittenSparinglyAndNeverShownStale() throws {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-journal-\(UUID().uuidString)/store")
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let store = JournalStore(directory: dir, logger: Logger(level: .off), summaryInterval: UInt64.max)
+        func cachedEntryCount() throws -> Int? {
+            try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/s-sum.summary"))))["entryCount"]?.intValue
+        }
+        let journal = try store.create(try header("s-sum"), config: SessionConfig(), initial: nil)
+        var t = Transcript(properties: [:])
+        t.journal = journal
+        try t.append(prompt("first"), turn: nil)
+        try t.sync()
+        #expect(try cachedEntryCount() == 1)
+        try t.append(response("second"), turn: nil)
+        try t.sync()
+        #expect(try cachedEntryCount() == 1, "not rewritten within the interval")
+        journal.close(final: t)
+        #expect(try cachedEntryCount() == 2, "rewritten at close")
+
+        let (reopened, contents) = try store.open("s-sum")
+        var again = contents.transcript
+        try again.append(prompt("third"), turn: nil)
+        try again.sync()
+        try again.append(response("fourth"), turn: nil)
+        try again.sync()
+        #expect(try cachedEntryCount() == 3)
+        #expect(try store.summary("s-sum")?.entryCount == 4, "a stale cache is not shown")
+        #expect(try store.summary("s-sum")?.title == "first")
+        reopened.close()
+    }
+
     @Test func tornLastLineAndNewerFormat() throws {
         let lines: [String] = [
             #"{"type":"session","format":1,"sessionId":"s-d","createdAt":1,"config":{}}"#,

@@ -51,5 +51,35 @@ import Testing
 
     @Test func rejectsInvalidUTF8() {
         #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+        // After ASCII, in a key, and in an escaped string (each takes its own path).
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0x61, 0x62, 0xC3, 0x22]) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x7B, 0x22, 0xFE, 0x22, 0x3A, 0x31, 0x7D]) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0x5C, 0x6E, 0xFF, 0x22]) }
+    }
+
+    /// Integers are read without a detour through text: every length up to the
+    /// largest `Int` stays exact, and what does not fit becomes a double.
+    @Test func integersOfEveryLengthParseExactly() throws {
+        var value = 0
+        for digit in 1...18 {
+            value = value * 10 + digit % 10
+            #expect(try JSONValue.parse("\(value)") == .int(value))
+            #expect(try JSONValue.parse("-\(value)") == .int(-value))
+            #expect(try JSONValue.parse("[\(value),\(value)]") == [.int(value), .int(value)])
+        }
+        #expect(try JSONValue.parse("1234567890123456789") == .int(1_234_567_890_123_456_789))
+        #expect(try JSONValue.parse("-9223372036854775808") == .int(Int.min))
+        #expect(try JSONValue.parse("-9223372036854775809") == .double(-9.223372036854775808e18))
+        #expect(try JSONValue.parse("123456789012345678.5") == .double(123456789012345678.5))
+        #expect(try JSONValue.parse("12e3") == .double(12000))
+        #expect(try JSONValue.parse("-12E-1") == .double(-1.2))
+        #expect(try JSONValue.parse("{\"a\":7}") == ["a": 7])
+    }
+
+    /// Objects are built once their members are known: nesting, repeated keys
+    /// (the last wins) and empty objects come out as they were written.
+    @Test func objectsKeepTheirMembersAtEveryDepth() throws {
+        let v = try JSONValue.parse(#"{"a":{"b":{},"c":[{"d":1,"e":2},{}],"b":{"f":"é"}},"g":3,"a2":{"x":1,"x":2}}"#)
+        #expect(v == ["a": ["b": ["f": "é"], "c": [["d": 1, "e": 2], [:]]], "g": 3, "a2": ["x": 2]])
     }
 }

@@ -136,7 +136,8 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
                 lastUsageReport: Usage(inputTokens: 3, outputTokens: 1),
                 lastSchemaWarnings: [SchemaWarning(tool: "search", path: "/properties/q/format", message: "dropped")],
                 lastContextDiagnostics: [ContextDiagnostic(source: "clock", message: "timed out")],
-                activeProfile: "planning", properties: ["mode": "planning"], revision: 5, entryCount: 6),
+                activeProfile: "planning", properties: ["mode": "planning"], revision: 5, entryCount: 6,
+                usageTotals: Usage(inputTokens: 30, outputTokens: 9)),
             json: [
                 "sessionId": "s", "isRunning": true, "turnId": "t2", "currentText": "Hel",
                 "activeToolCalls": [["callId": "c1", "name": "search", "arguments": ["q": "x"]]],
@@ -145,6 +146,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
                 "lastSchemaWarnings": [["tool": "search", "path": "/properties/q/format", "message": "dropped"]],
                 "lastContextDiagnostics": [["source": "clock", "message": "timed out"]],
                 "activeProfile": "planning", "properties": ["mode": "planning"], "revision": 5, "entryCount": 6,
+                "usageTotals": ["inputTokens": 30, "outputTokens": 9],
             ])
     }
 
@@ -177,6 +179,51 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         let entry = TranscriptEntry(id: "e8", .prompt(text: "x", images: nil))
         #expect(entry.json == ["id": "e8", "type": "prompt", "text": "x"])
         #expect(entry.type == .prompt)
+    }
+
+    /// `TranscriptEntry(json:)` (the journal's fast path) reads exactly what the
+    /// Codable decoder reads, and refuses what it refuses.
+    @Test func directEntryDecodingAgreesWithCodable() throws {
+        let entries: [TranscriptEntry] = [
+            TranscriptEntry(id: "e1", turnId: "t1", .prompt(text: "hi é 😀", images: [.url("u")])),
+            TranscriptEntry(id: "e2", .prompt(text: "", images: nil)),
+            TranscriptEntry(id: "e3", turnId: "t1", .response(text: "yo", profile: "brainstorm", incomplete: true, stopReason: .maxTokens)),
+            TranscriptEntry(id: "e4", .response(text: "ok", profile: nil, incomplete: false)),
+            TranscriptEntry(id: "e5", .reasoning(text: "hmm", profile: "p", signature: "sig")),
+            TranscriptEntry(id: "e6", .reasoning(text: "hmm", profile: nil)),
+            TranscriptEntry(id: "e7", .toolCalls(calls: [ToolCallRecord(callId: "c1", name: "f", arguments: ["x": 1]), ToolCallRecord(callId: "c2", name: "g", arguments: nil)], profile: "p", text: "calling")),
+            TranscriptEntry(id: "e8", .toolCalls(calls: [], profile: nil, text: nil)),
+            TranscriptEntry(id: "e9", .toolOutput(callId: "c1", name: "f", outcome: .conflict, content: ["a": [1, 2.5, "s"]], profile: "p", approvedArguments: ["x": 2])),
+            TranscriptEntry(id: "e10", .toolOutput(callId: "c1", name: "f", outcome: .ok, content: nil, profile: nil)),
+        ]
+        for entry in entries {
+            #expect(try TranscriptEntry(json: entry.json) == entry)
+            #expect(try TranscriptEntry(json: entry.json) == entry.json.decode(as: TranscriptEntry.self))
+        }
+        // `null` stands for an absent optional member, unknown members are ignored.
+        let withNulls: JSONValue = ["id": "e1", "turnId": nil, "type": "response", "text": "t", "profile": nil, "incomplete": nil, "stopReason": nil, "extra": 1]
+        #expect(try TranscriptEntry(json: withNulls) == withNulls.decode(as: TranscriptEntry.self))
+        let refused: [JSONValue] = [
+            ["id": "e1", "type": "system", "text": "x"],
+            ["type": "prompt", "text": "x"],
+            ["id": "e1", "type": "prompt"],
+            ["id": 1, "type": "prompt", "text": "x"],
+            ["id": "e1", "type": "response", "text": "x", "incomplete": "yes"],
+            ["id": "e1", "type": "response", "text": "x", "stopReason": "bored"],
+            ["id": "e1", "type": "toolCalls", "calls": [["callId": "c"]]],
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "maybe", "content": 1],
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok"],
+            "e1",
+        ]
+        for value in refused {
+            #expect(throws: (any Error).self) { try TranscriptEntry(json: value) }
+            #expect(throws: (any Error).self) { try value.decode(as: TranscriptEntry.self) }
+        }
+        let usage = Usage(inputTokens: 1, outputTokens: 2, cachedInputTokens: 3, reasoningTokens: 4)
+        #expect(try Usage(json: usage.json) == usage)
+        #expect(try Usage(json: ["inputTokens": 5, "outputTokens": nil]) == Usage(inputTokens: 5))
+        #expect(throws: (any Error).self) { try Usage(json: ["inputTokens": "5"]) }
+        #expect(throws: (any Error).self) { try JSONValue.object(["inputTokens": "5"]).decode(as: Usage.self) }
     }
 
     @Test func unknownEntryTypeFails() {

@@ -108,7 +108,8 @@ actor AgentSession {
             lastUsageReport: lastUsageReport, lastSchemaWarnings: lastSchemaWarnings,
             lastContextDiagnostics: lastContextDiagnostics, activeProfile: activeProfileName,
             properties: properties, revision: revision, entryCount: entries.count,
-            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules)
+            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules,
+            usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals)
     }
 
     func transcriptForClient() -> SessionTranscript {
@@ -132,13 +133,17 @@ actor AgentSession {
         try transcript.sync()
     }
 
-    /// Syncs and releases the journal (close, delete, exit).
-    func closeJournal() throws {
-        defer {
-            (transcript.journal as? any SessionJournal)?.close()
-            transcript.journal = nil
+    /// Syncs and releases the journal (close, delete, exit); a long journal is
+    /// rewritten as a snapshot first unless it is about to be deleted.
+    func closeJournal(deleting: Bool = false) throws {
+        let journal = transcript.journal as? any SessionJournal
+        defer { transcript.journal = nil }
+        do { try transcript.sync() } catch {
+            // Not in sync with the state: no snapshot or summary of it.
+            journal?.close()
+            throw error
         }
-        try transcript.sync()
+        if deleting { journal?.close() } else { journal?.close(final: transcript) }
     }
 
     /// The state a fork starts from: the entries up to and including `atEntryID`.

@@ -219,7 +219,7 @@ final class Engine: Sendable {
         return .later {
             await s.abortRunningTurn(reason: .closed)
             if deleting {
-                try? await s.closeJournal()
+                try? await s.closeJournal(deleting: true)
                 _ = try store?.delete(id)
             } else {
                 try await s.closeJournal()

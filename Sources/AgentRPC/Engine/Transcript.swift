@@ -150,6 +150,13 @@ struct Transcript: Sendable {
 
     var count: Int { entries.count }
 
+    /// Room for about `count` entries (a journal being loaded knows its line
+    /// count): the id set is then not rehashed as it grows.
+    mutating func reserveCapacity(entries count: Int) {
+        entries.reserveCapacity(count)
+        entryIDs.reserveCapacity(count)
+    }
+
     /// A snapshot taken during a turn keeps the turn open.
     mutating func restoreOpenTurn(_ turn: OpenTurn) { openTurn = turn }
 
@@ -301,9 +308,8 @@ struct Transcript: Sendable {
     private mutating func make(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]?, at date: Date) throws {
         switch change {
         case .entryAppended(let entry, let next):
-            if entryIDs.contains(entry.id) { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
+            guard entryIDs.insert(entry.id).inserted else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
             entries.append(entry)
-            entryIDs.insert(entry.id)
             nextEntryNumber = next
             revision += 1
         case .entriesMutated(let operations, let newRevision):

@@ -22,7 +22,7 @@ enum JournalCodec {
         switch change {
         case .entryAppended(let entry, let next):
             o["type"] = "entryAppended"
-            o["entry"] = try JSONValue(encoding: entry)
+            o["entry"] = entry.json
             o["nextEntry"] = .int(next)
         case .entriesMutated(let operations, let revision):
             o["type"] = "transcriptMutated"
@@ -54,7 +54,7 @@ enum JournalCodec {
             o["turnId"] = .string(end.turnId)
             o["status"] = .string(end.status.rawValue)
             if let reason = end.stopReason { o["stopReason"] = .string(reason.rawValue) }
-            o["usage"] = try JSONValue(encoding: end.usage)
+            o["usage"] = end.usage.json
             o["undo"] = .string(end.undo.rawValue)
         }
         return line(.object(o))
@@ -64,14 +64,14 @@ enum JournalCodec {
         let s = state.snapshot
         var o: [String: JSONValue] = [
             "type": "snapshot", "at": .int(millis(date)), "updatedAt": .int(millis(s.updatedAt)),
-            "entries": try JSONValue(encoding: s.entries), "revision": .int(s.revision), "nextEntry": .int(s.nextEntryNumber),
-            "properties": .object(s.properties), "nextTurn": .int(s.nextTurnNumber), "usage": try JSONValue(encoding: s.usage),
+            "entries": .array(s.entries.map(\.json)), "revision": .int(s.revision), "nextEntry": .int(s.nextEntryNumber),
+            "properties": .object(s.properties), "nextTurn": .int(s.nextTurnNumber), "usage": s.usage.json,
         ]
         if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
         if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
         if let open = state.openTurn {
             o["openTurn"] = [
-                "turnId": .string(open.id), "entriesBefore": try JSONValue(encoding: open.entriesBefore(current: state.entries)),
+                "turnId": .string(open.id), "entriesBefore": .array(open.entriesBefore(current: state.entries).map(\.json)),
                 "undo": .array(open.undo.map(undoJSON)),
             ]
         }
@@ -104,9 +104,13 @@ enum JournalCodec {
     static func load(_ bytes: [UInt8]) throws -> JournalContents {
         var lines: [Range<Int>] = []
         var start = 0
-        for (i, b) in bytes.enumerated() where b == 0x0A {
-            lines.append(start..<i)
-            start = i + 1
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            while start < buffer.count, let found = memchr(base + start, 0x0A, buffer.count - start) {
+                let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                lines.append(start..<i)
+                start = i + 1
+            }
         }
         let torn = bytes.count - start
         guard let first = lines.first else {
@@ -118,16 +122,22 @@ enum JournalCodec {
             throw RPCError(.journalUnreadable, "the session configuration in the journal's first line does not load: \(error)")
         }
         var transcript = Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
+        // A journal written turn by turn has about one entry per two lines.
+        transcript.reserveCapacity(entries: lines.count / 2)
         var warnings: [JournalWarning] = []
         var validLength = first.upperBound + 1
+        var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
                 let value = try JSONValue.parse(bytes[range])
-                if value["type"]?.stringValue == "snapshot" {
+                let type = try field(value, "type", \.stringValue)
+                if type == "snapshot" {
                     transcript = try decodeSnapshot(value)
+                    records = 0
                 } else {
-                    let (change, at) = try decodeChange(value)
+                    let (change, at) = try decodeChange(value, type: type)
                     try transcript.replay(change, at: at)
+                    records += 1
                 }
             } catch {
                 let rest = lines.count - index - 1
@@ -139,7 +149,9 @@ enum JournalCodec {
             }
             validLength = range.upperBound + 1
         }
-        return JournalContents(header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength, fileLength: bytes.count)
+        return JournalContents(
+            header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength,
+            fileLength: bytes.count, recordsSinceSnapshot: records)
     }
 
     static func decodeHeader<Bytes: Collection>(_ bytes: Bytes) throws -> JournalHeader where Bytes.Element == UInt8 {
@@ -166,12 +178,11 @@ enum JournalCodec {
         return typed
     }
 
-    private static func decodeChange(_ value: JSONValue) throws -> (TranscriptChange, Date) {
+    private static func decodeChange(_ value: JSONValue, type: String) throws -> (TranscriptChange, Date) {
         let at = date(millis: try field(value, "at", \.intValue))
-        let type = try field(value, "type", \.stringValue)
         switch type {
         case "entryAppended":
-            let entry = try field(value, "entry") { $0 }.decode(as: TranscriptEntry.self)
+            let entry = try TranscriptEntry(json: try field(value, "entry") { $0 })
             return (.entryAppended(entry, nextEntryNumber: try field(value, "nextEntry", \.intValue)), at)
         case "transcriptMutated":
             let operations = try field(value, "operations") { $0 }.decode(as: [TranscriptOperation].self)
@@ -196,7 +207,7 @@ enum JournalCodec {
             let end = TurnEnd(
                 turnId: try field(value, "turnId", \.stringValue), status: status,
                 stopReason: value["stopReason"]?.stringValue.flatMap(StopReason.init(rawValue:)),
-                usage: try field(value, "usage") { $0 }.decode(as: Usage.self),
+                usage: try Usage(json: try field(value, "usage") { $0 }),
                 undo: value["undo"]?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
             return (.turnEnded(end), at)
         default:
@@ -212,16 +223,16 @@ enum JournalCodec {
 
     private static func decodeSnapshot(_ value: JSONValue) throws -> Transcript {
         let snapshot = TranscriptSnapshot(
-            entries: try field(value, "entries") { $0 }.decode(as: [TranscriptEntry].self),
+            entries: try field(value, "entries", \.arrayValue).map(TranscriptEntry.init(json:)),
             revision: try field(value, "revision", \.intValue), nextEntryNumber: try field(value, "nextEntry", \.intValue),
             properties: try field(value, "properties", \.objectValue), activeProfile: value["activeProfile"]?.stringValue,
-            nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try field(value, "usage") { $0 }.decode(as: Usage.self),
+            nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try Usage(json: try field(value, "usage") { $0 }),
             committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
         if let open = value["openTurn"] {
             let turnID = try field(open, "turnId", \.stringValue)
-            let before = try field(open, "entriesBefore") { $0 }.decode(as: [TranscriptEntry].self)
+            let before = try field(open, "entriesBefore", \.arrayValue).map(TranscriptEntry.init(json:))
             let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
             transcript.restoreOpenTurn(OpenTurn(id: turnID, entriesBefore: before, undo: undo))
         }

@@ -22,11 +22,18 @@ import Darwin
 final class JournalStore: SessionStore {
     let directory: String
     let logger: Logger
+    /// How often at most a loaded session rewrites its summary cache (nanoseconds):
+    /// a write and a rename per turn cost more than the turn's fsync. It is always
+    /// written when the session is unloaded, and a stale one is never shown:
+    /// `session/list` in another process reads the journal instead (the cache
+    /// names the journal length it describes).
+    let summaryInterval: UInt64
     var location: String { directory }
 
-    init(directory: String, logger: Logger) {
+    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
         self.directory = directory
         self.logger = logger
+        self.summaryInterval = summaryInterval
     }
 
     /// `$XDG_STATE_HOME/agentrpc/sessions`, else `~/.local/state/agentrpc/sessions`.
@@ -93,7 +100,9 @@ final class JournalStore: SessionStore {
             }
             let fd = posixOpen(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { throw StoreError.posix("cannot open \(journalPath) for writing") }
-            let journal = FileJournal(store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock)
+            let journal = FileJournal(
+                store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock,
+                records: contents.recordsSinceSnapshot)
             if !contents.warnings.isEmpty {
                 // Appending after a line that does not load would hide every later
                 // change: keep the file as it was for the user, then start over from
@@ -230,11 +239,45 @@ final class JournalStore: SessionStore {
 
     // MARK: Files
 
+    /// The whole file, read straight into one array (through `Data` a long
+    /// journal would be copied once more).
     private func readAll(_ path: String, id: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.unavailable("cannot read \(path)")
+        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.posix("cannot read \(path)") }
+        defer { posixClose(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError.posix("cannot read \(path)") }
+        var failure: Int32 = 0
+        /// Reads until `buffer` is full or the file ends; the count read.
+        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            var count = 0
+            while count < buffer.count, failure == 0 {
+                let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
+                if n < 0 {
+                    if errno != EINTR { failure = errno }
+                    continue
+                }
+                if n == 0 { break }
+                count += n
+            }
+            return count
         }
-        return [UInt8](data)
+        // One byte more than the size, to see whether the file grew since `fstat`.
+        let expected = max(Int(info.st_size), 0) + 1
+        var bytes = [UInt8](unsafeUninitializedCapacity: expected) { buffer, count in count = fill(buffer) }
+        if bytes.count == expected {
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while failure == 0 {
+                let n = chunk.withUnsafeMutableBufferPointer { fill($0) }
+                bytes += chunk[..<n]
+                if n < chunk.count { break }
+            }
+        }
+        if failure != 0 {
+            errno = failure
+            throw StoreError.posix("cannot read \(path)")
+        }
+        return bytes
     }
 
     func fsyncDirectory() throws {
@@ -332,6 +375,10 @@ final class FileJournal: SessionJournal {
         /// About how many bytes the live state takes in a snapshot; compaction
         /// is considered when the file is three times that.
         var liveEstimate: Int
+        /// Records after the header or the last snapshot (see `close(final:)`).
+        var records: Int
+        /// When the `session/list` summary was last written (monotonic ns; nil: never).
+        var summaryWritten: UInt64?
         var closed = false
     }
 
@@ -345,15 +392,19 @@ final class FileJournal: SessionJournal {
     private let state: Mutex<State>
     /// Journals smaller than this are never compacted (not worth a rewrite).
     static let compactionFloor = 64 * 1024
+    /// A session unloaded with more records than this since its last snapshot
+    /// is rewritten as a snapshot: replaying 1,000 records takes a few
+    /// milliseconds, a long journal's 20,000 several tens.
+    static let snapshotAtCloseRecords = 1000
 
-    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock) {
+    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock, records: Int = 0) {
         self.store = store
         self.sessionID = header.sessionID
         self.header = header
         self.config = config
         self.headerLine = JournalCodec.headerLine(header)
         self.lock = lock
-        self.state = Mutex(State(fd: fd, length: length, liveEstimate: max(length, 1)))
+        self.state = Mutex(State(fd: fd, length: length, liveEstimate: max(length, 1), records: records))
     }
 
     var length: Int { state.withLock { $0.length } }
@@ -379,6 +430,7 @@ final class FileJournal: SessionJournal {
                 written += n
             }
             s.length += bytes.count
+            s.records += 1
             if growsLiveState { s.liveEstimate += bytes.count }
         }
     }
@@ -400,9 +452,17 @@ final class FileJournal: SessionJournal {
     func sync(_ transcript: Transcript) throws {
         try fsyncFile()
         try compactIfLarge(transcript)
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = state.withLock { s in s.summaryWritten.map { now &- $0 >= store.summaryInterval } ?? true }
+        if due { writeSummary(transcript) }
+    }
+
+    private func writeSummary(_ transcript: Transcript) {
         var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
         summary.updatedAt = transcript.updatedAt
         store.writeSummaryCache(summary, journalLength: length)
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { $0.summaryWritten = now }
     }
 
     /// Rewrites the journal as one snapshot when it is more than three times the
@@ -455,7 +515,23 @@ final class FileJournal: SessionJournal {
             s.fd = newFD
             s.length = bytes.count
             s.liveEstimate = bytes.count
+            s.records = 0
         }
+    }
+
+    func close(final transcript: Transcript) {
+        let (records, closed) = state.withLock { ($0.records, $0.closed) }
+        if !closed {
+            if records > Self.snapshotAtCloseRecords, transcript.openTurn == nil {
+                // The journal stays valid whatever happens here (`rewrite` replaces it by
+                // rename), so a failure costs only the faster next load.
+                do { try rewrite(transcript) } catch {
+                    store.logger.warning("session \(sessionID): the journal was not rewritten as a snapshot at close: \(error)")
+                }
+            }
+            writeSummary(transcript)
+        }
+        close()
     }
 
     func close() {
@@ -475,3 +551,4 @@ final class FileJournal: SessionJournal {
 // The journal types have `close()` methods of their own; these name the system calls.
 private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 private func posixClose(_ fd: Int32) { _ = close(fd) }
+private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }

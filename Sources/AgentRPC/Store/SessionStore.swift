@@ -28,6 +28,10 @@ protocol SessionStore: Sendable {
 protocol SessionJournal: TranscriptJournal {
     /// Syncs and releases the lock.
     func close()
+    /// Closes the journal of a session that is being unloaded, whose state is
+    /// `final`: a journal with many records since its last snapshot is first
+    /// rewritten as one, so the next load reads one line instead of replaying them.
+    func close(final: Transcript)
 }
 
 /// The first line of a journal: the format version and how the session was created.
@@ -56,6 +60,8 @@ struct JournalContents: Sendable {
     var validLength = 0
     /// The journal's own byte length.
     var fileLength = 0
+    /// Change records after the header or the last snapshot: what the next load replays.
+    var recordsSinceSnapshot = 0
 }
 
 /// A part of a journal that did not load.

@@ -592,6 +592,20 @@ public struct Usage: Codable, Sendable, Hashable {
 
     public var json: JSONValue { .object(jsonMembers) }
 
+    /// Reads `json`'s form directly (see `TranscriptEntry.init(json:)`); an absent
+    /// or `null` count stays nil.
+    public init(json value: JSONValue) throws {
+        guard case .object(let o) = value else { throw JSONDecodingFailure(path: "", message: "expected an object") }
+        func count(_ key: String) throws -> Int? {
+            guard let v = o[key], v != .null else { return nil }
+            guard let i = v.intValue else { throw JSONDecodingFailure(path: key, message: "expected an integer") }
+            return i
+        }
+        self.init(
+            inputTokens: try count("inputTokens"), outputTokens: try count("outputTokens"),
+            cachedInputTokens: try count("cachedInputTokens"), reasoningTokens: try count("reasoningTokens"))
+    }
+
     /// Adds another report: a count stays absent until some report has it;
     /// sums saturate instead of overflowing.
     public mutating func add(_ other: Usage) {
@@ -792,6 +806,79 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding 
         return .object(o)
     }
 
+    /// Reads the wire form straight from a `JSONValue`, without the Codable
+    /// machinery: a stored journal replays thousands of entries when a session is
+    /// loaded. Accepts what `init(from:)` accepts (unknown members are ignored,
+    /// `null` counts as absent for optional members); tests pin that both agree.
+    public init(json value: JSONValue) throws {
+        guard case .object(let o) = value else { throw JSONDecodingFailure(path: "", message: "expected an object") }
+        func failure(_ key: CodingKeys, _ expected: String) -> JSONDecodingFailure {
+            JSONDecodingFailure(path: key.rawValue, message: o[key.rawValue] == nil ? "missing required field" : "expected \(expected)")
+        }
+        func string(_ key: CodingKeys) throws -> String {
+            guard case .string(let s)? = o[key.rawValue] else { throw failure(key, "string") }
+            return s
+        }
+        func optionalString(_ key: CodingKeys) throws -> String? {
+            switch o[key.rawValue] {
+            case nil, .null?: return nil
+            case .string(let s)?: return s
+            default: throw failure(key, "string")
+            }
+        }
+        func optional<T: RawRepresentable>(_ key: CodingKeys, _: T.Type) throws -> T? where T.RawValue == String {
+            guard let raw = try optionalString(key) else { return nil }
+            guard let v = T(rawValue: raw) else { throw JSONDecodingFailure(path: key.rawValue, message: "unknown value '\(raw)'") }
+            return v
+        }
+        func optionalJSON(_ key: CodingKeys) -> JSONValue? {
+            switch o[key.rawValue] {
+            case nil, .null?: return nil
+            case let v?: return v
+            }
+        }
+        id = try string(.id)
+        turnId = try optionalString(.turnId)
+        let typeName = try string(.type)
+        guard let type = TranscriptEntryType(rawValue: typeName) else {
+            throw JSONDecodingFailure(
+                path: "type", message: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls or toolOutput)")
+        }
+        switch type {
+        case .prompt:
+            content = .prompt(text: try string(.text), images: try optionalJSON(.images)?.decode(as: [ImageAttachment].self))
+        case .response:
+            let incomplete: Bool
+            switch o[CodingKeys.incomplete.rawValue] {
+            case nil, .null?: incomplete = false
+            case .bool(let b)?: incomplete = b
+            default: throw failure(.incomplete, "boolean")
+            }
+            content = .response(
+                text: try string(.text), profile: try optionalString(.profile), incomplete: incomplete,
+                stopReason: try optional(.stopReason, StopReason.self))
+        case .reasoning:
+            content = .reasoning(text: try string(.text), profile: try optionalString(.profile), signature: try optionalString(.signature))
+        case .toolCalls:
+            guard case .array(let items)? = o[CodingKeys.calls.rawValue] else { throw failure(.calls, "array") }
+            var calls: [ToolCallRecord] = []
+            calls.reserveCapacity(items.count)
+            for (i, item) in items.enumerated() {
+                guard case .string(let callId)? = item["callId"], case .string(let name)? = item["name"], let arguments = item["arguments"] else {
+                    throw JSONDecodingFailure(path: "calls[\(i)]", message: "expected an object with callId, name and arguments")
+                }
+                calls.append(ToolCallRecord(callId: callId, name: name, arguments: arguments))
+            }
+            content = .toolCalls(calls: calls, profile: try optionalString(.profile), text: try optionalString(.text))
+        case .toolOutput:
+            guard let outcome = try optional(.outcome, ToolOutcome.self) else { throw failure(.outcome, "string") }
+            guard let output = o[CodingKeys.content.rawValue] else { throw failure(.content, "value") }
+            content = .toolOutput(
+                callId: try string(.callId), name: try string(.name), outcome: outcome, content: output,
+                profile: try optionalString(.profile), approvedArguments: optionalJSON(.approvedArguments))
+        }
+    }
+
     public static var jsonSchema: JSONValue {
         let s = WireSchema.string
         func variant(_ type: String, _ props: [String: JSONValue], _ required: [String]) -> JSONValue {
@@ -944,6 +1031,9 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var activeToolCalls: [ToolCallRecord]
     public var pendingConfirmation: PendingConfirmation?
     public var lastUsageReport: Usage?
+    /// The usage of every turn of the session that ended, summed (kept in the
+    /// store with the session); absent until some turn reported usage.
+    public var usageTotals: Usage?
     public var lastSchemaWarnings: [SchemaWarning]
     public var lastContextDiagnostics: [ContextDiagnostic]
     public var activeProfile: String
@@ -961,8 +1051,9 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastUsageReport: Usage? = nil, lastSchemaWarnings: [SchemaWarning] = [],
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
-        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil
+        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil
     ) {
+        self.usageTotals = usageTotals
         self.queuedSends = queuedSends
         self.approvalRules = approvalRules
         self.sessionId = sessionId

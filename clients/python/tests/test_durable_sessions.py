@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Client, InterruptedTurn, SessionList, scripted
-from agentrpc.errors import InvalidParams, JournalUnreadable, SessionBusy, SessionLocked, SessionNotFound
+from agentrpc import Client, InterruptedTurn, SessionList, Usage, scripted
+from agentrpc.errors import InvalidParams, JournalUnreadable, ProviderError, SessionBusy, SessionLocked, SessionNotFound
 
 from conftest import REAL_BINARY, requires_real
 
@@ -150,6 +150,43 @@ async def test_kill_during_mutate_transcript_loads_before_or_after(tmp_path: Pat
         loaded = await second.get_transcript(session.id)
         emptied = dict(answered, entries=[], revision=answered["revision"] + 1)
         assert canonical(loaded) in (canonical(answered), canonical(emptied))
+
+
+async def test_usage_totals_are_the_same_after_kill_and_resume(tmp_path: Path) -> None:
+    """The usage of every ended turn (completed and failed) is part of the stored
+    state; the turn the kill cut had not ended, so it is in neither."""
+    store = tmp_path / "store"
+    async with spawn(store) as first:
+        first.on_request("tool/call", lambda params: {"outcome": "ok", "content": "done"})
+        session = await first.create_session(
+            model=scripted(
+                {"text": ["one"], "usage": {"inputTokens": 12, "outputTokens": 3}},
+                # The second turn fails after one round trip: its usage so far counts.
+                {"toolCalls": [{"name": "step", "arguments": {}}], "usage": {"inputTokens": 20, "outputTokens": 5, "reasoningTokens": 2}},
+                {"error": {"code": "badRequest"}},
+                {"text": ["partial"], "stall": True},
+            ),
+            tools=[{"name": "step"}],
+        )
+        assert (await session.state()).usage_totals is None
+        await session.send("one")
+        with pytest.raises(ProviderError):
+            await session.send("two")
+        running = asyncio.create_task(session.send("three"))
+        await until(lambda: _current_text(first, session.id, "partial"), "the third turn to stream")
+        live = await session.state()
+        await kill(first)
+        running.cancel()
+    assert live.usage_totals == Usage(input_tokens=32, output_tokens=8, reasoning_tokens=2)
+    async with spawn(store) as second:
+        resumed = await second.resume_session(session.id)
+        assert resumed.interrupted_turn is not None
+        loaded = await resumed.state()
+        assert loaded.raw["usageTotals"] == live.raw["usageTotals"] == {"inputTokens": 32, "outputTokens": 8, "reasoningTokens": 2}
+        # And again after a clean close, from the journal the recovery extended.
+        await second.close_session(session.id)
+        again = await (await second.resume_session(session.id)).state()
+        assert again.usage_totals == live.usage_totals
 
 
 # -- damaged journals ------------------------------------------------------------
@@ -299,6 +336,53 @@ async def test_compaction_rewrites_a_large_journal_and_keeps_the_state(tmp_path:
         assert canonical(await second.get_transcript(session.id)) == canonical(final)
         again = await second.get_state(session.id)
         assert (again["revision"], again["properties"]) == (state["revision"], {"k": 1})
+
+
+def write_long_journal(store: Path, session_id: str, turns: int) -> None:
+    """A journal of ``turns`` completed turns, written as the server writes them
+    (docs/protocol.md, "Durable sessions"), without the server's fsyncs."""
+    store.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lines: list[dict[str, Any]] = [{
+        "type": "session", "format": 1, "sessionId": session_id, "createdAt": 1_700_000_000_000,
+        "config": {"model": {"provider": "scripted", "script": [{"text": ["ok"]}]}},
+    }]
+    for n in range(1, turns + 1):
+        turn_id, at = f"t-long-{n}", 1_700_000_000_000 + n
+        lines += [
+            {"type": "turnStarted", "at": at, "turnId": turn_id, "number": n},
+            {"type": "entryAppended", "at": at, "nextEntry": 2 * n, "entry": {"id": f"e{2 * n - 1}", "turnId": turn_id, "type": "prompt", "text": f"question {n}"}},
+            {"type": "entryAppended", "at": at, "nextEntry": 2 * n + 1, "entry": {"id": f"e{2 * n}", "turnId": turn_id, "type": "response", "profile": "default", "text": f"answer {n}"}},
+            {"type": "turnEnded", "at": at, "turnId": turn_id, "status": "completed", "stopReason": "completed", "undo": "none", "usage": {"inputTokens": 3, "outputTokens": 2}},
+        ]
+    path = journal(store, session_id)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    path.chmod(0o600)
+
+
+async def test_a_long_journal_is_rewritten_as_a_snapshot_when_closed(tmp_path: Path) -> None:
+    """Over 1,000 records since the last snapshot: closing the session rewrites
+    the journal as its first line plus one snapshot, which loads the same state."""
+    store = tmp_path / "store"
+    write_long_journal(store, "s-long", turns=300)
+    async with spawn(store) as first:
+        await first.resume_session("s-long")
+        before = canonical(await first.get_transcript("s-long"))
+        state = await first.get_state("s-long")
+        assert state["usageTotals"] == {"inputTokens": 900, "outputTokens": 600}
+        assert len(journal(store, "s-long").read_text().splitlines()) == 1 + 4 * 300
+        await first.close_session("s-long")
+        lines = journal(store, "s-long").read_text().splitlines()
+        assert len(lines) == 2 and json.loads(lines[1])["type"] == "snapshot"
+        assert [s.session_id for s in (await first.list_sessions()).sessions] == ["s-long"]
+        assert (await first.list_sessions()).sessions[0].entry_count == 600
+    async with spawn(store) as second:
+        await second.resume_session("s-long")
+        assert canonical(await second.get_transcript("s-long")) == before
+        again = await second.get_state("s-long")
+        assert (again["revision"], again["usageTotals"]) == (state["revision"], state["usageTotals"])
+        # The turn counter was kept: the next turn's id follows the 300th.
+        turn = await second.request("session/send", {"sessionId": "s-long", "input": "more"})
+        assert turn["turnId"].endswith("-301")
 
 
 async def test_bad_session_ids_are_invalid_params_and_touch_nothing(tmp_path: Path) -> None:

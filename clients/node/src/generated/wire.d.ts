@@ -606,6 +606,7 @@ export interface SessionState {
   revision: number;
   sessionId: string;
   turnId?: string;
+  usageTotals?: Usage;
 }
 
 export interface SessionSteerParams {

@@ -302,6 +302,9 @@ class SessionState(_WireLookup):
     queued_sends: int = 0
     #: Standing approval rules (``approve_for_session``, ``set_approval_rules``).
     approval_rules: list[ApprovalRule] = field(default_factory=list)
+    #: The usage of every ended turn of the session, summed (kept in the store
+    #: with the session); ``None`` until some turn reported usage.
+    usage_totals: Usage | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -310,6 +313,7 @@ class SessionState(_WireLookup):
         obj = _obj(value)
         pending = obj.get("pendingConfirmation")
         usage = obj.get("lastUsageReport")
+        totals = obj.get("usageTotals")
         return cls(
             session_id=_str(obj.get("sessionId")),
             is_running=obj.get("isRunning") is True,
@@ -326,6 +330,7 @@ class SessionState(_WireLookup):
             entry_count=_int(obj.get("entryCount")),
             queued_sends=_int(obj.get("queuedSends")),
             approval_rules=[ApprovalRule.from_wire(r) for r in obj.get("approvalRules") or [] if isinstance(r, Mapping)],
+            usage_totals=Usage.from_wire(totals) if isinstance(totals, Mapping) else None,
             raw=obj,
         )
 
