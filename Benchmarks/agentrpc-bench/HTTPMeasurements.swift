@@ -78,6 +78,11 @@ final class FakeModelServer {
             self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body); self.wfile.flush()
     s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
     s.daemon_threads = True
+    if len(sys.argv) >= 3:
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[1], sys.argv[2])
+        s.socket = tls.wrap_socket(s.socket, server_side=True, do_handshake_on_connect=False)
     print(s.server_address[1], flush=True)
     s.serve_forever()
     """#
@@ -85,11 +90,14 @@ final class FakeModelServer {
     let process = Process()
     let input = Pipe()
     let port: Int
+    let scheme: String
 
-    init() throws {
+    /// With `tls` (PEM certificate and key files) the server speaks https.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         let out = Pipe()
+        scheme = tls == nil ? "http" : "https"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script]
+        process.arguments = ["python3", "-c", Self.script] + (tls.map { [$0.certificate, $0.key] } ?? [])
         process.standardOutput = out
         process.standardInput = input
         try process.run()
@@ -111,7 +119,7 @@ final class FakeModelServer {
         process.waitUntilExit()
     }
 
-    func baseURL(_ prefix: String) -> String { "http://127.0.0.1:\(port)/\(prefix)/v1" }
+    func baseURL(_ prefix: String) -> String { "\(scheme)://127.0.0.1:\(port)/\(prefix)/v1" }
 
     func connections() throws -> Int {
         guard let url = URL(string: "http://127.0.0.1:\(port)/stats") else { throw BenchError("bad stats URL") }
@@ -175,5 +183,69 @@ extension Measurements {
             idleWallSeconds: Double(idle.nanos) / 1e9, idleCPUSeconds: Double(idle.cpu) / 1e9, cpuNanosPerDelta: perDelta,
             requests: requests, connections: connections,
             keepAliveTurnNanos: kept.sorted()[kept.count / 2], freshConnectionTurnNanos: closing.sorted()[closing.count / 2])
+    }
+}
+
+/// Figures over https: the same fake server behind TLS with a self-signed
+/// certificate the server is told to trust (`SSL_CERT_FILE`; and
+/// `URLSessionCertificateAuthorityInfoFile`, which URLSession on Linux reads,
+/// so a build that still sends https through URLSession can be measured too).
+struct HTTPSFigures {
+    /// The first request of the server: it opens the connection (TCP and TLS).
+    var idleWallSeconds: Double
+    var idleCPUSeconds: Double
+    var idleCPUPercent: Double { idleCPUSeconds / idleWallSeconds * 100 }
+    var cpuNanosPerDelta: Double
+}
+
+extension Measurements {
+    func httpsProviders(idleSeconds: Int, deltas: Int, runs: Int) throws -> HTTPSFigures {
+        let directory = scratch + "/tls-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let certificate = directory + "/cert.pem", key = directory + "/key.pem"
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                             "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        guard openssl.terminationStatus == 0 else { throw BenchError("openssl could not make a certificate") }
+
+        let fake = try FakeModelServer(tls: (certificate, key))
+        let server = try start(environment: ["SSL_CERT_FILE": certificate, "URLSessionCertificateAuthorityInfoFile": certificate])
+        defer { server.finish() }
+        let ids = IDs()
+        func turn(_ sid: String, count: inout Int) throws -> (nanos: UInt64, cpu: UInt64) {
+            let id = ids.take()
+            let cpu0 = try server.cpuNanos()
+            let t0 = nowNanos()
+            try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "go"])
+            var seen = 0
+            try server.awaitResult(id: id) { line in if LineKind.isTextDelta(line) { seen += 1 } }
+            count = seen
+            return (nowNanos() - t0, try server.cpuNanos() - cpu0)
+        }
+        func model(_ prefix: String) -> JSONValue {
+            ["model": ["provider": "openai", "model": "bench", "baseURL": .string(fake.baseURL(prefix))]]
+        }
+        var seen = 0
+        let idleSession = try createSession(server, ids, config: model("slow\(idleSeconds)"))
+        let idle = try turn(idleSession, count: &seen)
+        guard seen == idleSeconds else { throw BenchError("https idle stream: expected \(idleSeconds) deltas, got \(seen)") }
+
+        var cpu: UInt64 = 0
+        var total = 0
+        for _ in 0..<runs {
+            let sid = try createSession(server, ids, config: model("d\(deltas)"))
+            let r = try turn(sid, count: &seen)
+            guard seen == deltas else { throw BenchError("https: expected \(deltas) deltas, got \(seen)") }
+            cpu += r.cpu
+            total += seen
+        }
+        return HTTPSFigures(
+            idleWallSeconds: Double(idle.nanos) / 1e9, idleCPUSeconds: Double(idle.cpu) / 1e9,
+            cpuNanosPerDelta: Double(cpu) / Double(total))
     }
 }

@@ -93,9 +93,9 @@ struct Measurements {
         ephemeral ? ["--ephemeral"] : ["--store", scratch + "/store-\(UInt64.random(in: 0...UInt64.max))"]
     }
 
-    func start(ephemeral: Bool = false, store: String? = nil) throws -> ServerProcess {
+    func start(ephemeral: Bool = false, store: String? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
         let storeArgs = store.map { ["--store", $0] } ?? storeArguments(ephemeral: ephemeral)
-        let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"] + storeArgs)
+        let server = try ServerProcess(binary: binary, arguments: ["--log-level", "off"] + storeArgs, environment: environment)
         try server.initialize()
         return server
     }

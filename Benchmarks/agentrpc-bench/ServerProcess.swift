@@ -34,7 +34,7 @@ final class ServerProcess {
     private var scanned = 0
     private var exited = false
 
-    init(binary: String, arguments: [String] = []) throws {
+    init(binary: String, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         guard pipe(&input) == 0, pipe(&output) == 0 else {
@@ -52,7 +52,8 @@ final class ServerProcess {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
 
         let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let environment = ProcessInfo.processInfo.environment.merging(extra) { _, added in added }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }

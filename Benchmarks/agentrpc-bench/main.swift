@@ -275,6 +275,14 @@ do {
         json["httpRequests"] = .int(h.requests)
         json["httpTurnMicrosKeepAlive"] = .double((Double(h.keepAliveTurnNanos) / 1000).rounded(places: 1))
         json["httpTurnMicrosNewConnection"] = .double((Double(h.freshConnectionTurnNanos) / 1000).rounded(places: 1))
+
+        progress("the same over https (TLS with a self-signed certificate)")
+        let s = try bench.httpsProviders(idleSeconds: options.idleSeconds, deltas: options.httpDeltas, runs: 3)
+        rows.append(Row(label: "   idle stream (1 chunk/s over https, new connection): server CPU / wall", value: "\(s.idleCPUSeconds.fixed(3)) / \(s.idleWallSeconds.fixed(1)) s = \(s.idleCPUPercent.fixed(2)) %", target: "< 2 % of a core", verdict: verdict(s.idleCPUPercent < 2)))
+        rows.append(Row(label: "   server CPU per delta over https: OpenAI", value: "\((s.cpuNanosPerDelta / 1000).fixed(2)) µs"))
+        json["httpsIdleCPUPercent"] = .double(s.idleCPUPercent.rounded(places: 3))
+        json["httpsIdleCPUSeconds"] = .double(s.idleCPUSeconds.rounded(places: 3))
+        json["httpsDeltaCPUMicrosOpenAI"] = .double((s.cpuNanosPerDelta / 1000).rounded(places: 3))
     }
 
     if options.only.contains("store") {

@@ -15,8 +15,8 @@ public struct HTTPProviderConfiguration: Sendable, Hashable {
     public var headers: [String: String]
     /// Idle timeout: the longest wait for the next bytes of a response.
     public var timeoutSeconds: Double
-    /// The longest wait for a connection to open (plain `http://`; over https
-    /// the system's client applies its own).
+    /// The longest wait for a connection to open (over https including the TLS
+    /// handshake; on platforms where https goes through URLSession, its own applies).
     public var connectTimeoutSeconds: Double = Self.defaultConnectTimeoutSeconds
     public static let defaultConnectTimeoutSeconds = 10.0
     /// OpenAI: when false, requests that carry tools are sent with `stream: false`

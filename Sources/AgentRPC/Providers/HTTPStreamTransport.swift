@@ -7,7 +7,10 @@ import FoundationNetworking
 #endif
 
 /// Runs one HTTP request and turns the response into `ProviderEvent`s as bytes
-/// arrive: URLSession data delegate → SSE parser → provider decoder → stream.
+/// arrive: HTTP client → `StreamingDataDelegate` (SSE parser → provider
+/// decoder) → stream. The client is `PlainHTTPClient` for `http://`,
+/// `CurlTransport` (libcurl's easy interface) for `https://` on Linux, and
+/// URLSession otherwise or when libcurl cannot be loaded.
 ///
 /// * 2xx `text/event-stream` (or anything when no whole-body decoder is given):
 ///   decoded incrementally.
@@ -17,8 +20,8 @@ import FoundationNetworking
 /// * non-2xx: up to 64 KiB of the body is collected and mapped by `ProviderErrorMapper`.
 /// * transport failures become `network` errors.
 ///
-/// Requests of one provider configuration share one `URLSession` (see
-/// `HTTPSessionPool`), so connections are kept alive and reused. Cancelling the
+/// Each client keeps connections alive and reuses them (URLSession through one
+/// shared session per idle timeout, see `HTTPSessionPool`). Cancelling the
 /// consuming task (or dropping the stream) cancels the data task only. Retries
 /// are not done here: the engine decides.
 enum HTTPStreamTransport {
@@ -37,6 +40,9 @@ enum HTTPStreamTransport {
                 let task = PlainHTTPClient.start(
                     urlRequest, target: target, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate)
                 handle = TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
+            } else if let curl = curlTask(urlRequest, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate) {
+                // https on Linux: libcurl's easy interface, which waits without a busy core.
+                handle = curl
             } else {
                 let pooled = HTTPSessionPool.shared.session(timeoutSeconds: timeoutSeconds)
                 let task = pooled.session.dataTask(with: urlRequest)
@@ -50,6 +56,19 @@ enum HTTPStreamTransport {
             }
         }
     }
+
+    #if os(Linux)
+    /// Nil when libcurl could not be loaded (URLSession then serves the request).
+    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
+        guard let task = CurlTransport.start(request, connectTimeout: connectTimeout, idleTimeout: idleTimeout, sink: sink) else { return nil }
+        return TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
+    }
+    #else
+    /// Elsewhere URLSession's own client does not busy-wait: it serves https.
+    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
+        nil
+    }
+    #endif
 }
 
 /// One `URLSession` per idle timeout, shared by every request with that timeout:

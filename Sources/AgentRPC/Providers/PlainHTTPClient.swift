@@ -7,7 +7,7 @@ import Glibc
 import FoundationNetworking
 #endif
 
-/// A transport failure of `PlainHTTPClient`; `description` names the host, never a path or query.
+/// A transport failure of `PlainHTTPClient` or `CurlTransport`; `description` names the host, never a path or query.
 struct PlainHTTPError: Error, CustomStringConvertible, Sendable {
     enum Kind: String, Sendable {
         case resolveFailed = "cannot resolve host"
@@ -16,6 +16,8 @@ struct PlainHTTPError: Error, CustomStringConvertible, Sendable {
         case idleTimedOut = "timed out waiting for data"
         case connectionLost = "connection lost"
         case badResponse = "malformed HTTP response"
+        /// https (libcurl): the TLS handshake failed or the server's certificate is not trusted.
+        case tlsFailed = "TLS handshake or certificate check failed"
     }
     var kind: Kind
     var detail: String
@@ -30,8 +32,8 @@ struct PlainHTTPError: Error, CustomStringConvertible, Sendable {
 /// writable wakes a thread continuously for as long as the response takes — a
 /// busy core while a local model (on the same cores) thinks. This client waits
 /// in `poll(2)` on one thread per request and costs nothing while idle.
-/// `https://` still goes through URLSession (TLS); there the shared session's
-/// connection reuse keeps the cost to requests that open a new connection.
+/// `https://` goes through libcurl directly on Linux (`CurlTransport`), for the
+/// same reason, and through URLSession elsewhere.
 ///
 /// Connections are kept alive and reused per host and port. A request written
 /// to a reused connection that the server had already closed (no response byte

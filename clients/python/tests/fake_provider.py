@@ -9,6 +9,7 @@ what it received, so tests can check exactly what agentrpc sent.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -56,11 +57,15 @@ class Received:
 
 
 class FakeProvider:
-    """Start with ``FakeProvider()``; ``base_url`` is where agentrpc should point."""
+    """Start with ``FakeProvider()``; ``base_url`` is where agentrpc should point.
+    With ``tls`` (an ``ssl.SSLContext`` holding the server's certificate) it
+    speaks https; ``aborted`` counts responses the client hung up on."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.responses: deque[Canned] = deque()
         self.received: list[Received] = []
+        self.aborted = 0
+        self.tls = tls
         self._lock = threading.Lock()
         owner = self
 
@@ -95,6 +100,8 @@ class FakeProvider:
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                     except OSError:
+                        with owner._lock:
+                            owner.aborted += 1
                         self.close_connection = True
                 elif canned.cut_after is None:
                     self.send_header("Content-Length", str(len(canned.body)))
@@ -110,6 +117,12 @@ class FakeProvider:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            # The handshake runs on the handler's thread (first read), so a client
+            # that rejects the certificate does not hold up the accepting loop.
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True, do_handshake_on_connect=False)
+            # A rejected handshake is what some tests want: no traceback for it.
+            self.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -122,7 +135,7 @@ class FakeProvider:
     @property
     def base_url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def queue(self, *responses: Canned) -> None:
         with self._lock:
