@@ -130,6 +130,18 @@ final class FakeModelServer {
 }
 
 extension Measurements {
+    /// One `session/send` "go": wall and server CPU time, and the text deltas seen.
+    func timedTurn(_ server: ServerProcess, _ ids: IDs, sessionID: String, deltas: inout Int) throws -> (nanos: UInt64, cpu: UInt64) {
+        let id = ids.take()
+        let cpu0 = try server.cpuNanos()
+        let t0 = nowNanos()
+        try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sessionID), "input": "go"])
+        var seen = 0
+        try server.awaitResult(id: id) { line in if LineKind.isTextDelta(line) { seen += 1 } }
+        deltas = seen
+        return (nowNanos() - t0, try server.cpuNanos() - cpu0)
+    }
+
     func httpProviders(idleSeconds: Int, deltas: Int, runs: Int, requests: Int) throws -> HTTPFigures {
         let fake = try FakeModelServer()
         let server = try start()
@@ -139,14 +151,7 @@ extension Measurements {
             ["model": ["provider": .string(provider), "model": "bench", "baseURL": .string(fake.baseURL(prefix))]]
         }
         func turn(_ sid: String, count: inout Int) throws -> (nanos: UInt64, cpu: UInt64) {
-            let id = ids.take()
-            let cpu0 = try server.cpuNanos()
-            let t0 = nowNanos()
-            try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "go"])
-            var seen = 0
-            try server.awaitResult(id: id) { line in if LineKind.isTextDelta(line) { seen += 1 } }
-            count = seen
-            return (nowNanos() - t0, try server.cpuNanos() - cpu0)
+            try timedTurn(server, ids, sessionID: sid, deltas: &count)
         }
 
         // Idle: a stream that sends one chunk per second. A first request warms the
@@ -218,14 +223,7 @@ extension Measurements {
         defer { server.finish() }
         let ids = IDs()
         func turn(_ sid: String, count: inout Int) throws -> (nanos: UInt64, cpu: UInt64) {
-            let id = ids.take()
-            let cpu0 = try server.cpuNanos()
-            let t0 = nowNanos()
-            try server.sendRequest(id: id, method: "session/send", params: ["sessionId": .string(sid), "input": "go"])
-            var seen = 0
-            try server.awaitResult(id: id) { line in if LineKind.isTextDelta(line) { seen += 1 } }
-            count = seen
-            return (nowNanos() - t0, try server.cpuNanos() - cpu0)
+            try timedTurn(server, ids, sessionID: sid, deltas: &count)
         }
         func model(_ prefix: String) -> JSONValue {
             ["model": ["provider": "openai", "model": "bench", "baseURL": .string(fake.baseURL(prefix))]]

@@ -7,17 +7,6 @@ import Testing
 /// The incremental request building (`ModelHistoryCache`, `PrefixTracker` with a
 /// stable prefix) must always give what converting the whole transcript gives.
 @Suite struct ModelHistoryCacheTests {
-    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Checks the cache against a full conversion of `transcript`.
     private func expectFresh(
@@ -99,7 +88,7 @@ import Testing
     /// tracker comparing whole requests says.
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func randomHistoriesMatchAFullConversion(seed: UInt64) throws {
-        var random = Generator(state: seed)
+        var random = SplitMix64(state: seed)
         var transcript = Transcript(properties: [:])
         var cache = ModelHistoryCache()
         var incremental = PrefixTracker()

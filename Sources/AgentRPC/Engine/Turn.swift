@@ -279,7 +279,7 @@ extension AgentSession {
             completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
             let output: RoundTripOutput
             do {
-                output = try await streamWithRetries(request, provider: provider, control: control, turn: turn)
+                output = try await streamWithRetries(request, provider: provider, control: control, turn: &turn)
             } catch {
                 completionSpan?.end(status: .error("\(error)"))
                 throw error
@@ -344,7 +344,7 @@ extension AgentSession {
 
     // MARK: Streaming
 
-    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, turn: TurnState) async throws -> RoundTripOutput {
+    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, turn: inout TurnState) async throws -> RoundTripOutput {
         var attempt = 0
         while true {
             attempt += 1
@@ -352,8 +352,12 @@ extension AgentSession {
             do {
                 try await stream(request, provider: provider, control: control, into: &output)
                 return output
-            } catch let error as ProviderError {
-                try await waitBeforeRetry(error, attempt: attempt, hadOutput: output.hadOutput, control: control, turn: turn)
+            } catch {
+                // A request that reported usage and then failed (or was cancelled)
+                // was still paid for: it counts in the turn, retried or not.
+                if let u = output.usage { turn.addUsage(u) }
+                guard let providerError = error as? ProviderError else { throw error }
+                try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: output.hadOutput, control: control, turn: turn)
             }
         }
     }

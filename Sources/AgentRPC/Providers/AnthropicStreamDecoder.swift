@@ -43,6 +43,7 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// known, since `max_tokens` changes what it means.
     private var pendingBadTool: (name: String, id: String, parseError: String)?
     public private(set) var isComplete = false
+    public var unreportedUsage: ModelUsage? { isComplete || !sawUsage ? nil : usage }
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 

@@ -248,7 +248,7 @@ final class StreamingDataDelegate: Sendable {
                     s.done = true
                     // What arrived before the failure in the same read is delivered:
                     // whether output was streamed decides if the engine may retry.
-                    return .fail(classify(error), after: events)
+                    return failStreaming(s, classify(error), after: events)
                 }
             case .wholeBody, .errorBody:
                 let limit = s.mode == .errorBody ? Self.maximumErrorBodyBytes : Self.maximumWholeBodyBytes
@@ -270,7 +270,8 @@ final class StreamingDataDelegate: Sendable {
             if s.done { return .nothing }
             s.done = true
             if let error {
-                return .fail(ProviderErrorMapper.map(transportError: error, secrets: secrets))
+                let mapped = ProviderErrorMapper.map(transportError: error, secrets: secrets)
+                return s.mode == .streaming ? failStreaming(s, mapped, after: []) : .fail(mapped)
             }
             if s.mode == .undecided { decideMode(&s, response: response) }
             switch s.mode {
@@ -289,11 +290,18 @@ final class StreamingDataDelegate: Sendable {
                     events += try s.decoder.finish()
                     return .yield(events, finish: true)
                 } catch {
-                    return .fail(classify(error), after: events)
+                    return failStreaming(s, classify(error), after: events)
                 }
             }
         }
         perform(action)
+    }
+
+    /// A stream that breaks off after the model reported usage was still paid
+    /// for: the usage goes out before the failure, and the turn counts it.
+    private func failStreaming(_ s: State, _ error: any Error, after events: [ProviderEvent]) -> Action {
+        guard let usage = s.decoder.unreportedUsage else { return .fail(error, after: events) }
+        return .fail(error, after: events + [.usage(usage)])
     }
 
     private func decideMode(_ s: inout State, response: ResponseHead?) {

@@ -35,6 +35,7 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     private var sawContent = false
     private var sawRefusal = false
     public private(set) var isComplete = false
+    public var unreportedUsage: ModelUsage? { isComplete ? nil : usage }
     /// Scrubbed from in-stream error messages.
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()

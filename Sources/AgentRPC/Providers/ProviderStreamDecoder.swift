@@ -10,6 +10,14 @@ public protocol ProviderStreamDecoder: Sendable {
     mutating func finish() throws -> [ProviderEvent]
     /// True once `.end` has been produced.
     var isComplete: Bool { get }
+    /// Usage the stream has reported but the decoder holds back until `.end`.
+    /// A stream that fails before its end still cost that much, so the
+    /// transport sends it before the failure.
+    var unreportedUsage: ModelUsage? { get }
+}
+
+extension ProviderStreamDecoder {
+    public var unreportedUsage: ModelUsage? { nil }
 }
 
 extension ProviderStreamDecoder {

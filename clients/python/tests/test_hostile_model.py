@@ -151,3 +151,20 @@ async def test_endless_reasoning_ends_at_the_wall_clock(tmp_path: Path) -> None:
             await session.send("think")
         assert failure.value.kind == "wallClockTimeoutExceeded"
         await s.alive()
+
+
+async def test_usage_reported_before_a_failure_counts_in_the_session_totals(tmp_path: Path) -> None:
+    # The request was paid for even though the stream then broke off: the
+    # failed turn's usage, and so `usageTotals`, include it.
+    usage = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+    async with Served(tmp_path) as s:
+        s.fake.queue(Canned(200, {"Content-Type": "text/event-stream"},
+                            b"data: " + json.dumps(delta(content="partial")).encode() + b"\n\n"
+                            + b"data: " + json.dumps(usage).encode() + b"\n\n"))
+        session = await s.session()
+        with pytest.raises(AgentRPCError) as failure:
+            await session.send("go")
+        assert failure.value.kind == "providerError"
+        state = await s.client.get_state(session)
+        assert state["usageTotals"] == {"inputTokens": 11, "outputTokens": 7}, state.get("usageTotals")
+        await s.alive()

@@ -142,3 +142,42 @@ async def test_tool_arguments_cut_by_the_token_limit_end_the_turn_alike(tmp_path
         entries = list(await session.transcript())
         assert [e["type"] for e in entries] == ["prompt", "response"]
         assert entries[-1]["incomplete"] is True
+
+
+@pytest.mark.parametrize(
+    ("provider", "canned", "usage"),
+    [
+        ("openai", Canned(200, {"Content-Type": "text/event-stream"}, (
+            f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': 'Once'}}]})}\n\n"
+            f"data: {json.dumps({'choices': [], 'usage': {'prompt_tokens': 11, 'completion_tokens': 7}})}\n\n").encode()),
+         {"inputTokens": 11, "outputTokens": 7}),
+        ("anthropic", Canned(200, {"Content-Type": "text/event-stream"}, "".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (
+                {"type": "message_start", "message": {"usage": {"input_tokens": 13, "output_tokens": 1}}},
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Once"}},
+            )).encode()),
+         {"inputTokens": 13, "outputTokens": 1}),
+    ],
+)
+async def test_usage_reported_before_the_stream_broke_off_is_counted(
+        tmp_path: Path, provider: str, canned: Canned, usage: dict[str, int]) -> None:
+    # The request was paid for: the failed turn's usage event and the session's
+    # totals say so, though the stream never ended.
+    async with served(tmp_path, provider) as (session, fake, client, _calls):
+        fake.queue(canned)
+        events = client.notifications("session/event")
+        with pytest.raises(Exception) as failure:
+            await session.send("tell me a story")
+        assert getattr(failure.value, "kind", None) == "providerError"
+        reported = []
+        async for note in events:
+            event = note.params["event"]
+            if event["type"] == "usage":
+                reported.append({k: v for k, v in event.items() if k != "type"})
+            if event["type"] == "turnEnded":
+                assert event["status"] == "failed"
+                break
+        assert reported and {k: reported[-1][k] for k in usage} == usage, reported
+        totals = (await session.state()).raw["usageTotals"]
+        assert {k: totals[k] for k in usage} == usage, totals
