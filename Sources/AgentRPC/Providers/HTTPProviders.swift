@@ -32,7 +32,7 @@ public struct OpenAIProvider: ModelProvider {
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
     /// the previous request of this provider serialized reused.
-    func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
         OpenAIRequestBuilder.encode(request, configuration: configuration, stream: streams(request), cache: serializedMessages)
     }
 
@@ -78,7 +78,7 @@ public struct AnthropicProvider: ModelProvider {
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
     /// the previous request of this provider serialized reused.
-    func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
         AnthropicRequestBuilder.encode(request, configuration: configuration, cache: serializedMessages)
     }
 

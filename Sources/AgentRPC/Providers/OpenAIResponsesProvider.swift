@@ -26,7 +26,7 @@ public struct OpenAIResponsesProvider: ModelProvider {
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the items
     /// the previous request of this provider serialized reused.
-    func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
         OpenAIResponsesRequestBuilder.encode(request, configuration: configuration, settings: settings, cache: serializedMessages)
     }
 

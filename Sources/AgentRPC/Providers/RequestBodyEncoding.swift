@@ -7,8 +7,8 @@ struct SerializedMessage: Sendable {
     /// message at the same index is still equal to this one.
     var message: ModelMessage
     /// Anthropic: the role whose content the blocks join (consecutive messages of
-    /// one role are merged). Empty for the OpenAI APIs, where nothing is merged.
-    var role: String
+    /// one role are merged). Nil for the OpenAI APIs, where nothing is merged.
+    var role: AnthropicRole?
     /// The message's array elements (Anthropic: content blocks), comma-separated,
     /// compact with sorted keys; empty when the message adds none.
     var json: [UInt8]
@@ -81,7 +81,7 @@ final class SerializedMessageCache: Sendable {
 
 extension SerializedMessage {
     /// `elements` as the inside of a JSON array: compact, comma-separated.
-    init(message: ModelMessage, role: String = "", elements: [JSONValue]) {
+    init(message: ModelMessage, role: AnthropicRole? = nil, elements: [JSONValue]) {
         var json: [UInt8] = []
         for (i, element) in elements.enumerated() {
             if i > 0 { json.append(UInt8(ascii: ",")) }

@@ -163,6 +163,28 @@ public enum OpenAIRequestBuilder {
 
 // MARK: - Anthropic Messages
 
+/// The role of an Anthropic message.
+enum AnthropicRole: String, Sendable {
+    case user, assistant
+
+    /// What ends a message of this role after its content blocks: `],"role":"…"}`.
+    var closingBytes: [UInt8] {
+        switch self {
+        case .user: Self.userClosing
+        case .assistant: Self.assistantClosing
+        }
+    }
+
+    private static let userClosing = closing(.user)
+    private static let assistantClosing = closing(.assistant)
+    private static func closing(_ role: AnthropicRole) -> [UInt8] {
+        var bytes = Array(#"],"role":"#.utf8)
+        JSONValue.string(role.rawValue).serialize(into: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+}
+
 /// Builds Anthropic Messages request bodies.
 ///
 /// Prompt caching: `cache_control: {type: ephemeral}` goes on the last system
@@ -201,27 +223,24 @@ public enum AnthropicRequestBuilder {
     /// The messages array as `messages(_:)` builds it, from each message's blocks:
     /// `{"content":[blocks…],"role":…}` (keys in sorted order) per run of one role.
     static func appendMerged(_ messages: [SerializedMessage], into out: inout [UInt8]) {
-        func close(_ role: String) {
-            out.append(contentsOf: #"],"role":"#.utf8)
-            JSONValue.string(role).serialize(into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
+        let opening = Array(#"{"content":["#.utf8)
         out.append(UInt8(ascii: "["))
-        var openRole: String?
-        for message in messages where !message.json.isEmpty {
-            if message.role == openRole {
+        var openRole: AnthropicRole?
+        for i in messages.indices where !messages[i].json.isEmpty {
+            let role = messages[i].role
+            if role == openRole {
                 out.append(UInt8(ascii: ","))
             } else {
                 if let openRole {
-                    close(openRole)
+                    out.append(contentsOf: openRole.closingBytes)
                     out.append(UInt8(ascii: ","))
                 }
-                out.append(contentsOf: #"{"content":["#.utf8)
-                openRole = message.role
+                out.append(contentsOf: opening)
+                openRole = role
             }
-            out.append(contentsOf: message.json)
+            out.append(contentsOf: messages[i].json)
         }
-        if let openRole { close(openRole) }
+        if let openRole { out.append(contentsOf: openRole.closingBytes) }
         out.append(UInt8(ascii: "]"))
     }
 
@@ -296,8 +315,8 @@ public enum AnthropicRequestBuilder {
     /// are merged (tool results that follow one another become one user message
     /// of `tool_result` blocks), since the API wants roles to alternate.
     static func messages(_ messages: [ModelMessage]) -> [JSONValue] {
-        var out: [(role: String, blocks: [JSONValue])] = []
-        func append(_ role: String, _ blocks: [JSONValue]) {
+        var out: [(role: AnthropicRole, blocks: [JSONValue])] = []
+        func append(_ role: AnthropicRole, _ blocks: [JSONValue]) {
             guard !blocks.isEmpty else { return }
             if let last = out.last, last.role == role {
                 out[out.count - 1].blocks += blocks
@@ -309,16 +328,16 @@ public enum AnthropicRequestBuilder {
             let converted = blocks(message)
             append(converted.role, converted.blocks)
         }
-        return out.map { ["role": .string($0.role), "content": .array($0.blocks)] }
+        return out.map { ["role": .string($0.role.rawValue), "content": .array($0.blocks)] }
     }
 
     /// One message's role and content blocks, which depend on nothing around it.
-    static func blocks(_ message: ModelMessage) -> (role: String, blocks: [JSONValue]) {
+    static func blocks(_ message: ModelMessage) -> (role: AnthropicRole, blocks: [JSONValue]) {
         switch message {
         case .user(let text, let images):
             var blocks: [JSONValue] = images.map(imageBlock)
             if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
-            return ("user", blocks)
+            return (.user, blocks)
         case .assistant(let text, let toolCalls, let reasoning, let signature):
             // Signed thinking goes back unchanged and first, as the API requires before
             // tool_use; unsigned thinking cannot be sent at all (the API rejects it), nor
@@ -332,9 +351,9 @@ public enum AnthropicRequestBuilder {
                 blocks.append(["type": "tool_use", "id": .string(call.id), "name": .string(call.name),
                                "input": toolInput(call.argumentsJSON)])
             }
-            return ("assistant", blocks)
+            return (.assistant, blocks)
         case .toolResult(let callId, _, let content, let isError):
-            return ("user", [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
+            return (.user, [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
                               "is_error": .bool(isError)]])
         }
     }
