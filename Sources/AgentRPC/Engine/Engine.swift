@@ -34,6 +34,7 @@ final class Engine: Sendable {
     init(options: ServerOptions, connection: any ClientChannel, logger: Logger) throws {
         self.channel = connection
         self.logger = logger
+        ProcessLogger.current.withLock { $0 = logger }
         self.options = options
         self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
         // Options a provider cannot take are turn warnings (docs/protocol.md, "Model

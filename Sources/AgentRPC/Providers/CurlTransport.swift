@@ -80,18 +80,18 @@ struct CurlLibrary: @unchecked Sendable {
     let slistAppend: SlistAppend
     let slistFreeAll: SlistFreeAll
 
-    /// The library, or nil (with the reason on stderr, once) when it cannot be
-    /// loaded: https then goes through URLSession. The line is written directly
-    /// (in the server log's format) because no logger reaches the providers; it
-    /// is printed at most once per process.
-    static let shared: CurlLibrary? = {
-        switch load() {
-        case .success(let library): return library
-        case .failure(let reason):
-            FileHandle.standardError.write(Data("agentrpc[debug] \(reason.message); https requests use URLSession\n".utf8))
-            return nil
+    /// The library, or why it could not be loaded (https then goes through
+    /// URLSession). Loaded once per process, at the first https request, so a
+    /// server that never talks to one does not pay for `curl_global_init`.
+    static let loaded: Result<CurlLibrary, LoadError> = {
+        let result = load()
+        if case .failure(let reason) = result {
+            ProcessLogger.current.withLock { $0 }?.debug("\(reason.message); https requests use URLSession")
         }
+        return result
     }()
+
+    static var shared: CurlLibrary? { try? loaded.get() }
 
     struct LoadError: Error { var message: String }
 

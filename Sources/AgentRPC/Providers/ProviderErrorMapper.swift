@@ -56,7 +56,8 @@ public enum ProviderErrorMapper {
         return ProviderError(
             code: code,
             safeDescription: safeDescription(code, status: nil),
-            unsafeMessage: scrub(info?.message ?? "", secrets: secrets)
+            // The event was parsed with lone surrogates marked (see `SurrogateStitcher`).
+            unsafeMessage: scrub(SurrogateStitcher.resolved(info?.message ?? ""), secrets: secrets)
         )
     }
 

@@ -80,6 +80,13 @@ struct SurrogateStitcher: Sendable {
                 if let joined = join(t, .reasoning) { out.append(.reasoningDelta(joined)) }
             case .refusalDelta(let t):
                 if let joined = join(t, .refusal) { out.append(.refusalDelta(joined)) }
+            case .toolCall(var call):
+                // Arguments arrive whole here (fragments were joined by the
+                // decoder), so a pair split across fragments is next to itself.
+                call.argumentsJSON = Self.resolved(call.argumentsJSON)
+                call.name = Self.resolved(call.name)
+                call.id = Self.resolved(call.id)
+                out.append(.toolCall(call))
             case .end:
                 out += flush()
                 out.append(event)
@@ -88,6 +95,15 @@ struct SurrogateStitcher: Sendable {
             }
         }
         return out
+    }
+
+    /// `text` with its marked surrogates joined into pairs where they are next to
+    /// each other, and every other one replaced by U+FFFD.
+    static func resolved(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value >= JSONValue.loneSurrogateMarkerBase }) else { return text }
+        var stitcher = SurrogateStitcher()
+        let joined = stitcher.join(text, .text) ?? ""
+        return stitcher.pendingHigh[.text] == nil ? joined : joined + "\u{FFFD}"
     }
 
     /// U+FFFD deltas for every high surrogate still waiting for its partner.

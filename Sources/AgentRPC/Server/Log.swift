@@ -59,6 +59,12 @@ public final class Logger: Sendable {
     public func flush(timeoutSeconds: Double = 0.2) { sink?.flush(timeoutSeconds: timeoutSeconds) }
 }
 
+/// The server's logger, for the few places no logger is handed to (a library
+/// loaded lazily by a provider). Set when the engine starts.
+enum ProcessLogger {
+    static let current = Mutex<Logger?>(nil)
+}
+
 /// A dedicated thread that writes queued bytes to a file descriptor. Callers
 /// never block on the descriptor: they append to the queue under a lock and
 /// return. Everything queued while a write is in progress goes out in the next

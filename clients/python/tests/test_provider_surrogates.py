@@ -74,3 +74,36 @@ async def test_openai_responses(tmp_path: Path, parts: list[str], expected: str)
         fake.queue(responses_text(parts))
         result = await session.send("hi")
         assert result["message"]["text"] == expected
+
+
+# Tool arguments arrive in fragments too: a pair split across two of them is
+# joined, a lone one is U+FFFD, and no marker ever reaches the client.
+ARGUMENT_PARTS = ['{"city": "Paris\ud83d', '\ude00 \ud83d"}']
+ARGUMENTS = {"city": "Paris😀 \ufffd"}
+
+
+async def test_openai_chat_tool_arguments(tmp_path: Path) -> None:
+    async with served(tmp_path, "openai") as (session, fake, _client, calls):
+        fragments = [{"delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                 "function": {"name": "get_weather", "arguments": ""}}]}}]
+        fragments += [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": p}}]}} for p in ARGUMENT_PARTS]
+        fake.queue(openai_stream(*fragments, {"delta": {}, "finish_reason": "tool_calls"}),
+                   openai_stream({"delta": {"content": "done"}}, {"delta": {}, "finish_reason": "stop"}))
+        await session.send("hi")
+        assert [c["arguments"] for c in calls] == [ARGUMENTS]
+
+
+async def test_anthropic_tool_arguments(tmp_path: Path) -> None:
+    async with served(tmp_path, "anthropic") as (session, fake, _client, calls):
+        fake.queue(anthropic_stream(
+            {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
+            {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}},
+            *[{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+              for p in ARGUMENT_PARTS],
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+            {"type": "message_stop"},
+        ), anthropic_text(["done"]))
+        await session.send("hi")
+        assert [c["arguments"] for c in calls] == [ARGUMENTS]
