@@ -19,7 +19,9 @@ struct HTTPFigures {
 
 /// The fake model server. Paths: `/slow{S}/...` streams one chunk per second for
 /// S seconds; `/d{N}/...` streams N one-token deltas; `/close/...` is `/d1/` and
-/// closes the connection after it; `GET /stats` answers the connections accepted.
+/// closes the connection after it; `/tools{N}/...` calls the tool `echo` until the
+/// request carries N tool results, then answers one delta; `GET /stats` answers
+/// the connections accepted.
 /// `.../chat/completions` speaks OpenAI, `.../messages` Anthropic.
 final class FakeModelServer {
     static let script = #"""
@@ -45,6 +47,28 @@ final class FakeModelServer {
         head = ev({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_b", "status": "in_progress", "output": []}}) + ev({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"id": "msg_b", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}})
         body = b"".join(ev({"type": "response.output_text.delta", "sequence_number": i + 2, "item_id": "msg_b", "output_index": 0, "content_index": 0, "delta": " t%d" % (i % 10), "logprobs": []}) for i in range(n))
         return head + body + ev({"type": "response.completed", "sequence_number": n + 2, "response": {"id": "resp_b", "status": "completed", "output": [], "usage": {"input_tokens": 5, "output_tokens": n}}})
+    def openai_call(i):
+        d = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_%d" % i, "type": "function", "function": {"name": "echo", "arguments": json.dumps({"i": i})}}]}, "finish_reason": None}]}
+        return ("data: " + json.dumps(d) + "\n\n").encode() + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+    def anthropic_call(i):
+        ev = lambda t, d: ("event: %s\ndata: %s\n\n" % (t, json.dumps(d))).encode()
+        return (ev("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}})
+            + ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_%d" % i, "name": "echo", "input": {}}})
+            + ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json.dumps({"i": i})}})
+            + ev("content_block_stop", {"type": "content_block_stop", "index": 0})
+            + ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}})
+            + ev("message_stop", {"type": "message_stop"}))
+    def responses_call(i):
+        ev = lambda d: ("event: %s\ndata: %s\n\n" % (d["type"], json.dumps(d))).encode()
+        item = {"id": "fc_%d" % i, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_%d" % i, "name": "echo"}
+        done = dict(item, status="completed", arguments=json.dumps({"i": i}))
+        return (ev({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_t", "status": "in_progress", "output": []}})
+            + ev({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item})
+            + ev({"type": "response.function_call_arguments.delta", "sequence_number": 2, "item_id": item["id"], "output_index": 0, "delta": done["arguments"]})
+            + ev({"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": done})
+            + ev({"type": "response.completed", "sequence_number": 4, "response": {"id": "resp_t", "status": "completed", "output": [done], "usage": {"input_tokens": 5, "output_tokens": 1}}}))
+    # What marks one tool result in each API's request body (compact JSON, sorted keys).
+    RESULT_MARKER = {"openai": b'"role":"tool"', "anthropic": b'"type":"tool_result"', "responses": b'"type":"function_call_output"'}
     CACHE = {}
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -56,11 +80,18 @@ final class FakeModelServer {
             body = json.dumps({"connections": CONNECTIONS[0]}).encode()
             self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
         def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            request = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             first = self.path.split("/")[1]
             kind = "openai" if self.path.endswith("/chat/completions") else "responses" if self.path.endswith("/responses") else "anthropic"
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            if first.startswith("tools"):
+                results = request.count(RESULT_MARKER[kind])
+                if results < int(first[5:]):
+                    body = {"openai": openai_call, "anthropic": anthropic_call, "responses": responses_call}[kind](results)
+                    self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body); self.wfile.flush()
+                    return
+                first = "d1"
             if first.startswith("slow"):
                 self.send_header("Transfer-Encoding", "chunked"); self.end_headers()
                 pieces = [b'data: {"choices":[{"index":0,"delta":{"content":"w"},"finish_reason":null}]}\n\n'] * int(first[4:])

@@ -301,6 +301,25 @@ struct Measurements {
             serverCPUNanos: t.serverCPUNanos)
     }
 
+    /// One turn of `roundTrips` tool round trips against the fake HTTP model
+    /// server speaking `provider`'s API: every round trip sends the whole
+    /// history over HTTP, so this shows what of that still grows with the turn.
+    func longHTTPToolTurn(roundTrips: Int, provider: String) throws -> LongTurnFigures {
+        let fake = try FakeModelServer()
+        let server = try start()
+        defer { server.finish() }
+        let ids = IDs()
+        guard case .object(var config) = Self.toolSession(roundTrips: roundTrips) else { throw BenchError("bad tool session") }
+        config["model"] = ["provider": .string(provider), "model": "bench", "baseURL": .string(fake.baseURL("tools\(roundTrips)"))]
+        let sid = try createSession(server, ids, config: .object(config))
+        let t = try toolTurn(server, ids, sessionId: sid, expectedCalls: roundTrips)
+        let window = min(100, t.gaps.count)
+        return LongTurnFigures(
+            roundTrips: roundTrips, firstGaps: Samples(Array(t.gaps.prefix(window))),
+            lastGaps: Samples(Array(t.gaps.suffix(window))), allGaps: Samples(t.gaps), turnNanos: t.turnNanos,
+            serverCPUNanos: t.serverCPUNanos)
+    }
+
     // MARK: 3. Turns per second
 
     /// `turns` sequential one-delta turns, `perSession` in each session (all

@@ -12,7 +12,7 @@ let usage = """
     USAGE: agentrpc-bench [options]
 
       --binary PATH          server to measure (default .build/release/agentrpc)
-      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,bodies,http,store,slowreader
+      --only LIST            comma-separated subset of: deltas,tools,turns,sessions,coldstart,encode,bodies,http,httpturn,store,slowreader
       --idle-seconds N       http: seconds the slow fake model streams (one chunk a second; default 8)
       --http-deltas N        http: deltas per streamed turn, per provider (default 20000)
       --http-requests N      http: one-delta turns for the connection figures (default 21)
@@ -37,7 +37,7 @@ let usage = """
 
 struct Options {
     var binary = ".build/release/agentrpc"
-    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "bodies", "http", "store", "slowreader"]
+    var only: Set<String> = ["deltas", "tools", "turns", "sessions", "coldstart", "encode", "bodies", "http", "httpturn", "store", "slowreader"]
     var deltas = 100_000
     var deltaRuns = 5
     var toolTurns = 100
@@ -313,6 +313,21 @@ do {
         let e = try measureEventEncoding(events: options.encodeEvents)
         rows.append(Row(label: "6  in process: one textDelta event, emitting thread CPU", value: "\((e.callerCPUNanosPerEvent / 1000).fixed(2)) µs"))
         json["eventEncodeCPUMicros"] = .double((e.callerCPUNanosPerEvent / 1000).rounded(places: 3))
+    }
+
+    if options.only.contains("httpturn") {
+        for (provider, label) in [("openai", "OpenAI chat"), ("anthropic", "Anthropic"), ("openai-responses", "Responses")] {
+            progress("one turn of \(options.longRoundTrips) tool round trips over HTTP (\(provider), local fake model)")
+            let l = try bench.longHTTPToolTurn(roundTrips: options.longRoundTrips, provider: provider)
+            rows.append(Row(
+                label: "10 one \(l.roundTrips)-call turn over HTTP, \(label): median gap, first / last 100; server CPU",
+                value: "\(l.firstGaps.median.micros.fixed(0)) / \(l.lastGaps.median.micros.fixed(0)) µs; \(l.serverCPUNanos.seconds.fixed(2)) s",
+                target: "last ≤ 1.5 × first", verdict: verdict(l.lastGaps.median <= l.firstGaps.median * 3 / 2)))
+            let key = provider == "openai" ? "OpenAI" : provider == "anthropic" ? "Anthropic" : "Responses"
+            json["httpLongTurnGapMicrosFirst100\(key)"] = .double(l.firstGaps.median.micros.rounded(places: 1))
+            json["httpLongTurnGapMicrosLast100\(key)"] = .double(l.lastGaps.median.micros.rounded(places: 1))
+            json["httpLongTurnServerCPUSeconds\(key)"] = .double(l.serverCPUNanos.seconds.rounded(places: 3))
+        }
     }
 
     if options.only.contains("bodies") {
