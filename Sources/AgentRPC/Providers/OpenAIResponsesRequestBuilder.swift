@@ -70,11 +70,11 @@ public enum OpenAIResponsesRequestBuilder {
     ) -> [UInt8] {
         let members = buildAllButInput(request, configuration: configuration, settings: settings).body
         return cache.serializeObject(members, splicing: inputKey) { out in
-            cache.withSerialized(request.messages, convert: { message in
+            cache.withSerialized(request.messages, append: { message, serialized in
                 var items: [JSONValue] = []
                 appendItems(of: message, to: &items)
-                return SerializedMessage(message: message, elements: items)
-            }) { appendElementArray($0, into: &out) }
+                serialized.append(elements: items)
+            }) { $0.appendArray(into: &out) }
         }
     }
 

@@ -1,17 +1,15 @@
 import AgentRPCProtocol
 import Synchronization
 
-/// One message's share of a request body's message array, serialized.
-struct SerializedMessage: Sendable {
-    /// The message it was made from: a later request reuses `json` while its
-    /// message at the same index is still equal to this one.
-    var message: ModelMessage
-    /// Anthropic: the role whose content the blocks join (consecutive messages of
-    /// one role are merged). Nil for the OpenAI APIs, where nothing is merged.
-    var role: AnthropicRole?
-    /// The message's array elements (Anthropic: content blocks), comma-separated,
-    /// compact with sorted keys; empty when the message adds none.
-    var json: [UInt8]
+/// The serialized inside of a request body's message array, as one provider
+/// writes it message by message.
+struct SerializedMessages: Sendable {
+    /// The array's elements so far, compact with sorted keys, comma-separated.
+    var bytes: [UInt8] = []
+    /// Anthropic: the role of the last message, whose content array is still
+    /// open (`{"content":[…` without `],"role":…}`), since the next message of
+    /// the same role adds its blocks to it. Nil for the OpenAI APIs.
+    var openRole: AnthropicRole?
 }
 
 /// Each provider instance's serialized messages of its previous request, so that
@@ -19,40 +17,62 @@ struct SerializedMessage: Sendable {
 /// and serializing the whole body made a long turn's round trips grow with the
 /// history (Benchmarks/README.md, figure 10).
 ///
-/// Only what a message alone decides is kept: its elements. Everything that
-/// depends on neighbours or position (the system message, Anthropic's merging of
-/// consecutive same-role messages into one, the separators) is written afresh
-/// for every request from these pieces, and the other members of the body are
-/// built and serialized as before. The bytes sent are those of
-/// `JSONValue.serialized()` of the whole body (pinned by tests for every provider).
+/// The messages are written in order into one buffer, and where each message's
+/// bytes end is kept (with the Anthropic role left open there): a message's
+/// bytes depend only on it and on what came before, so the buffer up to the
+/// end of the longest prefix of unchanged messages is reused as it is, and only
+/// the messages after it are converted and appended. What depends on what comes
+/// after (the close of Anthropic's last merged message) and the rest of the
+/// body (the system message, every other member) are written afresh for every
+/// request. The bytes sent are those of `JSONValue.serialized()` of the whole
+/// body (pinned by tests for every provider).
 ///
 /// Reuse is decided by `==` on the messages, not by a hint from the engine, so a
-/// history that was rewritten (egress redaction, a mutation, a rewind, another
-/// session's request through the same provider) reuses exactly the messages
-/// that are still equal. Unchanged messages share their strings and arrays with
-/// the previous request's, which `==` sees without reading the contents.
+/// history that was rewritten (egress redaction, a mutation, a rewind, a side
+/// request's other messages through the same provider) reuses exactly the
+/// messages that are still equal. Unchanged messages share their strings and
+/// arrays with the previous request's, which `==` sees without reading them.
 final class SerializedMessageCache: Sendable {
-    private let previous = Mutex<[SerializedMessage]>([])
+    private struct State {
+        var messages: [ModelMessage] = []
+        /// After each of `messages`: the length of `serialized.bytes` and the open role.
+        var ends: [(count: Int, openRole: AnthropicRole?)] = []
+        var serialized = SerializedMessages()
+    }
+
+    private let state = Mutex(State())
     /// The previous body's size: the next one is reserved at least that large.
     private let lastBodySize = Atomic<Int>(0)
     private let lastConverted = Atomic<Int>(0)
     /// How many messages the last `withSerialized` converted (the rest were reused).
     var lastConvertedCount: Int { lastConverted.load(ordering: .relaxed) }
 
-    /// Calls `write` with the serialized form of every one of `messages`,
-    /// converting only those after the longest prefix equal to the previous call's.
+    /// Calls `write` with the serialized `messages`, appending with `append` only
+    /// those after the longest prefix equal to the previous call's messages.
     func withSerialized(
-        _ messages: [ModelMessage], convert: (ModelMessage) -> SerializedMessage, _ write: ([SerializedMessage]) -> Void
+        _ messages: [ModelMessage], append: (ModelMessage, inout SerializedMessages) -> Void,
+        _ write: (SerializedMessages) -> Void
     ) {
-        previous.withLock { kept in
-            let limit = min(kept.count, messages.count)
+        state.withLock { s in
+            let limit = min(s.messages.count, messages.count)
             var common = 0
-            while common < limit, kept[common].message == messages[common] { common += 1 }
-            kept.removeSubrange(common...)
-            kept.reserveCapacity(messages.count)
-            for message in messages[common...] { kept.append(convert(message)) }
+            while common < limit, s.messages[common] == messages[common] { common += 1 }
+            if common < s.messages.count {
+                s.messages.removeSubrange(common...)
+                s.ends.removeSubrange(common...)
+                let end = s.ends.last ?? (0, nil)
+                s.serialized.bytes.removeSubrange(end.count...)
+                s.serialized.openRole = end.openRole
+            }
+            s.messages.reserveCapacity(messages.count)
+            s.ends.reserveCapacity(messages.count)
+            for message in messages[common...] {
+                append(message, &s.serialized)
+                s.messages.append(message)
+                s.ends.append((s.serialized.bytes.count, s.serialized.openRole))
+            }
             lastConverted.store(messages.count - common, ordering: .relaxed)
-            write(kept)
+            write(s.serialized)
         }
     }
 
@@ -79,32 +99,25 @@ final class SerializedMessageCache: Sendable {
     }
 }
 
-extension SerializedMessage {
-    /// `elements` as the inside of a JSON array: compact, comma-separated.
-    init(message: ModelMessage, role: AnthropicRole? = nil, elements: [JSONValue]) {
-        var json: [UInt8] = []
-        for (i, element) in elements.enumerated() {
-            if i > 0 { json.append(UInt8(ascii: ",")) }
-            element.serialize(into: &json)
+extension SerializedMessages {
+    /// Appends array elements that merge with nothing (the OpenAI APIs).
+    mutating func append(elements: [JSONValue]) {
+        for element in elements {
+            if !bytes.isEmpty { bytes.append(UInt8(ascii: ",")) }
+            element.serialize(into: &bytes)
         }
-        self.init(message: message, role: role, json: json)
     }
-}
 
-/// Appends a JSON array of the messages' elements, in order, each message's
-/// elements as they are (the OpenAI APIs, where a message merges with none).
-/// `leading` (OpenAI chat's system message) goes first.
-func appendElementArray(_ messages: [SerializedMessage], leading: JSONValue? = nil, into out: inout [UInt8]) {
-    out.append(UInt8(ascii: "["))
-    var first = true
-    if let leading {
-        leading.serialize(into: &out)
-        first = false
+    /// The whole array: `leading` (OpenAI chat's system message) first, then the
+    /// elements, then the close of a message left open.
+    func appendArray(leading: JSONValue? = nil, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        if let leading {
+            leading.serialize(into: &out)
+            if !bytes.isEmpty { out.append(UInt8(ascii: ",")) }
+        }
+        out.append(contentsOf: bytes)
+        if let openRole { out.append(contentsOf: openRole.closingBytes) }
+        out.append(UInt8(ascii: "]"))
     }
-    for message in messages where !message.json.isEmpty {
-        if !first { out.append(UInt8(ascii: ",")) }
-        first = false
-        out.append(contentsOf: message.json)
-    }
-    out.append(UInt8(ascii: "]"))
 }

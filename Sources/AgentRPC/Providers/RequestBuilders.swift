@@ -51,8 +51,8 @@ public enum OpenAIRequestBuilder {
     static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool, cache: SerializedMessageCache) -> [UInt8] {
         let members = buildAllButMessages(request, configuration: configuration, stream: stream).body
         return cache.serializeObject(members, splicing: messagesKey) { out in
-            cache.withSerialized(request.messages, convert: { SerializedMessage(message: $0, elements: [message($0)]) }) {
-                appendElementArray($0, leading: systemMessage(request), into: &out)
+            cache.withSerialized(request.messages, append: { $1.append(elements: [message($0)]) }) {
+                $0.appendArray(leading: systemMessage(request), into: &out)
             }
         }
     }
@@ -207,41 +207,37 @@ public enum AnthropicRequestBuilder {
     static let messagesKey = "messages"
 
     /// The body's bytes as `build(…).body.serialized()` gives them, with the
-    /// messages that `cache` holds from the previous request reused. Each
-    /// message's blocks are kept; the merged messages around them are written
-    /// here, for every request, since merging depends on the neighbours.
+    /// messages that `cache` holds from the previous request reused. The last
+    /// message is kept open, since the next one may add its blocks to it.
     static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, cache: SerializedMessageCache) -> [UInt8] {
         let members = buildAllButMessages(request, configuration: configuration).body
         return cache.serializeObject(members, splicing: messagesKey) { out in
-            cache.withSerialized(request.messages, convert: { message in
-                let converted = blocks(message)
-                return SerializedMessage(message: message, role: converted.role, elements: converted.blocks)
-            }) { appendMerged($0, into: &out) }
+            cache.withSerialized(request.messages, append: appendMerged) { $0.appendArray(into: &out) }
         }
     }
 
-    /// The messages array as `messages(_:)` builds it, from each message's blocks:
-    /// `{"content":[blocks…],"role":…}` (keys in sorted order) per run of one role.
-    static func appendMerged(_ messages: [SerializedMessage], into out: inout [UInt8]) {
-        let opening = Array(#"{"content":["#.utf8)
-        out.append(UInt8(ascii: "["))
-        var openRole: AnthropicRole?
-        for i in messages.indices where !messages[i].json.isEmpty {
-            let role = messages[i].role
-            if role == openRole {
-                out.append(UInt8(ascii: ","))
-            } else {
-                if let openRole {
-                    out.append(contentsOf: openRole.closingBytes)
-                    out.append(UInt8(ascii: ","))
-                }
-                out.append(contentsOf: opening)
-                openRole = role
+    static let openingBytes = Array(#"{"content":["#.utf8)
+
+    /// Appends a message's blocks as `messages(_:)` merges them: to the open
+    /// message when it has the same role, else as a new message, left open
+    /// (`{"content":[blocks…`; `],"role":…}` closes it, keys in sorted order).
+    static func appendMerged(_ message: ModelMessage, to serialized: inout SerializedMessages) {
+        let (role, blocks) = Self.blocks(message)
+        guard !blocks.isEmpty else { return }
+        if role == serialized.openRole {
+            serialized.bytes.append(UInt8(ascii: ","))
+        } else {
+            if let open = serialized.openRole {
+                serialized.bytes.append(contentsOf: open.closingBytes)
+                serialized.bytes.append(UInt8(ascii: ","))
             }
-            out.append(contentsOf: messages[i].json)
+            serialized.bytes.append(contentsOf: openingBytes)
+            serialized.openRole = role
         }
-        if let openRole { out.append(contentsOf: openRole.closingBytes) }
-        out.append(UInt8(ascii: "]"))
+        for (i, block) in blocks.enumerated() {
+            if i > 0 { serialized.bytes.append(UInt8(ascii: ",")) }
+            block.serialize(into: &serialized.bytes)
+        }
     }
 
     /// Every member of the body but the messages, which the caller adds.
