@@ -75,7 +75,7 @@ enum PlainHTTPClient {
         var path = url?.path ?? "/"
         if path.isEmpty { path = "/" }
         if let query = url?.query { path += "?" + query }
-        let body = [UInt8](request.httpBody ?? Data())
+        let body = request.httpBody ?? Data()
         var head = "\(request.httpMethod ?? "GET") \(path) HTTP/1.1\r\n"
         head += "Host: \(target.port == 80 ? target.host : target.key)\r\n"
         var sawLength = false
@@ -91,7 +91,12 @@ enum PlainHTTPClient {
         }
         if !sawLength { head += "Content-Length: \(body.count)\r\n" }
         head += "Connection: keep-alive\r\n\r\n"
-        return Array(head.utf8) + body
+        // One copy of the body, at memcpy speed: it holds the whole conversation.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(head.utf8.count + body.count)
+        bytes.append(contentsOf: head.utf8)
+        body.withUnsafeBytes { bytes.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
+        return bytes
     }
 }
 
