@@ -45,18 +45,27 @@ func measureEventEncoding(events: Int) throws -> EventEncodingFigures {
 
 struct RequestBodyFigures {
     var messages: Int
-    /// Caller-thread CPU to build one provider's JSON body and serialize it, per request.
-    var openAICPUMicros: Double
-    var anthropicCPUMicros: Double
-    var responsesCPUMicros: Double
+    /// Caller-thread CPU per request to build one provider's whole JSON body and
+    /// serialize it (`requestBody(for:)`, what `--dump-requests` shows).
+    var whole: ProviderMicros
+    /// The same bytes as a request sends them (`bodyBytes(for:)`): the provider
+    /// already sent the request before, two messages shorter, and reuses its
+    /// serialized messages.
+    var incremental: ProviderMicros
     var bodyBytes: Int
 }
 
+struct ProviderMicros {
+    var openAI: Double
+    var anthropic: Double
+    var responses: Double
+}
+
 /// In process: what an HTTP provider spends on the body of one request late in a
-/// long tool turn (`roundTrips` tool exchanges after a prompt): the provider's
-/// request builder and the serialization of its JSON, as `HTTPModelProvider`
-/// does for every request. This is the part of a round trip that stays
-/// O(history) over HTTP (the body is that many bytes).
+/// long tool turn (`roundTrips` tool exchanges after a prompt), built whole and
+/// serialized, and encoded as a round trip does it, after the previous round
+/// trip's request (the same history but the last exchange) went through the
+/// same provider instance. The body is that many bytes either way.
 func measureRequestBodies(roundTrips: Int, repeats: Int) -> RequestBodyFigures {
     var messages: [ModelMessage] = [.user(text: "Call the tool \(roundTrips) times, then say done.", images: [])]
     for n in 1...max(roundTrips, 1) {
@@ -65,16 +74,32 @@ func measureRequestBodies(roundTrips: Int, repeats: Int) -> RequestBodyFigures {
     }
     let tool = ModelToolDefinition(name: "count", description: "Counts.", inputSchema: ["type": "object", "properties": ["n": ["type": "integer"]]])
     let request = ModelRequest(model: "m", instructions: "You count.", messages: messages, tools: [tool])
+    var previous = request
+    previous.messages.removeLast(2)
     let configuration = HTTPProviderConfiguration(baseURL: URL(fileURLWithPath: "/"), apiKey: nil, model: "m")
     var bytes = 0
-    func cpuMicros(_ build: () -> JSONValue) -> Double {
-        bytes = build().serialized().count  // warm-up
-        let cpu0 = threadCPUNanos()
-        for _ in 0..<repeats { bytes = build().serialized().count }
-        return Double(threadCPUNanos() - cpu0) / Double(repeats) / 1000
+    func cpuMicros(_ build: () -> [UInt8], after: () -> Void = {}) -> Double {
+        after()
+        bytes = build().count  // warm-up
+        var total: UInt64 = 0
+        for _ in 0..<repeats {
+            after()
+            let cpu0 = threadCPUNanos()
+            bytes = build().count
+            total += threadCPUNanos() - cpu0
+        }
+        return Double(total) / Double(repeats) / 1000
     }
-    let openAI = cpuMicros { OpenAIRequestBuilder.build(request, configuration: configuration).body }
-    let anthropic = cpuMicros { AnthropicRequestBuilder.build(request, configuration: configuration).body }
-    let responses = cpuMicros { OpenAIResponsesRequestBuilder.build(request, configuration: configuration).body }
-    return RequestBodyFigures(messages: messages.count, openAICPUMicros: openAI, anthropicCPUMicros: anthropic, responsesCPUMicros: responses, bodyBytes: bytes)
+    let openAI = OpenAIProvider(configuration: configuration)
+    let anthropic = AnthropicProvider(configuration: configuration)
+    let responses = OpenAIResponsesProvider(configuration: configuration)
+    let whole = ProviderMicros(
+        openAI: cpuMicros { openAI.requestBody(for: request).body.serialized() },
+        anthropic: cpuMicros { anthropic.requestBody(for: request).body.serialized() },
+        responses: cpuMicros { responses.requestBody(for: request).body.serialized() })
+    let incremental = ProviderMicros(
+        openAI: cpuMicros({ openAI.bodyBytes(for: request) }, after: { _ = openAI.bodyBytes(for: previous) }),
+        anthropic: cpuMicros({ anthropic.bodyBytes(for: request) }, after: { _ = anthropic.bodyBytes(for: previous) }),
+        responses: cpuMicros({ responses.bodyBytes(for: request) }, after: { _ = responses.bodyBytes(for: previous) }))
+    return RequestBodyFigures(messages: messages.count, whole: whole, incremental: incremental, bodyBytes: bytes)
 }

@@ -11,6 +11,8 @@ public struct OpenAIProvider: ModelProvider {
     public let name: String
     public let configuration: HTTPProviderConfiguration
     public var capabilities: ProviderCapabilities { configuration.capabilities }
+    /// The previous request's serialized messages, reused by the next (`bodyBytes(for:)`).
+    let serializedMessages = SerializedMessageCache()
 
     /// `name` is what events report (`"openai"` unless the caller names the profile's provider otherwise).
     public init(configuration: HTTPProviderConfiguration, name: String = "openai") {
@@ -28,11 +30,17 @@ public struct OpenAIProvider: ModelProvider {
         OpenAIRequestBuilder.build(request, configuration: configuration, stream: streams(request))
     }
 
+    /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
+    /// the previous request of this provider serialized reused.
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+        OpenAIRequestBuilder.encode(request, configuration: configuration, stream: streams(request), cache: serializedMessages)
+    }
+
     func urlRequest(for request: ModelRequest) -> URLRequest {
         configuration.post(
             path: "chat/completions", accept: streams(request) ? "text/event-stream" : "application/json",
             auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
-            body: requestBody(for: request).body)
+            body: bodyBytes(for: request))
     }
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
@@ -55,6 +63,8 @@ public struct AnthropicProvider: ModelProvider {
     public let name: String
     public let configuration: HTTPProviderConfiguration
     public var capabilities: ProviderCapabilities { configuration.capabilities }
+    /// The previous request's serialized messages, reused by the next (`bodyBytes(for:)`).
+    let serializedMessages = SerializedMessageCache()
 
     public init(configuration: HTTPProviderConfiguration, name: String = "anthropic") {
         self.configuration = configuration
@@ -66,10 +76,16 @@ public struct AnthropicProvider: ModelProvider {
         AnthropicRequestBuilder.build(request, configuration: configuration)
     }
 
+    /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
+    /// the previous request of this provider serialized reused.
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+        AnthropicRequestBuilder.encode(request, configuration: configuration, cache: serializedMessages)
+    }
+
     func urlRequest(for request: ModelRequest) -> URLRequest {
         var auth = ["anthropic-version": Self.apiVersion]
         if let key = configuration.apiKey { auth["x-api-key"] = key }
-        return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: requestBody(for: request).body)
+        return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: bodyBytes(for: request))
     }
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
@@ -87,14 +103,14 @@ public struct AnthropicProvider: ModelProvider {
 extension HTTPProviderConfiguration {
     /// A JSON POST to `baseURL/path` with this configuration's headers and
     /// timeout. `auth` holds the provider's own headers; an empty key is left out.
-    func post(path: String, accept: String, auth: [String: String], body: JSONValue) -> URLRequest {
+    func post(path: String, accept: String, auth: [String: String], body: [UInt8]) -> URLRequest {
         var r = URLRequest(url: baseURL.appendingPathComponent(path))
         r.httpMethod = "POST"
         r.setValue("application/json", forHTTPHeaderField: "Content-Type")
         r.setValue(accept, forHTTPHeaderField: "Accept")
         for (k, v) in auth where !v.isEmpty { r.setValue(v, forHTTPHeaderField: k) }
         for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
-        r.httpBody = Data(body.serialized())
+        r.httpBody = Data(body)
         r.timeoutInterval = timeoutSeconds
         return r
     }

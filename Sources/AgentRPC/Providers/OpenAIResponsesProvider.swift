@@ -10,6 +10,8 @@ public struct OpenAIResponsesProvider: ModelProvider {
     public let configuration: HTTPProviderConfiguration
     public let settings: OpenAIResponsesSettings
     public var capabilities: ProviderCapabilities { configuration.capabilities }
+    /// The previous request's serialized input items, reused by the next (`bodyBytes(for:)`).
+    let serializedMessages = SerializedMessageCache()
 
     public init(configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings(), name: String = "openai-responses") {
         self.configuration = configuration
@@ -22,11 +24,17 @@ public struct OpenAIResponsesProvider: ModelProvider {
         OpenAIResponsesRequestBuilder.build(request, configuration: configuration, settings: settings)
     }
 
+    /// The bytes sent: `requestBody(for:).body.serialized()`, with the items
+    /// the previous request of this provider serialized reused.
+    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+        OpenAIResponsesRequestBuilder.encode(request, configuration: configuration, settings: settings, cache: serializedMessages)
+    }
+
     func urlRequest(for request: ModelRequest) -> URLRequest {
         configuration.post(
             path: "responses", accept: "text/event-stream",
             auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
-            body: requestBody(for: request).body)
+            body: bodyBytes(for: request))
     }
 
     public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {

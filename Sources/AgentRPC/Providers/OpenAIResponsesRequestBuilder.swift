@@ -55,11 +55,37 @@ public enum OpenAIResponsesRequestBuilder {
     public static func build(
         _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings()
     ) -> BuiltRequestBody {
+        var built = buildAllButInput(request, configuration: configuration, settings: settings)
+        built.body[inputKey] = .array(input(request.messages))
+        return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
+    }
+
+    /// The member that holds the conversation.
+    static let inputKey = "input"
+
+    /// The body's bytes as `build(…).body.serialized()` gives them, with the
+    /// items that `cache` holds from the previous request reused.
+    static func encode(
+        _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings, cache: SerializedMessageCache
+    ) -> [UInt8] {
+        let members = buildAllButInput(request, configuration: configuration, settings: settings).body
+        return cache.serializeObject(members, splicing: inputKey) { out in
+            cache.withSerialized(request.messages, convert: { message in
+                var items: [JSONValue] = []
+                appendItems(of: message, to: &items)
+                return SerializedMessage(message: message, elements: items)
+            }) { appendElementArray($0, into: &out) }
+        }
+    }
+
+    /// Every member of the body but the input items, which the caller adds.
+    static func buildAllButInput(
+        _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings
+    ) -> (body: [String: JSONValue], warnings: [SchemaWarning]) {
         var warnings: [SchemaWarning] = []
         let capabilities = configuration.capabilities
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),
-            "input": .array(input(request.messages)),
             "stream": true,
             "store": .bool(settings.store),
         ]
@@ -102,7 +128,7 @@ public enum OpenAIResponsesRequestBuilder {
         for (key, value) in request.options.extra where !protectedKeys.contains(key) {
             body[key] = value
         }
-        return BuiltRequestBody(body: .object(body), warnings: warnings)
+        return (body, warnings)
     }
 
     /// `reasoningLevel` as an OpenAI effort (`reasoning.effort` here, `reasoning_effort`
@@ -117,42 +143,45 @@ public enum OpenAIResponsesRequestBuilder {
     static func input(_ messages: [ModelMessage]) -> [JSONValue] {
         var out: [JSONValue] = []
         out.reserveCapacity(messages.count)
-        for message in messages {
-            switch message {
-            case .user(let text, let images):
-                if images.isEmpty {
-                    out.append(["role": "user", "content": .string(text)])
-                } else {
-                    var parts: [JSONValue] = []
-                    if !text.isEmpty { parts.append(["type": "input_text", "text": .string(text)]) }
-                    for image in images {
-                        let url = image.urlString
-                        parts.append(["type": "input_image", "image_url": .string(url), "detail": "auto"])
-                    }
-                    out.append(["role": "user", "content": .array(parts)])
-                }
-            case .assistant(let text, let toolCalls, _, let signature):
-                // Reasoning goes back only as the items the API gave us: summaries
-                // alone, or another provider's thinking, mean nothing to it.
-                if let signature, let carrier = OpenAIResponsesReasoningCarrier(signature: signature) {
-                    for item in carrier.items {
-                        out.append([
-                            "type": "reasoning",
-                            "summary": .array(item.summary.map { ["type": "summary_text", "text": .string($0)] }),
-                            "encrypted_content": .string(item.encryptedContent),
-                        ])
-                    }
-                }
-                if !text.isEmpty { out.append(["role": "assistant", "content": .string(text)]) }
-                for call in toolCalls {
-                    out.append(["type": "function_call", "call_id": .string(call.id), "name": .string(call.name),
-                                "arguments": .string(call.argumentsJSON)])
-                }
-            case .toolResult(let callId, _, let content, _):
-                // No error flag in this API either; the content says what went wrong.
-                out.append(["type": "function_call_output", "call_id": .string(callId), "output": .string(content)])
-            }
-        }
+        for message in messages { appendItems(of: message, to: &out) }
         return out
+    }
+
+    /// One message's input items (none, one or several), which depend on nothing around it.
+    static func appendItems(of message: ModelMessage, to out: inout [JSONValue]) {
+        switch message {
+        case .user(let text, let images):
+            if images.isEmpty {
+                out.append(["role": "user", "content": .string(text)])
+            } else {
+                var parts: [JSONValue] = []
+                if !text.isEmpty { parts.append(["type": "input_text", "text": .string(text)]) }
+                for image in images {
+                    let url = image.urlString
+                    parts.append(["type": "input_image", "image_url": .string(url), "detail": "auto"])
+                }
+                out.append(["role": "user", "content": .array(parts)])
+            }
+        case .assistant(let text, let toolCalls, _, let signature):
+            // Reasoning goes back only as the items the API gave us: summaries
+            // alone, or another provider's thinking, mean nothing to it.
+            if let signature, let carrier = OpenAIResponsesReasoningCarrier(signature: signature) {
+                for item in carrier.items {
+                    out.append([
+                        "type": "reasoning",
+                        "summary": .array(item.summary.map { ["type": "summary_text", "text": .string($0)] }),
+                        "encrypted_content": .string(item.encryptedContent),
+                    ])
+                }
+            }
+            if !text.isEmpty { out.append(["role": "assistant", "content": .string(text)]) }
+            for call in toolCalls {
+                out.append(["type": "function_call", "call_id": .string(call.id), "name": .string(call.name),
+                            "arguments": .string(call.argumentsJSON)])
+            }
+        case .toolResult(let callId, _, let content, _):
+            // No error flag in this API either; the content says what went wrong.
+            out.append(["type": "function_call_output", "call_id": .string(callId), "output": .string(content)])
+        }
     }
 }

@@ -38,10 +38,33 @@ extension ModelImage {
 public enum OpenAIRequestBuilder {
     /// The JSON body for `POST {baseURL}/chat/completions`.
     public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
+        var built = buildAllButMessages(request, configuration: configuration, stream: stream)
+        built.body[messagesKey] = .array(messages(request))
+        return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
+    }
+
+    /// The member that holds the conversation.
+    static let messagesKey = "messages"
+
+    /// The body's bytes as `build(…).body.serialized()` gives them, with the
+    /// messages that `cache` holds from the previous request reused.
+    static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool, cache: SerializedMessageCache) -> [UInt8] {
+        let members = buildAllButMessages(request, configuration: configuration, stream: stream).body
+        return cache.serializeObject(members, splicing: messagesKey) { out in
+            cache.withSerialized(request.messages, convert: { SerializedMessage(message: $0, elements: [message($0)]) }) {
+                appendElementArray($0, leading: systemMessage(request), into: &out)
+            }
+        }
+    }
+
+    /// Every member of the body but the messages, which the caller adds (a
+    /// pass-through `messages` is replaced by them, as extras cannot set it).
+    static func buildAllButMessages(
+        _ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool
+    ) -> (body: [String: JSONValue], warnings: [SchemaWarning]) {
         var warnings: [SchemaWarning] = []
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),
-            "messages": .array(messages(request)),
         ]
         if stream {
             body["stream"] = true
@@ -94,48 +117,73 @@ public enum OpenAIRequestBuilder {
         }
         mergePassThrough(configuration.modelOptions, into: &body)
         mergeExtras(request.options.extra, into: &body)
-        return BuiltRequestBody(body: .object(body), warnings: warnings)
+        return (body, warnings)
     }
 
     static func messages(_ request: ModelRequest) -> [JSONValue] {
         var out: [JSONValue] = []
-        if !request.instructions.isEmpty {
-            out.append(["role": "system", "content": .string(request.instructions)])
-        }
-        for message in request.messages {
-            switch message {
-            case .user(let text, let images):
-                if images.isEmpty {
-                    out.append(["role": "user", "content": .string(text)])
-                } else {
-                    var parts: [JSONValue] = []
-                    if !text.isEmpty { parts.append(["type": "text", "text": .string(text)]) }
-                    for image in images {
-                        let url = image.urlString
-                        parts.append(["type": "image_url", "image_url": ["url": .string(url)]])
-                    }
-                    out.append(["role": "user", "content": .array(parts)])
-                }
-            case .assistant(let text, let toolCalls, _, _):
-                // `content` is "" rather than null: several compatible servers reject null.
-                var m: [String: JSONValue] = ["role": "assistant", "content": .string(text)]
-                if !toolCalls.isEmpty {
-                    m["tool_calls"] = .array(toolCalls.map { call in
-                        ["id": .string(call.id), "type": "function",
-                         "function": ["name": .string(call.name), "arguments": .string(call.argumentsJSON)]]
-                    })
-                }
-                out.append(.object(m))
-            case .toolResult(let callId, _, let content, _):
-                // Chat Completions has no error flag; the content says what went wrong.
-                out.append(["role": "tool", "tool_call_id": .string(callId), "content": .string(content)])
-            }
-        }
+        out.reserveCapacity(request.messages.count + 1)
+        if let system = systemMessage(request) { out.append(system) }
+        for m in request.messages { out.append(message(m)) }
         return out
+    }
+
+    static func systemMessage(_ request: ModelRequest) -> JSONValue? {
+        request.instructions.isEmpty ? nil : ["role": "system", "content": .string(request.instructions)]
+    }
+
+    /// One message, which depends on nothing around it.
+    static func message(_ message: ModelMessage) -> JSONValue {
+        switch message {
+        case .user(let text, let images):
+            if images.isEmpty { return ["role": "user", "content": .string(text)] }
+            var parts: [JSONValue] = []
+            if !text.isEmpty { parts.append(["type": "text", "text": .string(text)]) }
+            for image in images {
+                let url = image.urlString
+                parts.append(["type": "image_url", "image_url": ["url": .string(url)]])
+            }
+            return ["role": "user", "content": .array(parts)]
+        case .assistant(let text, let toolCalls, _, _):
+            // `content` is "" rather than null: several compatible servers reject null.
+            var m: [String: JSONValue] = ["role": "assistant", "content": .string(text)]
+            if !toolCalls.isEmpty {
+                m["tool_calls"] = .array(toolCalls.map { call in
+                    ["id": .string(call.id), "type": "function",
+                     "function": ["name": .string(call.name), "arguments": .string(call.argumentsJSON)]]
+                })
+            }
+            return .object(m)
+        case .toolResult(let callId, _, let content, _):
+            // Chat Completions has no error flag; the content says what went wrong.
+            return ["role": "tool", "tool_call_id": .string(callId), "content": .string(content)]
+        }
     }
 }
 
 // MARK: - Anthropic Messages
+
+/// The role of an Anthropic message.
+enum AnthropicRole: String, Sendable {
+    case user, assistant
+
+    /// What ends a message of this role after its content blocks: `],"role":"…"}`.
+    var closingBytes: [UInt8] {
+        switch self {
+        case .user: Self.userClosing
+        case .assistant: Self.assistantClosing
+        }
+    }
+
+    private static let userClosing = closing(.user)
+    private static let assistantClosing = closing(.assistant)
+    private static func closing(_ role: AnthropicRole) -> [UInt8] {
+        var bytes = Array(#"],"role":"#.utf8)
+        JSONValue.string(role.rawValue).serialize(into: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+}
 
 /// Builds Anthropic Messages request bodies.
 ///
@@ -150,6 +198,56 @@ public enum OpenAIRequestBuilder {
 public enum AnthropicRequestBuilder {
     /// The JSON body for `POST {baseURL}/messages`.
     public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
+        var built = buildAllButMessages(request, configuration: configuration)
+        built.body[messagesKey] = .array(messages(request.messages))
+        return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
+    }
+
+    /// The member that holds the conversation.
+    static let messagesKey = "messages"
+
+    /// The body's bytes as `build(…).body.serialized()` gives them, with the
+    /// messages that `cache` holds from the previous request reused. Each
+    /// message's blocks are kept; the merged messages around them are written
+    /// here, for every request, since merging depends on the neighbours.
+    static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, cache: SerializedMessageCache) -> [UInt8] {
+        let members = buildAllButMessages(request, configuration: configuration).body
+        return cache.serializeObject(members, splicing: messagesKey) { out in
+            cache.withSerialized(request.messages, convert: { message in
+                let converted = blocks(message)
+                return SerializedMessage(message: message, role: converted.role, elements: converted.blocks)
+            }) { appendMerged($0, into: &out) }
+        }
+    }
+
+    /// The messages array as `messages(_:)` builds it, from each message's blocks:
+    /// `{"content":[blocks…],"role":…}` (keys in sorted order) per run of one role.
+    static func appendMerged(_ messages: [SerializedMessage], into out: inout [UInt8]) {
+        let opening = Array(#"{"content":["#.utf8)
+        out.append(UInt8(ascii: "["))
+        var openRole: AnthropicRole?
+        for i in messages.indices where !messages[i].json.isEmpty {
+            let role = messages[i].role
+            if role == openRole {
+                out.append(UInt8(ascii: ","))
+            } else {
+                if let openRole {
+                    out.append(contentsOf: openRole.closingBytes)
+                    out.append(UInt8(ascii: ","))
+                }
+                out.append(contentsOf: opening)
+                openRole = role
+            }
+            out.append(contentsOf: messages[i].json)
+        }
+        if let openRole { out.append(contentsOf: openRole.closingBytes) }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    /// Every member of the body but the messages, which the caller adds.
+    static func buildAllButMessages(
+        _ request: ModelRequest, configuration: HTTPProviderConfiguration
+    ) -> (body: [String: JSONValue], warnings: [SchemaWarning]) {
         var warnings: [SchemaWarning] = []
         let options = configuration.generationOptions(request.options, provider: .anthropic)
         // The API requires max_tokens: a passed-through `max_tokens` counts before the default.
@@ -157,7 +255,6 @@ public enum AnthropicRequestBuilder {
             ?? configuration.defaultMaxOutputTokens
         var body: [String: JSONValue] = [
             "model": .string(request.model.isEmpty ? configuration.model : request.model),
-            "messages": .array(messages(request.messages)),
             "stream": true,
         ]
         if !request.instructions.isEmpty {
@@ -195,7 +292,7 @@ public enum AnthropicRequestBuilder {
         body["max_tokens"] = .int(maxTokens)
         mergePassThrough(configuration.modelOptions, into: &body)
         mergeExtras(request.options.extra, into: &body)
-        return BuiltRequestBody(body: .object(body), warnings: warnings)
+        return (body, warnings)
     }
 
     /// The API's smallest thinking budget.
@@ -218,8 +315,8 @@ public enum AnthropicRequestBuilder {
     /// are merged (tool results that follow one another become one user message
     /// of `tool_result` blocks), since the API wants roles to alternate.
     static func messages(_ messages: [ModelMessage]) -> [JSONValue] {
-        var out: [(role: String, blocks: [JSONValue])] = []
-        func append(_ role: String, _ blocks: [JSONValue]) {
+        var out: [(role: AnthropicRole, blocks: [JSONValue])] = []
+        func append(_ role: AnthropicRole, _ blocks: [JSONValue]) {
             guard !blocks.isEmpty else { return }
             if let last = out.last, last.role == role {
                 out[out.count - 1].blocks += blocks
@@ -228,31 +325,37 @@ public enum AnthropicRequestBuilder {
             }
         }
         for message in messages {
-            switch message {
-            case .user(let text, let images):
-                var blocks: [JSONValue] = images.map(imageBlock)
-                if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
-                append("user", blocks)
-            case .assistant(let text, let toolCalls, let reasoning, let signature):
-                // Signed thinking goes back unchanged and first, as the API requires before
-                // tool_use; unsigned thinking cannot be sent at all (the API rejects it), nor
-                // reasoning an OpenAI Responses model sealed (after a switch of model).
-                var blocks: [JSONValue] = []
-                if let reasoning, let signature, !OpenAIResponsesReasoningCarrier.isCarrier(signature) {
-                    blocks.append(["type": "thinking", "thinking": .string(reasoning), "signature": .string(signature)])
-                }
-                if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
-                for call in toolCalls {
-                    blocks.append(["type": "tool_use", "id": .string(call.id), "name": .string(call.name),
-                                   "input": toolInput(call.argumentsJSON)])
-                }
-                append("assistant", blocks)
-            case .toolResult(let callId, _, let content, let isError):
-                append("user", [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
-                                 "is_error": .bool(isError)]])
-            }
+            let converted = blocks(message)
+            append(converted.role, converted.blocks)
         }
-        return out.map { ["role": .string($0.role), "content": .array($0.blocks)] }
+        return out.map { ["role": .string($0.role.rawValue), "content": .array($0.blocks)] }
+    }
+
+    /// One message's role and content blocks, which depend on nothing around it.
+    static func blocks(_ message: ModelMessage) -> (role: AnthropicRole, blocks: [JSONValue]) {
+        switch message {
+        case .user(let text, let images):
+            var blocks: [JSONValue] = images.map(imageBlock)
+            if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
+            return (.user, blocks)
+        case .assistant(let text, let toolCalls, let reasoning, let signature):
+            // Signed thinking goes back unchanged and first, as the API requires before
+            // tool_use; unsigned thinking cannot be sent at all (the API rejects it), nor
+            // reasoning an OpenAI Responses model sealed (after a switch of model).
+            var blocks: [JSONValue] = []
+            if let reasoning, let signature, !OpenAIResponsesReasoningCarrier.isCarrier(signature) {
+                blocks.append(["type": "thinking", "thinking": .string(reasoning), "signature": .string(signature)])
+            }
+            if !text.isEmpty { blocks.append(["type": "text", "text": .string(text)]) }
+            for call in toolCalls {
+                blocks.append(["type": "tool_use", "id": .string(call.id), "name": .string(call.name),
+                               "input": toolInput(call.argumentsJSON)])
+            }
+            return (.assistant, blocks)
+        case .toolResult(let callId, _, let content, let isError):
+            return (.user, [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
+                              "is_error": .bool(isError)]])
+        }
     }
 
     static func imageBlock(_ image: ModelImage) -> JSONValue {
