@@ -271,7 +271,8 @@ enum ApprovalRuleMatcher {
 }
 
 /// Shell-style globs (`*` any run, `?` one character) with a step budget: nil when
-/// the budget ran out before the answer was known.
+/// the budget ran out before the answer was known. Guards' tool-name patterns and
+/// approval rules' argument patterns both match with it.
 enum BoundedGlob {
     static func matches(_ pattern: String, _ text: String, budget: Int) -> Bool? {
         let p = Array(pattern), t = Array(text)

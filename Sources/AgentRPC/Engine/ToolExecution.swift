@@ -381,7 +381,8 @@ extension AgentSession {
 extension Guard {
     /// A guard matches by tool-name glob and/or required annotations (all must hold).
     func matches(_ tool: ToolSpec) -> Bool {
-        if let pattern = match.name, !Glob.matches(pattern, tool.name) { return false }
+        // Tool names are short; the budget only bounds a pathological pattern.
+        if let pattern = match.name, BoundedGlob.matches(pattern, tool.name, budget: HumanInTheLoopLimits.globStepBudget) != true { return false }
         if let wanted = match.annotations {
             for name in wanted where !(tool.annotations?.value(named: name) ?? false) { return false }
         }
@@ -397,26 +398,5 @@ extension ToolAnnotations {
         case "idempotent": return idempotent ?? false
         default: return false
         }
-    }
-}
-
-/// Shell-style globs: `*` any run, `?` one character.
-enum Glob {
-    static func matches(_ pattern: String, _ text: String) -> Bool {
-        let p = Array(pattern), t = Array(text)
-        var pi = 0, ti = 0, star = -1, mark = 0
-        while ti < t.count {
-            if pi < p.count, p[pi] == "?" || p[pi] == t[ti] {
-                pi += 1; ti += 1
-            } else if pi < p.count, p[pi] == "*" {
-                star = pi; mark = ti; pi += 1
-            } else if star >= 0 {
-                pi = star + 1; mark += 1; ti = mark
-            } else {
-                return false
-            }
-        }
-        while pi < p.count, p[pi] == "*" { pi += 1 }
-        return pi == p.count
     }
 }
