@@ -57,8 +57,15 @@ extension AgentSession {
         guard let index = entries.lastIndex(where: { e in
             if case .toolCalls = e.content { return e.turnId == turnID }
             return false
-        }), case .toolCalls(let calls, let profile, let text) = entries[index].content
-        else { return nil }
+        }) else { return nil }
+        return unansweredCallsTrim(entries, toolCallsAt: index)
+    }
+
+    /// The operation that drops the calls of the `toolCalls` entry at `index`
+    /// that no later `toolOutput` answers; nil when every call was answered.
+    /// A failed turn and a turn recovered after a crash both trim this way.
+    static func unansweredCallsTrim(_ entries: [TranscriptEntry], toolCallsAt index: Int) -> [TranscriptOperation]? {
+        guard case .toolCalls(let calls, let profile, let text) = entries[index].content else { return nil }
         let answered = Set(entries[index...].compactMap { e -> String? in
             if case .toolOutput(let callId, _, _, _, _, _) = e.content { return callId }
             return nil
@@ -67,6 +74,6 @@ extension AgentSession {
         if kept.count == calls.count { return nil }
         let entryID = entries[index].id
         if kept.isEmpty { return [.remove(ids: [entryID])] }
-        return [.replace(id: entryID, entry: TranscriptEntry(id: entryID, turnId: turnID, .toolCalls(calls: kept, profile: profile, text: text)))]
+        return [.replace(id: entryID, entry: TranscriptEntry(id: entryID, turnId: entries[index].turnId, .toolCalls(calls: kept, profile: profile, text: text)))]
     }
 }

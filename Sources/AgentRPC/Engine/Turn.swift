@@ -569,20 +569,10 @@ extension AgentSession {
     }
 
     /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
-    /// interrupted round trip that never got an output are dropped. Returns the
-    /// operation that does it, nil when there is nothing to drop.
+    /// interrupted round trip that never got an output are dropped.
     private func trimIncompleteToolCalls(_ turn: TurnState) -> [TranscriptOperation]? {
-        guard let entryID = turn.openToolCallsEntryID, let index = entries.firstIndex(where: { $0.id == entryID }),
-            case .toolCalls(let calls, let profile, let text) = entries[index].content
-        else { return nil }
-        let answered = Set(entries[index...].compactMap { e -> String? in
-            if case .toolOutput(let callId, _, _, _, _, _) = e.content { return callId }
-            return nil
-        })
-        let kept = calls.filter { answered.contains($0.callId) }
-        if kept.count == calls.count { return nil }
-        if kept.isEmpty { return [.remove(ids: [entryID])] }
-        return [.replace(id: entryID, entry: TranscriptEntry(id: entryID, turnId: entries[index].turnId, .toolCalls(calls: kept, profile: profile, text: text)))]
+        guard let entryID = turn.openToolCallsEntryID, let index = entries.firstIndex(where: { $0.id == entryID }) else { return nil }
+        return Self.unansweredCallsTrim(entries, toolCallsAt: index)
     }
 
     /// Operations that turn `current` back into `before`: a truncation when the
