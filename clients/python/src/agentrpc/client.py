@@ -713,12 +713,7 @@ class Client:
         if record is None:
             raise InvalidParams(f"unknown undo token {token!r}")
         try:
-            if inspect.iscoroutinefunction(record.undo):
-                await record.undo()
-            else:
-                outcome = await asyncio.to_thread(record.undo)
-                if inspect.isawaitable(outcome):
-                    await outcome
+            await _call_off_loop(record.undo)
         except Exception as exc:
             _log.warning("undo of %r (call %s) raised %s: %s", record.name, record.call_id,
                          type(exc).__name__, exc, exc_info=exc)
@@ -761,14 +756,7 @@ class Client:
             session=self._sessions.get(session_id),
         )
         try:
-            if inspect.iscoroutinefunction(handler):
-                answer = await handler(call)
-            else:
-                # Sync callbacks may block (e.g. ask on the terminal): keep the loop free.
-                answer = await asyncio.to_thread(handler, call)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-            return _decision(answer)
+            return _decision(await _call_off_loop(handler, call))
         except Exception as exc:
             # One line, no traceback: the denial and its reason are the report.
             reason = str(exc) or type(exc).__name__
@@ -825,13 +813,7 @@ class Client:
             options=[o for o in options if isinstance(o, str)] if isinstance(options, list) else None,
             session=self._sessions.get(session_id),
         )
-        if inspect.iscoroutinefunction(handler):
-            answer = await handler(question)
-        else:
-            # Sync callbacks may block (e.g. read the terminal): keep the loop free.
-            answer = await asyncio.to_thread(handler, question)
-            if inspect.isawaitable(answer):
-                answer = await answer
+        answer = await _call_off_loop(handler, question)
         if not isinstance(answer, str):
             raise TypeError(f"on_ask_user must return the answer as a str, not {answer!r:.80}")
         return {"answer": answer}
@@ -1275,6 +1257,18 @@ _UNANSWERABLE: Final = (
     "nothing can answer this confirmation: the client has no on_confirm (Client.spawn or open_session) "
     "and nobody reads the session's events to call session.confirm()"
 )
+
+
+async def _call_off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """Calls a user callback: a coroutine function is awaited; a plain one runs in
+    a worker thread, since it may block (ask on the terminal), so the event loop
+    stays free; an awaitable it returns is awaited too."""
+    if inspect.iscoroutinefunction(function):
+        return await function(*args)
+    result = await asyncio.to_thread(function, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def _decision(answer: Any) -> JSONObject:

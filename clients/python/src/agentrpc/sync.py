@@ -113,10 +113,7 @@ def _threaded(handler: Callable[..., Any]) -> Callable[..., Any]:
         return handler
 
     async def run(*args: Any) -> Any:
-        result = await asyncio.to_thread(handler, *args)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await _async_client._call_off_loop(handler, *args)
 
     return run
 
