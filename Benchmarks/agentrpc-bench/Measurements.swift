@@ -292,7 +292,12 @@ struct Measurements {
         let server = try start()
         defer { server.finish() }
         let ids = IDs()
-        let sid = try createSession(server, ids, config: Self.toolSession(roundTrips: roundTrips))
+        return try longTurn(server, ids, config: Self.toolSession(roundTrips: roundTrips), roundTrips: roundTrips)
+    }
+
+    /// Runs one long tool turn in a new session and takes the gaps of its first and last 100 round trips.
+    private func longTurn(_ server: ServerProcess, _ ids: IDs, config: JSONValue, roundTrips: Int) throws -> LongTurnFigures {
+        let sid = try createSession(server, ids, config: config)
         let t = try toolTurn(server, ids, sessionId: sid, expectedCalls: roundTrips)
         let window = min(100, t.gaps.count)
         return LongTurnFigures(
@@ -311,13 +316,7 @@ struct Measurements {
         let ids = IDs()
         guard case .object(var config) = Self.toolSession(roundTrips: roundTrips) else { throw BenchError("bad tool session") }
         config["model"] = ["provider": .string(provider), "model": "bench", "baseURL": .string(fake.baseURL("tools\(roundTrips)"))]
-        let sid = try createSession(server, ids, config: .object(config))
-        let t = try toolTurn(server, ids, sessionId: sid, expectedCalls: roundTrips)
-        let window = min(100, t.gaps.count)
-        return LongTurnFigures(
-            roundTrips: roundTrips, firstGaps: Samples(Array(t.gaps.prefix(window))),
-            lastGaps: Samples(Array(t.gaps.suffix(window))), allGaps: Samples(t.gaps), turnNanos: t.turnNanos,
-            serverCPUNanos: t.serverCPUNanos)
+        return try longTurn(server, ids, config: .object(config), roundTrips: roundTrips)
     }
 
     // MARK: 3. Turns per second

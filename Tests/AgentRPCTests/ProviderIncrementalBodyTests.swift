@@ -10,17 +10,11 @@ import Testing
 /// messages; they must stay exactly `requestBody(for:).body.serialized()`, the
 /// body `--dump-requests` shows.
 @Suite struct ProviderIncrementalBodyTests {
-    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
+    /// The tests' SplitMix64 (ProviderFixtureTests), so a failure can be replayed from its seed.
     struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(state: state) }
+        mutating func below(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
         mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
         mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
     }
