@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Client
+from agentrpc import Client, Event
 from agentrpc.discovery import ENV_VAR, repo_build_candidates
 
 TEST_TIMEOUT = 60.0
@@ -98,3 +98,17 @@ def spawn_real(cwd: Path, **kwargs: Any) -> Any:
     kwargs.setdefault("request_timeout", REAL_TIMEOUT)
     kwargs.setdefault("shutdown_timeout", REAL_TIMEOUT)
     return Client.spawn(binary=REAL_BINARY, cwd=cwd, **kwargs)
+
+
+def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
+    """A scripted tool call."""
+    return {"name": tool_name, "arguments": arguments}
+
+
+async def until(stream: Any, predicate: Any) -> Event:
+    """The first event of ``stream`` that satisfies ``predicate`` (bounded)."""
+    async with asyncio.timeout(REAL_TIMEOUT):
+        async for event in stream:
+            if predicate(event):
+                return event
+    raise AssertionError("stream ended before the awaited event")

@@ -34,14 +34,10 @@ from agentrpc import (
 )
 from agentrpc.sync import Client as SyncClient
 
-from conftest import REAL_BINARY, REAL_TIMEOUT, requires_real, spawn_real
+from conftest import call, REAL_BINARY, REAL_TIMEOUT, requires_real, spawn_real
 
 pytestmark = requires_real
 
-
-def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
-    """A scripted tool call."""
-    return {"name": tool_name, "arguments": arguments}
 
 
 # -- steering and queued sends --------------------------------------------------

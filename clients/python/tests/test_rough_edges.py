@@ -31,21 +31,11 @@ from agentrpc import (
     tool,
 )
 
-from conftest import REAL_TIMEOUT, requires_real, spawn_real
+from conftest import call, REAL_TIMEOUT, requires_real, spawn_real, until
 
 pytestmark = requires_real
 
 
-def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"name": tool_name, "arguments": arguments}
-
-
-async def until(stream: Any, predicate: Any) -> Event:
-    async with asyncio.timeout(REAL_TIMEOUT):
-        async for event in stream:
-            if predicate(event):
-                return event
-    raise AssertionError("stream ended first")
 
 
 # -- 1. an abandoned stream cancels its turn ------------------------------------------

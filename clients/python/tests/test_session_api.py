@@ -50,23 +50,11 @@ from agentrpc import (
     tool,
 )
 
-from conftest import REAL_TIMEOUT, requires_real, spawn_real
+from conftest import call, REAL_TIMEOUT, requires_real, spawn_real, until
 
 pytestmark = requires_real
 
 
-def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
-    """A scripted tool call."""
-    return {"name": tool_name, "arguments": arguments}
-
-
-async def until(stream: Any, predicate: Any) -> Event:
-    """The first event of ``stream`` that satisfies ``predicate`` (bounded)."""
-    async with asyncio.timeout(REAL_TIMEOUT):
-        async for event in stream:
-            if predicate(event):
-                return event
-    raise AssertionError("stream ended before the awaited event")
 
 
 # -- send, results, state, transcript ----------------------------------------------

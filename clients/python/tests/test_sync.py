@@ -28,7 +28,7 @@ from agentrpc import (
 )
 from agentrpc.sync import Client, EventStream, Session, TurnStream
 
-from conftest import REAL_BINARY, REAL_TIMEOUT, requires_real
+from conftest import call, REAL_BINARY, REAL_TIMEOUT, requires_real
 
 pytestmark = requires_real
 
@@ -38,9 +38,6 @@ def spawn(cwd: Path, **kwargs: Any) -> Client:
     kwargs.setdefault("shutdown_timeout", REAL_TIMEOUT)
     return Client.spawn(binary=REAL_BINARY, cwd=cwd, **kwargs)
 
-
-def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 @dataclasses.dataclass
