@@ -27,6 +27,8 @@ enum ChatInput: Sendable {
 ///
 /// `@unchecked Sendable`: `items` is guarded by `condition`.
 final class ChatInbox: @unchecked Sendable {
+    // A condition, not a Mutex: the chat loop runs on its own thread and must
+    // block until input arrives (Synchronization has no way to sleep a thread).
     private let condition = NSCondition()
     private var items: [ChatInput] = []
 

@@ -98,9 +98,9 @@ enum RegexWorkers {
     /// Set while a job runs; cancelling the awaiting task sets it, and a running
     /// match sees it at its next progress callback.
     final class Cancellation: Sendable {
-        private let flag = Atomic<Bool>(false)
-        var isCancelled: Bool { flag.load(ordering: .relaxed) }
-        func cancel() { flag.store(true, ordering: .relaxed) }
+        private let flag = Mutex<Bool>(false)
+        var isCancelled: Bool { flag.withLock { $0 } }
+        func cancel() { flag.withLock { $0 = true } }
     }
 
     private static let threadKey = "agentrpc.regex.cancellation"
@@ -136,6 +136,7 @@ enum RegexWorkers {
     /// A fixed set of threads taking jobs from one queue, first come first served.
     final class WorkerPool: @unchecked Sendable {
         // @unchecked: `jobs` and `started` are only touched under `condition`.
+        // A condition, not a Mutex: an idle worker thread must block until a job comes.
         private let condition = NSCondition()
         private var jobs: [@Sendable () -> Void] = []
         private var started = false

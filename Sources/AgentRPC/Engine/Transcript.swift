@@ -101,9 +101,12 @@ struct Transcript: Sendable {
     /// entries, the later one possibly with more appended: what lets
     /// `ModelHistoryCache` convert only the new entries.
     private(set) var appendRunStamp = Transcript.newAppendRunStamp()
-    private static let lastAppendRunStamp = Atomic<Int>(0)
+    private static let lastAppendRunStamp = Mutex<Int>(0)
     private static func newAppendRunStamp() -> Int {
-        lastAppendRunStamp.wrappingAdd(1, ordering: .relaxed).newValue
+        lastAppendRunStamp.withLock { stamp in
+            stamp &+= 1
+            return stamp
+        }
     }
     /// The number of the next generated entry id (`e<N>`); ids taken by
     /// client-inserted entries are skipped.

@@ -21,11 +21,11 @@ final class TurnControl: Sendable {
     let turnId: String
     private let abortReason = Mutex<AbortReason?>(nil)
     private let task = Mutex<Task<TurnOutcome, any Error>?>(nil)
-    private let cooperative = Atomic<Bool>(false)
+    private let cooperative = Mutex<Bool>(false)
     /// True while the turn waits for the provider (its next stream event or a
     /// retry backoff): that wait is itself a checkpoint, so a cooperative cancel
     /// must end it rather than wait for an event a stalled stream never sends.
-    private let waitingForProvider = Atomic<Bool>(false)
+    private let waitingForProvider = Mutex<Bool>(false)
 
     init(turnId: String) { self.turnId = turnId }
 
@@ -48,17 +48,17 @@ final class TurnControl: Sendable {
     /// `session/cancel`: observed at the next checkpoint. A turn that is waiting
     /// for the provider is at a checkpoint already, so its wait is ended now.
     func requestCooperativeCancel() {
-        cooperative.store(true, ordering: .sequentiallyConsistent)
-        if waitingForProvider.load(ordering: .sequentiallyConsistent) { task.withLock { $0 }?.cancel() }
+        cooperative.withLock { $0 = true }
+        if waitingForProvider.withLock({ $0 }) { task.withLock { $0 }?.cancel() }
     }
 
     /// Marks the span in which the turn only waits for the provider; a
     /// cooperative cancel arriving meanwhile interrupts the wait.
     func setWaitingForProvider(_ waiting: Bool) {
-        waitingForProvider.store(waiting, ordering: .sequentiallyConsistent)
+        waitingForProvider.withLock { $0 = waiting }
         if waiting && cooperativeCancelRequested { task.withLock { $0 }?.cancel() }
     }
-    var cooperativeCancelRequested: Bool { cooperative.load(ordering: .sequentiallyConsistent) }
+    var cooperativeCancelRequested: Bool { cooperative.withLock { $0 } }
 
     /// Awaits the turn, turning cancellation of the awaiting request into an
     /// immediate abort of the turn.

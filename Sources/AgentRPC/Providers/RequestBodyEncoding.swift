@@ -42,10 +42,10 @@ final class SerializedMessageCache: Sendable {
 
     private let state = Mutex(State())
     /// The previous body's size: the next one is reserved at least that large.
-    private let lastBodySize = Atomic<Int>(0)
-    private let lastConverted = Atomic<Int>(0)
+    private let lastBodySize = Mutex<Int>(0)
+    private let lastConverted = Mutex<Int>(0)
     /// How many messages the last `withSerialized` converted (the rest were reused).
-    var lastConvertedCount: Int { lastConverted.load(ordering: .relaxed) }
+    var lastConvertedCount: Int { lastConverted.withLock { $0 } }
 
     /// Calls `write` with the serialized `messages`, appending with `append` only
     /// those after the longest prefix equal to the previous call's messages.
@@ -71,7 +71,7 @@ final class SerializedMessageCache: Sendable {
                 s.messages.append(message)
                 s.ends.append((s.serialized.bytes.count, s.serialized.openRole))
             }
-            lastConverted.store(messages.count - common, ordering: .relaxed)
+            lastConverted.withLock { $0 = messages.count - common }
             write(s.serialized)
         }
     }
@@ -81,7 +81,7 @@ final class SerializedMessageCache: Sendable {
     /// `spliced` is what `writeSpliced` appends.
     func serializeObject(_ members: [String: JSONValue], splicing spliced: String, _ writeSpliced: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(max(lastBodySize.load(ordering: .relaxed), 256))
+        out.reserveCapacity(max(lastBodySize.withLock { $0 }, 256))
         var allMembers = members
         allMembers[spliced] = .null  // only for its place in the order
         out.append(UInt8(ascii: "{"))
@@ -94,7 +94,7 @@ final class SerializedMessageCache: Sendable {
             if key == spliced { writeSpliced(&out) } else { value.serialize(into: &out) }
         }
         out.append(UInt8(ascii: "}"))
-        lastBodySize.store(out.count, ordering: .relaxed)
+        lastBodySize.withLock { $0 = out.count }
         return out
     }
 }

@@ -36,9 +36,9 @@ public final class Connection: Sendable {
     private let writer: ByteSinkThread
     private let framing: Mutex<Framing?>
     private let pending = Mutex<[RequestID: PendingRequest]>([:])
-    private let nextOutgoingID = Atomic<Int>(1)
+    private let nextOutgoingID = Mutex<Int>(1)
     /// Once stdin is closed no answer can arrive, so new requests fail at once.
-    private let inputClosed = Atomic<Bool>(false)
+    private let inputClosed = Mutex<Bool>(false)
     private let recorder: (any ConnectionRecorder)?
     /// Timeouts of outstanding server→client requests.
     private let deadlines = RequestDeadlines()
@@ -95,7 +95,7 @@ public final class Connection: Sendable {
         }
         while let event = parser.finish() { handle(event, parser: parser) }
         logger.debug("stdin closed")
-        inputClosed.store(true, ordering: .sequentiallyConsistent)
+        inputClosed.withLock { $0 = true }
         recorder?.inputClosed()
         // Settle our own requests before the dispatcher learns of the end, so the
         // shutdown that follows finds nothing to withdraw: the output is the same
@@ -220,13 +220,16 @@ public final class Connection: Sendable {
     /// seconds. Cancelling the calling task withdraws the request with
     /// `$/cancelRequest` and throws `CancellationError`.
     public func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
-        let id = RequestID.int(nextOutgoingID.wrappingAdd(1, ordering: .relaxed).oldValue)
-        if writer.isBroken || inputClosed.load(ordering: .sequentiallyConsistent) { throw OutgoingRequestError.disconnected }
+        let id = RequestID.int(nextOutgoingID.withLock { id in
+            defer { id &+= 1 }
+            return id
+        })
+        if writer.isBroken || inputClosed.withLock({ $0 }) { throw OutgoingRequestError.disconnected }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 let inserted = pending.withLock { p -> Bool in
                     // The task may already be cancelled, or input closed meanwhile; then don't send at all.
-                    if Task.isCancelled || inputClosed.load(ordering: .sequentiallyConsistent) { return false }
+                    if Task.isCancelled || inputClosed.withLock({ $0 }) { return false }
                     p[id] = PendingRequest(continuation: continuation, method: method)
                     return true
                 }
@@ -292,6 +295,8 @@ public final class Connection: Sendable {
 /// earlier than the one it sleeps towards (rare: timeouts are mostly equal).
 final class RequestDeadlines: @unchecked Sendable {
     // @unchecked: all mutable state is guarded by `condition`.
+    // A condition, not a Mutex: the watcher thread must block until the earliest
+    // deadline, and be woken early when an earlier one is added.
     private let condition = NSCondition()
     private var entries: [RequestID: (deadline: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
     /// When the watcher will next look; nil while it waits for a first entry.

@@ -15,7 +15,7 @@ final class Dispatcher: Sendable {
     /// Gatekeeper for lifecycle rules (initialize first, etc.); nil = allow.
     private let admit: @Sendable (String) -> RPCError?
     /// Set by `exit`: nothing read after it is run or answered.
-    private let stopped = Atomic<Bool>(false)
+    private let stopped = Mutex<Bool>(false)
 
     init(connection: Connection, logger: Logger, maxInFlight: Int = 4096, admit: @escaping @Sendable (String) -> RPCError?) {
         self.connection = connection
@@ -28,9 +28,9 @@ final class Dispatcher: Sendable {
 
     /// Stops dispatching: messages after the current one are neither run nor
     /// answered (`exit`, docs/protocol.md §2). Returns at once.
-    func stop() { stopped.store(true, ordering: .sequentiallyConsistent) }
+    func stop() { stopped.withLock { $0 = true } }
 
-    private var isStopped: Bool { stopped.load(ordering: .sequentiallyConsistent) }
+    private var isStopped: Bool { stopped.withLock { $0 } }
 
     /// Runs until end of input or `stop()`.
     func run() async {

@@ -71,6 +71,8 @@ enum ProcessLogger {
 /// single write, which is what makes many small frames cheap.
 final class ByteSinkThread: @unchecked Sendable {
     // @unchecked: all mutable state is guarded by `condition`.
+    // A condition, not a Mutex: the writer thread must block until bytes are
+    // queued, and `flush` until they are written.
     private let condition = NSCondition()
     private var queue: [UInt8] = []
     private var writing = false

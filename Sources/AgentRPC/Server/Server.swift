@@ -49,9 +49,8 @@ public final class Server: Sendable {
     let logger: Logger
     let dispatcher: Dispatcher
     let engine: Engine
-    private let lifecycle = LockedValue(Lifecycle.awaitingInitialize)
-    /// Set by the `exit` notification: the code to exit with.
-    private let exitRequested = LockedValue<Int32?>(nil)
+    /// Lifecycle, exit and signal state, shared with the method handlers.
+    private let shared = ServerState()
     private let recorder: TranscriptRecorder?
 
     enum Lifecycle: Sendable, Equatable {
@@ -79,9 +78,9 @@ public final class Server: Sendable {
         self.recorder = recorder
         let connection = Connection(inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder)
         self.connection = connection
-        let lifecycle = self.lifecycle
+        let shared = self.shared
         self.dispatcher = Dispatcher(connection: connection, logger: logger) { method in
-            switch lifecycle.withLock({ $0 }) {
+            switch shared.lifecycle.withLock({ $0 }) {
             case .awaitingInitialize:
                 if method == InitializeRequest.name || method == ExitNotification.name { return nil }
                 return RPCError(.notInitialized, "the first request must be 'initialize'")
@@ -108,8 +107,7 @@ public final class Server: Sendable {
     public func run() async -> Int32 {
         connection.start()
         let exitSignal = AsyncStream.makeStream(of: Void.self)
-        let exitWatcher = self.exitWatcher
-        exitWatcher.withLock { $0 = exitSignal.continuation }
+        shared.exitWatcher.withLock { $0 = exitSignal.continuation }
         let dispatcher = self.dispatcher
         // Installed once `exit` can be signalled, so an early signal is not lost.
         if options.handleTerminationSignals { installSignalHandlers() }
@@ -122,9 +120,9 @@ public final class Server: Sendable {
         // End of input, `exit` or a signal: nothing read from now on starts;
         // every turn is cancelled (they roll back), answered, and flushed.
         dispatcher.stop()
-        let clean = exitRequested.withLock { $0 }
+        let clean = shared.exitRequested.withLock { $0 }
         let engine = self.engine
-        let cause = stopCause.withLock { $0 } ?? (clean == nil ? "the client closed its input" : "exit")
+        let cause = shared.stopCause.withLock { $0 } ?? (clean == nil ? "the client closed its input" : "exit")
         logger.info("shutting down: \(cause)")
         let deadline = ContinuousClock.now.advanced(by: .seconds(options.shutdownGraceSeconds))
         if await !Self.finishes(by: deadline, { await engine.shutdownAll(reason: cause) }) {
@@ -146,45 +144,31 @@ public final class Server: Sendable {
     /// Runs `work` and waits for it until `deadline`; true if it finished. Work
     /// that overruns is left running (the process is about to exit).
     static func finishes(by deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async -> Void) async -> Bool {
-        let outcome = LockedValue<Bool?>(nil)
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let settle: @Sendable (Bool) -> Void = { finished in
-                let first = outcome.withLock { value -> Bool in
-                    if value != nil { return false }
-                    value = finished
-                    return true
-                }
-                if first { continuation.resume(returning: finished) }
-            }
-            let worker = Task {
-                await work()
-                settle(true)
-            }
-            Task {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                settle(false)
-                _ = worker
-            }
+        // The first of the two answers is kept; the stream drops the other.
+        let (answers, answer) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingOldest(1))
+        Task {
+            await work()
+            answer.yield(true)
         }
+        Task {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            answer.yield(false)
+        }
+        for await finished in answers { return finished }
+        return false
     }
-
-    private let exitWatcher = LockedValue<AsyncStream<Void>.Continuation?>(nil)
-    /// Why the server stops, when not end of input or `exit` (a signal).
-    private let stopCause = LockedValue<String?>(nil)
-    private let signalSources = LockedValue<[SignalSource]>([])
-    private let signalsReceived = LockedValue(0)
 
     /// SIGTERM, SIGINT and SIGHUP end the server as the end of input does
     /// (docs/protocol.md §2); a second one ends the process at once.
     private func installSignalHandlers() {
         for number in [SIGTERM, SIGINT, SIGHUP] {
             let source = SignalSource(number) { [weak self] count in self?.received(signal: number, count: count) }
-            signalSources.withLock { $0.append(source) }
+            shared.signalSources.withLock { $0.append(source) }
         }
     }
 
     private func received(signal number: Int32, count: Int) {
-        let total = signalsReceived.withLock { n -> Int in
+        let total = shared.signalsReceived.withLock { n -> Int in
             n += count
             return n
         }
@@ -195,22 +179,22 @@ public final class Server: Sendable {
         logger.info("received signal \(number)")
         // Nothing after the signal starts, as after the end of input.
         dispatcher.stop()
-        stopCause.withLock { $0 = "signal \(number)" }
-        exitWatcher.withLock { $0?.finish() }
+        shared.stopCause.withLock { $0 = "signal \(number)" }
+        shared.exitWatcher.withLock { $0?.finish() }
     }
 
     private func buildMethodTable() -> MethodTable {
         var table = MethodTable.Builder()
         let engine = self.engine
         let options = self.options
-        let lifecycle = self.lifecycle
+        let shared = self.shared
 
         table.on(InitializeRequest.self) { params, _ in
             guard params.protocolVersion >= 1 else {
                 throw RPCError.invalidParams("protocolVersion \(params.protocolVersion) is not supported; this server speaks 1", field: "protocolVersion")
             }
             await engine.setClient(capabilities: params.capabilities ?? ClientCapabilities(), info: params.clientInfo)
-            lifecycle.withLock { $0 = .running }
+            shared.lifecycle.withLock { $0 = .running }
             // Version negotiation: we answer with the highest version we both speak.
             return .now(InitializeResult(
                 protocolVersion: min(params.protocolVersion, InitializeRequest.protocolVersion),
@@ -220,26 +204,37 @@ public final class Server: Sendable {
                     maxMessageBytes: options.maxMessageBytes)))
         }
         table.on(ShutdownRequest.self) { _, _ in
-            lifecycle.withLock { $0 = .shutDown }
+            shared.lifecycle.withLock { $0 = .shutDown }
             return .later {
                 await engine.shutdownAll(reason: "shutdown")
                 try await engine.syncAll()
                 return NullResult()
             }
         }
-        let exitRequested = self.exitRequested
-        let exitWatcher = self.exitWatcher
         let dispatcher = self.dispatcher
         table.onNotification(ExitNotification.self) { _ in
             // Before anything else: what the client wrote after `exit` must not start.
             dispatcher.stop()
-            let code: Int32 = lifecycle.withLock { $0 } == .shutDown ? 0 : 1
-            exitRequested.withLock { $0 = code }
-            exitWatcher.withLock { $0?.finish() }
+            let code: Int32 = shared.lifecycle.withLock { $0 } == .shutDown ? 0 : 1
+            shared.exitRequested.withLock { $0 = code }
+            shared.exitWatcher.withLock { $0?.finish() }
         }
         engine.register(into: &table)
         return table.build()
     }
+}
+
+/// The server's mutable state. A class, so that the method handlers (closures)
+/// can share it: a `Mutex` itself cannot be captured.
+final class ServerState: Sendable {
+    let lifecycle = Mutex(Server.Lifecycle.awaitingInitialize)
+    /// Set by the `exit` notification: the code to exit with.
+    let exitRequested = Mutex<Int32?>(nil)
+    let exitWatcher = Mutex<AsyncStream<Void>.Continuation?>(nil)
+    /// Why the server stops, when not end of input or `exit` (a signal).
+    let stopCause = Mutex<String?>(nil)
+    let signalSources = Mutex<[SignalSource]>([])
+    let signalsReceived = Mutex(0)
 }
 
 /// Delivers one signal to a handler on a dispatch queue instead of its default

@@ -58,7 +58,7 @@ public struct TraceFileError: Error, Sendable, CustomStringConvertible {
 /// (the OpenTelemetry Collector's file format), to a file.
 ///
 /// `export` only serializes the span and appends the line to a buffer under a
-/// short lock; a serial background queue writes the buffer, so a slow disk never
+/// short lock; a background job writes the buffer, so a slow disk never
 /// holds up a turn. Lines that queue up while a write is in progress go out
 /// together in the next write. If more than `maxBufferedBytes` are waiting,
 /// whole lines are dropped and counted rather than letting memory grow.
@@ -67,7 +67,9 @@ public final class OTLPFileExporter: SpanExporter {
     private let scopeVersion: String
     private let maxBufferedBytes: Int
     private let fd: Int32
-    private let queue = DispatchQueue(label: "agentrpc.trace-file")
+    /// Held while a chunk is taken off the buffer and written, so chunks reach
+    /// the file in export order however many drains run at once.
+    private let writeOrder = Mutex(())
 
     private struct State: Sendable {
         var buffer: [UInt8] = []
@@ -114,12 +116,12 @@ public final class OTLPFileExporter: SpanExporter {
             s.drainScheduled = true
             return true
         }
-        if scheduleDrain { queue.async { self.drain() } }
+        if scheduleDrain { DispatchQueue.global(qos: .utility).async { self.drain() } }
     }
 
     /// Blocks until every line exported before the call is written.
     public func flush() {
-        queue.sync { drain() }
+        drain()
     }
 
     /// Writes what is buffered and closes the file; later spans are dropped. Idempotent.
@@ -129,8 +131,8 @@ public final class OTLPFileExporter: SpanExporter {
             return !s.closed
         }
         guard first else { return }
-        queue.sync {
-            drain()
+        drain()
+        writeOrder.withLock { _ in
             let needsClose = state.withLock { s in
                 defer { s.fdClosed = true }
                 return !s.fdClosed
@@ -145,19 +147,21 @@ public final class OTLPFileExporter: SpanExporter {
     /// The first write error, if any; after one, the exporter stops writing.
     public var writeError: String? { state.withLock { $0.writeError } }
 
-    /// Runs on `queue` only, which is what keeps writes in export order.
+    /// Writes what is buffered; returns once every line buffered before the call is written.
     private func drain() {
-        let chunk = state.withLock { s -> [UInt8] in
-            s.drainScheduled = false
-            if s.fdClosed { return [] }
-            var taken: [UInt8] = []
-            swap(&taken, &s.buffer)
-            return taken
-        }
-        guard !chunk.isEmpty else { return }
-        if let failure = writeAll(chunk) {
-            state.withLock { s in
-                if s.writeError == nil { s.writeError = failure }
+        writeOrder.withLock { _ in
+            let chunk = state.withLock { s -> [UInt8] in
+                s.drainScheduled = false
+                if s.fdClosed { return [] }
+                var taken: [UInt8] = []
+                swap(&taken, &s.buffer)
+                return taken
+            }
+            guard !chunk.isEmpty else { return }
+            if let failure = writeAll(chunk) {
+                state.withLock { s in
+                    if s.writeError == nil { s.writeError = failure }
+                }
             }
         }
     }

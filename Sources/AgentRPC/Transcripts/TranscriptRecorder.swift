@@ -1,5 +1,6 @@
 import AgentRPCProtocol
 import Foundation
+import Synchronization
 
 /// Writes a live connection out as a replayable transcript (docs/transcripts.md).
 ///
@@ -13,7 +14,7 @@ import Foundation
 /// Safe to call from any thread; each line is written (and so flushed) as one
 /// unit, in call order.
 public final class TranscriptRecorder: Sendable {
-    private let state: TranscriptRecorderState
+    private let state: Mutex<TranscriptRecorderState>
 
     /// Records into the file at `path`, replacing it. `args` are the server
     /// options a replay should start with (written into the header).
@@ -29,7 +30,7 @@ public final class TranscriptRecorder: Sendable {
 
     /// Records by handing each finished line (newline included) to `writeLine`.
     public init(description: String? = nil, args: [String] = [], writeLine: @escaping @Sendable (String) -> Void) {
-        state = TranscriptRecorderState(description: description, args: args, writeLine: writeLine)
+        state = Mutex(TranscriptRecorderState(description: description, args: args, writeLine: writeLine))
     }
 
     /// Tells the recorder which framing the connection settled on, so the header
@@ -64,9 +65,8 @@ public final class TranscriptRecorder: Sendable {
     }
 }
 
-/// The recorder's mutable state. `@unchecked Sendable`: only touched under `lock`.
-final class TranscriptRecorderState: @unchecked Sendable {
-    private let lock = NSLock()
+/// The recorder's mutable state, kept in the recorder's `Mutex`.
+struct TranscriptRecorderState: Sendable {
     private let writeLine: @Sendable (String) -> Void
     private let description: String?
     private let args: [String]
@@ -95,13 +95,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         self.writeLine = writeLine
     }
 
-    func withLock<T>(_ body: (TranscriptRecorderState) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(self)
-    }
-
-    func emit(_ step: JSONValue) {
+    mutating func emit(_ step: JSONValue) {
         if !headerWritten {
             headerWritten = true
             var header: [String: JSONValue] = [:]
@@ -113,7 +107,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         writeLine(step.serializedString() + "\n")
     }
 
-    func recordMalformed(_ bytes: [UInt8]) {
+    mutating func recordMalformed(_ bytes: [UInt8]) {
         if let text = String(bytes: bytes, encoding: .utf8) {
             emit(["sendRaw": .string(text)])
         } else {
@@ -121,7 +115,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         }
     }
 
-    func recordClient(_ message: JSONValue) {
+    mutating func recordClient(_ message: JSONValue) {
         switch message {
         case .array(let elements):
             emit(["send": .array(elements.map { clientRoot($0) })])
@@ -134,7 +128,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
 
     /// A top-level client message: its own request id stays literal (the client
     /// chose it); a reply's id refers to the server's request.
-    private func clientRoot(_ message: JSONValue) -> JSONValue {
+    private mutating func clientRoot(_ message: JSONValue) -> JSONValue {
         guard case .object(let o) = message else { return client(message, key: nil, siblingsHaveType: false) }
         var out: [String: JSONValue] = [:]
         for (key, value) in o {
@@ -151,7 +145,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         return .object(out)
     }
 
-    private func client(_ value: JSONValue, key: String?, siblingsHaveType: Bool) -> JSONValue {
+    private mutating func client(_ value: JSONValue, key: String?, siblingsHaveType: Bool) -> JSONValue {
         switch value {
         case .object(let o):
             let hasType = o["type"] != nil
@@ -171,7 +165,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         }
     }
 
-    func recordServer(_ message: JSONValue) {
+    mutating func recordServer(_ message: JSONValue) {
         if case .array(let elements) = message, !elements.isEmpty {
             emit(["expectBatch": .array(elements.map { serverRoot($0) })])
         } else {
@@ -179,7 +173,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         }
     }
 
-    private func serverRoot(_ message: JSONValue) -> JSONValue {
+    private mutating func serverRoot(_ message: JSONValue) -> JSONValue {
         guard case .object(let o) = message else { return server(message, key: nil, siblingsHaveType: false) }
         var out: [String: JSONValue] = [:]
         // Sorted so captures are made in the order the matcher visits members.
@@ -206,7 +200,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         return .object(out)
     }
 
-    private func server(_ value: JSONValue, key: String?, siblingsHaveType: Bool) -> JSONValue {
+    private mutating func server(_ value: JSONValue, key: String?, siblingsHaveType: Bool) -> JSONValue {
         switch value {
         case .object(let o):
             let hasType = o["type"] != nil
@@ -243,7 +237,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
         return volatileKeys[key]
     }
 
-    private func newName(_ base: String) -> String {
+    private mutating func newName(_ base: String) -> String {
         let n = (counters[base] ?? 0) + 1
         counters[base] = n
         return "\(base)\(n)"
@@ -257,7 +251,7 @@ final class TranscriptRecorderState: @unchecked Sendable {
     }
 
     /// A string the matcher would read as a placeholder gets its `$` doubled.
-    private func escapeLiteral(_ value: JSONValue) -> JSONValue {
+    private mutating func escapeLiteral(_ value: JSONValue) -> JSONValue {
         guard case .string(let s) = value, s.hasPrefix("$") else { return value }
         let second = s.dropFirst().first
         if second == "$" || (second?.isLetter ?? false) { return .string("$" + s) }

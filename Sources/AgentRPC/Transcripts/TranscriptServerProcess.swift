@@ -28,6 +28,8 @@ final class TranscriptServerProcess: @unchecked Sendable {
     private let stderrPipe = Pipe()
     private let expectedFraming: Framing
 
+    // A condition, not a Mutex: the replay driver and the reader threads are
+    // plain threads, and the driver must block until the server writes or exits.
     private let condition = NSCondition()
     private var inbox: [TranscriptInbound] = []
     private var stdoutClosed = false
