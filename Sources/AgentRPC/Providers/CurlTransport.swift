@@ -165,14 +165,12 @@ enum CurlTransport {
 
     /// Starts `request` on a thread of its own; `sink` receives the head, the
     /// body bytes and the end. Nil when libcurl is not available.
-    static func start(
-        _ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate
-    ) -> CurlTask? {
-        guard let library = CurlLibrary.shared, let url = request.url else { return nil }
+    static func start(_ request: HTTPRequest, sink: any HTTPResponseSink) -> CurlTask? {
+        guard let library = CurlLibrary.shared else { return nil }
         let task = CurlTask()
         let thread = Thread {
-            let transfer = CurlTransfer(library: library, task: task, sink: sink, idleTimeout: idleTimeout)
-            transfer.run(request, url: url, connectTimeout: connectTimeout)
+            let transfer = CurlTransfer(library: library, task: task, sink: sink, idleTimeout: request.idleTimeoutSeconds)
+            transfer.run(request, url: request.url, connectTimeout: request.connectTimeoutSeconds)
         }
         thread.name = "agentrpc-https"
         thread.start()
@@ -205,33 +203,34 @@ final class CurlTask: Sendable {
 final class CurlTransfer {
     let library: CurlLibrary
     let task: CurlTask
-    let sink: StreamingDataDelegate
+    let sink: any HTTPResponseSink
     let idleTimeout: Double
     private var easy: OpaquePointer?
     private var headers: [String: String] = [:]
     private var head: ResponseHead?
+    private var headSent = false
     private var lastActivity = ContinuousClock.now
     private var lastUploaded: Int64 = 0
     private var idleExpired = false
 
-    init(library: CurlLibrary, task: CurlTask, sink: StreamingDataDelegate, idleTimeout: Double) {
+    init(library: CurlLibrary, task: CurlTask, sink: any HTTPResponseSink, idleTimeout: Double) {
         self.library = library
         self.task = task
         self.sink = sink
         self.idleTimeout = idleTimeout
     }
 
-    func run(_ request: URLRequest, url: URL, connectTimeout: Double) {
+    func run(_ request: HTTPRequest, url: URL, connectTimeout: Double) {
         let key = CurlTransport.poolKey(url)
         guard let handle = CurlHandlePool.shared.take(key, library: library) else {
-            sink.completed(head: nil, error: PlainHTTPError(kind: .connectFailed, detail: "curl_easy_init failed"))
+            sink.end(PlainHTTPError(kind: .connectFailed, detail: "curl_easy_init failed"))
             return
         }
         let easy = handle.pointer
         self.easy = easy
         library.easyReset(easy)
 
-        let body = [UInt8](request.httpBody ?? Data())
+        let body = [UInt8](request.body)
         let bodyBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
         bodyBuffer.copyBytes(from: body)
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: CurlLibrary.errorBufferSize)
@@ -242,7 +241,7 @@ final class CurlTransfer {
             bodyBuffer.deallocate()
             errorBuffer.deallocate()
         }
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        for (name, value) in request.headers {
             // Header injection: a value with a line break would start a new header.
             if value.contains(where: { $0 == "\r" || $0 == "\n" }) || name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }) {
                 continue
@@ -262,7 +261,7 @@ final class CurlTransfer {
         _ = I(easy, O.noSignal, 1)
         _ = P(easy, O.errorBuffer, errorBuffer)
         _ = P(easy, O.httpHeader, headerList.map { UnsafeRawPointer($0) })
-        let method = request.httpMethod?.uppercased() ?? "GET"
+        let method = request.method
         if method == "POST" || !body.isEmpty {
             _ = I(easy, O.post, 1)
             _ = I(easy, O.postFieldSizeLarge, body.count)
@@ -293,12 +292,13 @@ final class CurlTransfer {
 
         if task.isCancelled { return }
         if code == 0 {
-            sink.completed(head: responseHead(), error: nil)
+            sendHead()
+            sink.end(nil)
         } else if idleExpired {
-            sink.completed(head: head, error: PlainHTTPError(kind: .idleTimedOut, detail: "no data for \(idleTimeout) s"))
+            sink.end(PlainHTTPError(kind: .idleTimedOut, detail: "no data for \(idleTimeout) s"))
         } else {
             // After a linger abort the sink has already finished; this is then ignored.
-            sink.completed(head: head, error: PlainHTTPError(kind: Self.kind(ofCurlCode: code), detail: "\(detail) (\(url.host ?? ""))"))
+            sink.end(PlainHTTPError(kind: Self.kind(ofCurlCode: code), detail: "\(detail) (\(url.host ?? ""))"))
         }
     }
 
@@ -312,6 +312,13 @@ final class CurlTransfer {
         case 1, 3, 8: return .badResponse  // UNSUPPORTED_PROTOCOL, URL_MALFORMAT, WEIRD_SERVER_REPLY
         default: return .connectionLost  // e.g. PARTIAL_FILE 18, GOT_NOTHING 52, SEND/RECV_ERROR 55/56, HTTP2 16/92
         }
+    }
+
+    /// Hands the head to the sink once, before the first body bytes.
+    private func sendHead() {
+        guard !headSent, let head = responseHead() else { return }
+        headSent = true
+        sink.head(head)
     }
 
     /// The head, built once when the body starts: status from libcurl, headers as received.
@@ -342,7 +349,8 @@ final class CurlTransfer {
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if task.isCancelled { return false }
         lastActivity = .now
-        sink.received(Data(bytes), head: responseHead())
+        sendHead()
+        sink.body(Data(bytes))
         return true
     }
 

@@ -6,11 +6,9 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// Runs one HTTP request and turns the response into `ProviderEvent`s as bytes
-/// arrive: HTTP client → `StreamingDataDelegate` (SSE parser → provider
-/// decoder) → stream. The client is `PlainHTTPClient` for `http://`,
-/// `CurlTransport` (libcurl's easy interface) for `https://` on Linux, and
-/// URLSession otherwise or when libcurl cannot be loaded.
+/// Runs one provider request through `HTTPTransports.current` and turns the
+/// response into `ProviderEvent`s as bytes arrive: transport →
+/// `StreamingDataDelegate` (SSE parser → provider decoder) → stream.
 ///
 /// * 2xx `text/event-stream` (or anything when no whole-body decoder is given):
 ///   decoded incrementally.
@@ -20,10 +18,8 @@ import FoundationNetworking
 /// * non-2xx: up to 64 KiB of the body is collected and mapped by `ProviderErrorMapper`.
 /// * transport failures become `network` errors.
 ///
-/// Each client keeps connections alive and reuses them (URLSession through one
-/// shared session per idle timeout, see `HTTPSessionPool`). Cancelling the
-/// consuming task (or dropping the stream) cancels the data task only. Retries
-/// are not done here: the engine decides.
+/// Cancelling the consuming task (or dropping the stream) cancels the request
+/// only; kept-alive connections stay. Retries are not done here: the engine decides.
 enum HTTPStreamTransport {
     typealias WholeBodyDecoder = @Sendable ([UInt8]) throws -> [ProviderEvent]
 
@@ -31,163 +27,21 @@ enum HTTPStreamTransport {
         _ urlRequest: URLRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?,
         secrets: [String], timeoutSeconds: Double, connectTimeoutSeconds: Double = HTTPProviderConfiguration.defaultConnectTimeoutSeconds
     ) -> AsyncThrowingStream<ProviderEvent, any Error> {
-        AsyncThrowingStream { continuation in
+        let request = HTTPRequest(urlRequest, connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: timeoutSeconds)
+        return AsyncThrowingStream { continuation in
             let delegate = StreamingDataDelegate(
                 decoder: decoder, wholeBodyDecoder: wholeBodyDecoder, secrets: secrets, continuation: continuation)
-            let handle: TaskHandle
-            if let url = urlRequest.url, let target = PlainHTTPClient.target(of: url) {
-                // Plain http (local servers): our own client, which waits without a busy core.
-                let task = PlainHTTPClient.start(
-                    urlRequest, target: target, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate)
-                handle = TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
-            } else if let curl = curlTask(urlRequest, connectTimeout: connectTimeoutSeconds, idleTimeout: timeoutSeconds, sink: delegate) {
-                // https on Linux: libcurl's easy interface, which waits without a busy core.
-                handle = curl
-            } else {
-                let pooled = HTTPSessionPool.shared.session(timeoutSeconds: timeoutSeconds)
-                let task = pooled.session.dataTask(with: urlRequest)
-                handle = TaskHandle { task.cancel() }
-                pooled.router.register(delegate, for: task)
-                task.resume()
-            }
+            let handle = HTTPTransports.current.start(request, sink: delegate)
             delegate.attach(handle)
             continuation.onTermination = { @Sendable termination in
                 if case .cancelled = termination { handle.cancel() }
             }
         }
     }
-
-    #if os(Linux)
-    /// Nil when libcurl could not be loaded (URLSession then serves the request).
-    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
-        guard let task = CurlTransport.start(request, connectTimeout: connectTimeout, idleTimeout: idleTimeout, sink: sink) else { return nil }
-        return TaskHandle(cancel: { task.cancel() }, linger: { task.linger() })
-    }
-    #else
-    /// Elsewhere URLSession's own client does not busy-wait: it serves https.
-    private static func curlTask(_ request: URLRequest, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) -> TaskHandle? {
-        nil
-    }
-    #endif
 }
 
-/// One `URLSession` per idle timeout, shared by every request with that timeout:
-/// libcurl then keeps connections alive and reuses them (and HTTP/2 where the
-/// server offers it), instead of a new TCP (and TLS) connection per request.
-/// The session's configuration carries no credentials (they are per request),
-/// so sharing it across provider configurations leaks nothing.
-final class HTTPSessionPool: Sendable {
-    static let shared = HTTPSessionPool()
-    /// Distinct timeouts are few (one per configured model at most); past this
-    /// many, a request gets a session of its own that is dropped after it.
-    static let maximumSessions = 32
-
-    struct Pooled: Sendable {
-        let session: URLSession
-        let router: TaskRouter
-    }
-
-    private let sessions = Mutex<[Double: Pooled]>([:])
-
-    func session(timeoutSeconds: Double) -> Pooled {
-        sessions.withLock { pool in
-            if let existing = pool[timeoutSeconds] { return existing }
-            let made = Self.make(timeoutSeconds: timeoutSeconds, oneShot: pool.count >= Self.maximumSessions)
-            if pool.count < Self.maximumSessions { pool[timeoutSeconds] = made }
-            return made
-        }
-    }
-
-    private static func make(timeoutSeconds: Double, oneShot: Bool) -> Pooled {
-        let router = TaskRouter(oneShot: oneShot)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeoutSeconds
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let queue = OperationQueue()
-        // Callbacks must arrive in order for each task's parser; one at a time.
-        queue.maxConcurrentOperationCount = 1
-        let session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
-        router.session.withLock { $0 = session }
-        return Pooled(session: session, router: router)
-    }
-}
-
-/// The shared session's delegate: hands each task's callbacks to that task's
-/// `StreamingDataDelegate`, and forgets it when the task completes.
-final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
-    private let delegates = Mutex<[Int: StreamingDataDelegate]>([:])
-    /// A session made past the pool's limit serves one task and is then invalidated.
-    private let oneShot: Bool
-    fileprivate let session = Mutex<URLSession?>(nil)
-
-    init(oneShot: Bool) { self.oneShot = oneShot }
-
-    func register(_ delegate: StreamingDataDelegate, for task: URLSessionTask) {
-        delegates.withLock { $0[task.taskIdentifier] = delegate }
-    }
-
-    func delegate(for task: URLSessionTask) -> StreamingDataDelegate? {
-        delegates.withLock { $0[task.taskIdentifier] }
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        delegate(for: dataTask)?.received(data, head: ResponseHead(dataTask.response))
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let delegate = delegates.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        delegate?.completed(head: ResponseHead(task.response), error: error)
-        if oneShot { session.finishTasksAndInvalidate() }
-    }
-}
-
-/// The status and headers of a response (header names lowercased), whichever
-/// client received it.
-struct ResponseHead: Sendable {
-    var status: Int
-    var headers: [String: String]
-
-    init(status: Int, headers: [String: String]) {
-        self.status = status
-        self.headers = headers
-    }
-
-    init?(_ response: URLResponse?) {
-        guard let http = response as? HTTPURLResponse else { return nil }
-        var headers: [String: String] = [:]
-        for (key, value) in http.allHeaderFields {
-            if let k = key as? String, let v = value as? String { headers[k.lowercased()] = v }
-        }
-        self.init(status: http.statusCode, headers: headers)
-    }
-}
-
-/// Lets the stream's termination handler cancel the HTTP work.
-final class TaskHandle: Sendable {
-    private let action: Mutex<(@Sendable () -> Void)?>
-    private let lingerAction: (@Sendable () -> Void)?
-
-    init(cancel: @escaping @Sendable () -> Void, linger: (@Sendable () -> Void)? = nil) {
-        self.action = Mutex(cancel)
-        self.lingerAction = linger
-    }
-
-    /// Nobody reads the rest of the response any more: it may finish on its own
-    /// (keeping the connection) but must not hold on to it for long.
-    func linger() { lingerAction?() }
-
-    /// Cancels the request (once); shared sessions and idle connections stay.
-    func cancel() {
-        let a = action.withLock { a in
-            defer { a = nil }
-            return a
-        }
-        a?()
-    }
-}
-
-/// One request's decoding state: fed by the session's `TaskRouter`.
-final class StreamingDataDelegate: Sendable {
+/// One request's decoding state: fed by the transport.
+final class StreamingDataDelegate: HTTPResponseSink {
     static let maximumErrorBodyBytes = 64 * 1024
     static let maximumWholeBodyBytes = 32 * 1024 * 1024
 
@@ -203,7 +57,7 @@ final class StreamingDataDelegate: Sendable {
         var status = 0
         var headers: [String: String] = [:]
         var done = false
-        var handle: TaskHandle?
+        var handle: HTTPRequestHandle?
     }
 
     /// What to do once the lock is released: yielding or finishing can run the
@@ -229,14 +83,20 @@ final class StreamingDataDelegate: Sendable {
         self.continuation = continuation
     }
 
-    func attach(_ handle: TaskHandle) {
+    func attach(_ handle: HTTPRequestHandle) {
         state.withLock { $0.handle = handle }
     }
 
-    func received(_ data: Data, head response: ResponseHead?) {
+    func head(_ head: ResponseHead) {
+        state.withLock { s in
+            if !s.done && s.mode == .undecided { decideMode(&s, response: head) }
+        }
+    }
+
+    func body(_ data: Data) {
         let action = state.withLock { s -> Action in
             if s.done { return .nothing }
-            if s.mode == .undecided { decideMode(&s, response: response) }
+            if s.mode == .undecided { decideMode(&s, response: nil) }
             switch s.mode {
             case .streaming:
                 var events: [ProviderEvent] = []
@@ -265,7 +125,7 @@ final class StreamingDataDelegate: Sendable {
         perform(action)
     }
 
-    func completed(head response: ResponseHead?, error: (any Error)?) {
+    func end(_ error: (any Error)?) {
         let action = state.withLock { s -> Action in
             if s.done { return .nothing }
             s.done = true
@@ -273,7 +133,7 @@ final class StreamingDataDelegate: Sendable {
                 let mapped = ProviderErrorMapper.map(transportError: error, secrets: secrets)
                 return s.mode == .streaming ? failStreaming(s, mapped, after: []) : .fail(mapped)
             }
-            if s.mode == .undecided { decideMode(&s, response: response) }
+            if s.mode == .undecided { decideMode(&s, response: nil) }
             switch s.mode {
             case .errorBody:
                 return .fail(ProviderErrorMapper.map(status: s.status, headers: s.headers, body: s.body, secrets: secrets))

@@ -57,29 +57,27 @@ enum PlainHTTPClient {
 
     /// Starts `request` on a thread of its own; `sink` receives the head, the body
     /// bytes and the end. Returns a handle to cancel it.
-    static func start(
-        _ request: URLRequest, target: Target, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate
-    ) -> PlainHTTPTask {
+    static func start(_ request: HTTPRequest, target: Target, sink: any HTTPResponseSink) -> PlainHTTPTask {
         let task = PlainHTTPTask()
         let bytes = requestBytes(request, target: target)
         let thread = Thread {
-            task.run(bytes, target: target, connectTimeout: connectTimeout, idleTimeout: idleTimeout, sink: sink)
+            task.run(bytes, target: target, connectTimeout: request.connectTimeoutSeconds, idleTimeout: request.idleTimeoutSeconds, sink: sink)
         }
         thread.name = "agentrpc-http"
         thread.start()
         return task
     }
 
-    static func requestBytes(_ request: URLRequest, target: Target) -> [UInt8] {
+    static func requestBytes(_ request: HTTPRequest, target: Target) -> [UInt8] {
         let url = request.url
-        var path = url?.path ?? "/"
+        var path = url.path
         if path.isEmpty { path = "/" }
-        if let query = url?.query { path += "?" + query }
-        let body = request.httpBody ?? Data()
-        var head = "\(request.httpMethod ?? "GET") \(path) HTTP/1.1\r\n"
+        if let query = url.query { path += "?" + query }
+        let body = request.body
+        var head = "\(request.method) \(path) HTTP/1.1\r\n"
         head += "Host: \(target.port == 80 ? target.host : target.key)\r\n"
         var sawLength = false
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        for (name, value) in request.headers {
             // Header injection: a value with a line break would start a new header.
             if value.contains(where: { $0 == "\r" || $0 == "\n" }) || name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }) {
                 continue
@@ -168,7 +166,7 @@ final class PlainHTTPTask: Sendable {
         }
     }
 
-    fileprivate func run(_ request: [UInt8], target: PlainHTTPClient.Target, connectTimeout: Double, idleTimeout: Double, sink: StreamingDataDelegate) {
+    fileprivate func run(_ request: [UInt8], target: PlainHTTPClient.Target, connectTimeout: Double, idleTimeout: Double, sink: any HTTPResponseSink) {
         var attempt = 0
         while true {
             attempt += 1
@@ -180,7 +178,7 @@ final class PlainHTTPTask: Sendable {
                 switch Self.connect(target, timeout: connectTimeout) {
                 case .success(let made): fd = made
                 case .failure(let error):
-                    if !isCancelled { sink.completed(head: nil, error: error) }
+                    if !isCancelled { sink.end(error) }
                     return
                 }
             }
@@ -190,7 +188,7 @@ final class PlainHTTPTask: Sendable {
             switch outcome {
             case .done(let reusable):
                 release(reusable: reusable, key: target.key)
-                if !isCancelled { sink.completed(head: reader.head, error: nil) }
+                if !isCancelled { sink.end(nil) }
                 return
             case .staleConnection where pooled != nil:
                 // The server closed the idle connection before our request: try a fresh one.
@@ -198,11 +196,11 @@ final class PlainHTTPTask: Sendable {
                 continue
             case .staleConnection:
                 release(reusable: false, key: target.key)
-                if !isCancelled { sink.completed(head: nil, error: PlainHTTPError(kind: .connectionLost, detail: target.key)) }
+                if !isCancelled { sink.end(PlainHTTPError(kind: .connectionLost, detail: target.key)) }
                 return
             case .failed(let error):
                 release(reusable: false, key: target.key)
-                if !isCancelled { sink.completed(head: reader.head, error: error) }
+                if !isCancelled { sink.end(error) }
                 return
             }
         }
@@ -215,7 +213,7 @@ final class PlainHTTPTask: Sendable {
         case failed(PlainHTTPError)
     }
 
-    private func exchange(_ fd: Int32, request: [UInt8], idleTimeout: Double, reader: inout ResponseReader, sink: StreamingDataDelegate) -> Outcome {
+    private func exchange(_ fd: Int32, request: [UInt8], idleTimeout: Double, reader: inout ResponseReader, sink: any HTTPResponseSink) -> Outcome {
         // Send.
         var sent = 0
         while sent < request.count {
@@ -330,7 +328,7 @@ struct ResponseReader {
     private(set) var keepAlive = true
 
     /// Feeds received bytes; true once the response is complete.
-    mutating func feed(_ bytes: ArraySlice<UInt8>, sink: StreamingDataDelegate) throws(PlainHTTPError) -> Bool {
+    mutating func feed(_ bytes: ArraySlice<UInt8>, sink: any HTTPResponseSink) throws(PlainHTTPError) -> Bool {
         var rest = bytes
         if head == nil {
             headBytes += rest
@@ -347,6 +345,7 @@ struct ResponseReader {
                 return try feed(body, sink: sink)
             }
             rest = body
+            if let head { sink.head(head) }
             if case .length(0) = framing { return true }
             if case .none = framing { return true }
         }
@@ -354,7 +353,7 @@ struct ResponseReader {
     }
 
     /// End of connection: complete only if the body ran until close.
-    mutating func finishAtEOF(sink: StreamingDataDelegate) -> Bool {
+    mutating func finishAtEOF(sink: any HTTPResponseSink) -> Bool {
         if head == nil { return false }
         if case .untilClose = framing { return true }
         return false
@@ -399,16 +398,16 @@ struct ResponseReader {
         }
     }
 
-    private mutating func body(_ bytes: ArraySlice<UInt8>, sink: StreamingDataDelegate) throws(PlainHTTPError) -> Bool {
+    private mutating func body(_ bytes: ArraySlice<UInt8>, sink: any HTTPResponseSink) throws(PlainHTTPError) -> Bool {
         switch framing {
         case .none:
             return true
         case .untilClose:
-            if !bytes.isEmpty { sink.received(Data(bytes), head: head) }
+            if !bytes.isEmpty { sink.body(Data(bytes)) }
             return false
         case .length(let remaining):
             let take = bytes.prefix(remaining)
-            if !take.isEmpty { sink.received(Data(take), head: head) }
+            if !take.isEmpty { sink.body(Data(take)) }
             framing = .length(remaining - take.count)
             return remaining - take.count == 0
         case .chunked:
@@ -416,10 +415,10 @@ struct ResponseReader {
         }
     }
 
-    private mutating func chunked(_ bytes: ArraySlice<UInt8>, sink: StreamingDataDelegate) throws(PlainHTTPError) -> Bool {
+    private mutating func chunked(_ bytes: ArraySlice<UInt8>, sink: any HTTPResponseSink) throws(PlainHTTPError) -> Bool {
         var i = bytes.startIndex
         var out: [UInt8] = []
-        defer { if !out.isEmpty { sink.received(Data(out), head: head) } }
+        defer { if !out.isEmpty { sink.body(Data(out)) } }
         while i < bytes.endIndex {
             switch chunkState {
             case .size, .dataEnd, .trailer:

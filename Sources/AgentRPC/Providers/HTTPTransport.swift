@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One HTTP request as it goes to the network: everything a transport needs,
+/// and everything a recorder sees of it.
+struct HTTPRequest: Sendable {
+    var url: URL
+    var method: String
+    /// Sent as given, after `HTTPHeaderPolicy` drops what the transport frames itself.
+    var headers: [String: String]
+    var body: Data
+    /// The longest wait for a connection to open (with the TLS handshake over https).
+    var connectTimeoutSeconds: Double
+    /// The longest wait for the next bytes of the response.
+    var idleTimeoutSeconds: Double
+
+    init(url: URL, method: String, headers: [String: String], body: Data, connectTimeoutSeconds: Double, idleTimeoutSeconds: Double) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    /// A provider's request (built as a `URLRequest`, which tests inspect) with its timeouts.
+    init(_ request: URLRequest, connectTimeoutSeconds: Double, idleTimeoutSeconds: Double) {
+        self.init(
+            url: request.url ?? URL(fileURLWithPath: "/"), method: request.httpMethod?.uppercased() ?? "GET",
+            headers: request.allHTTPHeaderFields ?? [:], body: request.httpBody ?? Data(),
+            connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: idleTimeoutSeconds)
+    }
+}
+
+/// The status and headers of a final response (never a 1xx); header names
+/// lowercased, repeated headers joined with ", ".
+struct ResponseHead: Sendable, Equatable {
+    var status: Int
+    var headers: [String: String]
+}
+
+/// Receives one response, in this order: `head` at most once, then `body` any
+/// number of times (the body's bytes after de-chunking, as they arrive), then
+/// `end` exactly once — nil when the response is complete, else why it is not
+/// (a failure may come without a head). Nothing is called after `end`, nor
+/// after the request was cancelled.
+protocol HTTPResponseSink: Sendable {
+    func head(_ head: ResponseHead)
+    func body(_ bytes: Data)
+    func end(_ error: (any Error)?)
+}
+
+/// The one way an HTTP request of agentrpc reaches the network: every
+/// provider request goes through `HTTPTransports.current.start`. A decorator
+/// (recording, replaying) wraps the installed transport and sees the request
+/// and everything that comes back.
+protocol HTTPTransport: Sendable {
+    /// Starts `request`; `sink` receives the response. The handle cancels it.
+    func start(_ request: HTTPRequest, sink: any HTTPResponseSink) -> HTTPRequestHandle
+}
+
+/// Which transport requests go through: the platform's client unless something
+/// (a recorder) installed a decorator around it.
+enum HTTPTransports {
+    private static let installed = Mutex<any HTTPTransport>(platformDefault)
+
+    /// The transport every request starts on.
+    static var current: any HTTPTransport {
+        get { installed.withLock { $0 } }
+        set { installed.withLock { $0 = newValue } }
+    }
+
+    /// The platform's client, whatever `current` is.
+    static var platformDefault: any HTTPTransport { PlatformHTTPTransport() }
+}
+
+/// A running request, from the caller's side.
+final class HTTPRequestHandle: Sendable {
+    private let action: Mutex<(@Sendable () -> Void)?>
+    private let lingerAction: (@Sendable () -> Void)?
+
+    init(cancel: @escaping @Sendable () -> Void, linger: (@Sendable () -> Void)? = nil) {
+        self.action = Mutex(cancel)
+        self.lingerAction = linger
+    }
+
+    /// Nobody reads the rest of the response any more: it may finish on its own
+    /// (keeping the connection reusable) but must not hold on to it for long.
+    func linger() { lingerAction?() }
+
+    /// Ends the request at once (once); nothing more reaches the sink.
+    func cancel() {
+        let a = action.withLock { a in
+            defer { a = nil }
+            return a
+        }
+        a?()
+    }
+}
