@@ -24,7 +24,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
         .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol"], path: "Sources/AgentRPC", swiftSettings: strict),
-        .executableTarget(name: "agentrpc", dependencies: ["AgentRPC"], path: "Sources/agentrpc", swiftSettings: strict),
+        // `agentrpc acp`: the Agent Client Protocol front end, which talks to the
+        // engine only through the library's embedding API (docs/acp.md).
+        .target(name: "AgentRPCACP", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Sources/ACP", swiftSettings: strict),
+        .executableTarget(name: "agentrpc", dependencies: ["AgentRPC", "AgentRPCACP"], path: "Sources/agentrpc", swiftSettings: strict),
         .executableTarget(name: "agentrpc-bench", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Benchmarks/agentrpc-bench", swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["AgentRPCProtocol"], path: "Tests/ProtocolTests", swiftSettings: strict),
         .testTarget(

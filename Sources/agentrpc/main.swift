@@ -1,5 +1,6 @@
 // Entry point: argument handling and wiring only. The server lives in AgentRPC.
 import AgentRPC
+import AgentRPCACP
 import AgentRPCProtocol
 import Foundation
 
@@ -15,6 +16,7 @@ let usage = """
       agentrpc schema --out DIR      Write the JSON Schema of every method, notification and error.
       agentrpc replay FILE|DIR...    Replay recorded transcripts against this binary.
       agentrpc chat [options]        Talk with a model in the terminal (an offline demo without one).
+      agentrpc acp [options]         Serve an editor over the Agent Client Protocol (docs/acp.md).
       agentrpc --version | --help
 
     SERVE OPTIONS
@@ -51,6 +53,16 @@ let usage = """
       --config PATH           Model configuration file, as for serve (passed on to the server).
       --session FILE          A session configuration (JSON, as for session/create) to start from:
                               instructions, profiles, limits... The chat adds its own tools.
+
+    ACP OPTIONS
+      --config PATH           Model configuration file, as for serve; its "acp" section configures the
+                              front end (model, instructions, tools, permissions, session).
+      --store DIR | --ephemeral   Where sessions are kept, as for serve.
+      --model NAME            The model new sessions start with (default: acp.model, else defaultModel,
+                              else a model an API key in the environment brings, else the installed
+                              local model).
+      --log-level LEVEL       As for serve (stderr only).
+      --record FILE           Record the ACP conversation as a replayable transcript.
 
     REPLAY OPTIONS
       --timeout S             Seconds to wait for each expected message (default 5).
@@ -173,6 +185,10 @@ case "chat":
         FileHandle.standardOutput.write(Data(text.utf8))
     }
     exit(code)
+
+case "acp":
+    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    exit(await ACPCommand.runCommandLine(arguments: Array(argv), executable: executable))
 
 default:
     fail("unknown command '\(command)'")

@@ -55,10 +55,15 @@ final class ChatLocalModel {
         return nil
     }
 
+    /// Whether the local model is installed (`scripts/local-model status`).
+    static func isInstalled(script: String, environment: [String: String]) -> Bool {
+        (try? run(script, ["status"], environment: environment, capture: true).status) == 0
+    }
+
     /// Installs the model if needed (its progress shown), starts its server and
     /// waits until it accepts connections. `say` prints a line for the person.
     static func start(script: String, environment: [String: String], say: (String) -> Void) throws -> ChatLocalModel {
-        if try run(script, ["status"], environment: environment, capture: false).status != 0 {
+        if !isInstalled(script: script, environment: environment) {
             say("The local model is not installed yet: installing it now (once; several minutes).")
             let install = try run(script, ["install"], environment: environment, capture: false)
             guard install.status == 0 else {

@@ -8,10 +8,13 @@ struct ModelCatalog: Sendable {
     var defaultModel: String?
     var sourcePath: String?
     var environment: [String: String]
+    /// The file's `acp` section, read by `agentrpc acp` (docs/acp.md); the engine ignores it.
+    var acp: JSONValue? = nil
 
     struct File: Codable, Sendable {
         var models: [String: ModelConfig]?
         var defaultModel: String?
+        var acp: JSONValue?
     }
 
     static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
@@ -47,7 +50,7 @@ struct ModelCatalog: Sendable {
             if let d = file.defaultModel, file.models?[d] == nil {
                 throw RPCError.invalidConfiguration("\(path): defaultModel '\(d)' is not among the models", field: "defaultModel")
             }
-            return withEnvironmentDefaults(ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment))
+            return withEnvironmentDefaults(ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp))
         }
         return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))
     }

@@ -40,6 +40,9 @@ public final class Connection: Sendable {
     /// Once stdin is closed no answer can arrive, so new requests fail at once.
     private let inputClosed = Mutex<Bool>(false)
     private let recorder: (any ConnectionRecorder)?
+    /// The notification that withdraws a request of ours (`$/cancelRequest`;
+    /// the Agent Client Protocol spells it `$/cancel_request`).
+    private let cancelRequestMethod: String
     /// Timeouts of outstanding server→client requests.
     private let deadlines = RequestDeadlines()
     /// Inbound items in arrival order; finishes at end of input.
@@ -53,9 +56,11 @@ public final class Connection: Sendable {
 
     public init(
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
-        recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes
+        recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
+        cancelRequestMethod: String = "$/cancelRequest"
     ) {
         self.inputFD = inputFD
+        self.cancelRequestMethod = cancelRequestMethod
         self.maxMessageBytes = maxMessageBytes
         self.logger = logger
         self.framing = Mutex(framing)
@@ -258,7 +263,8 @@ public final class Connection: Sendable {
     }
 
     private func withdraw(_ id: RequestID) {
-        send(.notification(method: "$/cancelRequest", params: ["id": id.json]))
+        let params: JSONValue = cancelRequestMethod == "$/cancelRequest" ? ["id": id.json] : ["requestId": id.json]
+        send(.notification(method: cancelRequestMethod, params: params))
     }
 
     /// Outstanding server→client requests (for diagnostics and tests).

@@ -17,20 +17,21 @@ public final class TranscriptRecorder: Sendable {
     private let state: Mutex<TranscriptRecorderState>
 
     /// Records into the file at `path`, replacing it. `args` are the server
-    /// options a replay should start with (written into the header).
-    public convenience init(fileAt path: String, description: String? = nil, args: [String] = []) throws {
+    /// options a replay should start with (written into the header); `command`
+    /// the subcommand that serves (nil: `serve`, the default of a replay).
+    public convenience init(fileAt path: String, description: String? = nil, command: String? = nil, args: [String] = []) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
         }
-        self.init(description: description, args: args) { line in
+        self.init(description: description, command: command, args: args) { line in
             // FileHandle writes go straight to the descriptor: each line is flushed.
             try? handle.write(contentsOf: Data(line.utf8))
         }
     }
 
     /// Records by handing each finished line (newline included) to `writeLine`.
-    public init(description: String? = nil, args: [String] = [], writeLine: @escaping @Sendable (String) -> Void) {
-        state = Mutex(TranscriptRecorderState(description: description, args: args, writeLine: writeLine))
+    public init(description: String? = nil, command: String? = nil, args: [String] = [], writeLine: @escaping @Sendable (String) -> Void) {
+        state = Mutex(TranscriptRecorderState(description: description, command: command, args: args, writeLine: writeLine))
     }
 
     /// Tells the recorder which framing the connection settled on, so the header
@@ -69,6 +70,7 @@ public final class TranscriptRecorder: Sendable {
 struct TranscriptRecorderState: Sendable {
     private let writeLine: @Sendable (String) -> Void
     private let description: String?
+    private let command: String?
     private let args: [String]
     var framing: Framing = .newline
     private var headerWritten = false
@@ -89,8 +91,9 @@ struct TranscriptRecorderState: Sendable {
         "storeDirectory": "$string", "pid": "$integer", "lockedBy": "$integer",
     ]
 
-    init(description: String?, args: [String], writeLine: @escaping @Sendable (String) -> Void) {
+    init(description: String?, command: String?, args: [String], writeLine: @escaping @Sendable (String) -> Void) {
         self.description = description
+        self.command = command
         self.args = args
         self.writeLine = writeLine
     }
@@ -100,6 +103,7 @@ struct TranscriptRecorderState: Sendable {
             headerWritten = true
             var header: [String: JSONValue] = [:]
             if let description { header["description"] = .string(description) }
+            if let command { header["command"] = .string(command) }
             if !args.isEmpty { header["args"] = .array(args.map(JSONValue.string)) }
             if framing == .contentLength { header["framing"] = "content-length" }
             if !header.isEmpty { writeLine(JSONValue.object(["transcript": .object(header)]).serializedString() + "\n") }

@@ -19,7 +19,7 @@ public struct TranscriptResult: Sendable {
 /// Replays recorded transcripts (`*.jsonl`, see docs/transcripts.md) against a
 /// real server binary over stdio and reports the first divergence.
 public struct TranscriptReplayer: Sendable {
-    /// The server binary; it is started as `executable serve <header args...>`.
+    /// The server binary; it is started as `executable <header command> <header args...>`.
     public var executable: String
     /// Seconds each expectation waits unless the transcript says otherwise.
     public var defaultTimeout: Double
@@ -236,7 +236,7 @@ final class TranscriptRun {
         // The server keeps sessions under $XDG_STATE_HOME by default: a replay gets
         // a private store, never the user's, and parallel replays never share one.
         if script.header.env["XDG_STATE_HOME"] == nil { environment["XDG_STATE_HOME"] = expand("$tmpdir/state") }
-        let arguments = ["serve"] + script.header.args.map(expand)
+        let arguments = [script.header.command] + script.header.args.map(expand)
 
         let server = TranscriptServerProcess(
             executable: executable, arguments: arguments, environment: environment, framing: script.header.framing)

@@ -4,7 +4,10 @@ import Foundation
 /// The optional first line of a transcript: how to start the server.
 struct TranscriptHeader: Sendable {
     var description: String?
-    /// Appended after `serve`.
+    /// The subcommand that serves: `serve` (agentrpc's protocol) or `acp`
+    /// (the Agent Client Protocol front end).
+    var command = "serve"
+    /// Appended after the command.
     var args: [String] = []
     /// Added to (and overriding) the runner's own environment.
     var env: [String: String] = [:]
@@ -72,7 +75,8 @@ struct TranscriptScript: Sendable {
         "send", "sendTogether", "sendRaw", "sendBytes", "reply", "expect", "expectUnordered", "expectBatch",
         "closeStdin", "signal", "expectExit", "expectStderr", "expectFile",
     ]
-    static let headerKeys: Set<String> = ["description", "args", "env", "framing", "timeoutSeconds"]
+    static let headerKeys: Set<String> = ["description", "command", "args", "env", "framing", "timeoutSeconds"]
+    static let commands: Set<String> = ["serve", "acp"]
 
     /// Parses transcript text (JSON Lines). Blank lines are ignored.
     static func parse(_ text: String) throws(TranscriptLoadError) -> TranscriptScript {
@@ -117,6 +121,12 @@ struct TranscriptScript: Sendable {
         if let d = o["description"] {
             guard let s = d.stringValue else { throw TranscriptLoadError(line: line, message: "\"description\" must be a string") }
             header.description = s
+        }
+        if let c = o["command"] {
+            guard let name = c.stringValue, commands.contains(name) else {
+                throw TranscriptLoadError(line: line, message: "\"command\" must be one of \(commands.sorted().joined(separator: ", "))")
+            }
+            header.command = name
         }
         if let a = o["args"] {
             guard let list = a.arrayValue, case let strings = list.compactMap(\.stringValue), strings.count == list.count else {

@@ -1,0 +1,475 @@
+import AgentRPC
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// The ACP side of `agentrpc acp`: reads the editor's messages in order and
+/// answers each by calling the embedded engine in agentrpc's own protocol.
+final class ACPAgent: Sendable {
+    static let protocolVersion = 1
+
+    let editor: Connection
+    let engine: EmbeddedServer
+    let sessions: ACPSessions
+    let configuration: ACPConfiguration
+    let logger: Logger
+    /// `--model`: the model every new session starts with.
+    let modelOverride: String?
+    let executable: String
+    let environment: [String: String]
+
+    private let state = Mutex(State())
+
+    struct State {
+        var editor: EditorCapabilities?
+        /// Requests whose answer is still being worked out, for `$/cancel_request`.
+        var inFlight: [RequestID: Task<Void, Never>] = [:]
+        /// The local model, started at the first session that needs it.
+        var localModel: LocalModelServer?
+        var localModelTried = false
+    }
+
+    init(editor: Connection, engine: EmbeddedServer, sessions: ACPSessions, configuration: ACPConfiguration, logger: Logger,
+         modelOverride: String?, executable: String, environment: [String: String]) {
+        self.editor = editor
+        self.engine = engine
+        self.sessions = sessions
+        self.configuration = configuration
+        self.logger = logger
+        self.modelOverride = modelOverride
+        self.executable = executable
+        self.environment = environment
+    }
+
+    /// Serves until the editor closes its end.
+    func run() async {
+        for await item in editor.inbound {
+            switch item {
+            case .frame(.single(let decoded)):
+                await handle(decoded)
+            case .frame(.batch(let items)):
+                // ACP has no batches; each member is still served and answered on its own.
+                for decoded in items { await handle(decoded) }
+            case .frame(.emptyBatch):
+                editor.send(.failure(nil, RPCError(.invalidRequest, "an empty batch is not a valid request")))
+            case .oversized(let count, let id):
+                editor.send(.failure(id, RPCError(code: .invalidRequest, kind: .messageTooLarge,
+                    message: "message of \(count) bytes exceeds the limit of \(editor.maxMessageBytes) bytes",
+                    data: ["limit": .int(editor.maxMessageBytes), "size": .int(count)])))
+            case .malformedHeader(let why):
+                editor.send(.failure(nil, RPCError(.parseError, "malformed header: \(why)")))
+            case .desynchronized(let why, let id):
+                editor.send(.failure(id, RPCError(.parseError, "\(why); the frame was not run")))
+            }
+        }
+    }
+
+    /// The end: running prompts are cancelled (their turns roll back), the
+    /// engine's journals made durable, the local model stopped.
+    func finish() async {
+        for session in sessions.all { session.cancelPrompt() }
+        await engine.shutdown(reason: "the editor closed its input", graceSeconds: 10)
+        // Every request still open is answered (a cancelled prompt with `cancelled`) before the output is flushed.
+        let running = state.withLock { Array($0.inFlight.values) }
+        for task in running { task.cancel() }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for task in running { await task.value } }
+            group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
+            await group.next()
+            group.cancelAll()
+        }
+        state.withLock { $0.localModel }?.stop()
+    }
+
+    private func handle(_ decoded: DecodedMessage) async {
+        switch decoded {
+        case .invalid(let id, let error):
+            editor.send(.failure(id, error))
+        case .message(.response):
+            // Answers to our requests are settled by the connection's reader.
+            break
+        case .message(.notification(let method, let params)):
+            await handleNotification(method, params)
+        case .message(.request(let id, let method, let params)):
+            await handleRequest(id: id, method: method, params: params)
+        }
+    }
+
+    private func handleNotification(_ method: String, _ params: JSONValue?) async {
+        switch method {
+        case "session/cancel":
+            guard let id = params?["sessionId"]?.stringValue, let session = sessions.get(id) else { return }
+            session.cancelPrompt()
+        case "$/cancel_request":
+            guard let raw = params?["requestId"], let id = RequestID(json: raw) else { return }
+            // A prompt's cancel is the turn's cancel: it answers `cancelled`, not an error.
+            if let session = sessions.all.first(where: { $0.promptRequestID == id }) {
+                session.cancelPrompt()
+                return
+            }
+            state.withLock { $0.inFlight[id] }?.cancel()
+        default:
+            logger.debug("ignoring notification \(method)")
+        }
+    }
+
+    private func handleRequest(id: RequestID, method: String, params: JSONValue?) async {
+        if method != "initialize", state.withLock({ $0.editor }) == nil {
+            editor.send(.failure(id, RPCError(.invalidRequest, "the first request must be 'initialize'")))
+            return
+        }
+        let reply: Reply<JSONValue>
+        do {
+            reply = try await serve(id: id, method: method, params: params)
+        } catch {
+            editor.send(.failure(id, Self.rpcError(error, method: method, logger: logger)))
+            return
+        }
+        switch reply {
+        case .now(let value):
+            editor.send(.success(id, value))
+        case .later(let work):
+            // Started and tracked under the lock, so its own removal always comes after the insert.
+            state.withLock { s in
+                s.inFlight[id] = Task { [self] in
+                    let message: Message
+                    do {
+                        message = .success(id, try await work())
+                    } catch {
+                        message = .failure(id, Self.rpcError(error, method: method, logger: logger))
+                    }
+                    // Answer and retire the id in one step, so a late `$/cancel_request` finds nothing.
+                    state.withLock { s in
+                        s.inFlight.removeValue(forKey: id)
+                        editor.send(message)
+                    }
+                }
+            }
+        }
+    }
+
+    static func rpcError(_ error: any Error, method: String, logger: Logger) -> RPCError {
+        if let rpc = error as? RPCError { return rpc }
+        if error is CancellationError { return .cancelled() }
+        logger.error("\(method) failed unexpectedly: \(error)")
+        return .internalError("\(method) failed: \(error)")
+    }
+
+    // MARK: Methods
+
+    private func serve(id: RequestID, method: String, params: JSONValue?) async throws -> Reply<JSONValue> {
+        let p = try ACPParams(params, method: method)
+        switch method {
+        case "initialize": return .now(try initialize(p))
+        case "authenticate":
+            // Nothing to log into: a key comes from the environment or the config file.
+            if (try? chooseModel()) != nil { return .now(.object([:])) }
+            throw noModelError()
+        case "session/new": return .now(try await newSession(p))
+        case "session/load": return .now(try await loadSession(p, replay: true))
+        case "session/resume": return .now(try await loadSession(p, replay: false))
+        case "session/prompt": return try await prompt(id: id, p)
+        case "session/set_mode": return .now(try await setMode(p))
+        case "session/set_config_option": return .now(try setConfigOption(p))
+        case "session/list": return .now(try await list(p))
+        case "session/close": return try await close(p, deleting: false)
+        case "session/delete": return try await close(p, deleting: true)
+        default: throw RPCError.methodNotFound(method)
+        }
+    }
+
+    private func initialize(_ p: ACPParams) throws -> JSONValue {
+        guard let version = try p.optionalInt("protocolVersion") else {
+            throw RPCError.invalidParams("initialize: protocolVersion is required", field: "protocolVersion")
+        }
+        guard version >= 1 else {
+            throw RPCError.invalidParams("initialize: protocolVersion \(version) is not supported; this agent speaks ACP version 1", field: "protocolVersion")
+        }
+        let capabilities = EditorCapabilities(p.value["clientCapabilities"])
+        let first = state.withLock { s -> Bool in
+            defer { if s.editor == nil { s.editor = capabilities } }
+            return s.editor == nil
+        }
+        guard first else { throw RPCError(.invalidRequest, "'initialize' was already received") }
+        return [
+            "protocolVersion": .int(Self.protocolVersion),
+            "agentCapabilities": [
+                "loadSession": true,
+                "promptCapabilities": ["image": true, "audio": false, "embeddedContext": true],
+                // MCP servers named by the editor are not started yet (see session/new's _meta).
+                "mcpCapabilities": ["http": false, "sse": false],
+                "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:]],
+            ],
+            "agentInfo": ["name": "agentrpc", "title": "agentrpc", "version": .string(Server.version)],
+            "authMethods": [
+                ["id": "openai-api-key", "name": "OpenAI API key",
+                 "description": "Set OPENAI_API_KEY (and optionally OPENAI_MODEL, OPENAI_BASE_URL) in the environment the editor starts agentrpc with."],
+                ["id": "anthropic-api-key", "name": "Anthropic API key",
+                 "description": "Set ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL) in the environment the editor starts agentrpc with."],
+                ["id": "agentrpc-json", "name": "agentrpc.json",
+                 "description": "Name models in agentrpc.json (--config FILE, $AGENTRPC_CONFIG, or ./agentrpc.json) with their apiKeyEnv."],
+            ],
+        ]
+    }
+
+    private var editorCapabilities: EditorCapabilities { state.withLock { $0.editor } ?? EditorCapabilities() }
+
+    /// The model a new session starts with: `--model`, the `acp` section's,
+    /// the file's default (or an API key's), else the installed local model;
+    /// nil when there is none.
+    private func chooseModel() throws -> (name: String, reference: JSONValue)? {
+        if let name = modelOverride ?? configuration.model ?? engine.defaultModel {
+            guard engine.modelNames.contains(name) else {
+                throw RPCError.invalidConfiguration("no model named '\(name)'" + (engine.configPath.map { " in \($0)" } ?? " (no agentrpc.json was found)"), field: "model")
+            }
+            return (name, .string(name))
+        }
+        let local = try state.withLock { s -> LocalModelServer? in
+            if !s.localModelTried {
+                s.localModelTried = true
+                let logger = self.logger
+                s.localModel = try LocalModelServer.startIfInstalled(executable: executable, environment: environment) { logger.info($0) }
+            }
+            return s.localModel
+        }
+        if let local { return (Self.localModelName, local.modelConfig) }
+        return nil
+    }
+
+    static let localModelName = "local"
+
+    private func noModelError() -> RPCError {
+        .authRequired("no model is available: set OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment agentrpc is started with, "
+            + "or name models in agentrpc.json (--config FILE, $AGENTRPC_CONFIG, or ./agentrpc.json in the working directory)"
+            + (engine.configPath.map { "; the configuration file \($0) names none" } ?? ""))
+    }
+
+    private func newSession(_ p: ACPParams) async throws -> JSONValue {
+        let cwd = try p.absolutePath("cwd")
+        let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
+        let servers = try p.array("mcpServers")
+        guard let model = try chooseModel() else { throw noModelError() }
+        let editor = editorCapabilities
+        let offered = configuration.tools.filter { $0.isSupported(by: editor) }
+        var config = configuration.session
+        config["model"] = model.reference
+        config["tools"] = .array((config["tools"]?.arrayValue ?? []) + offered.map { $0.spec(needsPermission: configuration.permissions.contains($0)) })
+        if config["role"] == nil && config["instructions"] == nil {
+            // A role reaches every profile's instructions; `instructions` would not with profiles.
+            config["role"] = ["persona": .string(configuration.instructions ?? ACPConfiguration.defaultInstructions(tools: offered))]
+        }
+        // The workspace is kept with the session, so session/list can say where it belongs.
+        config["userId"] = .string(Self.userIdPrefix + cwd)
+        let created = try await engine.call("session/create", .object(config))
+        guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
+        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, model: model.name, mode: created["activeProfile"]?.stringValue)
+        sessions.add(session)
+        var answer = sessionState(session)
+        answer["sessionId"] = .string(id)
+        if let meta = mcpMeta(servers) { answer["_meta"] = meta }
+        return .object(answer)
+    }
+
+    static let userIdPrefix = "acp:"
+
+    /// Names the editor's MCP servers this build did not start, never dropping them silently.
+    private func mcpMeta(_ servers: [JSONValue]) -> JSONValue? {
+        guard !servers.isEmpty else { return nil }
+        let names = servers.map { $0["name"]?.stringValue ?? "(unnamed)" }
+        logger.warning("MCP servers not started (not supported by this build yet): \(names.joined(separator: ", "))")
+        return ["agentrpc": ["mcpServersNotStarted": .array(names.map(JSONValue.string)),
+                             "reason": "this build of agentrpc does not start MCP servers yet"]]
+    }
+
+    /// `modes` and `configOptions` of a session's answers.
+    private func sessionState(_ session: ACPSession) -> [String: JSONValue] {
+        var answer: [String: JSONValue] = [:]
+        if let modes = configuration.modes {
+            answer["modes"] = [
+                "currentModeId": .string(session.mode ?? modes.cases.first ?? ""),
+                "availableModes": .array(modes.cases.map { name in
+                    var mode: [String: JSONValue] = ["id": .string(name), "name": .string(name)]
+                    if let d = modes.descriptions[name] { mode["description"] = .string(d) }
+                    return .object(mode)
+                }),
+            ]
+        }
+        answer["configOptions"] = .array([modelOption(session)])
+        return answer
+    }
+
+    private func modelOption(_ session: ACPSession) -> JSONValue {
+        var names = engine.modelNames
+        if state.withLock({ $0.localModel }) != nil { names.append(Self.localModelName) }
+        let current = session.model ?? names.first ?? ""
+        if !names.contains(current) { names.append(current) }
+        return [
+            "id": "model", "name": "Model", "category": "model", "type": "select",
+            "currentValue": .string(current),
+            "options": .array(names.map { name in
+                var option: [String: JSONValue] = ["value": .string(name), "name": .string(name)]
+                if let d = engine.modelDescription(name) { option["description"] = .string(d.provider + (d.model.map { " \($0)" } ?? "")) }
+                return .object(option)
+            }),
+        ]
+    }
+
+    private func loadSession(_ p: ACPParams, replay: Bool) async throws -> JSONValue {
+        let id = try p.string("sessionId")
+        let cwd = try p.absolutePath("cwd")
+        let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
+        let servers = try p.optionalArray("mcpServers")
+        if let running = sessions.get(id), running.promptRequestID != nil {
+            throw RPCError(.sessionBusy, "a prompt is running in this session")
+        }
+        let handle = try await engine.call("session/resume", ["sessionId": .string(id)])
+        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities,
+                                 model: sessions.get(id)?.model, mode: handle["activeProfile"]?.stringValue)
+        if replay {
+            let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
+            for update in ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd) {
+                editor.notify("session/update", ["sessionId": .string(id), "update": update])
+            }
+        }
+        sessions.add(session)
+        if session.model == nil { session.model = try? chooseModel()?.name }
+        var answer = sessionState(session)
+        if let meta = mcpMeta(servers) { answer["_meta"] = meta }
+        return .object(answer)
+    }
+
+    private func session(_ p: ACPParams) throws -> ACPSession {
+        let id = try p.string("sessionId")
+        guard let session = sessions.get(id) else { throw RPCError.sessionNotFound(id) }
+        return session
+    }
+
+    private func prompt(id: RequestID, _ p: ACPParams) async throws -> Reply<JSONValue> {
+        let session = try session(p)
+        let input = try ACPPrompt.input(try p.array("prompt"), cwd: session.cwd)
+        try session.beginPrompt(id)
+        var send: [String: JSONValue] = ["sessionId": .string(session.id), "input": input]
+        if let model = session.model {
+            if model == Self.localModelName, let local = state.withLock({ $0.localModel }) {
+                send["options"] = ["model": local.modelConfig]
+            } else {
+                send["options"] = ["model": .string(model)]
+            }
+        }
+        let call: EmbeddedCall
+        do {
+            call = try await engine.start("session/send", .object(send))
+        } catch {
+            _ = session.endPrompt()
+            throw error
+        }
+        session.attach(call)
+        return .later {
+            let outcome: Result<JSONValue, RPCError>
+            do throws(RPCError) {
+                outcome = .success(try await call.result())
+            } catch {
+                outcome = .failure(error)
+            }
+            let cancelled = session.endPrompt()
+            return try Self.promptAnswer(outcome, cancelled: cancelled)
+        }
+    }
+
+    /// A turn's end as ACP's `stopReason`; a failure stays an error, with
+    /// agentrpc's `kind` and retry guidance in `data`.
+    static func promptAnswer(_ outcome: Result<JSONValue, RPCError>, cancelled: Bool) throws -> JSONValue {
+        switch outcome {
+        case .success(let result):
+            let stopReason: String
+            switch result["stopReason"]?.stringValue {
+            case "maxTokens": stopReason = "max_tokens"
+            case "refusal", "contentFilter": stopReason = "refusal"
+            default: stopReason = "end_turn"
+            }
+            var meta: [String: JSONValue] = ["stopReason": result["stopReason"] ?? .null]
+            for key in ["turnId", "usage", "roundTrips", "toolCalls"] { if let v = result[key] { meta[key] = v } }
+            return ["stopReason": .string(stopReason), "_meta": ["agentrpc": .object(meta)]]
+        case .failure(let error):
+            // Whatever ends a cancelled turn, the editor hears `cancelled`.
+            if cancelled || error.code == .cancelled {
+                return ["stopReason": "cancelled"]
+            }
+            if error.code == .maxToolCallsExceeded || error.code == .maxRoundTripsExceeded {
+                return ["stopReason": "max_turn_requests", "_meta": ["agentrpc": ["error": error.json]]]
+            }
+            throw error
+        }
+    }
+
+    private func setMode(_ p: ACPParams) async throws -> JSONValue {
+        let session = try session(p)
+        let modeId = try p.string("modeId")
+        guard let modes = configuration.modes else {
+            throw RPCError.invalidParams("session/set_mode: this agent has no modes (configure acp.session.profiles with a selector)", field: "modeId")
+        }
+        guard modes.cases.contains(modeId) else {
+            throw RPCError.invalidParams("session/set_mode: no mode '\(modeId)' (modes: \(modes.cases.joined(separator: ", ")))", field: "modeId")
+        }
+        let result = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [modes.selector: .string(modeId)]])
+        _ = session.setMode(result["activeProfile"]?.stringValue ?? modeId)
+        return .object([:])
+    }
+
+    private func setConfigOption(_ p: ACPParams) throws -> JSONValue {
+        let session = try session(p)
+        let option = try p.string("configId")
+        guard option == "model" else {
+            throw RPCError.invalidParams("session/set_config_option: no option '\(option)' (options: model)", field: "configId")
+        }
+        let value = try p.string("value")
+        var names = engine.modelNames
+        if state.withLock({ $0.localModel }) != nil { names.append(Self.localModelName) }
+        guard names.contains(value) else {
+            throw RPCError.invalidParams("session/set_config_option: no model '\(value)' (models: \(names.joined(separator: ", ")))", field: "value")
+        }
+        session.model = value
+        return ["configOptions": [modelOption(session)]]
+    }
+
+    private func list(_ p: ACPParams) async throws -> JSONValue {
+        let cwd = try p.optionalString("cwd").map(ACPPaths.normalize)
+        var query: [String: JSONValue] = ["limit": 100]
+        if let cursor = try p.optionalString("cursor") { query["cursor"] = .string(cursor) }
+        let page = try await engine.call("session/list", .object(query))
+        var listed: [JSONValue] = []
+        for summary in page["data"]?.arrayValue ?? [] {
+            // Only sessions made through ACP know their workspace.
+            guard let id = summary["sessionId"]?.stringValue, let owner = summary["userId"]?.stringValue,
+                  owner.hasPrefix(Self.userIdPrefix) else { continue }
+            let workspace = String(owner.dropFirst(Self.userIdPrefix.count))
+            if let cwd, workspace != cwd { continue }
+            var info: [String: JSONValue] = ["sessionId": .string(id), "cwd": .string(workspace)]
+            if let title = summary["title"]?.stringValue { info["title"] = .string(title) }
+            if let updated = summary["updatedAt"]?.stringValue { info["updatedAt"] = .string(updated) }
+            listed.append(.object(info))
+        }
+        var answer: [String: JSONValue] = ["sessions": .array(listed)]
+        if let next = page["nextCursor"], !next.isNull { answer["nextCursor"] = next }
+        return .object(answer)
+    }
+
+    private func close(_ p: ACPParams, deleting: Bool) async throws -> Reply<JSONValue> {
+        let id = try p.string("sessionId")
+        sessions.get(id)?.cancelPrompt()
+        let call: EmbeddedCall
+        do {
+            call = try await engine.start(deleting ? "session/delete" : "session/close", ["sessionId": .string(id)])
+        } catch let error as RPCError where deleting && error.code == .sessionNotFound {
+            // ACP: deleting a session that does not exist succeeds.
+            sessions.remove(id)
+            return .now(.object([:]))
+        }
+        sessions.remove(id)
+        return .later {
+            _ = try await call.result()
+            return .object([:])
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import AgentRPC
+import AgentRPCProtocol
+import Foundation
+
+/// `agentrpc acp`: the Agent Client Protocol (version 1, newline-delimited
+/// JSON-RPC on stdin/stdout) in front of the same engine, store, configuration
+/// file and providers as `agentrpc serve` (docs/acp.md).
+public enum ACPCommand {
+    public static let usage = "usage: agentrpc acp [--config FILE] [--store DIR | --ephemeral] [--model NAME] [--log-level LEVEL] [--record FILE]"
+
+    /// What the command line asked for.
+    struct Options {
+        var server = ServerOptions()
+        var model: String?
+    }
+
+    /// Parses `acp`'s arguments; the error is a message for the person.
+    static func parse(_ arguments: [String], environment: [String: String]) -> Result<Options, ACPUsageError> {
+        var options = Options()
+        options.server.environment = environment
+        var i = 0
+        while i < arguments.count {
+            var name = arguments[i]
+            var value: String?
+            if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            if name == "--ephemeral" && value == nil {
+                options.server.ephemeral = true
+                i += 1
+                continue
+            }
+            guard ["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"].contains(name) else {
+                return .failure(ACPUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
+            }
+            if value == nil {
+                i += 1
+                guard i < arguments.count else { return .failure(ACPUsageError(message: "option \(name) needs a value")) }
+                value = arguments[i]
+            }
+            let v = value ?? ""
+            switch name {
+            case "--config": options.server.configPath = v
+            case "--store":
+                guard !v.isEmpty else { return .failure(ACPUsageError(message: "--store needs a directory")) }
+                options.server.storeDirectory = v
+            case "--model": options.model = v
+            case "--record": options.server.recordPath = v
+            case "--max-message-bytes":
+                guard let n = Int(v), n > 0 else { return .failure(ACPUsageError(message: "--max-message-bytes needs a positive integer")) }
+                options.server.maxMessageBytes = n
+            default:
+                guard let level = LogLevel(name: v) else { return .failure(ACPUsageError(message: "unknown log level '\(v)'")) }
+                options.server.logLevel = level
+            }
+            i += 1
+        }
+        if options.server.logLevel == .off, let name = environment["AGENTRPC_LOG"], let level = LogLevel(name: name) {
+            options.server.logLevel = level
+        }
+        if options.server.ephemeral && options.server.storeDirectory != nil {
+            return .failure(ACPUsageError(message: "--store and --ephemeral exclude each other"))
+        }
+        return .success(options)
+    }
+
+    /// Serves one editor on stdin/stdout until it closes its end; returns the
+    /// exit status (0; 2 for a usage or configuration error, said on stderr).
+    public static func runCommandLine(arguments: [String], executable: String) async -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let options: Options
+        switch parse(arguments, environment: environment) {
+        case .success(let parsed): options = parsed
+        case .failure(let error):
+            complain("\(error.message)\n\(usage)")
+            return 2
+        }
+        // A closed stdout must surface as a write error, not kill the process.
+        signal(SIGPIPE, SIG_IGN)
+        let logger = Logger(level: options.server.logLevel)
+        var recorder: TranscriptRecorder?
+        if let path = options.server.recordPath {
+            var args: [String] = []
+            if let c = options.server.configPath { args += ["--config", c] }
+            if let m = options.model { args += ["--model", m] }
+            if options.server.ephemeral { args += ["--ephemeral"] }
+            do {
+                recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc acp \(Server.version)", command: "acp", args: args)
+            } catch {
+                complain("cannot write the transcript \(path): \(error.localizedDescription)")
+                return 2
+            }
+        }
+        let editor = Connection(
+            inputFD: 0, outputFD: 1, maxMessageBytes: options.server.maxMessageBytes, logger: logger, framing: .newline,
+            recorder: recorder, cancelRequestMethod: "$/cancel_request")
+        let sessions = ACPSessions()
+        let agent: ACPAgent
+        do {
+            // The engine runs in this process and is spoken to in agentrpc's own protocol.
+            let client = EngineClient(editor: editor, sessions: sessions, logger: logger)
+            let engine = try await EmbeddedServer(
+                options: options.server, channel: client, logger: logger,
+                client: ClientCapabilities(tools: true, confirmations: .request, hooks: false, contextSources: false),
+                clientInfo: ClientInfo(name: "agentrpc acp", version: Server.version))
+            let configuration = try ACPConfiguration(section: engine.acpSection)
+            if let name = options.model ?? configuration.model, !engine.modelNames.contains(name) {
+                throw RPCError.invalidConfiguration("no model named '\(name)'" + (engine.configPath.map { " in \($0)" } ?? " (no agentrpc.json was found)")
+                    + (engine.modelNames.isEmpty ? "" : "; known models: \(engine.modelNames.joined(separator: ", "))"))
+            }
+            agent = ACPAgent(editor: editor, engine: engine, sessions: sessions, configuration: configuration, logger: logger,
+                             modelOverride: options.model, executable: executable, environment: environment)
+        } catch let error as RPCError {
+            complain(error.message)
+            return 2
+        } catch {
+            complain("\(error)")
+            return 2
+        }
+        editor.start()
+        await agent.run()
+        logger.info("the editor closed its input; shutting down")
+        await agent.finish()
+        editor.flush(timeoutSeconds: options.server.flushTimeoutSeconds)
+        recorder?.serverExiting(code: 0)
+        logger.flush()
+        return 0
+    }
+
+    private static func complain(_ message: String) {
+        FileHandle.standardError.write(Data("agentrpc acp: \(message)\n".utf8))
+    }
+}
+
+/// A problem with the command line.
+struct ACPUsageError: Error {
+    var message: String
+}

@@ -1,0 +1,93 @@
+import AgentRPCProtocol
+
+/// The `acp` section of `agentrpc.json` (docs/acp.md, "Configuration"):
+///
+/// ```json
+/// "acp": {"model": "claude", "instructions": "...",
+///         "tools": ["read_file", "edit_file", "write_file", "run_command"],
+///         "permissions": ["edit_file", "write_file", "run_command"],
+///         "session": {"limits": {...}, "profiles": {...}, "guards": [...]}}
+/// ```
+struct ACPConfiguration: Sendable {
+    /// The model ACP sessions start with (else the file's `defaultModel`).
+    var model: String?
+    /// Replaces the default system prompt.
+    var instructions: String?
+    /// The built-in tools offered (each only when the editor can run it).
+    var tools: [BuiltinTool] = BuiltinTool.allCases
+    /// The built-in tools that ask the user before they run.
+    var permissions: Set<BuiltinTool> = [.editFile, .writeFile, .runCommand]
+    /// The base of every ACP session's `session/create` params (limits,
+    /// profiles, guards, role, ...); the front end adds model, tools and instructions.
+    var session: [String: JSONValue] = [:]
+
+    static let keys: Set<String> = ["model", "instructions", "tools", "permissions", "session"]
+    /// `session/create` members the front end sets itself.
+    static let reservedSessionKeys: Set<String> = ["userId", "store"]
+
+    /// Reads the section; a mistake is an error naming `acp.<field>`.
+    init(section: JSONValue?) throws {
+        guard let section, !section.isNull else { return }
+        guard let o = section.objectValue else { throw Self.problem("acp", "must be an object") }
+        if let unknown = Set(o.keys).subtracting(Self.keys).sorted().first {
+            throw Self.problem("acp.\(unknown)", "is not a member of the acp section (known: \(Self.keys.sorted().joined(separator: ", ")))")
+        }
+        if let m = o["model"] {
+            guard let name = m.stringValue else { throw Self.problem("acp.model", "must be a model name") }
+            model = name
+        }
+        if let i = o["instructions"] {
+            guard let text = i.stringValue else { throw Self.problem("acp.instructions", "must be a string") }
+            instructions = text
+        }
+        if let t = o["tools"] { tools = try Self.toolList(t, field: "acp.tools") }
+        if let p = o["permissions"] { permissions = Set(try Self.toolList(p, field: "acp.permissions")) }
+        if let s = o["session"] {
+            guard let members = s.objectValue else { throw Self.problem("acp.session", "must be an object (session/create params)") }
+            if let reserved = Set(members.keys).intersection(Self.reservedSessionKeys).sorted().first {
+                throw Self.problem("acp.session.\(reserved)", "is set by the ACP front end")
+            }
+            session = members
+        }
+    }
+
+    private static func toolList(_ value: JSONValue, field: String) throws -> [BuiltinTool] {
+        guard let items = value.arrayValue else { throw problem(field, "must be an array of tool names") }
+        return try items.enumerated().map { index, item in
+            guard let name = item.stringValue, let tool = BuiltinTool(rawValue: name) else {
+                throw problem("\(field)[\(index)]", "must be one of \(BuiltinTool.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return tool
+        }
+    }
+
+    private static func problem(_ field: String, _ message: String) -> RPCError {
+        RPCError.invalidConfiguration("\(field) \(message)", field: field)
+    }
+
+    /// The profile cases of `session.profiles` and the property that selects
+    /// them: the session's ACP modes (nil without a selector).
+    var modes: (selector: String, cases: [String], descriptions: [String: String])? {
+        guard let profiles = session["profiles"]?.objectValue, let selector = profiles["selector"]?.stringValue,
+              let cases = profiles["cases"]?.objectValue, !cases.isEmpty else { return nil }
+        var descriptions: [String: String] = [:]
+        for (name, body) in cases {
+            if let d = body["description"]?.stringValue { descriptions[name] = d }
+        }
+        return (selector, cases.keys.sorted(), descriptions)
+    }
+
+    /// The instructions every ACP session starts from, naming only the tools offered.
+    static func defaultInstructions(tools: [BuiltinTool]) -> String {
+        var lines = [
+            "You are a coding agent working inside the user's editor, on the project in its workspace.",
+            "Paths are relative to the workspace root. Look before you change: read a file before you edit it.",
+        ]
+        if tools.contains(.readFile) { lines.append("read_file reads a file (the editor's current text, unsaved changes included).") }
+        if tools.contains(.editFile) { lines.append("edit_file replaces old_text by new_text; old_text must match exactly once, so include enough context.") }
+        if tools.contains(.writeFile) { lines.append("write_file creates a file or replaces all of its content.") }
+        if tools.contains(.runCommand) { lines.append("run_command runs a program (build, tests, git) and returns its output and exit code.") }
+        lines.append("The user may decline an edit or a command; then do not try to get around it. Keep answers short and say what you changed.")
+        return lines.joined(separator: "\n")
+    }
+}

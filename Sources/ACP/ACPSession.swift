@@ -1,0 +1,124 @@
+import AgentRPC
+import AgentRPCProtocol
+import Synchronization
+
+/// What the front end keeps about one ACP session beside the engine's session
+/// of the same id: the workspace, the prompt that runs, how its tool calls look
+/// in the editor, and the user's standing "reject always" choices.
+final class ACPSession: Sendable {
+    let id: String
+    let cwd: String
+    /// `cwd` and the `additionalDirectories`: tool paths must stay inside one.
+    let roots: [String]
+    let editor: EditorCapabilities
+    private let state: Mutex<State>
+
+    struct State {
+        var prompt: RunningPrompt?
+        /// Content shown in the editor for a call (a diff, a terminal), by call id.
+        var display: [String: [JSONValue]] = [:]
+        /// Tools the user rejected for the rest of the session (`reject_always`).
+        var rejectedTools: Set<String> = []
+        /// The model option's value (a model name); nil: the session's own.
+        var model: String?
+        /// The active profile, as the editor was last told.
+        var mode: String?
+    }
+
+    struct RunningPrompt {
+        var requestID: RequestID
+        var call: EmbeddedCall?
+        var cancelled = false
+    }
+
+    init(id: String, cwd: String, roots: [String], editor: EditorCapabilities, model: String?, mode: String?) {
+        self.id = id
+        self.cwd = cwd
+        self.roots = roots
+        self.editor = editor
+        self.state = Mutex(State(model: model, mode: mode))
+    }
+
+    var model: String? {
+        get { state.withLock { $0.model } }
+        set { state.withLock { $0.model = newValue } }
+    }
+
+    /// Records the mode; true when it changed (the editor should hear of it).
+    func setMode(_ mode: String) -> Bool {
+        state.withLock { s in
+            defer { s.mode = mode }
+            return s.mode != mode
+        }
+    }
+
+    var mode: String? { state.withLock { $0.mode } }
+
+    // MARK: The running prompt
+
+    /// Claims the session for a prompt; throws `alreadyRunning` when one runs.
+    func beginPrompt(_ id: RequestID) throws {
+        try state.withLock { s in
+            if let running = s.prompt {
+                throw RPCError(.alreadyRunning, "a prompt is already running in this session (request \(running.requestID)); cancel it or wait for its answer")
+            }
+            s.prompt = RunningPrompt(requestID: id)
+            s.display = [:]
+        }
+    }
+
+    /// Attaches the engine's turn; a cancel that came first cancels it now.
+    func attach(_ call: EmbeddedCall) {
+        let cancelNow = state.withLock { s -> Bool in
+            s.prompt?.call = call
+            return s.prompt?.cancelled ?? false
+        }
+        if cancelNow { call.cancel() }
+    }
+
+    /// Ends the prompt; answers whether it had been cancelled.
+    func endPrompt() -> Bool {
+        state.withLock { s in
+            defer { s.prompt = nil }
+            return s.prompt?.cancelled ?? false
+        }
+    }
+
+    /// `session/cancel`: the turn stops at once (the engine withdraws what it asked the editor).
+    @discardableResult
+    func cancelPrompt() -> Bool {
+        let call = state.withLock { s -> EmbeddedCall?? in
+            guard s.prompt != nil else { return .none }
+            s.prompt?.cancelled = true
+            return .some(s.prompt?.call)
+        }
+        guard case .some(let running) = call else { return false }
+        running?.cancel()
+        return true
+    }
+
+    var promptRequestID: RequestID? { state.withLock { $0.prompt?.requestID } }
+    var isCancelling: Bool { state.withLock { $0.prompt?.cancelled ?? false } }
+
+    // MARK: Tool calls
+
+    func addDisplay(callId: String, _ item: JSONValue) {
+        state.withLock { $0.display[callId, default: []].append(item) }
+    }
+
+    func display(callId: String) -> [JSONValue] { state.withLock { $0.display[callId] ?? [] } }
+
+    func rejectAlways(_ tool: String) { _ = state.withLock { $0.rejectedTools.insert(tool) } }
+    func isRejected(_ tool: String) -> Bool { state.withLock { $0.rejectedTools.contains(tool) } }
+}
+
+/// The ACP sessions this process serves, by id.
+final class ACPSessions: Sendable {
+    private let sessions = Mutex<[String: ACPSession]>([:])
+
+    func get(_ id: String) -> ACPSession? { sessions.withLock { $0[id] } }
+    func add(_ session: ACPSession) { sessions.withLock { $0[session.id] = session } }
+    @discardableResult
+    func remove(_ id: String) -> ACPSession? { sessions.withLock { $0.removeValue(forKey: id) } }
+    var all: [ACPSession] { sessions.withLock { Array($0.values) } }
+}

@@ -1,0 +1,86 @@
+import AgentRPCProtocol
+
+/// Translates what the engine reports (`session/event`, transcript entries)
+/// into ACP `session/update` payloads. Events the editor has no use for
+/// (entries announced, requests started, hooks) translate to nothing.
+enum ACPUpdates {
+    /// The updates one live event becomes.
+    static func updates(for event: JSONValue, session: ACPSession) -> [JSONValue] {
+        switch event["type"]?.stringValue {
+        case "textDelta":
+            guard let delta = event["delta"]?.stringValue, !delta.isEmpty else { return [] }
+            return [chunk("agent_message_chunk", delta)]
+        case "reasoningDelta":
+            guard let delta = event["delta"]?.stringValue, !delta.isEmpty else { return [] }
+            return [chunk("agent_thought_chunk", delta)]
+        case "toolCallStarted":
+            guard let callId = event["callId"]?.stringValue, let name = event["name"]?.stringValue else { return [] }
+            return [toolCall(callId: callId, name: name, arguments: event["arguments"] ?? .object([:]), cwd: session.cwd)]
+        case "toolCallFinished":
+            guard let callId = event["callId"]?.stringValue else { return [] }
+            let content = event["content"] ?? .null
+            return [finished(callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId))]
+        case "profileActivated":
+            // Modes are profiles: a change the engine made itself (handoff, router) is news to the editor.
+            guard let profile = event["profile"]?.stringValue, session.setMode(profile) else { return [] }
+            return [["sessionUpdate": "current_mode_update", "currentModeId": .string(profile)]]
+        default:
+            return []
+        }
+    }
+
+    /// The updates that replay a stored conversation (`session/load`), entry by
+    /// entry, as the live turns showed it.
+    static func replay(entries: [JSONValue], cwd: String) -> [JSONValue] {
+        var updates: [JSONValue] = []
+        for entry in entries {
+            switch entry["type"]?.stringValue {
+            case "prompt":
+                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("user_message_chunk", text)) }
+            case "reasoning":
+                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_thought_chunk", text)) }
+            case "response":
+                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
+            case "toolCalls":
+                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
+                for call in entry["calls"]?.arrayValue ?? [] {
+                    guard let callId = call["callId"]?.stringValue, let name = call["name"]?.stringValue else { continue }
+                    updates.append(toolCall(callId: callId, name: name, arguments: call["arguments"] ?? .object([:]), cwd: cwd))
+                }
+            case "toolOutput":
+                guard let callId = entry["callId"]?.stringValue else { continue }
+                updates.append(finished(callId: callId, outcome: entry["outcome"]?.stringValue ?? "failed", content: entry["content"] ?? .null, display: []))
+            default:
+                continue
+            }
+        }
+        return updates
+    }
+
+    static func chunk(_ kind: String, _ text: String) -> JSONValue {
+        ["sessionUpdate": .string(kind), "content": ["type": "text", "text": .string(text)]]
+    }
+
+    static func toolCall(callId: String, name: String, arguments: JSONValue, cwd: String) -> JSONValue {
+        let view = ToolCallView(name: name, arguments: arguments, cwd: cwd)
+        var update: [String: JSONValue] = [
+            "sessionUpdate": "tool_call", "toolCallId": .string(callId), "title": .string(view.title),
+            "kind": .string(view.kind), "status": "pending", "rawInput": arguments,
+        ]
+        if !view.locations.isEmpty { update["locations"] = .array(view.locations) }
+        return .object(update)
+    }
+
+    /// A call's last update: `completed` for an `ok` output, `failed` for the
+    /// others (failed, denied, conflict), with what the editor showed while it
+    /// ran and the output as text.
+    static func finished(callId: String, outcome: String, content: JSONValue, display: [JSONValue]) -> JSONValue {
+        let text = content.stringValue ?? content.serializedString()
+        var items = display
+        if !text.isEmpty { items.append(["type": "content", "content": ["type": "text", "text": .string(text)]]) }
+        return [
+            "sessionUpdate": "tool_call_update", "toolCallId": .string(callId),
+            "status": outcome == "ok" ? "completed" : "failed", "content": .array(items), "rawOutput": content,
+        ]
+    }
+}

@@ -1,0 +1,124 @@
+import AgentRPC
+import AgentRPCProtocol
+
+/// The engine's client, as the engine sees it: what the engine would send an
+/// agentrpc client is answered here, by asking the editor in ACP terms.
+/// `session/event` becomes `session/update`, `tool/call` of a built-in tool
+/// becomes `fs/*` or `terminal/*`, `confirmation/request` becomes
+/// `session/request_permission`, `tool/undo` writes the old text back.
+final class EngineClient: ClientChannel {
+    let editor: Connection
+    let sessions: ACPSessions
+    let logger: Logger
+
+    init(editor: Connection, sessions: ACPSessions, logger: Logger) {
+        self.editor = editor
+        self.sessions = sessions
+        self.logger = logger
+    }
+
+    func notify(_ method: String, _ params: JSONValue) {
+        guard method == "session/event", let id = params["sessionId"]?.stringValue, let event = params["event"],
+              let session = sessions.get(id) else { return }
+        for update in ACPUpdates.updates(for: event, session: session) {
+            editor.notify("session/update", ["sessionId": .string(id), "update": update])
+        }
+    }
+
+    func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        // The engine bounds each of its requests; a client normally enforces the
+        // bound, so this one does too, and withdraws what it asked the editor.
+        try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+            group.addTask { try await self.serve(method, params, timeout: timeout) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(max(0, timeout)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            guard let answer = first else { throw OutgoingRequestError.timedOut(seconds: timeout) }
+            return answer
+        }
+    }
+
+    var isBehind: Bool { editor.isBehind }
+    var outputQueueBytes: Int { editor.outputQueueBytes }
+    func waitUntilWritable() async { await editor.waitUntilWritable() }
+
+    private func serve(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        guard let id = params["sessionId"]?.stringValue, let session = sessions.get(id) else {
+            throw OutgoingRequestError.rpc(RPCError.sessionNotFound(params["sessionId"]?.stringValue ?? ""))
+        }
+        let callId = params["callId"]?.stringValue ?? ""
+        let runner = ToolRunner(editor: editor, session: session, callId: callId, timeout: timeout)
+        switch method {
+        case "tool/call":
+            guard let name = params["name"]?.stringValue, let tool = BuiltinTool(rawValue: name) else {
+                return ToolRun.failed("agentrpc acp has no tool \(params["name"]?.stringValue ?? "")").answer
+            }
+            return try await runner.run(tool, params["arguments"] ?? .object([:])).answer
+        case "tool/undo":
+            try await runner.undo(params["undo"] ?? .null)
+            return .object([:])
+        case "confirmation/request":
+            return try await askPermission(params, session: session, runner: runner, timeout: timeout)
+        default:
+            // Hooks, context sources and ask_user are not offered to ACP sessions.
+            throw OutgoingRequestError.rpc(RPCError.methodNotFound(method))
+        }
+    }
+
+    /// The permission options offered, and the decision each one is.
+    static let options: [(id: String, name: String, kind: String)] = [
+        ("allow_once", "Allow", "allow_once"),
+        ("allow_always", "Always allow", "allow_always"),
+        ("reject_once", "Reject", "reject_once"),
+        ("reject_always", "Always reject", "reject_always"),
+    ]
+
+    private func askPermission(_ params: JSONValue, session: ACPSession, runner: ToolRunner, timeout: Double) async throws -> JSONValue {
+        let name = params["name"]?.stringValue ?? ""
+        let arguments = params["arguments"] ?? .object([:])
+        if session.isRejected(name) {
+            return ["decision": "deny", "reason": .string("the user rejected every call of \(name) for this session")]
+        }
+        let view = ToolCallView(name: name, arguments: arguments, cwd: session.cwd)
+        var toolCall: [String: JSONValue] = [
+            "toolCallId": .string(runner.callId), "title": .string(view.title), "kind": .string(view.kind),
+            "status": "pending", "rawInput": arguments,
+        ]
+        if let tool = BuiltinTool(rawValue: name) {
+            let preview = await runner.preview(tool, arguments)
+            if !preview.isEmpty { toolCall["content"] = .array(preview) }
+        }
+        if !view.locations.isEmpty { toolCall["locations"] = .array(view.locations) }
+        let request: JSONValue = [
+            "sessionId": .string(session.id), "toolCall": .object(toolCall),
+            "options": .array(Self.options.map { ["optionId": .string($0.id), "name": .string($0.name), "kind": .string($0.kind)] }),
+        ]
+        let answer: JSONValue
+        do {
+            answer = try await editor.request("session/request_permission", request, timeout: timeout)
+        } catch OutgoingRequestError.rpc(let error) {
+            return ["decision": "deny", "reason": .string("the editor could not ask the user: \(error.message)")]
+        }
+        let outcome = answer["outcome"]
+        switch (outcome?["outcome"]?.stringValue, outcome?["optionId"]?.stringValue) {
+        case ("selected", "allow_once"?):
+            return ["decision": "approve"]
+        case ("selected", "allow_always"?):
+            // A standing rule for every later call of this tool in the session.
+            return ["decision": "approveForSession"]
+        case ("selected", "reject_once"?):
+            return ["decision": "deny", "reason": "the user rejected this call"]
+        case ("selected", "reject_always"?):
+            session.rejectAlways(name)
+            return ["decision": "deny", "reason": .string("the user rejected this call, and every later call of \(name) in this session")]
+        case ("cancelled", _):
+            return ["decision": "deny", "reason": "the prompt was cancelled before the user decided"]
+        case (_, let option):
+            logger.warning("session/request_permission answered with an unknown outcome or option \(option ?? "none"): \(answer)")
+            return ["decision": "deny", "reason": .string("the editor answered with an unknown permission option \(option.map { "'\($0)'" } ?? "(none)"); the call was not run")]
+        }
+    }
+}

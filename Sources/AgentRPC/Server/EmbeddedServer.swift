@@ -1,0 +1,156 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// The engine of `agentrpc serve`, run inside another program that talks to it
+/// in agentrpc's own protocol without a pipe in between: methods are called by
+/// name with JSON params, and what the server would write to its client
+/// (notifications, `tool/call`, `confirmation/request`, ...) goes to a
+/// `ClientChannel` the host implements. A second front end (`agentrpc acp`)
+/// uses it so that it translates messages and never learns the engine's
+/// internals; the same options, configuration file and store apply.
+public final class EmbeddedServer: Sendable {
+    private let engine: Engine
+    private let table: MethodTable
+    private let catalog: ModelCatalog
+
+    /// Makes the engine as `agentrpc serve` would with `options` (configuration
+    /// file, store, limits); what it sends its client goes to `channel`.
+    /// `client` is what the host says it can do, as `initialize` would say it.
+    public init(options: ServerOptions, channel: any ClientChannel, logger: Logger, client: ClientCapabilities, clientInfo: ClientInfo? = nil) async throws {
+        let engine = try Engine(options: options, connection: channel, logger: logger)
+        await engine.setClient(capabilities: client, info: clientInfo)
+        var builder = MethodTable.Builder()
+        engine.register(into: &builder)
+        self.engine = engine
+        self.table = builder.build()
+        self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
+    }
+
+    /// Starts a method as the dispatcher would: its ordered part (validation,
+    /// a turn's start) has run when this returns, so calls made one after the
+    /// other take effect in that order. Throws the method's `RPCError` when it
+    /// fails before any long work starts.
+    public func start(_ method: String, _ params: JSONValue? = nil) async throws -> EmbeddedCall {
+        guard let handler = table.handler(for: method) else { throw RPCError.methodNotFound(method) }
+        let reply = try await handler(params, RequestContext(requestID: nil, method: method))
+        switch reply {
+        case .now(let value):
+            return EmbeddedCall(task: Task { .success(value) })
+        case .later(let work):
+            let task = Task<Result<JSONValue, RPCError>, Never> {
+                do {
+                    return .success(try await work())
+                } catch {
+                    return .failure(Self.rpcError(error, method: method))
+                }
+            }
+            return EmbeddedCall(task: task)
+        }
+    }
+
+    /// Calls a method and waits for its result.
+    public func call(_ method: String, _ params: JSONValue? = nil) async throws -> JSONValue {
+        try await start(method, params).result()
+    }
+
+    /// Sends a notification (`session/cancel`), as the client would.
+    public func notify(_ method: String, _ params: JSONValue? = nil) async {
+        await table.notificationHandler(for: method)?(params)
+    }
+
+    /// Cancels every running turn (they roll back), bounded by `graceSeconds`,
+    /// then makes every journal durable and releases it: the host's end.
+    public func shutdown(reason: String, graceSeconds: Double) async {
+        let engine = self.engine
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(graceSeconds))
+        _ = await Server.finishes(by: deadline) { await engine.shutdownAll(reason: reason) }
+        await engine.closeAll()
+        engine.tracer.close()
+    }
+
+    /// Where sessions are stored (nil: `--ephemeral`).
+    public var storeLocation: String? { engine.storeLocation }
+
+    /// The configuration file the models came from (nil: none was found).
+    public var configPath: String? { catalog.sourcePath }
+
+    /// The names of the models the session may use: the configuration
+    /// file's and those an API key in the environment brings, sorted.
+    public var modelNames: [String] { catalog.models.keys.sorted() }
+
+    /// The model used when nothing names one (the file's `defaultModel`, else
+    /// the first model an API key in the environment brings).
+    public var defaultModel: String? { catalog.defaultModel }
+
+    /// What a named model is: provider and model id, for showing it.
+    public func modelDescription(_ name: String) -> (provider: String, model: String?)? {
+        guard let config = catalog.models[name] else { return nil }
+        return (config.provider.rawValue, config.model)
+    }
+
+    /// The configuration file's `acp` section, as written (nil: absent).
+    public var acpSection: JSONValue? { catalog.acp }
+
+    static func rpcError(_ error: any Error, method: String) -> RPCError {
+        if let rpc = error as? RPCError { return rpc }
+        if error is CancellationError { return .cancelled() }
+        return .internalError("\(method) failed: \(error)")
+    }
+}
+
+/// One method call of an `EmbeddedServer`: its result, and cancellation as
+/// `$/cancelRequest` gives it (a turn stops at once and withdraws what it asked).
+public struct EmbeddedCall: Sendable {
+    let task: Task<Result<JSONValue, RPCError>, Never>
+
+    /// The method's result, or its error.
+    public func result() async throws(RPCError) -> JSONValue {
+        try await task.value.get()
+    }
+
+    /// Withdraws the call: a running turn is cancelled and answers `cancelled`.
+    public func cancel() { task.cancel() }
+}
+
+/// The local model of `agentrpc chat --local`, for another front end that
+/// wants the same default: started only when it is already installed, never
+/// installed on the way (that takes minutes, and an editor waits for an answer).
+public final class LocalModelServer: @unchecked Sendable {
+    // @unchecked: the model (a child process handle) is only touched under `lock`, once, by `stop()`.
+    private let lock = NSLock()
+    private var model: ChatLocalModel?
+    /// The inline model configuration to give `session/create`.
+    public let modelConfig: JSONValue
+    /// A line describing it.
+    public let description: String
+
+    private init(model: ChatLocalModel, config: JSONValue) {
+        self.model = model
+        self.modelConfig = config
+        self.description = model.banner
+    }
+
+    /// Starts the installed local model (nil when there is no checkout script or
+    /// it is not installed); `say` receives progress lines (for a log).
+    public static func startIfInstalled(executable: String, environment: [String: String], say: (String) -> Void) throws -> LocalModelServer? {
+        guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment),
+              ChatLocalModel.isInstalled(script: script, environment: environment) else { return nil }
+        let model: ChatLocalModel
+        do {
+            model = try ChatLocalModel.start(script: script, environment: environment, say: say)
+        } catch let error as ChatLocalModelError {
+            throw RPCError.internalError(error.message)
+        }
+        return LocalModelServer(model: model, config: try JSONValue(encoding: model.config))
+    }
+
+    /// Stops the model server (bounded: SIGTERM, then SIGKILL after 5 s).
+    public func stop() {
+        lock.lock()
+        let taken = model
+        model = nil
+        lock.unlock()
+        taken?.stop()
+    }
+}
