@@ -350,7 +350,7 @@ final class ACPAgent: Sendable {
         let input = try ACPPrompt.input(try p.array("prompt"), cwd: session.cwd)
         try session.beginPrompt(id)
         var send: [String: JSONValue] = ["sessionId": .string(session.id), "input": input]
-        if let model = session.model {
+        if let model = session.chosenModel {
             if model == Self.localModelName, let local = state.withLock({ $0.localModel }) {
                 send["options"] = ["model": local.modelConfig]
             } else {
@@ -371,6 +371,14 @@ final class ACPAgent: Sendable {
                 outcome = .success(try await call.result())
             } catch {
                 outcome = .failure(error)
+            }
+            // A call the turn left unfinished is closed before the answer, so no
+            // spinner is left running in the editor.
+            for callId in session.takeOpenCalls() {
+                self.editor.notify("session/update", ["sessionId": .string(session.id), "update": [
+                    "sessionUpdate": "tool_call_update", "toolCallId": .string(callId), "status": "failed",
+                    "content": .array(session.display(callId: callId) + [["type": "content", "content": ["type": "text", "text": "The turn ended before this call finished."]]]),
+                ]])
             }
             let cancelled = session.endPrompt()
             return try Self.promptAnswer(outcome, cancelled: cancelled)
@@ -429,7 +437,7 @@ final class ACPAgent: Sendable {
         guard names.contains(value) else {
             throw RPCError.invalidParams("session/set_config_option: no model '\(value)' (models: \(names.joined(separator: ", ")))", field: "value")
         }
-        session.model = value
+        session.choose(model: value)
         return ["configOptions": [modelOption(session)]]
     }
 

@@ -17,10 +17,15 @@ final class ACPSession: Sendable {
         var prompt: RunningPrompt?
         /// Content shown in the editor for a call (a diff, a terminal), by call id.
         var display: [String: [JSONValue]] = [:]
+        /// Calls announced (`tool_call`) whose last update has not been sent, in order.
+        var openCalls: [String] = []
         /// Tools the user rejected for the rest of the session (`reject_always`).
         var rejectedTools: Set<String> = []
-        /// The model option's value (a model name); nil: the session's own.
+        /// The model option's value (a model name).
         var model: String?
+        /// Whether the user chose it (`session/set_config_option`): only then
+        /// does it override what the session's profiles say, turn by turn.
+        var modelChosen = false
         /// The active profile, as the editor was last told.
         var mode: String?
     }
@@ -42,6 +47,16 @@ final class ACPSession: Sendable {
     var model: String? {
         get { state.withLock { $0.model } }
         set { state.withLock { $0.model = newValue } }
+    }
+
+    /// The model the user chose for this session, if they chose one.
+    var chosenModel: String? { state.withLock { $0.modelChosen ? $0.model : nil } }
+
+    func choose(model: String) {
+        state.withLock {
+            $0.model = model
+            $0.modelChosen = true
+        }
     }
 
     /// Records the mode; true when it changed (the editor should hear of it).
@@ -107,6 +122,18 @@ final class ACPSession: Sendable {
     }
 
     func display(callId: String) -> [JSONValue] { state.withLock { $0.display[callId] ?? [] } }
+
+    func callStarted(_ callId: String) { state.withLock { $0.openCalls.append(callId) } }
+    func callFinished(_ callId: String) { state.withLock { $0.openCalls.removeAll { $0 == callId } } }
+
+    /// The calls of the turn that never got their last update (a cancelled or
+    /// failed turn); they are closed now.
+    func takeOpenCalls() -> [String] {
+        state.withLock { s in
+            defer { s.openCalls = [] }
+            return s.openCalls
+        }
+    }
 
     func rejectAlways(_ tool: String) { _ = state.withLock { $0.rejectedTools.insert(tool) } }
     func isRejected(_ tool: String) -> Bool { state.withLock { $0.rejectedTools.contains(tool) } }

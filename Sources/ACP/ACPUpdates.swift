@@ -15,9 +15,11 @@ enum ACPUpdates {
             return [chunk("agent_thought_chunk", delta)]
         case "toolCallStarted":
             guard let callId = event["callId"]?.stringValue, let name = event["name"]?.stringValue else { return [] }
+            session.callStarted(callId)
             return [toolCall(callId: callId, name: name, arguments: event["arguments"] ?? .object([:]), cwd: session.cwd)]
         case "toolCallFinished":
             guard let callId = event["callId"]?.stringValue else { return [] }
+            session.callFinished(callId)
             let content = event["content"] ?? .null
             return [finished(callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId))]
         case "profileActivated":

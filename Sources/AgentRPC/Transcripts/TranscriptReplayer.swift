@@ -216,8 +216,15 @@ final class TranscriptRun {
     }
 
     /// `$tmpdir` in args, env and `expectFile` paths names a fresh empty directory
-    /// per replay, so transcripts can point a store or files somewhere private.
+    /// per replay, so transcripts can point a store or files somewhere private;
+    /// `$transcriptdir` the directory of the transcript file, so it can name a
+    /// configuration file committed beside it.
     private func expand(_ text: String) -> String {
+        var text = text
+        if text.contains("$transcriptdir") {
+            let file = URL(fileURLWithPath: name, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            text = text.replacingOccurrences(of: "$transcriptdir", with: file.deletingLastPathComponent().standardizedFileURL.path)
+        }
         guard text.contains("$tmpdir") else { return text }
         if temporaryDirectory == nil {
             let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-transcript-\(UUID().uuidString)")

@@ -47,6 +47,7 @@ const isId = (v) => typeof v === 'number' || typeof v === 'string';
 /** Why a transcript does not fit the client's API, or null when it does. */
 function misfit({ header, steps }) {
   if (header.framing === 'content-length') return 'content-length framing';
+  if (header.command && header.command !== 'serve') return `the ${header.command} front end (another protocol)`;
   const sentIds = new Set();
   for (const step of steps) {
     const kind = Object.keys(step).find((k) => k !== 'line' && k !== 'timeoutSeconds' && !CLIENT_STEPS.includes(k));

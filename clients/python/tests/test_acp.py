@@ -1,0 +1,646 @@
+"""``agentrpc acp`` driven by the official ACP Python SDK (``agent-client-protocol``)
+as an editor would drive it: the SDK spawns the real binary with
+``spawn_agent_process`` and this file plays the editor (files, permissions,
+terminals), on the scripted provider configured through ``--config``.
+
+Every message the agent writes is checked to be a valid ACP frame (a JSON-RPC
+message whose method the editor side knows, ``session/update`` payloads valid
+against the SDK's models), and nothing the SDK could not parse may arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp import RequestError, spawn_agent_process, text_block
+from acp.connection import StreamDirection, StreamEvent
+from acp.meta import CLIENT_METHODS
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    KillTerminalResponse,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    SessionNotification,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+
+from conftest import REAL_BINARY, requires_real  # type: ignore[import-not-found]
+
+pytestmark = requires_real
+
+WAIT = 20.0
+
+
+class Editor:
+    """The editor side: a virtual file system, a permission policy, fake terminals."""
+
+    def __init__(self, files: dict[str, str] | None = None) -> None:
+        self.files = dict(files or {})
+        self.updates: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        #: Option ids to answer permission requests with, in order; None = the user never answers.
+        self.permission_answers: list[str | None] = []
+        self.permission_asked = asyncio.Event()
+        self.never_answer_reads = False
+        self.read_asked = asyncio.Event()
+        self.exit_code = 0
+        self.command_output = ""
+        self._update_arrived = asyncio.Event()
+
+    # -- what the agent calls --------------------------------------------------------
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(update.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        self._update_arrived.set()
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **_: Any) -> RequestPermissionResponse:
+        self.calls.append(("request_permission", {"toolCall": tool_call.model_dump(by_alias=True, exclude_none=True, mode="json"),
+                                                  "options": [o.model_dump(by_alias=True, mode="json") for o in options]}))
+        self.permission_asked.set()
+        answer = self.permission_answers.pop(0) if self.permission_answers else "allow_once"
+        if answer is None:
+            await asyncio.Event().wait()  # the user walked away; only a cancel ends this
+        if answer == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any) -> ReadTextFileResponse:
+        self.calls.append(("read_text_file", {"path": path, "line": line, "limit": limit}))
+        self.read_asked.set()
+        if self.never_answer_reads:
+            await asyncio.Event().wait()
+        if path not in self.files:
+            raise RequestError(-32002, f"no such file: {path}")
+        return ReadTextFileResponse(content=self.files[path])
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> WriteTextFileResponse:
+        self.calls.append(("write_text_file", {"path": path, "content": content}))
+        self.files[path] = content
+        return WriteTextFileResponse()
+
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None, env: Any = None,
+                              cwd: str | None = None, output_byte_limit: int | None = None, **_: Any) -> CreateTerminalResponse:
+        self.calls.append(("terminal/create", {"command": command, "args": args, "cwd": cwd, "outputByteLimit": output_byte_limit}))
+        return CreateTerminalResponse(terminal_id="term-1")
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **_: Any) -> WaitForTerminalExitResponse:
+        self.calls.append(("terminal/wait_for_exit", {"terminalId": terminal_id}))
+        return WaitForTerminalExitResponse(exit_code=self.exit_code)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **_: Any) -> TerminalOutputResponse:
+        self.calls.append(("terminal/output", {"terminalId": terminal_id}))
+        return TerminalOutputResponse(output=self.command_output, truncated=False)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **_: Any) -> ReleaseTerminalResponse:
+        self.calls.append(("terminal/release", {"terminalId": terminal_id}))
+        return ReleaseTerminalResponse()
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> KillTerminalResponse:
+        self.calls.append(("terminal/kill", {"terminalId": terminal_id}))
+        return KillTerminalResponse()
+
+    # -- what the tests look at ------------------------------------------------------
+
+    def called(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name == method]
+
+    def kinds(self) -> list[str]:
+        return [u["sessionUpdate"] for u in self.updates]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == kind)
+
+    def tool_updates(self, call_id: str) -> list[dict[str, Any]]:
+        return [u for u in self.updates if u.get("toolCallId") == call_id]
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        async with asyncio.timeout(WAIT):
+            while not predicate():
+                self._update_arrived.clear()
+                await self._update_arrived.wait()
+
+
+class FrameCheck:
+    """Checks every message the agent writes, and that the SDK parsed all of them."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.records: list[logging.LogRecord] = []
+
+    def observe(self, event: StreamEvent) -> None:
+        if event.direction != StreamDirection.INCOMING:
+            return
+        message = event.message
+        if message.get("jsonrpc") != "2.0":
+            self.problems.append(f"not JSON-RPC 2.0: {message}")
+        method = message.get("method")
+        if method is not None:
+            if method not in set(CLIENT_METHODS.values()) | {"$/cancel_request"}:
+                self.problems.append(f"a method the editor side does not have: {method}")
+            if method == "session/update":
+                try:
+                    SessionNotification.model_validate(message["params"])
+                except Exception as exc:  # noqa: BLE001 - reported below
+                    self.problems.append(f"invalid session/update {message['params']}: {exc}")
+        elif "id" not in message:
+            self.problems.append(f"neither a request, a notification nor an answer: {message}")
+
+    def handler(self) -> logging.Handler:
+        check = self
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                # The SDK has no handler for `$/cancel_request` (it logs the notification as unhandled).
+                if "$/cancel_request" not in record.getMessage():
+                    check.records.append(record)
+
+        handler = Collect(level=logging.ERROR)
+        return handler
+
+    def verify(self) -> None:
+        assert not self.problems, self.problems
+        assert not self.records, [r.getMessage() for r in self.records]
+
+
+def scripted(*items: dict[str, Any], **models: list[dict[str, Any]]) -> dict[str, Any]:
+    """A config file naming the scripted model `s` (and any other scripted models) as default."""
+    all_models = {"s": {"provider": "scripted", "script": list(items)}}
+    all_models.update({name: {"provider": "scripted", "script": script} for name, script in models.items()})
+    return {"models": all_models, "defaultModel": "s"}
+
+
+@contextlib.asynccontextmanager
+async def agent(tmp_path: Path, config: dict[str, Any] | None, editor: Editor, *args: str,
+                capabilities: ClientCapabilities | None = None, store: Path | None = None) -> AsyncIterator[tuple[Any, str]]:
+    """Spawns `agentrpc acp`, initializes it, and yields (connection, cwd)."""
+    assert REAL_BINARY is not None
+    argv = ["acp", *args]
+    if config is not None:
+        path = tmp_path / "agentrpc.json"
+        path.write_text(json.dumps(config))
+        argv += ["--config", str(path)]
+    argv += ["--store", str(store)] if store is not None else ["--ephemeral"]
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "AGENTRPC_CONFIG")}
+    # Never the machine's local model: these tests pin what the configuration says.
+    env["AGENTRPC_LOCAL_MODEL_SCRIPT"] = str(tmp_path / "no-local-model")
+    check = FrameCheck()
+    handler = check.handler()
+    logging.getLogger().addHandler(handler)
+    stderr = open(tmp_path / "agent-stderr.log", "ab")  # noqa: SIM115 - closed below
+    try:
+        async with spawn_agent_process(editor, REAL_BINARY, *argv, env=env, cwd=str(tmp_path),
+                                       transport_kwargs={"stderr": stderr.fileno()}, observers=[check.observe]) as (conn, _process):
+            caps = capabilities or ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
+            await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=caps), WAIT)
+            yield conn, "/work/project"
+        check.verify()
+    finally:
+        logging.getLogger().removeHandler(handler)
+        stderr.close()
+
+
+async def new_session(conn: Any, cwd: str, **kwargs: Any) -> Any:
+    return await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[], **kwargs), WAIT)
+
+
+async def prompt(conn: Any, session_id: str, text: str) -> Any:
+    return await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[text_block(text)]), WAIT)
+
+
+# -- initialize, new, prompt ------------------------------------------------------------
+
+
+async def test_initialize_answers_version_1_and_the_capabilities(tmp_path: Path) -> None:
+    async with agent(tmp_path, scripted(), Editor()) as (conn, _):
+        pass
+    assert REAL_BINARY is not None
+    # A fresh process, asked directly, so the answer is seen as the wire carries it.
+    editor = Editor()
+    check = FrameCheck()
+    env = {**os.environ, "AGENTRPC_LOCAL_MODEL_SCRIPT": str(tmp_path / "none")}
+    async with spawn_agent_process(editor, REAL_BINARY, "acp", "--ephemeral", env=env, observers=[check.observe]) as (conn, _):
+        answer = await asyncio.wait_for(conn.initialize(protocol_version=3, client_capabilities=ClientCapabilities()), WAIT)
+        assert answer.protocol_version == 1
+        caps = answer.agent_capabilities
+        assert caps is not None and caps.load_session is True
+        assert caps.prompt_capabilities is not None and caps.prompt_capabilities.image and caps.prompt_capabilities.embedded_context
+        assert caps.session_capabilities is not None
+        for name in ("list", "delete", "resume", "close"):
+            assert getattr(caps.session_capabilities, name) is not None, name
+        assert answer.agent_info is not None and answer.agent_info.name == "agentrpc"
+        assert answer.auth_methods, "authMethods say how to provide a key"
+        with pytest.raises(RequestError) as second:
+            await asyncio.wait_for(conn.initialize(protocol_version=1), WAIT)
+        assert second.value.code == -32600
+    check.verify()
+    async with spawn_agent_process(Editor(), REAL_BINARY, "acp", "--ephemeral", env=env) as (conn, _):
+        with pytest.raises(RequestError) as old:
+            await asyncio.wait_for(conn.initialize(protocol_version=0), WAIT)
+        assert old.value.code == -32602 and "protocolVersion" in str(old.value)
+
+
+async def test_new_and_prompt_stream_chunks(tmp_path: Path) -> None:
+    editor = Editor()
+    config = scripted({"reasoning": ["Let me think."], "text": ["Hel", "lo ", "there."], "usage": {"inputTokens": 5, "outputTokens": 3}},
+                      other=[{"text": ["unused"]}])
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        models = [o for o in session.config_options or [] if o.category == "model"]
+        assert len(models) == 1 and models[0].current_value == "s"
+        assert {o.value for o in models[0].options} == {"s", "other"}
+        answer = await prompt(conn, session.session_id, "Hi")
+        assert answer.stop_reason == "end_turn"
+        assert answer.field_meta["agentrpc"]["usage"] == {"inputTokens": 5, "outputTokens": 3}
+    assert editor.kinds() == ["agent_thought_chunk", "agent_message_chunk", "agent_message_chunk", "agent_message_chunk"]
+    assert editor.text() == "Hello there."
+    assert editor.text("agent_thought_chunk") == "Let me think."
+
+
+async def test_no_model_is_auth_required_never_a_hang(tmp_path: Path) -> None:
+    async with agent(tmp_path, None, Editor()) as (conn, cwd):
+        with pytest.raises(RequestError) as failure:
+            await new_session(conn, cwd)
+    assert failure.value.code == -32000
+    message = str(failure.value)
+    assert "OPENAI_API_KEY" in message and "agentrpc.json" in message
+
+
+async def test_mcp_servers_that_were_not_started_are_named(tmp_path: Path) -> None:
+    from acp.schema import EnvVariable, McpServerStdio
+
+    async with agent(tmp_path, scripted(), Editor()) as (conn, cwd):
+        server = McpServerStdio(name="files", command="/usr/bin/mcp-files", args=["--stdio"], env=[EnvVariable(name="A", value="b")])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[server]), WAIT)
+    assert session.field_meta["agentrpc"]["mcpServersNotStarted"] == ["files"]
+
+
+# -- tools through the editor -----------------------------------------------------------
+
+
+async def test_read_then_permission_then_edit_with_a_diff(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/src/a.txt": "one\ntwo\n"})
+    config = scripted(
+        {"text": ["Reading."], "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": "src/a.txt"}}]},
+        {"toolCalls": [{"id": "call_edit", "name": "edit_file", "arguments": {"path": "src/a.txt", "old_text": "two", "new_text": "2"}}]},
+        {"text": ["Changed it."]},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        answer = await prompt(conn, session.session_id, "Change two to 2 in src/a.txt")
+    assert answer.stop_reason == "end_turn"
+    # The read went to the editor (which sees unsaved buffers), without asking.
+    assert editor.called("read_text_file")[0]["path"] == "/work/project/src/a.txt"
+    read = editor.tool_updates("call_read")
+    assert read[0] == {"sessionUpdate": "tool_call", "toolCallId": "call_read", "title": "Read src/a.txt", "kind": "read",
+                       "status": "pending", "rawInput": {"path": "src/a.txt"}, "locations": [{"path": "/work/project/src/a.txt"}]}
+    assert read[-1]["status"] == "completed" and read[-1]["rawOutput"] == "one\ntwo\n"
+    # The edit asked first, showing the diff, with the four kinds of option.
+    (asked,) = editor.called("request_permission")
+    diff = {"type": "diff", "path": "/work/project/src/a.txt", "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+    assert asked["toolCall"]["toolCallId"] == "call_edit" and asked["toolCall"]["content"] == [diff]
+    assert sorted(o["kind"] for o in asked["options"]) == ["allow_always", "allow_once", "reject_always", "reject_once"]
+    assert editor.files["/work/project/src/a.txt"] == "one\n2\n"
+    edit = editor.tool_updates("call_edit")
+    assert edit[0]["kind"] == "edit" and edit[0]["status"] == "pending"
+    assert edit[-1]["status"] == "completed" and diff in edit[-1]["content"]
+    assert editor.text() == "Reading.Changed it."
+
+
+async def test_edit_that_does_not_match_once_is_a_tool_error_the_model_sees(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "x x\n"})
+    config = scripted(
+        {"toolCalls": [{"id": "call_e", "name": "edit_file", "arguments": {"path": "a.txt", "old_text": "x", "new_text": "y"}}]},
+        {"text": ["It matched twice."]},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "edit")).stop_reason == "end_turn"
+    assert editor.files["/work/project/a.txt"] == "x x\n"
+    assert not editor.called("write_text_file")
+    last = editor.tool_updates("call_e")[-1]
+    assert last["status"] == "failed" and "occurs 2 times" in last["rawOutput"]
+
+
+async def test_a_command_runs_in_an_editor_terminal(tmp_path: Path) -> None:
+    editor = Editor()
+    editor.command_output = "all 3 tests passed\n"
+    config = scripted(
+        {"toolCalls": [{"id": "call_t", "name": "run_command", "arguments": {"command": "make", "args": ["test"]}}]},
+        {"text": ["Tests pass."]},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "run the tests")).stop_reason == "end_turn"
+    (created,) = editor.called("terminal/create")
+    assert created["command"] == "make" and created["args"] == ["test"] and created["cwd"] == "/work/project"
+    assert [name for name, _ in editor.calls if name.startswith("terminal/")] == [
+        "terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]
+    (asked,) = editor.called("request_permission")
+    assert asked["toolCall"]["kind"] == "execute" and "make test" in json.dumps(asked["toolCall"]["content"])
+    updates = editor.tool_updates("call_t")
+    assert {"type": "terminal", "terminalId": "term-1"} in updates[1]["content"]
+    assert updates[-1]["status"] == "completed" and "all 3 tests passed" in updates[-1]["rawOutput"]
+
+
+async def test_allow_always_and_reject_always_stand_for_the_session(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "a"})
+    editor.permission_answers = ["allow_always", "reject_always"]
+    write = lambda i: {"id": f"call_w{i}", "name": "write_file", "arguments": {"path": "a.txt", "content": f"v{i}"}}  # noqa: E731
+    run = lambda i: {"id": f"call_r{i}", "name": "run_command", "arguments": {"command": "rm", "args": [str(i)]}}  # noqa: E731
+    config = scripted({"toolCalls": [write(1)]}, {"toolCalls": [write(2)]}, {"toolCalls": [run(1)]}, {"toolCalls": [run(2)]}, {"text": ["ok"]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
+    # Asked once per tool: the first write (allowed always), the first command (rejected always).
+    assert [a["toolCall"]["toolCallId"] for a in editor.called("request_permission")] == ["call_w1", "call_r1"]
+    assert editor.files["/work/project/a.txt"] == "v2"
+    assert not editor.called("terminal/create")
+    assert editor.tool_updates("call_r2")[-1]["status"] == "failed"
+
+
+# -- cancellation -----------------------------------------------------------------------
+
+
+async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_path: Path) -> None:
+    editor = Editor()
+    config = scripted({"text": ["Partial"], "stall": True}, {"text": ["Again."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("go")]))
+        await editor.wait_for(lambda: editor.text() == "Partial")
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(running, WAIT)
+        assert answer.stop_reason == "cancelled"
+        assert (await prompt(conn, session.session_id, "again")).stop_reason == "end_turn"
+    assert editor.text() == "PartialAgain."
+
+
+async def test_cancel_while_a_permission_waits(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "old"})
+    editor.permission_answers = [None]
+    config = scripted(
+        {"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}}]},
+        {"text": ["Next."]},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("write")]))
+        async with asyncio.timeout(WAIT):
+            await editor.permission_asked.wait()
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(running, WAIT)
+        assert answer.stop_reason == "cancelled"
+        assert (await prompt(conn, session.session_id, "next")).stop_reason == "end_turn"
+    assert editor.files["/work/project/a.txt"] == "old"
+    assert not editor.called("write_text_file")
+
+
+async def test_a_cancelled_permission_outcome_denies_the_call(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "old"})
+    editor.permission_answers = ["cancelled"]
+    config = scripted({"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}}]}, {"text": ["ok"]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "write")).stop_reason == "end_turn"
+    assert editor.files["/work/project/a.txt"] == "old"
+    assert editor.tool_updates("call_w")[-1]["status"] == "failed"
+
+
+# -- limits and failures ----------------------------------------------------------------
+
+
+async def test_round_trip_limit_is_max_turn_requests(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "a"})
+    read = {"toolCalls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}}]}
+    config = scripted(read, {"text": ["never"]}, {"text": ["Fine."]})
+    config["acp"] = {"session": {"limits": {"maxRoundTrips": 1}}}
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        answer = await prompt(conn, session.session_id, "read forever")
+        assert answer.stop_reason == "max_turn_requests"
+        assert answer.field_meta["agentrpc"]["error"]["data"]["kind"] == "maxRoundTripsExceeded"
+
+
+async def test_a_provider_failure_is_an_error_with_kind_and_the_session_goes_on(tmp_path: Path) -> None:
+    editor = Editor()
+    config = scripted({"error": {"code": "quotaExceeded", "httpStatus": 429}}, {"text": ["Working again."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        with pytest.raises(RequestError) as failure:
+            await prompt(conn, session.session_id, "first")
+        assert failure.value.code == -32050
+        data = failure.value.data
+        assert data["kind"] == "providerError"
+        assert data["provider"]["code"] == "quotaExceeded"
+        assert data["provider"]["retryGuidance"] == {"kind": "none"} and data["provider"]["requiresUserAction"] is True
+        assert (await prompt(conn, session.session_id, "second")).stop_reason == "end_turn"
+    assert editor.text() == "Working again."
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+async def test_load_replays_what_was_said(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    first = Editor({"/work/project/a.txt": "alpha"})
+    config = scripted(
+        {"reasoning": ["Look first."], "text": ["Let me ", "read it."], "toolCalls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": ["It says ", "alpha."]},
+        {"text": ["Bye."]},
+    )
+    async with agent(tmp_path, config, first, store=store) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        await prompt(conn, session.session_id, "What is in a.txt?")
+        first_turn = len(first.updates)
+        await prompt(conn, session.session_id, "Thanks")
+    second = Editor()
+    async with agent(tmp_path, config, second, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+
+    def said(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """What was said, in order: consecutive chunks of one kind joined, tool calls by id, title and final status."""
+        out: list[tuple[str, str]] = []
+        for u in updates:
+            kind = u["sessionUpdate"]
+            if kind.endswith("_chunk"):
+                if out and out[-1][0] == kind:
+                    out[-1] = (kind, out[-1][1] + u["content"]["text"])
+                else:
+                    out.append((kind, u["content"]["text"]))
+            elif kind == "tool_call":
+                out.append((kind, f"{u['toolCallId']} {u['title']} {u['kind']} {json.dumps(u['rawInput'], sort_keys=True)}"))
+            elif kind == "tool_call_update" and u.get("status") in ("completed", "failed"):
+                out.append((kind, f"{u['toolCallId']} {u['status']} {json.dumps(u.get('rawOutput'))}"))
+        return out
+
+    def user(text: str) -> dict[str, Any]:
+        return {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
+
+    # The live run, with the user's prompts where the editor showed them.
+    live = [user("What is in a.txt?"), *first.updates[:first_turn], user("Thanks"), *first.updates[first_turn:]]
+    assert said(second.updates) == said(live)
+    assert said(second.updates)[:2] == [("user_message_chunk", "What is in a.txt?"), ("agent_thought_chunk", "Look first.")]
+
+
+async def test_list_resume_close_delete(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    editor = Editor()
+    config = scripted({"text": ["One."]})
+    async with agent(tmp_path, config, editor, store=store) as (conn, cwd):
+        a = await new_session(conn, cwd)
+        b = await new_session(conn, "/work/other")
+        await prompt(conn, a.session_id, "First question")
+        listed = await asyncio.wait_for(conn.list_sessions(), WAIT)
+        by_id = {s.session_id: s for s in listed.sessions}
+        assert set(by_id) == {a.session_id, b.session_id}
+        assert by_id[a.session_id].cwd == cwd and by_id[a.session_id].title == "First question"
+        assert by_id[b.session_id].cwd == "/work/other"
+        only = await asyncio.wait_for(conn.list_sessions(cwd="/work/other"), WAIT)
+        assert [s.session_id for s in only.sessions] == [b.session_id]
+        await asyncio.wait_for(conn.close_session(session_id=a.session_id), WAIT)
+        with pytest.raises(RequestError) as closed:
+            await prompt(conn, a.session_id, "still there?")
+        assert closed.value.data["kind"] == "sessionNotFound"
+        # resume: loaded again, without a replay.
+        before = len(editor.updates)
+        await asyncio.wait_for(conn.resume_session(cwd=cwd, session_id=a.session_id, mcp_servers=[]), WAIT)
+        assert len(editor.updates) == before
+        raw = conn._conn  # the SDK has no helper for session/delete
+        assert await asyncio.wait_for(raw.send_request("session/delete", {"sessionId": b.session_id}), WAIT) == {}
+        assert await asyncio.wait_for(raw.send_request("session/delete", {"sessionId": "s-never-was"}), WAIT) == {}
+        listed = await asyncio.wait_for(conn.list_sessions(), WAIT)
+        assert [s.session_id for s in listed.sessions] == [a.session_id]
+
+
+async def test_set_mode_switches_the_profile_and_set_config_option_the_model(tmp_path: Path) -> None:
+    editor = Editor()
+    handoff = {"toolCalls": [{"id": "call_h", "name": "handoff_to_code", "arguments": {"reason": "code is wanted"}}]}
+    config = scripted({"text": ["asked."]}, handoff, coder=[{"text": ["coded."]}, {"text": ["coded again."]}], fast=[{"text": ["fast."]}])
+    config["acp"] = {"session": {"profiles": {"selector": "mode", "cases": {
+        "ask": {"description": "answers questions", "instructions": ["Answer."], "tools": [{"handoff": "code"}]},
+        "code": {"description": "writes code", "instructions": ["Code."], "model": "coder"}}},
+        "properties": {"mode": "ask"}}}
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert session.modes is not None and session.modes.current_mode_id == "ask"
+        assert [(m.id, m.description) for m in session.modes.available_modes] == [("ask", "answers questions"), ("code", "writes code")]
+        await prompt(conn, session.session_id, "q")
+        # The editor's choice: the next turn runs the code profile (and its model).
+        await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="code"), WAIT)
+        await prompt(conn, session.session_id, "write it")
+        with pytest.raises(RequestError) as bad_mode:
+            await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="nope"), WAIT)
+        assert bad_mode.value.code == -32602
+        await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="ask"), WAIT)
+        assert not any(u["sessionUpdate"] == "current_mode_update" for u in editor.updates)
+        # The engine's own change (a handoff) is news to the editor.
+        await prompt(conn, session.session_id, "hand over")
+        assert {"sessionUpdate": "current_mode_update", "currentModeId": "code"} in editor.updates
+        changed = await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="fast"), WAIT)
+        assert changed.config_options[0].current_value == "fast"
+        await prompt(conn, session.session_id, "quick")
+        with pytest.raises(RequestError) as bad_model:
+            await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="gpt-9"), WAIT)
+        assert bad_model.value.code == -32602
+    assert editor.text() == "asked.coded.coded again.fast."
+
+
+# -- bad input --------------------------------------------------------------------------
+
+
+async def test_unknown_session_second_prompt_and_malformed_blocks(tmp_path: Path) -> None:
+    editor = Editor()
+    config = scripted({"text": ["slow"], "stall": True}, {"text": ["ok"]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        with pytest.raises(RequestError) as unknown:
+            await prompt(conn, "s-nobody", "hello")
+        assert unknown.value.data["kind"] == "sessionNotFound"
+        session = await new_session(conn, cwd)
+        raw = conn._conn
+        for blocks, field in (([{"type": "text"}], "prompt[0]"), ([{"type": "video", "url": "x"}], "prompt[0]"),
+                              ([{"type": "text", "text": "a"}, "plain"], "prompt[1]"), ([], "prompt")):
+            with pytest.raises(RequestError) as malformed:
+                await asyncio.wait_for(raw.send_request("session/prompt", {"sessionId": session.session_id, "prompt": blocks}), WAIT)
+            assert malformed.value.code == -32602 and malformed.value.data["field"] == field, blocks
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]))
+        await editor.wait_for(lambda: editor.text() == "slow")
+        with pytest.raises(RequestError) as second:
+            await prompt(conn, session.session_id, "two")
+        assert second.value.data["kind"] == "alreadyRunning"
+        await conn.cancel(session_id=session.session_id)
+        assert (await asyncio.wait_for(running, WAIT)).stop_reason == "cancelled"
+        assert (await prompt(conn, session.session_id, "three")).stop_reason == "end_turn"
+
+
+async def test_embedded_and_linked_context_reach_the_model(tmp_path: Path) -> None:
+    from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
+
+    editor = Editor()
+    blocks = [text_block("Explain"),
+              EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(uri="file:///work/project/m.py", text="def f(): pass")),
+              ResourceContentBlock(type="resource_link", uri="file:///work/project/README.md", name="README.md")]
+    async with agent(tmp_path, scripted({"text": ["Seen."]}), editor, store=tmp_path / "store") as (conn, cwd):
+        session = await new_session(conn, cwd)
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=blocks), WAIT)
+        # The prompt as the model got it comes back in the replay of session/load.
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+    said = editor.text("user_message_chunk")
+    assert said == ('Explain\n<context uri="file:///work/project/m.py">\ndef f(): pass\n</context>\n'
+                    "[@README.md](file:///work/project/README.md) (file README.md)")
+
+
+async def test_a_path_outside_the_workspace_is_a_tool_error(tmp_path: Path) -> None:
+    editor = Editor({"/etc/passwd": "root"})
+    config = scripted(
+        {"toolCalls": [{"id": "call_x", "name": "read_file", "arguments": {"path": "../../etc/passwd"}},
+                       {"id": "call_y", "name": "read_file", "arguments": {"path": "/etc/passwd"}}]},
+        {"text": ["Not allowed."]},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "read passwd")).stop_reason == "end_turn"
+    assert not editor.called("read_text_file")
+    for call in ("call_x", "call_y"):
+        last = editor.tool_updates(call)[-1]
+        assert last["status"] == "failed" and "outside the workspace" in last["rawOutput"]
+
+
+async def test_an_unknown_permission_option_denies_the_call(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "old"})
+    editor.permission_answers = ["yes-please"]
+    config = scripted({"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}}]}, {"text": ["ok"]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "write")).stop_reason == "end_turn"
+    assert editor.files["/work/project/a.txt"] == "old"
+    last = editor.tool_updates("call_w")[-1]
+    assert last["status"] == "failed" and "yes-please" in last["rawOutput"]
+
+
+async def test_an_editor_that_never_answers_a_read_is_bounded_by_the_tool_timeout(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "a"})
+    editor.never_answer_reads = True
+    config = scripted({"toolCalls": [{"id": "call_r", "name": "read_file", "arguments": {"path": "a.txt"}}]}, {"text": ["Gave up."]})
+    config["acp"] = {"session": {"limits": {"toolTimeoutSeconds": 0.5}}}
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "read")).stop_reason == "end_turn"
+    last = editor.tool_updates("call_r")[-1]
+    assert last["status"] == "failed" and "did not finish within 0.5 seconds" in last["rawOutput"]
+    assert editor.text() == "Gave up."
