@@ -225,14 +225,16 @@ final class ACPAgent: Sendable {
             }
             return (name, .string(name))
         }
-        let local = try state.withLock { s -> LocalModelServer? in
-            if !s.localModelTried {
-                s.localModelTried = true
-                let logger = self.logger
-                s.localModel = try LocalModelServer.startIfInstalled(executable: executable, environment: environment) { logger.info($0) }
-            }
-            return s.localModel
+        // Tried once per process; started outside the lock (it may take a while to load).
+        let firstTry = state.withLock { s -> Bool in
+            defer { s.localModelTried = true }
+            return !s.localModelTried
         }
+        if firstTry, let started = try LocalModelServer.startIfInstalled(executable: executable, environment: environment, logger: logger) {
+            logger.info(started.description)
+            state.withLock { $0.localModel = started }
+        }
+        let local = state.withLock { $0.localModel }
         if let local { return (Self.localModelName, local.modelConfig) }
         return nil
     }

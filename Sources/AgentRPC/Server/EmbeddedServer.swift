@@ -116,41 +116,46 @@ public struct EmbeddedCall: Sendable {
 /// The local model of `agentrpc chat --local`, for another front end that
 /// wants the same default: started only when it is already installed, never
 /// installed on the way (that takes minutes, and an editor waits for an answer).
-public final class LocalModelServer: @unchecked Sendable {
-    // @unchecked: the model (a child process handle) is only touched under `lock`, once, by `stop()`.
-    private let lock = NSLock()
-    private var model: ChatLocalModel?
+public final class LocalModelServer: Sendable {
+    private let model: Mutex<ChatLocalModel?>
     /// The inline model configuration to give `session/create`.
     public let modelConfig: JSONValue
     /// A line describing it.
     public let description: String
 
-    private init(model: ChatLocalModel, config: JSONValue) {
-        self.model = model
+    private init(model: sending ChatLocalModel?, config: JSONValue, description: String) {
+        self.model = Mutex(model)
         self.modelConfig = config
-        self.description = model.banner
+        self.description = description
     }
 
     /// Starts the installed local model (nil when there is no checkout script or
-    /// it is not installed); `say` receives progress lines (for a log).
-    public static func startIfInstalled(executable: String, environment: [String: String], say: (String) -> Void) throws -> LocalModelServer? {
+    /// it is not installed); its progress lines go to `logger`.
+    public static func startIfInstalled(executable: String, environment: [String: String], logger: Logger) throws -> LocalModelServer? {
         guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment),
               ChatLocalModel.isInstalled(script: script, environment: environment) else { return nil }
         let model: ChatLocalModel
         do {
-            model = try ChatLocalModel.start(script: script, environment: environment, say: say)
+            model = try ChatLocalModel.start(script: script, environment: environment) { logger.info($0) }
         } catch let error as ChatLocalModelError {
             throw RPCError.internalError(error.message)
         }
-        return LocalModelServer(model: model, config: try JSONValue(encoding: model.config))
+        let config: JSONValue
+        do {
+            config = try JSONValue(encoding: model.config)
+        } catch {
+            model.stop()
+            throw error
+        }
+        let banner = model.banner
+        return LocalModelServer(model: model, config: config, description: banner)
     }
 
     /// Stops the model server (bounded: SIGTERM, then SIGKILL after 5 s).
     public func stop() {
-        lock.lock()
-        let taken = model
-        model = nil
-        lock.unlock()
-        taken?.stop()
+        model.withLock { m in
+            m?.stop()
+            m = nil
+        }
     }
 }
