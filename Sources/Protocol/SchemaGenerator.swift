@@ -93,6 +93,20 @@ public enum JSONSchemaGenerator {
     }
 }
 
+/// A union of object types told apart by one string member (`tagKey`), such as
+/// `session/event`'s `type`. Its schema is a `oneOf` with one closed object per
+/// variant, in `variants` order: the variant's probed properties plus the tag
+/// as a `const`, required `[tag] + the variant's required keys (sorted)`. The
+/// variant objects are written inline, and their properties of a type that
+/// states its schema or is a string enum are `$ref`s into `$defs`, so each
+/// such type reads as one named definition.
+public protocol JSONSchemaTaggedUnion: Decodable {
+    /// The member that names the variant.
+    static var tagKey: String { get }
+    /// Each variant's tag and its type, in schema order.
+    static var variants: [(tag: String, type: any Decodable.Type)] { get }
+}
+
 extension Empty: JSONSchemaProviding {
     /// `{}` and nothing else; its synthesized `init(from:)` reads nothing, so probing cannot tell.
     public static var jsonSchema: JSONValue { ["type": "object", "additionalProperties": false] }
@@ -119,6 +133,9 @@ final class SchemaBuilder {
     /// Probed named types whose definition exists.
     private var defined: Set<ObjectIdentifier> = []
     private var inlineSchemas: [ObjectIdentifier: JSONValue] = [:]
+    /// While a tagged-union variant is probed: the stack depth of its direct
+    /// properties, whose named leaf types become `$ref`s.
+    private var variantDepth: Int?
     /// The types being probed, outermost first, with what they recorded so far.
     private var stack: [(id: ObjectIdentifier, node: ProbeNode)] = []
     /// Types that were reached again while being probed; they must become definitions.
@@ -182,6 +199,23 @@ final class SchemaBuilder {
     /// The schema of `type` as used at one place: inline, or a `$ref` into `$defs`.
     func schema(for type: any Decodable.Type) throws -> JSONValue {
         let id = ObjectIdentifier(type)
+        if let depth = variantDepth, stack.count == depth, type is any JSONSchemaProviding.Type || type is any JSONSchemaStringEnum.Type {
+            variantDepth = nil
+            defer { variantDepth = depth }
+            // A type that states its schema as another's (`RPCError` is an `ErrorObject`) is that other.
+            if let provider = type as? any JSONSchemaProviding.Type, case .object(let stated) = provider.jsonSchema, stated.count == 1, stated["$ref"] != nil {
+                for dependency in provider.jsonSchemaDependencies { try define(dependency) }
+                return provider.jsonSchema
+            }
+            try define(type)
+            return Self.reference(name(for: type))
+        }
+        if let union = type as? any JSONSchemaTaggedUnion.Type {
+            if let known = inlineSchemas[id] { return known }
+            let schema = try taggedUnionSchema(union)
+            inlineSchemas[id] = schema
+            return schema
+        }
         if let provider = type as? any JSONSchemaProviding.Type {
             if !dependenciesDone.contains(id) {
                 dependenciesDone.insert(id)
@@ -212,6 +246,42 @@ final class SchemaBuilder {
         if definitions[name] != nil { return }
         let schema = try schema(for: type)
         if schema != Self.reference(name) { definitions[name] = schema }
+    }
+
+    private func taggedUnionSchema(_ union: any JSONSchemaTaggedUnion.Type) throws -> JSONValue {
+        let tag = union.tagKey
+        var alternatives: [JSONValue] = []
+        for variant in union.variants {
+            let node = ProbeNode()
+            let saved = variantDepth
+            stack.append((ObjectIdentifier(variant.type), node))
+            variantDepth = stack.count
+            defer {
+                stack.removeLast()
+                variantDepth = saved
+            }
+            do {
+                _ = try variant.type.init(from: ProbeDecoder(builder: self, node: node, codingPath: [], minimal: false))
+            } catch let error as JSONSchemaGenerationError {
+                throw error
+            } catch {
+                throw JSONSchemaGenerationError(
+                    typeName: String(describing: variant.type),
+                    message: "cannot discover the JSON schema of \(variant.type), the '\(variant.tag)' variant of \(union), by probing its init(from:), which threw: \(Self.describe(error))"
+                )
+            }
+            guard let keyed = node.keyed, !keyed.readAllKeys, case .object(var object) = keyed.schema() else {
+                throw JSONSchemaGenerationError(
+                    typeName: String(describing: variant.type),
+                    message: "\(variant.type), the '\(variant.tag)' variant of \(union), must decode as an object with named members")
+            }
+            var properties = object["properties"]?.objectValue ?? [:]
+            properties[tag] = ["const": .string(variant.tag)]
+            object["properties"] = .object(properties)
+            object["required"] = .array([.string(tag)] + (object["required"]?.arrayValue ?? []))
+            alternatives.append(.object(object))
+        }
+        return ["oneOf": .array(alternatives)]
     }
 
     private static func stringEnumSchema<E: JSONSchemaStringEnum>(_: E.Type) -> JSONValue {
@@ -316,7 +386,7 @@ final class SchemaBuilder {
             instances[id] = first
             return first
         }
-        if type is any JSONSchemaProviding.Type {
+        if type is any JSONSchemaProviding.Type || type is any JSONSchemaTaggedUnion.Type {
             // Build a JSON sample from the stated schema and decode it for real.
             let sample = sampleValue(for: try schema(for: type), depth: 0)
             if let value = try? Self.decodeSample(type, from: sample) {

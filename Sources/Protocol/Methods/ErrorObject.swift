@@ -180,3 +180,12 @@ public enum RetryGuidanceKind: String, Codable, Sendable, Hashable, JSONSchemaSt
     case retryWithBackoff
     case none
 }
+
+/// An `RPCError` inside a wire type (the `retrying` and `turnEnded` events)
+/// travels as its error object, so its schema is `ErrorObject`'s.
+extension RPCError: Codable, JSONSchemaProviding {
+    public init(from decoder: any Decoder) throws { self = try ErrorObject(from: decoder).rpcError }
+    public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
+    public static var jsonSchema: JSONValue { WireSchema.ref(ErrorObject.self) }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [ErrorObject.self] }
+}

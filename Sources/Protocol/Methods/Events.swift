@@ -117,240 +117,302 @@ public enum CacheInvalidationReason: String, Codable, Sendable, Hashable, JSONSc
     case modelChanged
 }
 
-/// One event of a session (docs/protocol.md §4): `{"type": ..., fields}`.
-public enum SessionEvent: Codable, Sendable, Hashable, JSONSchemaProviding {
-    case turnStarted(input: TurnInput)
-    case profileActivated(profile: String, previous: String?)
-    case requestStarted(roundTrip: Int, profile: String, provider: String, model: String)
-    case textDelta(String)
-    case reasoningDelta(String)
-    case toolCallStarted(callId: String, name: String, arguments: JSONValue)
-    case confirmationRequested(callId: String, name: String, arguments: JSONValue, reason: String?)
-    case confirmationResolved(callId: String, decision: ConfirmationDecision, source: ConfirmationSource)
-    case toolCallFinished(callId: String, name: String, outcome: ToolOutcome, content: JSONValue)
-    case entryAppended(TranscriptEntry)
-    case propertiesChanged(set: [String: JSONValue], removed: [String])
-    case hookFired(hook: HookName, profile: String)
-    case usage(Usage)
-    case schemaWarnings([SchemaWarning])
-    case contextDiagnostics([ContextDiagnostic])
-    /// `firstChangedEntry`: the id of the first transcript entry whose message changed, if any.
-    case cacheInvalidated(reason: CacheInvalidationReason, firstChangedEntry: String?)
-    case retrying(attempt: Int, afterSeconds: Double, error: RPCError)
-    /// `stopReason`: set on a completed turn whose reply did not end normally
-    /// (`maxTokens`, `contentFilter`, `refusal`), as in its result; absent otherwise.
-    case turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil)
+
+// MARK: - Session events
+
+extension SessionEvent {
+    /// Every kind of event, once, in the order of the schema's `oneOf` and the
+    /// docs table. Adding an event: its payload type below, a line here, and the
+    /// code that emits it.
+    public static let registry: [any SessionEventPayload.Type] = [
+        TurnStarted.self,
+        ProfileActivated.self,
+        RequestStarted.self,
+        TextDelta.self,
+        ReasoningDelta.self,
+        ToolCallStarted.self,
+        ConfirmationRequested.self,
+        ConfirmationResolved.self,
+        ToolCallFinished.self,
+        EntryAppended.self,
+        PropertiesChanged.self,
+        HookFired.self,
+        Usage.self,
+        SchemaWarnings.self,
+        ContextDiagnostics.self,
+        CacheInvalidated.self,
+        Retrying.self,
+        TurnEnded.self,
+        SteeringApplied.self,
+        ApprovalRulesChanged.self,
+    ]
+
+    /// A turn began.
+    public struct TurnStarted: SessionEventPayload {
+        public static let type = "turnStarted"
+        public var input: TurnInput
+        public init(input: TurnInput) { self.input = input }
+    }
+
+    /// The active profile changed; `previous` is absent at the session's first request.
+    public struct ProfileActivated: SessionEventPayload {
+        public static let type = "profileActivated"
+        public var profile: String
+        public var previous: String?
+        public init(profile: String, previous: String?) {
+            self.profile = profile
+            self.previous = previous
+        }
+    }
+
+    /// A model request is sent.
+    public struct RequestStarted: SessionEventPayload {
+        public static let type = "requestStarted"
+        public var roundTrip: Int
+        public var profile: String
+        public var provider: String
+        public var model: String
+        public init(roundTrip: Int, profile: String, provider: String, model: String) {
+            self.roundTrip = roundTrip
+            self.profile = profile
+            self.provider = provider
+            self.model = model
+        }
+    }
+
+    /// Reply text streamed.
+    public struct TextDelta: SessionEventPayload {
+        public static let type = "textDelta"
+        public var delta: String
+        public init(delta: String) { self.delta = delta }
+        /// Built directly: sent once per streamed token.
+        public var eventJSON: JSONValue { .object(["type": "textDelta", "delta": .string(delta)]) }
+    }
+
+    /// Reasoning streamed.
+    public struct ReasoningDelta: SessionEventPayload {
+        public static let type = "reasoningDelta"
+        public var delta: String
+        public init(delta: String) { self.delta = delta }
+        /// Built directly: sent once per streamed token.
+        public var eventJSON: JSONValue { .object(["type": "reasoningDelta", "delta": .string(delta)]) }
+    }
+
+    /// A tool call is about to be handled.
+    public struct ToolCallStarted: SessionEventPayload {
+        public static let type = "toolCallStarted"
+        public var callId: String
+        public var name: String
+        public var arguments: JSONValue
+        public init(callId: String, name: String, arguments: JSONValue) {
+            self.callId = callId
+            self.name = name
+            self.arguments = arguments
+        }
+    }
+
+    /// Built-in flow: a call waits for `session/confirm`.
+    public struct ConfirmationRequested: SessionEventPayload {
+        public static let type = "confirmationRequested"
+        public var callId: String
+        public var name: String
+        public var arguments: JSONValue
+        public var reason: String?
+        public init(callId: String, name: String, arguments: JSONValue, reason: String?) {
+            self.callId = callId
+            self.name = name
+            self.arguments = arguments
+            self.reason = reason
+        }
+    }
+
+    /// A confirmation was settled.
+    public struct ConfirmationResolved: SessionEventPayload {
+        public static let type = "confirmationResolved"
+        public var callId: String
+        public var decision: ConfirmationDecision
+        public var source: ConfirmationSource
+        public init(callId: String, decision: ConfirmationDecision, source: ConfirmationSource) {
+            self.callId = callId
+            self.decision = decision
+            self.source = source
+        }
+    }
+
+    /// A call's output was recorded.
+    public struct ToolCallFinished: SessionEventPayload {
+        public static let type = "toolCallFinished"
+        public var callId: String
+        public var name: String
+        public var outcome: ToolOutcome
+        public var content: JSONValue
+        public init(callId: String, name: String, outcome: ToolOutcome, content: JSONValue) {
+            self.callId = callId
+            self.name = name
+            self.outcome = outcome
+            self.content = content
+        }
+    }
+
+    /// An entry was added to the transcript.
+    public struct EntryAppended: SessionEventPayload {
+        public static let type = "entryAppended"
+        public var entry: TranscriptEntry
+        public init(entry: TranscriptEntry) { self.entry = entry }
+    }
+
+    /// Session properties changed.
+    public struct PropertiesChanged: SessionEventPayload {
+        public static let type = "propertiesChanged"
+        public var set: [String: JSONValue]
+        public var removed: [String]
+        public init(set: [String: JSONValue], removed: [String]) {
+            self.set = set
+            self.removed = removed
+        }
+    }
+
+    /// A hook's actions ran.
+    public struct HookFired: SessionEventPayload {
+        public static let type = "hookFired"
+        public var hook: HookName
+        public var profile: String
+        public init(hook: HookName, profile: String) {
+            self.hook = hook
+            self.profile = profile
+        }
+    }
+
+    /// Tool schemas the provider could not take as they are.
+    public struct SchemaWarnings: SessionEventPayload {
+        public static let type = "schemaWarnings"
+        public var warnings: [SchemaWarning]
+        public init(warnings: [SchemaWarning]) { self.warnings = warnings }
+    }
+
+    /// Something the turn went on without (a failed context source, the router, a model option).
+    public struct ContextDiagnostics: SessionEventPayload {
+        public static let type = "contextDiagnostics"
+        public var diagnostics: [ContextDiagnostic]
+        public init(diagnostics: [ContextDiagnostic]) { self.diagnostics = diagnostics }
+    }
+
+    /// The request's cacheable prefix differs from the previous one's.
+    public struct CacheInvalidated: SessionEventPayload {
+        public static let type = "cacheInvalidated"
+        public var reason: CacheInvalidationReason
+        /// The id of the first transcript entry whose message changed, if any.
+        public var firstChangedEntry: String?
+        public init(reason: CacheInvalidationReason, firstChangedEntry: String?) {
+            self.reason = reason
+            self.firstChangedEntry = firstChangedEntry
+        }
+    }
+
+    /// A transient provider error will be retried.
+    public struct Retrying: SessionEventPayload {
+        public static let type = "retrying"
+        public var attempt: Int
+        public var afterSeconds: Double
+        public var error: RPCError
+        public init(attempt: Int, afterSeconds: Double, error: RPCError) {
+            self.attempt = attempt
+            self.afterSeconds = afterSeconds
+            self.error = error
+        }
+    }
+
+    /// The turn ended.
+    public struct TurnEnded: SessionEventPayload {
+        public static let type = "turnEnded"
+        public var status: TurnStatus
+        public var undo: UndoOutcome
+        public var error: RPCError?
+        /// Set on a completed turn whose reply did not end normally (`maxTokens`,
+        /// `contentFilter`, `refusal`), as in its result; absent otherwise.
+        public var stopReason: StopReason?
+        public init(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil) {
+            self.status = status
+            self.undo = undo
+            self.error = error
+            self.stopReason = stopReason
+        }
+    }
+
     /// `session/steer` input reached the transcript as the prompt entry `entryId`.
-    case steeringApplied(entryId: String, input: TurnInput)
+    public struct SteeringApplied: SessionEventPayload {
+        public static let type = "steeringApplied"
+        public var entryId: String
+        public var input: TurnInput
+        public init(entryId: String, input: TurnInput) {
+            self.entryId = entryId
+            self.input = input
+        }
+    }
+
     /// The standing approval rules changed; `rules` is the whole new list.
-    case approvalRulesChanged(rules: [ApprovalRule])
-
-    /// The event's `type` member.
-    public var type: String {
-        switch self {
-        case .turnStarted: return "turnStarted"
-        case .profileActivated: return "profileActivated"
-        case .requestStarted: return "requestStarted"
-        case .textDelta: return "textDelta"
-        case .reasoningDelta: return "reasoningDelta"
-        case .toolCallStarted: return "toolCallStarted"
-        case .confirmationRequested: return "confirmationRequested"
-        case .confirmationResolved: return "confirmationResolved"
-        case .toolCallFinished: return "toolCallFinished"
-        case .entryAppended: return "entryAppended"
-        case .propertiesChanged: return "propertiesChanged"
-        case .hookFired: return "hookFired"
-        case .usage: return "usage"
-        case .schemaWarnings: return "schemaWarnings"
-        case .contextDiagnostics: return "contextDiagnostics"
-        case .cacheInvalidated: return "cacheInvalidated"
-        case .retrying: return "retrying"
-        case .turnEnded: return "turnEnded"
-        case .steeringApplied: return "steeringApplied"
-        case .approvalRulesChanged: return "approvalRulesChanged"
-        }
+    public struct ApprovalRulesChanged: SessionEventPayload {
+        public static let type = "approvalRulesChanged"
+        public var rules: [ApprovalRule]
+        public init(rules: [ApprovalRule]) { self.rules = rules }
     }
+}
 
-    /// The wire form, built directly without an encoder (hot path: text deltas).
-    public var json: JSONValue {
-        switch self {
-        case .textDelta(let d):
-            return .object(["type": "textDelta", "delta": .string(d)])
-        case .reasoningDelta(let d):
-            return .object(["type": "reasoningDelta", "delta": .string(d)])
-        case .turnStarted(let input):
-            return .object(["type": "turnStarted", "input": input.json])
-        case .profileActivated(let profile, let previous):
-            var o: [String: JSONValue] = ["type": "profileActivated", "profile": .string(profile)]
-            if let previous { o["previous"] = .string(previous) }
-            return .object(o)
-        case .requestStarted(let roundTrip, let profile, let provider, let model):
-            return .object([
-                "type": "requestStarted", "roundTrip": .int(roundTrip), "profile": .string(profile),
-                "provider": .string(provider), "model": .string(model),
-            ])
-        case .toolCallStarted(let callId, let name, let arguments):
-            return .object(["type": "toolCallStarted", "callId": .string(callId), "name": .string(name), "arguments": arguments])
-        case .confirmationRequested(let callId, let name, let arguments, let reason):
-            var o: [String: JSONValue] = [
-                "type": "confirmationRequested", "callId": .string(callId), "name": .string(name), "arguments": arguments,
-            ]
-            if let reason { o["reason"] = .string(reason) }
-            return .object(o)
-        case .confirmationResolved(let callId, let decision, let source):
-            return .object([
-                "type": "confirmationResolved", "callId": .string(callId), "decision": .string(decision.rawValue),
-                "source": .string(source.rawValue),
-            ])
-        case .toolCallFinished(let callId, let name, let outcome, let content):
-            return .object([
-                "type": "toolCallFinished", "callId": .string(callId), "name": .string(name),
-                "outcome": .string(outcome.rawValue), "content": content,
-            ])
-        case .entryAppended(let entry):
-            return .object(["type": "entryAppended", "entry": entry.json])
-        case .propertiesChanged(let set, let removed):
-            return .object(["type": "propertiesChanged", "set": .object(set), "removed": .array(removed.map { .string($0) })])
-        case .hookFired(let hook, let profile):
-            return .object(["type": "hookFired", "hook": .string(hook.rawValue), "profile": .string(profile)])
-        case .usage(let usage):
-            var o = usage.jsonMembers
-            o["type"] = "usage"
-            return .object(o)
-        case .schemaWarnings(let warnings):
-            return .object(["type": "schemaWarnings", "warnings": .array(warnings.map(\.json))])
-        case .contextDiagnostics(let diagnostics):
-            return .object(["type": "contextDiagnostics", "diagnostics": .array(diagnostics.map(\.json))])
-        case .cacheInvalidated(let reason, let first):
-            var o: [String: JSONValue] = ["type": "cacheInvalidated", "reason": .string(reason.rawValue)]
-            if let first { o["firstChangedEntry"] = .string(first) }
-            return .object(o)
-        case .retrying(let attempt, let afterSeconds, let error):
-            return .object(["type": "retrying", "attempt": .int(attempt), "afterSeconds": .double(afterSeconds), "error": error.json])
-        case .turnEnded(let status, let undo, let error, let stopReason):
-            var o: [String: JSONValue] = ["type": "turnEnded", "status": .string(status.rawValue), "undo": .string(undo.rawValue)]
-            if let error { o["error"] = error.json }
-            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
-            return .object(o)
-        case .steeringApplied(let entryId, let input):
-            return .object(["type": "steeringApplied", "entryId": .string(entryId), "input": input.json])
-        case .approvalRulesChanged(let rules):
-            return .object(["type": "approvalRulesChanged", "rules": .array(rules.map(\.json))])
-        }
+/// `usage`: the provider's token counts for a round trip or a side request, inline.
+extension Usage: SessionEventPayload {
+    public static let type = "usage"
+    public var eventJSON: JSONValue {
+        var o = jsonMembers
+        o["type"] = "usage"
+        return .object(o)
     }
+}
 
-    public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
-
-    private enum CodingKeys: String, CodingKey, CaseIterable {
-        case type, input, profile, previous, roundTrip, provider, model, delta, callId, name, arguments, reason
-        case decision, source, outcome, content, entry, set, removed, hook
-        case inputTokens, outputTokens, cachedInputTokens, reasoningTokens
-        case warnings, diagnostics, firstChangedEntry, attempt, afterSeconds, error, status, undo, stopReason
-        case entryId, rules
+// The engine's spelling of each event, kept from when events were enum cases.
+// A new event needs none of these: `emit(SessionEvent(Payload(...)))` works.
+extension SessionEvent {
+    public static func turnStarted(input: TurnInput) -> SessionEvent { SessionEvent(TurnStarted(input: input)) }
+    public static func profileActivated(profile: String, previous: String?) -> SessionEvent {
+        SessionEvent(ProfileActivated(profile: profile, previous: previous))
     }
-
-    /// Clients and tests read events back; the server never decodes them.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        func str(_ k: CodingKeys) throws -> String { try c.decode(String.self, forKey: k) }
-        func optStr(_ k: CodingKeys) throws -> String? { try c.decodeIfPresent(String.self, forKey: k) }
-        func value(_ k: CodingKeys) throws -> JSONValue { try c.decodeNil(forKey: k) ? .null : c.decode(JSONValue.self, forKey: k) }
-        let type = try str(.type)
-        switch type {
-        case "turnStarted": self = .turnStarted(input: try c.decode(TurnInput.self, forKey: .input))
-        case "profileActivated": self = .profileActivated(profile: try str(.profile), previous: try optStr(.previous))
-        case "requestStarted":
-            self = .requestStarted(
-                roundTrip: try c.decode(Int.self, forKey: .roundTrip), profile: try str(.profile),
-                provider: try str(.provider), model: try str(.model))
-        case "textDelta": self = .textDelta(try str(.delta))
-        case "reasoningDelta": self = .reasoningDelta(try str(.delta))
-        case "toolCallStarted": self = .toolCallStarted(callId: try str(.callId), name: try str(.name), arguments: try value(.arguments))
-        case "confirmationRequested":
-            self = .confirmationRequested(callId: try str(.callId), name: try str(.name), arguments: try value(.arguments), reason: try optStr(.reason))
-        case "confirmationResolved":
-            self = .confirmationResolved(
-                callId: try str(.callId), decision: try c.decode(ConfirmationDecision.self, forKey: .decision),
-                source: try c.decode(ConfirmationSource.self, forKey: .source))
-        case "toolCallFinished":
-            self = .toolCallFinished(
-                callId: try str(.callId), name: try str(.name), outcome: try c.decode(ToolOutcome.self, forKey: .outcome),
-                content: try value(.content))
-        case "entryAppended": self = .entryAppended(try c.decode(TranscriptEntry.self, forKey: .entry))
-        case "propertiesChanged":
-            self = .propertiesChanged(set: try c.decode([String: JSONValue].self, forKey: .set), removed: try c.decode([String].self, forKey: .removed))
-        case "hookFired": self = .hookFired(hook: try c.decode(HookName.self, forKey: .hook), profile: try str(.profile))
-        case "usage":
-            self = .usage(Usage(
-                inputTokens: try c.decodeIfPresent(Int.self, forKey: .inputTokens),
-                outputTokens: try c.decodeIfPresent(Int.self, forKey: .outputTokens),
-                cachedInputTokens: try c.decodeIfPresent(Int.self, forKey: .cachedInputTokens),
-                reasoningTokens: try c.decodeIfPresent(Int.self, forKey: .reasoningTokens)))
-        case "schemaWarnings": self = .schemaWarnings(try c.decode([SchemaWarning].self, forKey: .warnings))
-        case "contextDiagnostics": self = .contextDiagnostics(try c.decode([ContextDiagnostic].self, forKey: .diagnostics))
-        case "cacheInvalidated":
-            self = .cacheInvalidated(
-                reason: try c.decode(CacheInvalidationReason.self, forKey: .reason), firstChangedEntry: try optStr(.firstChangedEntry))
-        case "retrying":
-            self = .retrying(
-                attempt: try c.decode(Int.self, forKey: .attempt), afterSeconds: try c.decode(Double.self, forKey: .afterSeconds),
-                error: try c.decode(ErrorObject.self, forKey: .error).rpcError)
-        case "turnEnded":
-            self = .turnEnded(
-                status: try c.decode(TurnStatus.self, forKey: .status), undo: try c.decode(UndoOutcome.self, forKey: .undo),
-                error: try c.decodeIfPresent(ErrorObject.self, forKey: .error)?.rpcError,
-                stopReason: try c.decodeIfPresent(StopReason.self, forKey: .stopReason))
-        case "steeringApplied":
-            self = .steeringApplied(entryId: try str(.entryId), input: try c.decode(TurnInput.self, forKey: .input))
-        case "approvalRulesChanged": self = .approvalRulesChanged(rules: try c.decode([ApprovalRule].self, forKey: .rules))
-        default:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown event type '\(type)'")
-        }
+    public static func requestStarted(roundTrip: Int, profile: String, provider: String, model: String) -> SessionEvent {
+        SessionEvent(RequestStarted(roundTrip: roundTrip, profile: profile, provider: provider, model: model))
     }
-
-    public static var jsonSchema: JSONValue {
-        let s = WireSchema.string
-        let int = WireSchema.integer
-        let any = WireSchema.any
-        let error = WireSchema.ref(ErrorObject.self)
-        func event(_ type: String, _ props: [String: JSONValue], optional: [String: JSONValue] = [:]) -> JSONValue {
-            var all = props.merging(optional) { a, _ in a }
-            all["type"] = WireSchema.const(type)
-            return WireSchema.object(all, required: ["type"] + props.keys.sorted())
-        }
-        return WireSchema.oneOf([
-            event("turnStarted", ["input": WireSchema.ref(TurnInput.self)]),
-            event("profileActivated", ["profile": s], optional: ["previous": s]),
-            event("requestStarted", ["roundTrip": int, "profile": s, "provider": s, "model": s]),
-            event("textDelta", ["delta": s]),
-            event("reasoningDelta", ["delta": s]),
-            event("toolCallStarted", ["callId": s, "name": s, "arguments": any]),
-            event("confirmationRequested", ["callId": s, "name": s, "arguments": any], optional: ["reason": s]),
-            event(
-                "confirmationResolved",
-                ["callId": s, "decision": WireSchema.ref(ConfirmationDecision.self), "source": WireSchema.ref(ConfirmationSource.self)]),
-            event("toolCallFinished", ["callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": any]),
-            event("entryAppended", ["entry": WireSchema.ref(TranscriptEntry.self)]),
-            event("propertiesChanged", ["set": WireSchema.map(any), "removed": WireSchema.array(s)]),
-            event("hookFired", ["hook": WireSchema.ref(HookName.self), "profile": s]),
-            event("usage", [:], optional: ["inputTokens": int, "outputTokens": int, "cachedInputTokens": int, "reasoningTokens": int]),
-            event("schemaWarnings", ["warnings": WireSchema.array(WireSchema.ref(SchemaWarning.self))]),
-            event("contextDiagnostics", ["diagnostics": WireSchema.array(WireSchema.ref(ContextDiagnostic.self))]),
-            event("cacheInvalidated", ["reason": WireSchema.ref(CacheInvalidationReason.self)], optional: ["firstChangedEntry": s]),
-            event("retrying", ["attempt": int, "afterSeconds": WireSchema.number, "error": error]),
-            event(
-                "turnEnded", ["status": WireSchema.ref(TurnStatus.self), "undo": WireSchema.ref(UndoOutcome.self)],
-                optional: ["error": error, "stopReason": WireSchema.ref(StopReason.self)]),
-            event("steeringApplied", ["entryId": s, "input": WireSchema.ref(TurnInput.self)]),
-            event("approvalRulesChanged", ["rules": WireSchema.array(WireSchema.ref(ApprovalRule.self))]),
-        ])
+    public static func textDelta(_ delta: String) -> SessionEvent { SessionEvent(TextDelta(delta: delta)) }
+    public static func reasoningDelta(_ delta: String) -> SessionEvent { SessionEvent(ReasoningDelta(delta: delta)) }
+    public static func toolCallStarted(callId: String, name: String, arguments: JSONValue) -> SessionEvent {
+        SessionEvent(ToolCallStarted(callId: callId, name: name, arguments: arguments))
     }
-
-    public static var jsonSchemaDependencies: [any Decodable.Type] {
-        [
-            TurnInput.self, ConfirmationDecision.self, ConfirmationSource.self, ToolOutcome.self, TranscriptEntry.self,
-            HookName.self, SchemaWarning.self, ContextDiagnostic.self, CacheInvalidationReason.self, ErrorObject.self,
-            TurnStatus.self, UndoOutcome.self, StopReason.self, ApprovalRule.self,
-        ]
+    public static func confirmationRequested(callId: String, name: String, arguments: JSONValue, reason: String?) -> SessionEvent {
+        SessionEvent(ConfirmationRequested(callId: callId, name: name, arguments: arguments, reason: reason))
     }
+    public static func confirmationResolved(callId: String, decision: ConfirmationDecision, source: ConfirmationSource) -> SessionEvent {
+        SessionEvent(ConfirmationResolved(callId: callId, decision: decision, source: source))
+    }
+    public static func toolCallFinished(callId: String, name: String, outcome: ToolOutcome, content: JSONValue) -> SessionEvent {
+        SessionEvent(ToolCallFinished(callId: callId, name: name, outcome: outcome, content: content))
+    }
+    public static func entryAppended(_ entry: TranscriptEntry) -> SessionEvent { SessionEvent(EntryAppended(entry: entry)) }
+    public static func propertiesChanged(set: [String: JSONValue], removed: [String]) -> SessionEvent {
+        SessionEvent(PropertiesChanged(set: set, removed: removed))
+    }
+    public static func hookFired(hook: HookName, profile: String) -> SessionEvent { SessionEvent(HookFired(hook: hook, profile: profile)) }
+    public static func usage(_ usage: Usage) -> SessionEvent { SessionEvent(usage) }
+    public static func schemaWarnings(_ warnings: [SchemaWarning]) -> SessionEvent { SessionEvent(SchemaWarnings(warnings: warnings)) }
+    public static func contextDiagnostics(_ diagnostics: [ContextDiagnostic]) -> SessionEvent {
+        SessionEvent(ContextDiagnostics(diagnostics: diagnostics))
+    }
+    public static func cacheInvalidated(reason: CacheInvalidationReason, firstChangedEntry: String?) -> SessionEvent {
+        SessionEvent(CacheInvalidated(reason: reason, firstChangedEntry: firstChangedEntry))
+    }
+    public static func retrying(attempt: Int, afterSeconds: Double, error: RPCError) -> SessionEvent {
+        SessionEvent(Retrying(attempt: attempt, afterSeconds: afterSeconds, error: error))
+    }
+    public static func turnEnded(status: TurnStatus, undo: UndoOutcome, error: RPCError?, stopReason: StopReason? = nil) -> SessionEvent {
+        SessionEvent(TurnEnded(status: status, undo: undo, error: error, stopReason: stopReason))
+    }
+    public static func steeringApplied(entryId: String, input: TurnInput) -> SessionEvent {
+        SessionEvent(SteeringApplied(entryId: entryId, input: input))
+    }
+    public static func approvalRulesChanged(rules: [ApprovalRule]) -> SessionEvent { SessionEvent(ApprovalRulesChanged(rules: rules)) }
 }

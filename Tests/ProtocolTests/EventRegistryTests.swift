@@ -1,0 +1,69 @@
+import AgentRPCProtocol
+import Foundation
+import Testing
+
+/// A union for the generator test: two variants, one with a string enum and a
+/// stated-schema type as properties (both must become `$ref`s).
+private enum Shape: String, Codable, JSONSchemaStringEnum { case round, square }
+
+private struct Circle: Codable { var shape: Shape; var label: TurnInput?; var radius: Double }
+private struct Mark: Codable { var at: [Int] }
+
+private struct Drawing: Decodable, JSONSchemaTaggedUnion {
+    static var tagKey: String { "kind" }
+    static var variants: [(tag: String, type: any Decodable.Type)] { [("circle", Circle.self), ("mark", Mark.self)] }
+    init(from decoder: any Decoder) throws {}
+}
+
+@Suite struct EventRegistryTests {
+    @Test func everyWireNameIsListedOnce() {
+        #expect(SessionEvent.duplicateTypes() == [])
+        #expect(SessionEvent.registry.count == Set(SessionEvent.registry.map { $0.type }).count)
+    }
+
+    @Test func decodingPicksTheRegisteredPayloadType() throws {
+        let event = try JSONValue.parse(#"{"type": "hookFired", "hook": "onResponse", "profile": "p"}"#).decode(as: SessionEvent.self)
+        #expect(event.payload(as: SessionEvent.HookFired.self) == SessionEvent.HookFired(hook: .onResponse, profile: "p"))
+        #expect(event.payload(as: SessionEvent.TextDelta.self) == nil)
+        #expect(event.type == "hookFired")
+        // The `type` member is the envelope's, not an unknown field of the payload.
+        let strict = try JSONValue.parse(#"{"type": "textDelta", "delta": "x"}"#).decode(as: SessionEvent.self, rejectUnknownKeys: true)
+        #expect(strict == .textDelta("x"))
+    }
+
+    @Test func everyPayloadEncodesWithItsWireName() throws {
+        // The schema's alternatives are the registry, in order, and each names its payload's `type`.
+        let schema = try JSONSchemaGenerator.schema(for: SessionEvent.self)
+        let tags = schema["oneOf"]?.arrayValue?.compactMap { $0["properties"]?["type"]?["const"]?.stringValue }
+        #expect(tags == SessionEvent.registry.map { $0.type })
+        for alternative in schema["oneOf"]?.arrayValue ?? [] {
+            #expect(alternative["required"]?.arrayValue?.first == "type")
+            #expect(alternative["additionalProperties"] == false)
+        }
+    }
+
+    @Test func taggedUnionSchemaInlinesVariantsAndNamesLeafTypes() throws {
+        let schema = try JSONSchemaGenerator.schema(for: Drawing.self)
+        let expected: JSONValue = [
+            "oneOf": [
+                [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "kind": ["const": "circle"], "shape": ["$ref": "#/$defs/Shape"], "label": ["$ref": "#/$defs/TurnInput"],
+                        "radius": ["type": "number"],
+                    ],
+                    "required": ["kind", "radius", "shape"],
+                ],
+                [
+                    "type": "object", "additionalProperties": false,
+                    "properties": ["kind": ["const": "mark"], "at": ["type": "array", "items": ["type": "integer"]]],
+                    "required": ["kind", "at"],
+                ],
+            ],
+        ]
+        #expect(schema["oneOf"] == expected["oneOf"])
+        #expect(schema["$defs"]?["Shape"] == ["type": "string", "enum": ["round", "square"]])
+        #expect(schema["$defs"]?["TurnInput"] != nil)
+        #expect(schema["$defs"]?["ImageAttachment"] != nil)
+    }
+}
