@@ -65,6 +65,7 @@ public final class Server: Sendable {
         self.options = options
         let logger = Logger(level: options.logLevel)
         self.logger = logger
+        FileLimit.raiseSoftLimit(logger: logger)
         var recorder: TranscriptRecorder? = nil
         if let path = options.recordPath {
             // Record the options that change behaviour, so a replay runs the same server.

@@ -36,6 +36,23 @@ final class JournalStore: SessionStore {
         self.summaryInterval = summaryInterval
     }
 
+    /// Made at the first claim of a session (a process that only lists needs none).
+    private let ownerState = Mutex<StoreOwner?>(nil)
+
+    /// This process's owner file in the store (see `StoreOwner`), created on first use.
+    func owner() throws -> StoreOwner {
+        try ownerState.withLock { state in
+            if let existing = state { return existing }
+            try prepareDirectory()
+            let made = try StoreOwner.create(directory: directory)
+            StoreOwner.removeStale(directory: directory, except: made.path)
+            state = made
+            return made
+        }
+    }
+
+    var ownerIfAny: StoreOwner? { ownerState.withLock { $0 } }
+
     /// `$XDG_STATE_HOME/agentrpc/sessions`, else `~/.local/state/agentrpc/sessions`.
     static func defaultDirectory(environment: [String: String]) -> String {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
@@ -62,7 +79,7 @@ final class JournalStore: SessionStore {
 
     func create(_ header: JournalHeader, config: SessionConfig, initial: TranscriptSnapshot?) throws -> any SessionJournal {
         try prepareDirectory()
-        let lock = try SessionLock.acquire(path: path(header.sessionID, ".lock"), sessionID: header.sessionID)
+        let lock = try SessionLock.acquire(path: path(header.sessionID, ".lock"), sessionID: header.sessionID, owner: try owner(), directory: directory)
         do {
             var bytes = JournalCodec.headerLine(header)
             if let initial {
@@ -72,6 +89,7 @@ final class JournalStore: SessionStore {
             let fd = posixOpen(journalPath, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw StoreError.posix("cannot create \(journalPath)") }
             let journal = FileJournal(store: self, header: header, config: config, fd: fd, length: 0, lock: lock)
+            defer { journal.releaseDescriptor() }
             do {
                 try journal.appendRaw(bytes)
                 try journal.fsyncFile()
@@ -91,18 +109,17 @@ final class JournalStore: SessionStore {
     func open(_ id: String) throws -> (journal: any SessionJournal, contents: JournalContents) {
         let journalPath = path(id, ".jsonl")
         guard FileManager.default.fileExists(atPath: journalPath) else { throw RPCError.sessionNotFound(id) }
-        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id)
+        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         do {
             let bytes = try readAll(journalPath, id: id)
             var contents = try JournalCodec.load(bytes)
             guard contents.header.sessionID == id else {
                 throw RPCError(.journalUnreadable, "the journal \(journalPath) belongs to session '\(contents.header.sessionID)'", data: ["sessionId": .string(id)])
             }
-            let fd = posixOpen(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard fd >= 0 else { throw StoreError.posix("cannot open \(journalPath) for writing") }
             let journal = FileJournal(
-                store: self, header: contents.header, config: contents.config, fd: fd, length: bytes.count, lock: lock,
+                store: self, header: contents.header, config: contents.config, fd: nil, length: bytes.count, lock: lock,
                 records: contents.recordsSinceSnapshot)
+            defer { journal.releaseDescriptor() }
             if !contents.warnings.isEmpty {
                 // Appending after a line that does not load would hide every later
                 // change: keep the file as it was for the user, then start over from
@@ -153,7 +170,7 @@ final class JournalStore: SessionStore {
         let journalPath = path(id, ".jsonl")
         var info = stat()
         guard stat(journalPath, &info) == 0 else { return nil }
-        let (locked, holder) = SessionLock.probe(path: path(id, ".lock"))
+        let (locked, holder) = SessionLock.probe(path: path(id, ".lock"), directory: directory, owner: ownerIfAny)
         if let cached = readSummaryCache(id, journalLength: Int(info.st_size)) {
             var s = cached
             s.locked = locked
@@ -177,7 +194,7 @@ final class JournalStore: SessionStore {
     func delete(_ id: String) throws -> Bool {
         let journalPath = path(id, ".jsonl")
         guard FileManager.default.fileExists(atPath: journalPath) else { return false }
-        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id)
+        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         defer { lock.release() }
         if unlink(journalPath) != 0 && errno != ENOENT { throw StoreError.posix("cannot remove \(journalPath)") }
         unlink(path(id, ".summary"))
@@ -305,71 +322,16 @@ enum StoreError {
     }
 }
 
-/// The `flock` a loaded session holds. It dies with the process, so a crash
-/// leaves no stale lock.
-final class SessionLock: Sendable {
-    private let fd: Int32
-
-    private init(fd: Int32) { self.fd = fd }
-
-    static func acquire(path: String, sessionID: String) throws -> SessionLock {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.posix("cannot open the lock file \(path)") }
-        // A listing elsewhere may probe the lock for an instant: try a few times.
-        var attempts = 0
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            attempts += 1
-            if code == EWOULDBLOCK && attempts < 4 {
-                usleep(2_000)
-                continue
-            }
-            let holder = readPID(fd)
-            close(fd)
-            if code == EWOULDBLOCK {
-                var data: [String: JSONValue] = ["sessionId": .string(sessionID)]
-                data["pid"] = holder.map { .int(Int($0)) } ?? .null
-                throw RPCError(.sessionLocked, "session '\(sessionID)' is loaded by another agentrpc process" + (holder.map { " (pid \($0))" } ?? ""), data: data)
-            }
-            throw StoreError.posix("cannot lock \(path)")
-        }
-        let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return SessionLock(fd: fd)
-    }
-
-    /// Whether another process holds the lock, and its pid when it wrote one.
-    static func probe(path: String) -> (locked: Bool, pid: Int32?) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return (false, nil) }
-        defer { close(fd) }
-        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
-            _ = flock(fd, LOCK_UN)
-            return (false, nil)
-        }
-        return (true, readPID(fd))
-    }
-
-    private static func readPID(_ fd: Int32) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
-        return Int32(String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-
-    func release() {
-        _ = flock(fd, LOCK_UN)
-        close(fd)
-    }
-}
-
 /// One loaded session's journal file. Every record is one `write(2)` of a
 /// whole line on a descriptor opened `O_APPEND`; a failed write is cut off
-/// again so no partial line is left before the next one.
+/// again so no partial line is left before the next one. The descriptor is
+/// opened by the first record after a sync and closed by the sync (after its
+/// `fsync`, on the descriptor the records went through): an idle loaded
+/// session holds none, a running turn one.
 final class FileJournal: SessionJournal {
     private struct State {
-        var fd: Int32
+        /// Open from the first record after a sync until the sync.
+        var fd: Int32?
         /// The file's length after the last complete line.
         var length: Int
         /// About how many bytes the live state takes in a snapshot; compaction
@@ -390,6 +352,7 @@ final class FileJournal: SessionJournal {
     private let headerLine: [UInt8]
     private let lock: SessionLock
     private let state: Mutex<State>
+    private var path: String { store.path(sessionID, ".jsonl") }
     /// Journals smaller than this are never compacted (not worth a rewrite).
     static let compactionFloor = 64 * 1024
     /// A session unloaded with more records than this since its last snapshot
@@ -397,7 +360,7 @@ final class FileJournal: SessionJournal {
     /// milliseconds, a long journal's 20,000 several tens.
     static let snapshotAtCloseRecords = 1000
 
-    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32, length: Int, lock: SessionLock, records: Int = 0) {
+    init(store: JournalStore, header: JournalHeader, config: SessionConfig, fd: Int32?, length: Int, lock: SessionLock, records: Int = 0) {
         self.store = store
         self.sessionID = header.sessionID
         self.header = header
@@ -409,6 +372,18 @@ final class FileJournal: SessionJournal {
 
     var length: Int { state.withLock { $0.length } }
 
+    /// Whether the journal holds a descriptor now (tests and measurements).
+    var holdsDescriptor: Bool { state.withLock { $0.fd != nil } }
+
+    /// The descriptor, opened for appending when there is none.
+    private func descriptor(_ s: inout State) throws -> Int32 {
+        if let fd = s.fd { return fd }
+        let fd = posixOpen(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.posix("cannot open the journal of session '\(sessionID)' for writing") }
+        s.fd = fd
+        return fd
+    }
+
     func record(_ change: TranscriptChange, at date: Date) throws {
         let bytes = try JournalCodec.line(for: change, at: date)
         try appendRaw(bytes, growsLiveState: { if case .entryAppended = change { return true } else { return false } }())
@@ -417,14 +392,15 @@ final class FileJournal: SessionJournal {
     func appendRaw(_ bytes: [UInt8], growsLiveState: Bool = true) throws {
         try state.withLock { s in
             guard !s.closed else { throw StoreError.unavailable("the session's journal is closed") }
+            let fd = try descriptor(&s)
             var written = 0
             while written < bytes.count {
-                let n = bytes.withUnsafeBytes { write(s.fd, $0.baseAddress! + written, $0.count - written) }
+                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
                 if n < 0 {
                     if errno == EINTR { continue }
                     let error = StoreError.posix("cannot write the journal of session '\(sessionID)'")
                     // Leave no partial line for the next record to follow.
-                    _ = ftruncate(s.fd, off_t(s.length))
+                    _ = ftruncate(fd, off_t(s.length))
                     throw error
                 }
                 written += n
@@ -435,17 +411,34 @@ final class FileJournal: SessionJournal {
         }
     }
 
+    /// `fsync`s what was written and closes the descriptor. A failed `fsync`
+    /// keeps it open, so the next sync asks the same descriptor again.
     func fsyncFile() throws {
         try state.withLock { s in
-            if fsync(s.fd) != 0 { throw StoreError.posix("cannot sync the journal of session '\(sessionID)'") }
+            guard let fd = s.fd else { return }
+            if fsync(fd) != 0 { throw StoreError.posix("cannot sync the journal of session '\(sessionID)'") }
+            posixClose(fd)
+            s.fd = nil
+        }
+    }
+
+    /// Closes the descriptor after syncing it, ignoring a failure (a load that
+    /// wrote nothing, or a create whose sync already succeeded).
+    func releaseDescriptor() {
+        state.withLock { s in
+            guard let fd = s.fd else { return }
+            _ = fsync(fd)
+            posixClose(fd)
+            s.fd = nil
         }
     }
 
     func truncate(to length: Int) throws {
         try state.withLock { s in
-            if ftruncate(s.fd, off_t(length)) != 0 { throw StoreError.posix("cannot cut the torn last line of session '\(sessionID)'") }
+            let fd = try descriptor(&s)
+            if ftruncate(fd, off_t(length)) != 0 { throw StoreError.posix("cannot cut the torn last line of session '\(sessionID)'") }
             s.length = length
-            _ = fsync(s.fd)
+            _ = fsync(fd)
         }
     }
 
@@ -478,7 +471,7 @@ final class FileJournal: SessionJournal {
     /// Never a moment without a valid journal: the snapshot goes to a temporary
     /// file, is synced, renamed over the journal, and the directory synced.
     func rewrite(_ transcript: Transcript) throws {
-        let target = store.path(sessionID, ".jsonl")
+        let target = path
         let temp = store.path(sessionID, ".jsonl.tmp-\(getpid())")
         let bytes = headerLine + (try JournalCodec.snapshotLine(transcript, at: Date()))
         let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -508,11 +501,10 @@ final class FileJournal: SessionJournal {
             throw error
         }
         try store.fsyncDirectory()
-        let newFD = posixOpen(target, O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard newFD >= 0 else { throw StoreError.posix("cannot reopen the journal of session '\(sessionID)'") }
+        // The next record opens the new file.
         state.withLock { s in
-            posixClose(s.fd)
-            s.fd = newFD
+            if let old = s.fd { posixClose(old) }
+            s.fd = nil
             s.length = bytes.count
             s.liveEstimate = bytes.count
             s.records = 0
@@ -538,8 +530,11 @@ final class FileJournal: SessionJournal {
         let wasOpen = state.withLock { s -> Bool in
             guard !s.closed else { return false }
             s.closed = true
-            _ = fsync(s.fd)
-            posixClose(s.fd)
+            if let fd = s.fd {
+                _ = fsync(fd)
+                posixClose(fd)
+                s.fd = nil
+            }
             return true
         }
         if wasOpen { lock.release() }
