@@ -198,15 +198,18 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(short.count == 1 + (records / 4 - 1) * 4)
     }
 
-    /// While a session is loaded its summary cache is written at the first sync
-    /// and then at most once per `summaryInterval`, and always at close; a stale
-    /// cache is never shown (the listing reads the journal instead).
-    @Test func theSummaryCacheIsWrittenSparinglyAndNeverShownStale() throws {
+    /// While a session is loaded its summary in the index is written at create,
+    /// at the first sync and then at most once per `summaryInterval`, and always
+    /// at close; a stale one is never shown (the listing reads the journal instead).
+    @Test func theSummaryIsWrittenSparinglyAndNeverShownStale() throws {
         let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-journal-\(UUID().uuidString)/store")
         defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
         let store = JournalStore(directory: dir, logger: Logger(level: .off), summaryInterval: UInt64.max)
+        /// The entry count of the index file's last line for the session.
         func cachedEntryCount() throws -> Int? {
-            try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/s-sum.summary"))))["entryCount"]?.intValue
+            let text = try String(contentsOfFile: dir + "/" + SessionIndex.fileName, encoding: .utf8)
+            let lines = try text.split(separator: "\n").map { try JSONValue.parse(String($0)) }
+            return lines.last { $0["id"]?.stringValue == "s-sum" }?["entryCount"]?.intValue
         }
         let journal = try store.create(try header("s-sum"), config: SessionConfig(), initial: nil)
         var t = Transcript(properties: [:])
@@ -292,5 +295,139 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
             #expect(!SessionIDRule.isPlain(bad), "\(bad.prefix(20))")
         }
         #expect(SessionIDRule.isPlain("s-0123abcd-ef0"))
+    }
+}
+
+/// The index `session/list` pages through (`SessionIndex`): rebuilt from the
+/// journals whenever it is missing, cut short or older than a journal, and
+/// never shown over a journal.
+@Suite struct SessionIndexTests {
+    private static let sessions = 2000
+
+    /// A store of `count` one-turn journals written directly in the
+    /// documented format, session i updated at i seconds past a base time.
+    private func makeStore(count: Int = Self.sessions) throws -> String {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-index-\(UUID().uuidString)/store")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let base = 1_700_000_000_000
+        for i in 0..<count {
+            let id = String(format: "s-gen%05d", i)
+            try Self.journal(id: id, at: base + i * 1000, prompt: "conversation \(i)", model: i % 3 == 0 ? "alpha" : "beta")
+                .write(toFile: dir + "/\(id).jsonl", atomically: false, encoding: .utf8)
+        }
+        return dir
+    }
+
+    private static func journal(id: String, at: Int, prompt: String, model: String, turns: Int = 1) -> String {
+        var lines = [JSONValue.object(["type": "session", "format": 1, "sessionId": .string(id), "createdAt": .int(at), "config": ["model": .string(model)]])]
+        for t in 0..<turns {
+            let turn = JSONValue.string("t-\(t + 1)")
+            lines += [
+                ["type": "turnStarted", "at": .int(at), "turnId": turn, "number": .int(t + 1)],
+                ["type": "entryAppended", "at": .int(at), "nextEntry": .int(2 * t + 2), "entry": ["id": .string("e\(2 * t + 1)"), "turnId": turn, "type": "prompt", "text": .string(prompt)]],
+                ["type": "entryAppended", "at": .int(at), "nextEntry": .int(2 * t + 3), "entry": ["id": .string("e\(2 * t + 2)"), "turnId": turn, "type": "response", "profile": "default", "text": "ok"]],
+                ["type": "turnEnded", "at": .int(at + t), "turnId": turn, "status": "completed", "stopReason": "completed", "undo": "none", "usage": ["inputTokens": 1]],
+            ]
+        }
+        return lines.map { String(decoding: $0.serialized(), as: UTF8.self) + "\n" }.joined()
+    }
+
+    /// Every page of `size`, as ids, through the cursors.
+    private func pages(_ store: JournalStore, size: Int = 100, filter: StoredSessionFilter = StoredSessionFilter()) -> [[String]] {
+        var out: [[String]] = []
+        var after: ListPosition?
+        while true {
+            let page = store.page(after: after, count: size, filter: filter) { _ in false }
+            if page.isEmpty { break }
+            out.append(page.map(\.sessionID))
+            guard let last = page.last else { break }
+            after = ListPosition(updatedAt: last.updatedAt, sessionID: last.sessionID)
+        }
+        return out
+    }
+
+    @Test func aDeletedTruncatedOrStaleIndexIsRebuiltAndAnswersTheSamePages() throws {
+        let dir = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let logger = Logger(level: .off)
+        let expected = (0..<Self.sessions).reversed().map { String(format: "s-gen%05d", $0) }
+        let first = pages(JournalStore(directory: dir, logger: logger))
+        #expect(first.flatMap { $0 } == expected && first.count == Self.sessions / 100)
+        let indexPath = dir + "/" + SessionIndex.fileName
+        #expect(FileManager.default.fileExists(atPath: indexPath), "the first listing wrote the index")
+
+        // Deleted: rebuilt from the journals.
+        try FileManager.default.removeItem(atPath: indexPath)
+        #expect(pages(JournalStore(directory: dir, logger: logger)) == first)
+        #expect(FileManager.default.fileExists(atPath: indexPath), "rebuilt")
+        // Cut short, mid-line: the missing sessions are read from their journals.
+        let full = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        try full.prefix(full.count / 2 + 7).write(to: URL(fileURLWithPath: indexPath))
+        #expect(pages(JournalStore(directory: dir, logger: logger)) == first)
+        // Emptied while a store that already read it is running.
+        let running = JournalStore(directory: dir, logger: logger)
+        #expect(pages(running) == first)
+        try Data().write(to: URL(fileURLWithPath: indexPath))
+        #expect(pages(running) == first)
+
+        // Older than a journal: session 7 got a newer turn the index never heard of.
+        try Self.journal(id: "s-gen00007", at: 1_700_000_000_000 + 7 * 1000, prompt: "renamed", model: "alpha", turns: 2)
+            .write(toFile: dir + "/s-gen00007.jsonl", atomically: false, encoding: .utf8)
+        for store in [JournalStore(directory: dir, logger: logger), running] {
+            let summary = try #require(try store.summary("s-gen00007"))
+            #expect(summary.entryCount == 4, "the journal wins over the index")
+            #expect(pages(store).flatMap { $0 } == expected, "its last change is still the 7th oldest")
+        }
+    }
+
+    @Test func filtersNarrowThePageAndStopAtTheTime() throws {
+        let dir = try makeStore(count: 300)
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let store = JournalStore(directory: dir, logger: Logger(level: .off))
+        let alpha = pages(store, filter: StoredSessionFilter(model: "alpha")).flatMap { $0 }
+        #expect(alpha.count == 100 && alpha.first == "s-gen00297")
+        let query = pages(store, filter: StoredSessionFilter(query: "CONVERSATION 12")).flatMap { $0 }
+        #expect(query == ["s-gen00129", "s-gen00128", "s-gen00127", "s-gen00126", "s-gen00125", "s-gen00124", "s-gen00123", "s-gen00122", "s-gen00121", "s-gen00120", "s-gen00012"])
+        let after = Date(timeIntervalSince1970: Double(1_700_000_000_000 + 289 * 1000) / 1000)
+        let recent = pages(store, filter: StoredSessionFilter(model: "beta", updatedAfter: after)).flatMap { $0 }
+        #expect(recent == ["s-gen00299", "s-gen00298", "s-gen00296", "s-gen00295", "s-gen00293", "s-gen00292", "s-gen00290"])
+    }
+
+    /// A session created, synced or deleted in one store is seen by another
+    /// that already read the index (what it appends is read back).
+    @Test func anotherStoreOnTheSameDirectorySeesChanges() throws {
+        let dir = try makeStore(count: 300)
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let reader = JournalStore(directory: dir, logger: Logger(level: .off))
+        #expect(pages(reader).first?.first == "s-gen00299")
+        let writer = JournalStore(directory: dir, logger: Logger(level: .off))
+        let journal = try writer.create(JournalHeader(sessionID: "s-new", createdAt: Date(), config: ["title": "fresh"]), config: SessionConfig(title: "fresh"), initial: nil)
+        var t = Transcript(properties: [:])
+        t.journal = journal
+        try t.append(.prompt(text: "hi", images: nil), turn: nil)
+        try t.sync()
+        let top = try #require(reader.page(after: nil, count: 1, filter: StoredSessionFilter()) { _ in false }.first)
+        #expect(top.sessionID == "s-new" && top.title == "fresh" && top.entryCount == 1 && top.locked)
+        journal.close(final: t)
+        #expect(try writer.delete("s-gen00299"))
+        let next = pages(reader).flatMap { $0 }
+        #expect(next.first == "s-new" && !next.contains("s-gen00299") && next.count == 300)
+    }
+
+    /// An idle journal holds no descriptor: the one a record opens is closed by the sync.
+    @Test func anIdleJournalHoldsNoDescriptor() throws {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-index-\(UUID().uuidString)/store")
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let store = JournalStore(directory: dir, logger: Logger(level: .off))
+        let journal = try store.create(JournalHeader(sessionID: "s-fd", createdAt: Date(), config: [:]), config: SessionConfig(), initial: nil)
+        let file = try #require(journal as? FileJournal)
+        #expect(!file.holdsDescriptor)
+        var t = Transcript(properties: [:])
+        t.journal = journal
+        try t.append(.prompt(text: "hi", images: nil), turn: nil)
+        #expect(file.holdsDescriptor)
+        try t.sync()
+        #expect(!file.holdsDescriptor)
+        journal.close(final: t)
     }
 }

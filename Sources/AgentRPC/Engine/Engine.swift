@@ -372,9 +372,9 @@ final class Engine: Sendable {
 
     /// Loaded and stored sessions, newest-updated first (ties by id). The
     /// cursor is the position of the last session of the page in that order,
-    /// so sessions closed or deleted meanwhile do not strand it. Only the
-    /// page's stored sessions are read (their summaries); the rest is a
-    /// directory listing.
+    /// so sessions closed or deleted meanwhile do not strand it. Stored
+    /// sessions come from the store's index, so a page costs the same however
+    /// many are stored; loaded ones are asked for their state.
     private func list(_ params: SessionListParams) async throws -> SessionListResult {
         let limit = params.limit ?? SessionListParams.defaultLimit
         guard limit >= 1 else {
@@ -387,37 +387,48 @@ final class Engine: Sendable {
             }
             after = position
         }
-        let loaded = sessions.withLock { $0 }
-        var candidates: [(position: ListPosition, session: AgentSession?)] = []
-        if params.loaded != false {
-            for (id, s) in loaded { candidates.append((ListPosition(updatedAt: await s.updatedAt, sessionID: id), s)) }
-        }
-        if params.loaded != true, let store {
-            for stamp in try store.index() where loaded[stamp.sessionID] == nil {
-                candidates.append((ListPosition(updatedAt: stamp.updatedAt, sessionID: stamp.sessionID), nil))
-            }
-        }
-        candidates.sort { $0.position < $1.position }
-        let rest = after.map { cursor in candidates.drop { !(cursor < $0.position) } } ?? candidates[...]
+        let filter = try StoredSessionFilter(params)
         let pageSize = min(limit, SessionListParams.maxLimit)
+        let loaded = sessions.withLock { $0 }
+        var live: [(position: ListPosition, summary: SessionSummary)] = []
+        if params.loaded != false {
+            for (id, s) in loaded {
+                let position = ListPosition(updatedAt: await s.updatedAt, sessionID: id)
+                if let after, !(after < position) { continue }
+                let summary = await s.summary()
+                if !filter.isRecentEnough(position.updatedAt) { continue }
+                if !filter.matches(title: summary.title, model: summary.model) { continue }
+                live.append((position, summary))
+            }
+            live.sort { $0.position < $1.position }
+        }
+        var stored: [StoredSessionSummary] = []
+        if params.loaded != true, let store {
+            stored = store.page(after: after, count: pageSize + 1, filter: filter) { loaded[$0] != nil }
+        }
+        // Merge the two sorted lists.
         var data: [SessionSummary] = []
         var last: ListPosition?
-        var consumed = 0
-        for candidate in rest {
-            if data.count == pageSize { break }
-            consumed += 1
-            last = candidate.position
-            if let s = candidate.session {
-                data.append(await s.summary())
-            } else if let stored = try store?.summary(candidate.position.sessionID) {
+        var i = 0
+        var j = 0
+        while data.count < pageSize, i < live.count || j < stored.count {
+            let storedPosition = j < stored.count ? ListPosition(updatedAt: stored[j].updatedAt, sessionID: stored[j].sessionID) : nil
+            if i < live.count, storedPosition.map({ live[i].position < $0 }) ?? true {
+                data.append(live[i].summary)
+                last = live[i].position
+                i += 1
+            } else if let position = storedPosition {
+                let s = stored[j]
                 data.append(SessionSummary(
-                    sessionId: stored.sessionID, title: stored.title, userId: stored.userId, model: stored.model,
-                    createdAt: Timestamp.iso8601(stored.createdAt), updatedAt: Timestamp.iso8601(candidate.position.updatedAt),
-                    revision: stored.revision, entryCount: stored.entryCount, isRunning: false, loaded: false,
-                    locked: stored.locked, lockedBy: stored.lockedBy.map { Int($0) }))
+                    sessionId: s.sessionID, title: s.title, userId: s.userId, model: s.model,
+                    createdAt: Timestamp.iso8601(s.createdAt), updatedAt: Timestamp.iso8601(s.updatedAt),
+                    revision: s.revision, entryCount: s.entryCount, isRunning: false, loaded: false,
+                    locked: s.locked, lockedBy: s.lockedBy.map { Int($0) }))
+                last = position
+                j += 1
             }
         }
-        let hasMore = rest.count > consumed
+        let hasMore = i < live.count || j < stored.count
         return SessionListResult(data: data, nextCursor: hasMore ? last?.cursor : nil)
     }
 }

@@ -88,8 +88,10 @@ enum JournalCodec {
         return bytes
     }
 
+    /// Whole milliseconds, cut down as `updatedAt` is shown (RFC 3339 with
+    /// milliseconds), so a time read back from a journal shows the same.
     static func millis(_ date: Date) -> Int {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
         return ms.isFinite && abs(ms) < 1e15 ? Int(ms) : 0
     }
 

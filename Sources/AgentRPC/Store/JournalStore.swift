@@ -30,10 +30,16 @@ final class JournalStore: SessionStore {
     let summaryInterval: UInt64
     var location: String { directory }
 
+    /// The summaries `session/list` pages through (see `SessionIndex`).
+    let index: SessionIndex
+
     init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
         self.directory = directory
         self.logger = logger
         self.summaryInterval = summaryInterval
+        self.index = SessionIndex(directory: directory, logger: logger) { id in
+            JournalStore.indexedSummary(directory: directory, id: id, logger: logger)
+        }
     }
 
     /// Made at the first claim of a session (a process that only lists needs none).
@@ -99,6 +105,9 @@ final class JournalStore: SessionStore {
                 unlink(journalPath)
                 throw error
             }
+            // Listed by other processes from now on, not only after the first sync.
+            let transcript = initial.map(Transcript.init(snapshot:)) ?? Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
+            writeSummary(Self.summary(of: header, config: config, transcript: transcript))
             return journal
         } catch {
             lock.release()
@@ -147,48 +156,45 @@ final class JournalStore: SessionStore {
         return try JournalCodec.load(try readAll(journalPath, id: id))
     }
 
-    func index() throws -> [StoredSessionStamp] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
-            // No directory yet: nothing stored.
-            if !FileManager.default.fileExists(atPath: directory) { return [] }
-            throw StoreError.unavailable("cannot read the store directory \(directory): \(error.localizedDescription)")
-        }
-        var stamps: [StoredSessionStamp] = []
-        stamps.reserveCapacity(names.count)
-        for name in names where name.hasSuffix(".jsonl") {
-            let id = String(name.dropLast(6))
-            guard SessionIDRule.isPlain(id) else { continue }
-            var info = stat()
-            guard stat(directory + "/" + name, &info) == 0 else { continue }
-            stamps.append(StoredSessionStamp(sessionID: id, updatedAt: Self.modificationDate(info)))
-        }
-        return stamps
+    func page(after: ListPosition?, count: Int, filter: StoredSessionFilter, excluded: (String) -> Bool) -> [StoredSessionSummary] {
+        index.page(after: after, count: count, filter: filter, excluded: excluded).map { withLockState($0.summary) }
     }
 
     func summary(_ id: String) throws -> StoredSessionSummary? {
-        let journalPath = path(id, ".jsonl")
+        guard let entry = index.entry(id) else { return nil }
         var info = stat()
-        guard stat(journalPath, &info) == 0 else { return nil }
-        let (locked, holder) = SessionLock.probe(path: path(id, ".lock"), directory: directory, owner: ownerIfAny)
-        if let cached = readSummaryCache(id, journalLength: Int(info.st_size)) {
-            var s = cached
-            s.locked = locked
-            s.lockedBy = holder
-            return s
+        guard stat(path(id, ".jsonl"), &info) == 0 else { return nil }
+        if Int(info.st_size) == entry.journalLength && SessionIndex.nanos(info) == entry.journalModified {
+            return withLockState(entry.summary)
         }
-        let contents: JournalContents
-        do { contents = try read(id) } catch {
-            // One unreadable journal must not break the listing of the others.
-            logger.warning("session \(id): \(error)")
-            return nil
-        }
-        var s = Self.summary(of: contents.header, config: contents.config, transcript: contents.transcript)
-        s.updatedAt = Self.modificationDate(info)
-        writeSummaryCache(s, journalLength: Int(info.st_size))
+        // Never trusted over the journal.
+        guard let fresh = Self.indexedSummary(directory: directory, id: id, logger: logger) else { return nil }
+        index.update(fresh)
+        return withLockState(fresh.summary)
+    }
+
+    /// The summary with whether another process has the session loaded.
+    private func withLockState(_ summary: StoredSessionSummary) -> StoredSessionSummary {
+        var s = summary
+        let (locked, holder) = SessionLock.probe(path: path(s.sessionID, ".lock"), directory: directory, owner: ownerIfAny)
         s.locked = locked
         s.lockedBy = holder
         return s
+    }
+
+    /// A journal's summary as the index keeps it; nil when it does not load
+    /// (logged: one bad journal must not break the listing of the others).
+    static func indexedSummary(directory: String, id: String, logger: Logger) -> IndexedSession? {
+        let journalPath = directory + "/" + id + ".jsonl"
+        do {
+            let (bytes, info) = try readAllWithStat(journalPath)
+            let contents = try JournalCodec.load(bytes)
+            let summary = summary(of: contents.header, config: contents.config, transcript: contents.transcript)
+            return IndexedSession(summary: summary, journalLength: Int(info.st_size), journalModified: SessionIndex.nanos(info))
+        } catch {
+            logger.warning("session \(id): \(error)")
+            return nil
+        }
     }
 
     func delete(_ id: String) throws -> Bool {
@@ -197,7 +203,9 @@ final class JournalStore: SessionStore {
         let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         defer { lock.release() }
         if unlink(journalPath) != 0 && errno != ENOENT { throw StoreError.posix("cannot remove \(journalPath)") }
+        // Left by older versions.
         unlink(path(id, ".summary"))
+        index.remove(id)
         unlink(path(id, ".lock"))
         try? fsyncDirectory()
         return true
@@ -224,34 +232,16 @@ final class JournalStore: SessionStore {
         return nil
     }
 
-    func writeSummaryCache(_ s: StoredSessionSummary, journalLength: Int) {
-        var o: [String: JSONValue] = [
-            "journalLength": .int(journalLength), "createdAt": .int(JournalCodec.millis(s.createdAt)),
-            "updatedAt": .int(JournalCodec.millis(s.updatedAt)), "revision": .int(s.revision), "entryCount": .int(s.entryCount),
-        ]
-        if let t = s.title { o["title"] = .string(t) }
-        if let u = s.userId { o["userId"] = .string(u) }
-        if let m = s.model { o["model"] = .string(m) }
-        let target = path(s.sessionID, ".summary")
-        let temp = target + ".tmp-\(getpid())"
-        let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = JSONValue.object(o).serialized()
-        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
-        posixClose(fd)
-        if !ok || rename(temp, target) != 0 { unlink(temp) }
-    }
-
-    private func readSummaryCache(_ id: String, journalLength: Int) -> StoredSessionSummary? {
-        guard let data = FileManager.default.contents(atPath: path(id, ".summary")),
-            let v = try? JSONValue.parse([UInt8](data)), v["journalLength"]?.intValue == journalLength,
-            let created = v["createdAt"]?.intValue, let updated = v["updatedAt"]?.intValue,
-            let revision = v["revision"]?.intValue, let count = v["entryCount"]?.intValue
-        else { return nil }
-        return StoredSessionSummary(
-            sessionID: id, title: v["title"]?.stringValue, userId: v["userId"]?.stringValue, model: v["model"]?.stringValue,
-            createdAt: JournalCodec.date(millis: created), updatedAt: JournalCodec.date(millis: updated),
-            revision: revision, entryCount: count, lockedBy: nil, locked: false)
+    /// Records a loaded session's summary in the index, with the journal's
+    /// length and modification time now.
+    func writeSummary(_ summary: StoredSessionSummary) {
+        // In whole milliseconds, as the journal records it: the same as a re-read would give.
+        var s = summary
+        s.updatedAt = JournalCodec.date(millis: JournalCodec.millis(summary.updatedAt))
+        s.createdAt = JournalCodec.date(millis: JournalCodec.millis(summary.createdAt))
+        var info = stat()
+        guard stat(path(s.sessionID, ".jsonl"), &info) == 0 else { return }
+        index.update(IndexedSession(summary: s, journalLength: Int(info.st_size), journalModified: SessionIndex.nanos(info)))
     }
 
     // MARK: Files
@@ -259,6 +249,11 @@ final class JournalStore: SessionStore {
     /// The whole file, read straight into one array (through `Data` a long
     /// journal would be copied once more).
     private func readAll(_ path: String, id: String) throws -> [UInt8] {
+        try Self.readAllWithStat(path).bytes
+    }
+
+    /// The whole file, and its `stat` as it was opened.
+    static func readAllWithStat(_ path: String) throws -> (bytes: [UInt8], info: stat) {
         let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError.posix("cannot read \(path)") }
         defer { posixClose(fd) }
@@ -294,7 +289,7 @@ final class JournalStore: SessionStore {
             errno = failure
             throw StoreError.posix("cannot read \(path)")
         }
-        return bytes
+        return (bytes, info)
     }
 
     func fsyncDirectory() throws {
@@ -453,7 +448,7 @@ final class FileJournal: SessionJournal {
     private func writeSummary(_ transcript: Transcript) {
         var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
         summary.updatedAt = transcript.updatedAt
-        store.writeSummaryCache(summary, journalLength: length)
+        store.writeSummary(summary)
         let now = DispatchTime.now().uptimeNanoseconds
         state.withLock { $0.summaryWritten = now }
     }

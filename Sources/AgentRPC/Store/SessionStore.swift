@@ -15,8 +15,10 @@ protocol SessionStore: Sendable {
     func open(_ sessionID: String) throws -> (journal: any SessionJournal, contents: JournalContents)
     /// Reads a stored session without locking it (fork of a session loaded nowhere).
     func read(_ sessionID: String) throws -> JournalContents
-    /// Every stored session with its last change, cheaply (no journal is read).
-    func index() throws -> [StoredSessionStamp]
+    /// Up to `count` stored sessions after `after` in `session/list` order
+    /// (newest-updated first) that pass `filter` and are not `excluded`: a
+    /// page costs the same however many sessions are stored (`SessionIndex`).
+    func page(after: ListPosition?, count: Int, filter: StoredSessionFilter, excluded: (String) -> Bool) -> [StoredSessionSummary]
     /// What `session/list` shows of one stored session.
     func summary(_ sessionID: String) throws -> StoredSessionSummary?
     /// Removes a stored session (`sessionLocked` when another process holds it).
@@ -68,12 +70,6 @@ struct JournalContents: Sendable {
 struct JournalWarning: Sendable, Equatable {
     var line: Int
     var message: String
-}
-
-/// One stored session in the directory listing: enough to sort and page.
-struct StoredSessionStamp: Sendable, Equatable {
-    var sessionID: String
-    var updatedAt: Date
 }
 
 /// What `session/list` shows of a stored session.

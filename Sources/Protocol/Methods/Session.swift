@@ -388,16 +388,28 @@ public struct SessionListParams: Codable, Sendable, Hashable {
     public var loaded: Bool?
     /// Page size: at least 1 (else `invalidParams`), default 100, capped at 1000.
     public var limit: Int?
+    /// Only sessions whose title contains this, ignoring case (at most 256 characters).
+    public var query: String?
+    /// Only sessions of this model (its configured name, or an inline model's id).
+    public var model: String?
+    /// Only sessions updated after this RFC 3339 time.
+    public var updatedAfter: String?
 
     /// The page size when `limit` is absent.
     public static let defaultLimit = 100
     /// Larger `limit`s are served as this.
     public static let maxLimit = 1000
 
-    public init(cursor: String? = nil, limit: Int? = nil, loaded: Bool? = nil) {
+    /// The longest `query` accepted.
+    public static let maxQueryLength = 256
+
+    public init(cursor: String? = nil, limit: Int? = nil, loaded: Bool? = nil, query: String? = nil, model: String? = nil, updatedAfter: String? = nil) {
         self.cursor = cursor
         self.limit = limit
         self.loaded = loaded
+        self.query = query
+        self.model = model
+        self.updatedAfter = updatedAfter
     }
 }
 

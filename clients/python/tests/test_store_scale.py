@@ -107,3 +107,33 @@ async def test_a_session_loaded_under_a_low_limit_is_locked_for_another_process(
             assert caught.value.pid == first.pid
         await first.close_session(ids[0])
         assert (await second.resume_session(ids[0])).id == ids[0]
+
+
+async def test_list_filters_by_title_model_and_time_across_processes(tmp_path: Path) -> None:
+    from agentrpc.errors import InvalidParams
+
+    store = tmp_path / "store"
+    async with spawn_limited(store, tmp_path) as first:
+        made = []
+        for i, (title, model) in enumerate([("Tax return 2025", "alpha"), ("Garden plans", "beta"), ("tax questions", "beta"), ("Holiday", "alpha")]):
+            s = await first.create_session(model=scripted({"text": ["ok"]}, model=model), title=title)
+            await s.send(f"turn {i}")
+            made.append(s.id)
+            if i == 1:
+                middle = (await first.list_sessions(limit=1)).sessions[0].updated_at
+    async with spawn_limited(store, tmp_path) as second:
+        taxed = await second.list_sessions(query="TAX")
+        assert taxed.ids == [made[2], made[0]]
+        assert (await second.list_sessions(model="alpha")).ids == [made[3], made[0]]
+        assert middle is not None
+        assert (await second.list_sessions(updated_after=middle)).ids == [made[3], made[2]]
+        assert (await second.list_sessions(query="tax", model="beta", updated_after=middle)).ids == [made[2]]
+        page = await second.list_sessions(query="a", limit=1)
+        assert page.ids == [made[3]] and page.next_cursor
+        rest = await second.list_sessions(query="a", cursor=page.next_cursor)
+        assert rest.ids == [made[2], made[1], made[0]]
+        with pytest.raises(InvalidParams) as bad:
+            await second.list_sessions(updated_after="yesterday")
+        assert bad.value.data["field"] == "updatedAfter"
+        with pytest.raises(InvalidParams):
+            await second.list_sessions(query="x" * 300)

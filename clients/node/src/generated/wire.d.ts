@@ -543,6 +543,9 @@ export interface SessionListParams {
   cursor?: string;
   limit?: number;
   loaded?: boolean;
+  model?: string;
+  query?: string;
+  updatedAfter?: string;
 }
 
 export interface SessionListResult {

@@ -1219,12 +1219,21 @@ class Client:
         return result
 
     async def list_sessions(
-        self, cursor: str | None = None, limit: int | None = None, *, loaded: bool | None = None
+        self,
+        cursor: str | None = None,
+        limit: int | None = None,
+        *,
+        loaded: bool | None = None,
+        query: str | None = None,
+        model: str | None = None,
+        updated_after: str | None = None,
     ) -> SessionList:
         """``session/list``: one page of loaded and stored sessions, newest-updated
         first, as :class:`~agentrpc.types.SessionInfo` records. Pass the page's
         ``next_cursor`` for the next one; ``loaded=True`` lists only sessions
-        loaded in this server, ``loaded=False`` only the others.
+        loaded in this server, ``loaded=False`` only the others. ``query`` keeps
+        sessions whose title contains it (ignoring case), ``model`` those of that
+        model, ``updated_after`` (an RFC 3339 time) those updated after it.
         ``result["data"]`` still reads the wire form."""
         params: JSONObject = {}
         if cursor is not None:
@@ -1233,6 +1242,12 @@ class Client:
             params["limit"] = limit
         if loaded is not None:
             params["loaded"] = loaded
+        if query is not None:
+            params["query"] = query
+        if model is not None:
+            params["model"] = model
+        if updated_after is not None:
+            params["updatedAfter"] = updated_after
         return SessionList.from_wire(await self.request("session/list", params))
 
     async def close_session(self, session_id: str | Session) -> None:

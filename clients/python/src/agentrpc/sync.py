@@ -323,9 +323,19 @@ class Client:
         """``session/getTranscript`` as a dict."""
         return self._call(self.async_client.get_transcript(session_id))
 
-    def list_sessions(self, cursor: str | None = None, limit: int | None = None, *, loaded: bool | None = None) -> SessionList:
+    def list_sessions(
+        self,
+        cursor: str | None = None,
+        limit: int | None = None,
+        *,
+        loaded: bool | None = None,
+        query: str | None = None,
+        model: str | None = None,
+        updated_after: str | None = None,
+    ) -> SessionList:
         """``session/list``: typed records, newest-updated first."""
-        return self._call(self.async_client.list_sessions(cursor, limit, loaded=loaded))
+        return self._call(self.async_client.list_sessions(
+            cursor, limit, loaded=loaded, query=query, model=model, updated_after=updated_after))
 
     def close_session(self, session_id: str) -> None:
         """``session/close``."""
