@@ -16,28 +16,18 @@ actor AgentSession {
     var revision: Int { transcript.revision }
     var properties: [String: JSONValue] { transcript.properties }
 
-    // Observable state (docs/protocol.md §3); when each changes is in docs/turns.md.
-    var isRunning = false
-    var turnId: String?
-    var currentText = ""
-    var activeToolCalls: [ToolCallRecord] = []
-    var pendingConfirmation: PendingConfirmation?
-    var lastUsageReport: Usage?
-    var lastSchemaWarnings: [SchemaWarning] = []
-    var lastContextDiagnostics: [ContextDiagnostic] = []
+    /// The `session/event` stream: `seq`, the running turn's tag, back-pressure.
+    let events: SessionEvents
+    /// The running turn, or the last one once none runs (`getState` shows it).
+    var runner: TurnRunner?
+    var isRunning: Bool { runner?.isRunning ?? false }
+    /// The running turn, or the last one once no turn is running (docs/turns.md).
+    var turnId: String? { runner?.id }
+    /// The running turn's switches; nil between turns.
+    var control: TurnControl? { runner.flatMap { $0.isRunning ? $0.control : nil } }
 
-    // Turn machinery
-    var seq = 0
-    /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
-    var heldDelta: (reasoning: Bool, text: String)?
-    var control: TurnControl?
-    var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
-    /// A decision that arrived before the waiter was installed.
-    var earlyConfirmation: (callId: String, answer: ConfirmationAnswer)?
     var lastContextValues: [String: String] = [:]
-    /// Providers by model reference; a scripted provider keeps its place in the script across turns.
-    var providers: [(reference: ModelReference, provider: any ModelProvider)] = []
-    var lastProvider: (reference: ModelReference, provider: any ModelProvider)?
+    var providers = ProviderCache()
     /// Compiled tool input schemas by tool name (recompiled if a profile's schema differs).
     var inputValidators: [String: (schema: JSONValue, validator: JSONSchemaValidator)] = [:]
     /// The profile the last round trip resolved (nil before the first, with profiles).
@@ -48,21 +38,8 @@ actor AgentSession {
     var historyCache = ModelHistoryCache()
 
     // The human in the loop (HumanInTheLoop.swift)
-    /// `session/steer` input waiting for the running turn's next checkpoint.
-    var pendingSteering: [TurnInput] = []
-    /// Set once the running turn has decided to end: steering would be lost now.
-    var turnFinishing = false
-    /// Sends waiting for the running turn to end, first in line first.
-    var sendQueue: [QueuedSend] = []
-    var nextQueuedSendNumber = 1
-    /// Outcomes of queued sends settled before their request started waiting.
-    var settledQueuedSends: [Int: Result<TurnControl, any Error>] = [:]
-    var approvalRules: [ApprovalRule] = []
-    var nextApprovalRuleNumber = 1
-    /// The input schema of the call waiting for `session/confirm`, for edited arguments.
-    var pendingConfirmationSchema: JSONValue?
-    /// The outstanding `user/ask` of the running turn, which `session/cancel` withdraws.
-    var askUserRequest: Task<JSONValue, any Error>?
+    var sendQueue = SendQueue()
+    var approvalRules = ApprovalRuleSet()
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
 
@@ -72,6 +49,7 @@ actor AgentSession {
         self.config = config
         self.context = context
         self.createdAt = createdAt
+        self.events = SessionEvents(sessionId: id, channel: context.channel, logger: context.logger)
         let transcript = transcript ?? Transcript(properties: config.properties ?? [:], createdAt: createdAt)
         self.transcript = transcript
         // With profiles, the first request activates the initial profile (its
@@ -103,12 +81,12 @@ actor AgentSession {
 
     func state() -> SessionState {
         SessionState(
-            sessionId: id, isRunning: isRunning, turnId: turnId, currentText: currentText,
-            activeToolCalls: activeToolCalls, pendingConfirmation: pendingConfirmation,
-            lastUsageReport: lastUsageReport, lastSchemaWarnings: lastSchemaWarnings,
-            lastContextDiagnostics: lastContextDiagnostics, activeProfile: activeProfileName,
+            sessionId: id, isRunning: isRunning, turnId: turnId, currentText: runner?.currentText ?? "",
+            activeToolCalls: runner?.activeToolCalls ?? [], pendingConfirmation: runner?.pendingConfirmation,
+            lastUsageReport: runner?.lastUsageReport, lastSchemaWarnings: runner?.schemaWarnings ?? [],
+            lastContextDiagnostics: runner?.contextDiagnostics ?? [], activeProfile: activeProfileName,
             properties: properties, revision: revision, entryCount: entries.count,
-            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.isEmpty ? nil : approvalRules,
+            queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.rules.isEmpty ? nil : approvalRules.rules,
             usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals)
     }
 
@@ -173,54 +151,9 @@ actor AgentSession {
 
     // MARK: Events
 
-    /// Sends one `session/event`; `seq` rises by one per session.
+    /// Sends one `session/event` (`SessionEvents`).
     func emit(_ event: SessionEvent, turn: String? = nil) {
-        // A held delta came first: it goes out before anything after it.
-        releaseHeldDelta()
-        send(event, turn: turn)
-    }
-
-    private func send(_ event: SessionEvent, turn: String? = nil) {
-        seq += 1
-        // turnId (the last turn, for getState) must not tag events outside a turn.
-        let params = SessionEventParams(sessionId: id, turnId: turn ?? (isRunning ? turnId : nil), seq: seq, event: event)
-        context.channel.notify(SessionEventNotification.name, params.json)
-    }
-
-    /// Streams a text or reasoning delta. While the client reads slower than
-    /// the server writes, deltas are held and merged into one larger event
-    /// instead of queueing one event each; none is dropped.
-    func emitDelta(_ text: String, reasoning: Bool) {
-        if heldDelta?.reasoning == reasoning {
-            heldDelta?.text += text
-            return
-        }
-        releaseHeldDelta()
-        if context.channel.isBehind {
-            heldDelta = (reasoning, text)
-        } else {
-            send(reasoning ? .reasoningDelta(text) : .textDelta(text))
-        }
-    }
-
-    /// Back-pressure for a streaming turn (docs/protocol.md, "Every limit and
-    /// its default"): held text goes out once the client caught up; when it
-    /// reaches the output queue's bound, the turn waits for the client.
-    func keepPace() async {
-        guard let held = heldDelta else { return }
-        let channel = context.channel
-        if channel.isBehind {
-            guard held.text.utf8.count >= channel.outputQueueBytes else { return }
-            context.logger.debug("session \(id): the client is behind; the turn waits for it")
-            await channel.waitUntilWritable()
-        }
-        releaseHeldDelta()
-    }
-
-    private func releaseHeldDelta() {
-        guard let held = heldDelta else { return }
-        heldDelta = nil
-        send(held.reasoning ? .reasoningDelta(held.text) : .textDelta(held.text))
+        events.emit(event, turn: turn)
     }
 
     // MARK: Transcript changes that are announced

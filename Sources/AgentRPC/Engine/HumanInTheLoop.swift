@@ -42,31 +42,28 @@ extension AgentSession {
 
     /// `session/steer`: queued for the running turn's next checkpoint.
     func steer(input: TurnInput, expectedTurnId: String?) throws -> SessionSteerResult {
-        guard isRunning, let running = turnId, !turnFinishing, let control, control.reason == nil, !control.cooperativeCancelRequested else {
+        guard let runner, runner.takesSteering else {
             var data: [String: JSONValue] = [:]
             if let expectedTurnId { data["expectedTurnId"] = .string(expectedTurnId) }
             throw RPCError(.noRunningTurn, "no turn is running that could take this input; start one with session/send", data: data)
         }
-        if let expectedTurnId, expectedTurnId != running {
+        if let expectedTurnId, expectedTurnId != runner.id {
             throw RPCError(.turnMismatch, "the turn named by expectedTurnId is not the running turn; it has ended", data: [
-                "expectedTurnId": .string(expectedTurnId), "turnId": .string(running),
+                "expectedTurnId": .string(expectedTurnId), "turnId": .string(runner.id),
             ])
         }
-        if pendingSteering.count >= HumanInTheLoopLimits.maxPendingSteering {
+        if runner.steeringWaiting >= HumanInTheLoopLimits.maxPendingSteering {
             throw RPCError(.overloaded, "\(HumanInTheLoopLimits.maxPendingSteering) steering inputs are already waiting for the next checkpoint")
         }
-        if let provider = lastProvider?.provider { try checkImages(input.images ?? [], provider: provider) }
-        pendingSteering.append(input)
-        return SessionSteerResult(turnId: running)
+        if let provider = providers.last?.provider { try checkImages(input.images ?? [], provider: provider) }
+        runner.steer(input)
+        return SessionSteerResult(turnId: runner.id)
     }
 
     /// The checkpoint before a round trip: steering that arrived meanwhile joins
     /// the transcript as prompt entries, so the next request carries it.
     func applySteering(turn: TurnState) throws {
-        guard !pendingSteering.isEmpty else { return }
-        let inputs = pendingSteering
-        pendingSteering = []
-        for input in inputs {
+        for input in runner?.takeSteering() ?? [] {
             let entry = try append(.prompt(text: input.text, images: input.images), turn: turn.id)
             emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
         }
@@ -78,13 +75,7 @@ extension AgentSession {
     /// else takes the next place in the queue (in request order).
     func startOrEnqueue(input: TurnInput, options: TurnOptions, mode: TurnMode) throws -> QueueTicket {
         if !isRunning && sendQueue.isEmpty { return .started(try beginTurn(input: input, options: options, mode: mode)) }
-        if sendQueue.count >= HumanInTheLoopLimits.maxQueuedSends {
-            throw RPCError(.overloaded, "\(HumanInTheLoopLimits.maxQueuedSends) sends are already queued in this session")
-        }
-        let id = nextQueuedSendNumber
-        nextQueuedSendNumber += 1
-        sendQueue.append(QueuedSend(id: id, input: input, options: options, mode: mode))
-        return .queued(id: id)
+        return .queued(id: try sendQueue.enqueue(input: input, options: options, mode: mode))
     }
 
     /// Waits until the queued send's turn has started; withdrawing the request
@@ -92,97 +83,45 @@ extension AgentSession {
     func awaitQueuedTurn(_ id: Int) async throws -> TurnControl {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TurnControl, any Error>) in
-                if let settled = settledQueuedSends.removeValue(forKey: id) {
-                    continuation.resume(with: settled)
-                } else if let index = sendQueue.firstIndex(where: { $0.id == id }) {
-                    sendQueue[index].waiter = continuation
-                } else {
-                    continuation.resume(throwing: RPCError.internalError("queued send \(id) is unknown"))
-                }
+                sendQueue.attach(id, continuation)
             }
         } onCancel: {
             Task { await self.dropQueuedSend(id, source: "$/cancelRequest") }
         }
     }
 
-    private func settleQueuedSend(_ entry: QueuedSend, _ result: Result<TurnControl, any Error>) {
-        if let waiter = entry.waiter {
-            waiter.resume(with: result)
-        } else {
-            settledQueuedSends[entry.id] = result
-        }
-    }
-
     private func dropQueuedSend(_ id: Int, source: String) {
-        guard let index = sendQueue.firstIndex(where: { $0.id == id }) else { return }
-        let entry = sendQueue.remove(at: index)
-        settleQueuedSend(entry, .failure(Self.droppedQueuedError(source: source)))
+        sendQueue.drop(id, source: source)
     }
 
     /// Drops every queued send (cancel, close, shutdown); returns how many.
     @discardableResult
     func dropQueuedSends(source: String) -> Int {
-        let dropped = sendQueue
-        sendQueue = []
-        for entry in dropped { settleQueuedSend(entry, .failure(Self.droppedQueuedError(source: source))) }
-        return dropped.count
-    }
-
-    static func droppedQueuedError(source: String) -> RPCError {
-        .cancelled("the queued send was dropped before its turn started", data: ["source": .string(source), "queued": true])
+        sendQueue.dropAll(source: source)
     }
 
     /// After a turn ended: the first queued send whose pre-flight passes starts now,
     /// before any other request can run a turn in between.
     func startNextQueuedSend() {
-        while !isRunning, !sendQueue.isEmpty {
-            let entry = sendQueue.removeFirst()
-            do {
-                settleQueuedSend(entry, .success(try beginTurn(input: entry.input, options: entry.options, mode: entry.mode)))
-            } catch {
-                settleQueuedSend(entry, .failure(error))
-            }
+        while !isRunning, let entry = sendQueue.next() {
+            let outcome = Result { try beginTurn(input: entry.input, options: entry.options, mode: entry.mode) }
+            sendQueue.settle(entry, outcome)
         }
     }
 
     // MARK: Approval rules
 
-    /// The first standing rule that approves this call, if any.
-    func approvingRule(tool: String, arguments: JSONValue) -> ApprovalRule? {
-        approvalRules.first { ApprovalRuleMatcher.matches($0, tool: tool, arguments: arguments) }
-    }
-
-    /// Adds a rule (from `approveForSession` or `session/setApprovalRules`).
+    /// Adds a rule (from `approveForSession` or `session/setApprovalRules`) and announces the change.
     func addApprovalRules(_ specs: [ApprovalRuleSpec], removing ids: [String] = [], field: String) throws -> [ApprovalRule] {
-        for id in ids where !approvalRules.contains(where: { $0.id == id }) {
-            throw RPCError.invalidParams("no approval rule '\(id)'", field: "remove")
-        }
-        for (i, spec) in specs.enumerated() {
-            let path = specs.count == 1 && field != "add" ? field : "\(field)[\(i)]"
-            if spec.tool.isEmpty { throw RPCError.invalidParams("an approval rule needs a tool name", field: path + ".tool") }
-            if let problem = ApprovalRuleMatcher.problem(in: spec.arguments) {
-                throw RPCError.invalidParams(problem.message, field: path + ".arguments" + problem.path)
-            }
-        }
-        let remaining = approvalRules.filter { !ids.contains($0.id) }
-        if remaining.count + specs.count > HumanInTheLoopLimits.maxApprovalRules {
-            throw RPCError.invalidParams("a session holds at most \(HumanInTheLoopLimits.maxApprovalRules) approval rules", field: field)
-        }
-        var added: [ApprovalRule] = []
-        for spec in specs {
-            added.append(ApprovalRule(id: "r\(nextApprovalRuleNumber)", tool: spec.tool, arguments: spec.arguments))
-            nextApprovalRuleNumber += 1
-        }
-        let changed = remaining.count != approvalRules.count || !added.isEmpty
-        approvalRules = remaining + added
-        if changed { emit(.approvalRulesChanged(rules: approvalRules)) }
+        let (added, changed) = try approvalRules.change(adding: specs, removing: ids, field: field)
+        if changed { emit(.approvalRulesChanged(rules: approvalRules.rules)) }
         return added
     }
 
     /// `session/setApprovalRules`.
     func setApprovalRules(add: [ApprovalRuleSpec], remove: [String]) throws -> SetApprovalRulesResult {
         _ = try addApprovalRules(add, removing: remove, field: "add")
-        return SetApprovalRulesResult(rules: approvalRules)
+        return SetApprovalRulesResult(rules: approvalRules.rules)
     }
 
     /// Checks edited arguments against the tool's input schema; nil when they fit.
@@ -211,8 +150,8 @@ extension AgentSession {
         // Its own task, so that session/cancel can withdraw the question without
         // stopping the turn's task (which still records the call's output).
         let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }
-        askUserRequest = request
-        defer { askUserRequest = nil }
+        runner?.askUserRequest = request
+        defer { runner?.askUserRequest = nil }
         if control.cooperativeCancelRequested { request.cancel() }
         do {
             let raw = try await withTaskCancellationHandler { try await request.value } onCancel: { request.cancel() }
@@ -232,6 +171,44 @@ extension AgentSession {
         }
     }
 
+}
+
+/// A session's standing approval rules (docs/protocol.md §17), numbered `r1`, `r2`, …
+struct ApprovalRuleSet {
+    private(set) var rules: [ApprovalRule] = []
+    private var nextNumber = 1
+
+    /// The first rule that approves this call, if any.
+    func approving(tool: String, arguments: JSONValue) -> ApprovalRule? {
+        rules.first { ApprovalRuleMatcher.matches($0, tool: tool, arguments: arguments) }
+    }
+
+    /// Removes `ids` and adds `specs`, or throws `invalidParams` with nothing
+    /// changed. Returns the added rules and whether the set changed.
+    mutating func change(adding specs: [ApprovalRuleSpec], removing ids: [String], field: String) throws -> (added: [ApprovalRule], changed: Bool) {
+        for id in ids where !rules.contains(where: { $0.id == id }) {
+            throw RPCError.invalidParams("no approval rule '\(id)'", field: "remove")
+        }
+        for (i, spec) in specs.enumerated() {
+            let path = specs.count == 1 && field != "add" ? field : "\(field)[\(i)]"
+            if spec.tool.isEmpty { throw RPCError.invalidParams("an approval rule needs a tool name", field: path + ".tool") }
+            if let problem = ApprovalRuleMatcher.problem(in: spec.arguments) {
+                throw RPCError.invalidParams(problem.message, field: path + ".arguments" + problem.path)
+            }
+        }
+        let remaining = rules.filter { !ids.contains($0.id) }
+        if remaining.count + specs.count > HumanInTheLoopLimits.maxApprovalRules {
+            throw RPCError.invalidParams("a session holds at most \(HumanInTheLoopLimits.maxApprovalRules) approval rules", field: field)
+        }
+        var added: [ApprovalRule] = []
+        for spec in specs {
+            added.append(ApprovalRule(id: "r\(nextNumber)", tool: spec.tool, arguments: spec.arguments))
+            nextNumber += 1
+        }
+        let changed = remaining.count != rules.count || !added.isEmpty
+        rules = remaining + added
+        return (added, changed)
+    }
 }
 
 /// Matches approval rules against a call's arguments, with bounded work: a

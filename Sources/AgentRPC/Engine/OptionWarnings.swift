@@ -4,12 +4,12 @@ extension AgentSession {
     /// Generation options a provider could not take are warnings, never silence
     /// (docs/protocol.md, "Model options"): each goes to the client once per turn as
     /// a `contextDiagnostics` entry (source `modelOptions`), kept in
-    /// `lastContextDiagnostics` like the turn's other diagnostics.
+    /// `lastContextDiagnostics` (`TurnRunner.contextDiagnostics`) like the turn's other diagnostics.
     func reportOptionWarnings(_ warnings: [OptionWarning], turn: inout TurnState) {
         let fresh = warnings.filter { turn.reportedOptionWarnings.insert($0).inserted }
         guard !fresh.isEmpty else { return }
         let diagnostics = fresh.map(\.diagnostic)
-        lastContextDiagnostics += diagnostics
+        runner?.contextDiagnostics += diagnostics
         emit(.contextDiagnostics(diagnostics), turn: turn.id)
     }
 }

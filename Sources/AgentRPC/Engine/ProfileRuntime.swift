@@ -270,7 +270,7 @@ extension AgentSession {
         if let diagnostic {
             context.logger.warning(diagnostic)
             let d = [ContextDiagnostic(source: "router", message: diagnostic)]
-            lastContextDiagnostics += d
+            runner?.contextDiagnostics += d
             emit(.contextDiagnostics(d), turn: turn.id)
         }
         if properties[selector] != .string(agent) {
@@ -348,7 +348,7 @@ extension AgentSession {
                     case .usage(let reported):
                         let u = believableUsage(reported)
                         usage = u
-                        lastUsageReport = Usage(u)
+                        runner?.lastUsageReport = Usage(u)
                         emit(.usage(Usage(u)))
                     case .end: ended = true
                     case .reasoningDelta, .reasoningSignature: break

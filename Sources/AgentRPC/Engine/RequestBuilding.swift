@@ -13,20 +13,9 @@ extension AgentSession {
 
     /// The provider for a model reference, created once per session.
     func provider(for reference: ModelReference) throws -> any ModelProvider {
-        // Looked up every round trip: an inline scripted model's reference holds its
-        // whole script, so hashing it each time would cost more than the round trip.
-        // The same reference is usually a copy sharing storage, which `==` sees at once.
-        if let last = lastProvider, last.reference == reference { return last.provider }
-        let found: any ModelProvider
-        if let existing = providers.first(where: { $0.reference == reference }) {
-            found = existing.provider
-        } else {
-            let modelConfig = try context.catalog.resolve(reference, field: "model")
-            found = try ProviderFactory.make(modelConfig, environment: context.options.environment)
-            providers.append((reference, found))
+        try providers.provider(for: reference) {
+            try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment)
         }
-        lastProvider = (reference, found)
-        return found
     }
 
     /// A compiled validator for a tool's input schema, compiled once per schema.
@@ -243,6 +232,31 @@ extension AgentSession {
         }
         if let failure { throw failure }
         return out
+    }
+}
+
+/// A session's providers by model reference, each created once: a scripted
+/// provider keeps its place in the script across turns.
+struct ProviderCache {
+    private var providers: [(reference: ModelReference, provider: any ModelProvider)] = []
+    /// The provider used last (steering's images are checked against it).
+    private(set) var last: (reference: ModelReference, provider: any ModelProvider)?
+
+    /// The provider for `reference`, made by `make` the first time.
+    mutating func provider(for reference: ModelReference, make: () throws -> any ModelProvider) rethrows -> any ModelProvider {
+        // Looked up every round trip: an inline scripted model's reference holds its
+        // whole script, so hashing it each time would cost more than the round trip.
+        // The same reference is usually a copy sharing storage, which `==` sees at once.
+        if let last, last.reference == reference { return last.provider }
+        let found: any ModelProvider
+        if let existing = providers.first(where: { $0.reference == reference }) {
+            found = existing.provider
+        } else {
+            found = try make()
+            providers.append((reference, found))
+        }
+        last = (reference, found)
+        return found
     }
 }
 

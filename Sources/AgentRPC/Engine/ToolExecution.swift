@@ -101,7 +101,7 @@ extension AgentSession {
             return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
-            if approvingRule(tool: call.name, arguments: arguments) != nil {
+            if approvalRules.approving(tool: call.name, arguments: arguments) != nil {
                 // A standing rule answers for the user; guards already had their say.
                 emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule))
             } else {
@@ -134,8 +134,8 @@ extension AgentSession {
         // The client runs it.
         let runArguments = approvedArguments ?? arguments
         let record = ToolCallRecord(callId: call.id, name: call.name, arguments: runArguments)
-        activeToolCalls.append(record)
-        defer { activeToolCalls.removeAll { $0.callId == call.id } }
+        runner?.activeToolCalls.append(record)
+        defer { runner?.activeToolCalls.removeAll { $0.callId == call.id } }
         let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: revision)
         let answer: JSONValue
         do {
@@ -239,11 +239,11 @@ extension AgentSession {
         }
 
         // Built-in flow: state + event, answered by session/confirm.
-        pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
-        pendingConfirmationSchema = schema
+        runner?.pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
+        runner?.pendingConfirmationSchema = schema
         emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason))
         if let control = self.control, control.cooperativeCancelRequested {
-            resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+            runner?.resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
         }
         let callId = call.id
         let timeoutTask = Task { [weak self] in
@@ -254,60 +254,43 @@ extension AgentSession {
         defer { timeoutTask.cancel() }
         let answer = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<ConfirmationAnswer, Never>) in
-                if let early = earlyConfirmation, early.callId == callId {
-                    earlyConfirmation = nil
-                    continuation.resume(returning: early.answer)
+                if let runner {
+                    runner.awaitConfirmation(callId: callId, continuation)
                 } else {
-                    confirmationWaiter = (callId, continuation)
+                    continuation.resume(returning: ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn ended"))
                 }
             }
         } onCancel: {
             Task { await self.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"), callId: callId) }
         }
-        pendingConfirmation = nil
-        pendingConfirmationSchema = nil
+        runner?.pendingConfirmation = nil
+        runner?.pendingConfirmationSchema = nil
         emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
         return answer
     }
 
-    private func resolveConfirmationLater(callId: String, _ answer: ConfirmationAnswer) {
-        earlyConfirmation = (callId, answer)
-    }
-
-    /// Settles the waiting built-in confirmation, if any (and if it is `callId`'s).
-    @discardableResult
-    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String? = nil) -> Bool {
-        guard let waiter = confirmationWaiter else {
-            if let pending = pendingConfirmation, callId == nil || callId == pending.callId {
-                earlyConfirmation = (pending.callId, answer)
-                return true
-            }
-            return false
-        }
-        if let callId, callId != waiter.callId { return false }
-        confirmationWaiter = nil
-        waiter.continuation.resume(returning: answer)
-        return true
+    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
+    private func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
+        runner?.resolveConfirmation(answer, callId: callId)
     }
 
     /// `session/confirm`. A decision that cannot be honoured (edited arguments that
     /// break the schema, a bad rule) is refused and the confirmation stays pending.
     func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
         let callId = params.callId
-        guard let pending = pendingConfirmation, pending.callId == callId, confirmationWaiter?.callId ?? callId == callId,
-            earlyConfirmation == nil
-        else {
-            let message = pendingConfirmation == nil ? "no confirmation is pending"
-                : pendingConfirmation?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
+        guard let runner, let pending = runner.pendingConfirmation, runner.confirmationIsOpen(callId: callId) else {
+            let pending = runner?.pendingConfirmation
+            let message = pending == nil ? "no confirmation is pending"
+                : pending?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
             throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
         }
         let answer = try acceptDecision(
             params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
-            tool: pending.name, schema: pendingConfirmationSchema, source: .client)
-        guard resolveConfirmation(answer, callId: callId) else {
+            tool: pending.name, schema: runner.pendingConfirmationSchema, source: .client)
+        guard runner.resolveConfirmation(answer, callId: callId) else {
             throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
         }
-        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.last : nil)
+        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.rules.last : nil)
     }
 
     /// Checks a decision's extras and, for `approveForSession`, adds the rule.
@@ -342,7 +325,7 @@ extension AgentSession {
     func refreshContextSources(turn: TurnState) async {
         let sources = config.contextSources ?? []
         guard !sources.isEmpty else {
-            lastContextDiagnostics = []
+            runner?.contextDiagnostics = []
             return
         }
         var diagnostics: [ContextDiagnostic] = []
@@ -373,7 +356,7 @@ extension AgentSession {
                 diagnostics = sources.map { ContextDiagnostic(source: $0.name, message: "\(why); the last good value is used") }
             }
         }
-        lastContextDiagnostics = diagnostics
+        runner?.contextDiagnostics = diagnostics
         if !diagnostics.isEmpty { emit(.contextDiagnostics(diagnostics), turn: turn.id) }
     }
 }

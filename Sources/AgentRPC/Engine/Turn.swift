@@ -164,17 +164,9 @@ extension AgentSession {
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
             startedAt: ContinuousClock.now, entryCountBefore: entries.count)
-        isRunning = true
-        turnId = id
-        currentText = ""
-        lastUsageReport = nil
-        activeToolCalls = []
-        pendingConfirmation = nil
-        pendingSteering = []
-        turnFinishing = false
-        lastSchemaWarnings = warnings
-        let control = TurnControl(turnId: id)
-        self.control = control
+        let runner = TurnRunner(id: id, events: events, schemaWarnings: warnings, previous: self.runner)
+        self.runner = runner
+        let control = runner.control
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
         do {
@@ -199,9 +191,9 @@ extension AgentSession {
     /// Stops a running turn from outside (close, shutdown) and waits for it to wind down.
     func abortRunningTurn(reason: AbortReason) async {
         dropQueuedSends(source: reason == .closed ? "close" : "shutdown")
-        guard let control, isRunning else { return }
-        control.abort(reason)
-        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the session is closing"))
+        guard let runner, runner.isRunning else { return }
+        runner.abort(reason)
+        let control = runner.control
         _ = try? await control.result()
     }
 
@@ -209,10 +201,8 @@ extension AgentSession {
     /// the turn ends) and denies a built-in pending confirmation at once.
     func cancelCooperatively() -> SessionCancelResult {
         let dropped = dropQueuedSends(source: "session/cancel")
-        guard isRunning, let control else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
-        control.requestCooperativeCancel()
-        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
-        askUserRequest?.cancel()
+        guard let runner, runner.isRunning else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
+        runner.cancel()
         return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
     }
 
@@ -296,15 +286,15 @@ extension AgentSession {
             // its tool calls, whole or not (docs/protocol.md, "How a reply ended"): the
             // turn ends there, the same way for every provider.
             if output.toolCalls.isEmpty || output.endedHow?.cutsAnswer == true {
-                if !pendingSteering.isEmpty && output.endedHow?.cutsAnswer != true {
+                if runner?.hasSteering == true && output.endedHow?.cutsAnswer != true {
                     // Steering arrived while the model answered: the answer stays in the
                     // transcript and the model gets one more round trip to take it in.
                     if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
                     try append(.response(text: output.text, profile: profile.name, incomplete: false, stopReason: output.endedHow), turn: turn.id)
-                    currentText = ""
+                    runner?.currentText = ""
                     continue
                 }
-                turnFinishing = true
+                runner?.finishing = true
                 return try await finishCompleted(&turn, output: output, profile: profile)
             }
             if case .generate = turn.mode {
@@ -326,12 +316,12 @@ extension AgentSession {
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
-                turnFinishing = true
+                runner?.finishing = true
                 return try await finishCompleted(&turn, output: output, profile: profile)
             }
             // Text streamed before tool calls belongs to that round trip; the next
             // round trip's text starts a fresh answer.
-            currentText = ""
+            runner?.currentText = ""
         }
     }
 
@@ -396,12 +386,12 @@ extension AgentSession {
             case .textDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.text += delta
-                currentText += delta
-                emitDelta(delta, reasoning: false)
+                runner?.currentText += delta
+                events.emitDelta(delta, reasoning: false)
             case .reasoningDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.reasoning += delta
-                emitDelta(delta, reasoning: true)
+                events.emitDelta(delta, reasoning: true)
             case .reasoningSignature(let signature):
                 // Not shown to clients: it only matters for sending the thinking back.
                 output.reasoningSignatures.append(signature)
@@ -410,21 +400,21 @@ extension AgentSession {
                 guard !delta.isEmpty else { continue }
                 output.refusal += delta
                 output.text += delta
-                currentText += delta
-                emitDelta(delta, reasoning: false)
+                runner?.currentText += delta
+                events.emitDelta(delta, reasoning: false)
             case .toolCall(let call):
                 output.toolCalls.append(call)
             case .usage(let reported):
                 let u = believableUsage(reported)
                 output.usage = u
                 let report = Usage(u)
-                lastUsageReport = report
+                runner?.lastUsageReport = report
                 emit(.usage(report))
             case .end(let reason):
                 output.stopReason = reason
                 ended = true
             }
-            await keepPace()
+            await events.keepPace()
         }
         // A cancelled task ends the stream's iteration quietly; that is not truncation.
         try checkpoint(control)
@@ -517,14 +507,7 @@ extension AgentSession {
     }
 
     private func endTurnState() {
-        isRunning = false
-        activeToolCalls = []
-        pendingConfirmation = nil
-        pendingConfirmationSchema = nil
-        // Steering that no checkpoint took in ends with the turn (docs/protocol.md §17).
-        pendingSteering = []
-        turnFinishing = false
-        control = nil
+        runner?.end()
     }
 
     /// The failure contract: roll back undo records newest first, apply the
@@ -554,8 +537,8 @@ extension AgentSession {
             let before = open?.entriesBefore(current: entries) ?? Array(entries.prefix(turn.entryCountBefore))
             if let revert = Self.revertOperations(from: entries, to: before) { transcript.mutateEvenIfUnjournaled(revert) }
         case .preserve:
-            if !currentText.isEmpty {
-                let entry = transcript.appendEvenIfUnjournaled(.response(text: currentText, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
+            if let partial = runner?.currentText, !partial.isEmpty {
+                let entry = transcript.appendEvenIfUnjournaled(.response(text: partial, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
                 emit(.entryAppended(entry), turn: turnID)
             }
         }
@@ -618,12 +601,12 @@ extension AgentSession {
             rpc = RPCError(.wallClockTimeoutExceeded, "the turn ran longer than \(limit) seconds", data: ["limit": .double(limit)])
         }
         rpc.data["turnId"] = .string(turn.id)
-        rpc.data["partialText"] = .string(currentText)
+        rpc.data["partialText"] = .string(runner?.currentText ?? "")
         return rpc
     }
 
     func providerRPCError(_ e: ProviderError, turn: TurnState) -> RPCError {
-        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(currentText)])
+        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(runner?.currentText ?? "")])
     }
 }
 

@@ -1,0 +1,140 @@
+import AgentRPCProtocol
+
+/// Everything that lives for one turn and is not the turn loop's own
+/// `TurnState`: what `getState` shows of the turn, the switches it is stopped
+/// with (`TurnControl`), and its mailbox. Steering, confirmation answers and
+/// cancels reach the running turn as messages to it (`steer`, `resolveConfirmation`,
+/// `cancel`, `abort`); the loop takes them in at its checkpoints.
+///
+/// `beginTurn` creates one per turn. The session keeps the last one after the
+/// turn ended, because `getState` still shows that turn (`turnId`,
+/// `currentText`, its usage and diagnostics) until the next one starts.
+/// Used only on the session actor: a class that is not `Sendable`, so the
+/// compiler keeps it there.
+final class TurnRunner {
+    let id: String
+    let control: TurnControl
+    private let events: SessionEvents
+
+    // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
+    private(set) var isRunning = true
+    var currentText = ""
+    var activeToolCalls: [ToolCallRecord] = []
+    var pendingConfirmation: PendingConfirmation?
+    /// The input schema of the call waiting for `session/confirm`, for edited arguments.
+    var pendingConfirmationSchema: JSONValue?
+    var lastUsageReport: Usage?
+    let schemaWarnings: [SchemaWarning]
+    var contextDiagnostics: [ContextDiagnostic]
+
+    // The mailbox
+    /// `session/steer` input waiting for the next checkpoint.
+    private var pendingSteering: [TurnInput] = []
+    /// Set once the turn has decided to end: steering would be lost now.
+    var finishing = false
+    private var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
+    /// A decision that arrived before the waiter was installed.
+    private var earlyConfirmation: (callId: String, answer: ConfirmationAnswer)?
+    /// The outstanding `user/ask`, which `session/cancel` withdraws.
+    var askUserRequest: Task<JSONValue, any Error>?
+
+    /// `previous`: the session's last turn, whose context diagnostics stay
+    /// visible until this turn refreshes its context sources.
+    init(id: String, events: SessionEvents, schemaWarnings: [SchemaWarning], previous: TurnRunner?) {
+        self.id = id
+        self.control = TurnControl(turnId: id)
+        self.events = events
+        self.schemaWarnings = schemaWarnings
+        self.contextDiagnostics = previous?.contextDiagnostics ?? []
+        events.runningTurnId = id
+    }
+
+    /// The turn ended: nothing is pending any more. Steering that no checkpoint
+    /// took in ends with the turn (docs/protocol.md §17).
+    func end() {
+        isRunning = false
+        activeToolCalls = []
+        pendingConfirmation = nil
+        pendingConfirmationSchema = nil
+        pendingSteering = []
+        finishing = false
+        if events.runningTurnId == id { events.runningTurnId = nil }
+    }
+
+    // MARK: Steering
+
+    /// Whether input sent now would still reach the model in this turn.
+    var takesSteering: Bool {
+        isRunning && !finishing && control.reason == nil && !control.cooperativeCancelRequested
+    }
+
+    var hasSteering: Bool { !pendingSteering.isEmpty }
+    var steeringWaiting: Int { pendingSteering.count }
+
+    /// `session/steer`: queued for the next checkpoint (the session checked the input).
+    func steer(_ input: TurnInput) {
+        pendingSteering.append(input)
+    }
+
+    /// The checkpoint before a round trip takes every steering input that arrived.
+    func takeSteering() -> [TurnInput] {
+        defer { pendingSteering = [] }
+        return pendingSteering
+    }
+
+    // MARK: Stopping
+
+    /// `session/cancel`: observed at the next checkpoint; a built-in confirmation
+    /// is denied and a question to the user withdrawn at once.
+    func cancel() {
+        control.requestCooperativeCancel()
+        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        askUserRequest?.cancel()
+    }
+
+    /// Close or shutdown: the turn stops now.
+    func abort(_ reason: AbortReason) {
+        control.abort(reason)
+        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the session is closing"))
+    }
+
+    // MARK: Confirmation
+
+    /// Installs the waiter of the built-in confirmation of `callId`, or answers
+    /// it at once with a decision that came before it.
+    func awaitConfirmation(callId: String, _ continuation: CheckedContinuation<ConfirmationAnswer, Never>) {
+        if let early = earlyConfirmation, early.callId == callId {
+            earlyConfirmation = nil
+            continuation.resume(returning: early.answer)
+        } else {
+            confirmationWaiter = (callId, continuation)
+        }
+    }
+
+    /// Keeps a decision for the waiter about to be installed.
+    func resolveConfirmationLater(callId: String, _ answer: ConfirmationAnswer) {
+        earlyConfirmation = (callId, answer)
+    }
+
+    /// Whether `session/confirm` for `callId` would settle the pending confirmation.
+    func confirmationIsOpen(callId: String) -> Bool {
+        guard let pending = pendingConfirmation, pending.callId == callId else { return false }
+        return confirmationWaiter?.callId ?? callId == callId && earlyConfirmation == nil
+    }
+
+    /// Settles the waiting built-in confirmation, if any (and if it is `callId`'s).
+    @discardableResult
+    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String? = nil) -> Bool {
+        guard let waiter = confirmationWaiter else {
+            if let pending = pendingConfirmation, callId == nil || callId == pending.callId {
+                earlyConfirmation = (pending.callId, answer)
+                return true
+            }
+            return false
+        }
+        if let callId, callId != waiter.callId { return false }
+        confirmationWaiter = nil
+        waiter.continuation.resume(returning: answer)
+        return true
+    }
+}
