@@ -4,13 +4,43 @@ public enum MethodDirection: String, Sendable, Hashable {
     case serverToClient
 }
 
+/// When in the connection's life the server accepts a client's request or
+/// notification (docs/protocol.md §2). Anything else is refused with
+/// `notInitialized` before `initialize` and `invalidRequest` after `shutdown`.
+public struct MethodLifecycle: Sendable, Hashable {
+    /// Accepted before `initialize` was received.
+    public var beforeInitialize: Bool
+    /// Accepted once initialized (false for `initialize`, which comes once).
+    public var whileRunning: Bool
+    /// Accepted after `shutdown`: reads, `session/close`, `shutdown` again, `exit`.
+    public var afterShutdown: Bool
+
+    public init(beforeInitialize: Bool, whileRunning: Bool, afterShutdown: Bool) {
+        self.beforeInitialize = beforeInitialize
+        self.whileRunning = whileRunning
+        self.afterShutdown = afterShutdown
+    }
+
+    /// Most methods: after `initialize`, until `shutdown`.
+    public static let running = MethodLifecycle(beforeInitialize: false, whileRunning: true, afterShutdown: false)
+    /// Reads and closing, which a client may still need while the server shuts down.
+    public static let runningAndAfterShutdown = MethodLifecycle(beforeInitialize: false, whileRunning: true, afterShutdown: true)
+    /// `initialize`: first, and once.
+    public static let first = MethodLifecycle(beforeInitialize: true, whileRunning: false, afterShutdown: false)
+    /// `exit`.
+    public static let always = MethodLifecycle(beforeInitialize: true, whileRunning: true, afterShutdown: true)
+}
+
 /// A JSON-RPC request type: its wire name and its typed params and result.
-/// One file per method family declares these; `MethodRegistry` lists them all.
+/// One file per method family declares these; `MethodRegistry` lists them all,
+/// and a test checks that the server has a handler for each client → server one.
 public protocol RPCMethod: Sendable {
     associatedtype Params: Codable & Sendable
     associatedtype Result: Codable & Sendable
     static var name: String { get }
     static var direction: MethodDirection { get }
+    /// When the server accepts it (client → server only); default `.running`.
+    static var lifecycle: MethodLifecycle { get }
 }
 
 /// A JSON-RPC notification type.
@@ -18,6 +48,16 @@ public protocol RPCNotification: Sendable {
     associatedtype Params: Codable & Sendable
     static var name: String { get }
     static var direction: MethodDirection { get }
+    /// When the server accepts it (client → server only); default `.running`.
+    static var lifecycle: MethodLifecycle { get }
+}
+
+extension RPCMethod {
+    public static var lifecycle: MethodLifecycle { .running }
+}
+
+extension RPCNotification {
+    public static var lifecycle: MethodLifecycle { .running }
 }
 
 /// Params or result that carry nothing: encodes as `{}` and accepts `{}`/absent.

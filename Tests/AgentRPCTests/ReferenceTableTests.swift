@@ -1,6 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 import Testing
+@testable import AgentRPC
 
 /// The reference tables of docs/protocol.md §16 are checked against the
 /// registries they describe, so a declared event or method cannot go undocumented.
@@ -34,7 +35,7 @@ import Testing
         var parts: [String] = []
         var depth = 0
         var current = ""
-        for c in cell.replacingOccurrences(of: "`", with: "") {
+        for c in cell.replacingOccurrences(of: "`", with: "").replacingOccurrences(of: "\\|", with: ",") {
             if "[{(".contains(c) { depth += 1 }
             if "]})".contains(c) { depth -= 1 }
             if c == ",", depth == 0 {
@@ -66,6 +67,49 @@ import Testing
                 .map { "\($0)\(required.contains($0) ? "" : "?")" }.sorted()
             let listed = Self.fieldNames(cell).map { "\($0.name)\($0.optional ? "?" : "")" }.sorted()
             #expect(listed == expected, "docs/protocol.md §16, event `\(type)`: fields \(listed), the payload type has \(expected)")
+        }
+    }
+
+    /// `{sessionId, input, options?}` → its names; `–` → none; nil for a type name (`TurnResult`) or `null`.
+    static func documentedFields(_ cell: String) -> [String]? {
+        let text = cell.replacingOccurrences(of: "`", with: "")
+        if text == "–" { return [] }
+        guard text.hasPrefix("{"), text.hasSuffix("}") else { return nil }
+        return fieldNames(String(text.dropFirst().dropLast())).map { "\($0.name)\($0.optional ? "?" : "")" }.sorted()
+    }
+
+    /// The fields of a generated schema document's root object, `?` marking optional ones.
+    static func schemaFields(_ document: JSONValue?) -> [String] {
+        guard var root = document else { return [] }
+        if let ref = root["$ref"]?.stringValue, let name = ref.split(separator: "/").last {
+            root = document?["$defs"]?[String(name)] ?? [:]
+        }
+        let required = Set((root["required"]?.arrayValue ?? []).compactMap(\.stringValue))
+        return (root["properties"]?.objectValue ?? [:]).keys.map { "\($0)\(required.contains($0) ? "" : "?")" }.sorted()
+    }
+
+    @Test func methodTablesListEveryDeclaredMethodWithItsFields() throws {
+        let documents = try SchemaExport.documents()
+        for (heading, direction) in [("Client → server", MethodDirection.clientToServer), ("Server → client", .serverToClient)] {
+            let rows = try Self.tableRows(after: heading)
+            var documented: [String] = []
+            for row in rows {
+                let name = row[0].split(separator: "`", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? row[0]
+                documented.append(name)
+                let isNotification = row[0].contains("(notification")
+                let base = SchemaExport.fileBase(name)
+                let paramsFile = isNotification && documents["\(base).notification.params.json"] != nil ? "\(base).notification.params.json" : "\(base).params.json"
+                if let listed = Self.documentedFields(row[1]) {
+                    #expect(listed == Self.schemaFields(documents[paramsFile]), "docs/protocol.md §16, `\(name)` params: \(listed), the schema has \(Self.schemaFields(documents[paramsFile]))")
+                }
+                if !isNotification, let listed = Self.documentedFields(row[2]) {
+                    let result = documents["\(base).result.json"]
+                    #expect(listed == Self.schemaFields(result), "docs/protocol.md §16, `\(name)` result: \(listed), the schema has \(Self.schemaFields(result))")
+                }
+            }
+            let declared = MethodRegistry.requests.filter { $0.direction == direction }.map { $0.name }
+                + MethodRegistry.notifications.filter { $0.direction == direction }.map { $0.name }
+            #expect(Set(documented) == Set(declared), "docs/protocol.md §16 (\(heading)) lists \(documented.sorted()), MethodRegistry declares \(Set(declared).sorted())")
         }
     }
 }

@@ -26,6 +26,15 @@ final class Dispatcher: Sendable {
 
     func install(_ table: MethodTable) { self.table.withLock { $0 = table } }
 
+    /// Notifications the dispatcher handles itself, before the table.
+    static let builtInNotifications = [CancelRequestNotification.name]
+
+    /// What is served: the table's requests, and its notifications with the built-in ones.
+    var servedMethods: (requests: [String], notifications: [String]) {
+        let table = self.table.withLock { $0 }
+        return (table?.methodNames ?? [], (table?.notificationNames ?? []) + Self.builtInNotifications)
+    }
+
     /// Stops dispatching: messages after the current one are neither run nor
     /// answered (`exit`, docs/protocol.md §2). Returns at once.
     func stop() { stopped.withLock { $0 = true } }
@@ -139,7 +148,7 @@ final class Dispatcher: Sendable {
     }
 
     private func handleNotification(_ method: String, _ params: JSONValue?) async {
-        if method == "$/cancelRequest" {
+        if method == CancelRequestNotification.name {
             guard let raw = params?["id"], let id = RequestID(json: raw) else { return }
             let task = inFlight.withLock { $0[id] }
             if let task {

@@ -33,6 +33,7 @@ final class MethodTable: Sendable {
     func handler(for method: String) -> ErasedHandler? { handlers[method] }
     func notificationHandler(for method: String) -> ErasedNotificationHandler? { notificationHandlers[method] }
     var methodNames: [String] { handlers.keys.sorted() }
+    var notificationNames: [String] { notificationHandlers.keys.sorted() }
 
     /// Builds the table; registering a name twice is a programming error caught by tests.
     struct Builder {

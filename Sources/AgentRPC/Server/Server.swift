@@ -81,22 +81,21 @@ public final class Server: Sendable {
         self.connection = connection
         let shared = self.shared
         self.dispatcher = Dispatcher(connection: connection, logger: logger) { method in
+            // Each method declares when it is accepted (`RPCMethod.lifecycle`). A name
+            // nobody declares is treated like most methods, and then not found; `$/`
+            // names are protocol plumbing, never refused for shutting down.
+            let accepted = MethodRegistry.lifecycle(of: method)
+                ?? MethodLifecycle(beforeInitialize: false, whileRunning: true, afterShutdown: method.hasPrefix("$/"))
             switch shared.lifecycle.withLock({ $0 }) {
             case .awaitingInitialize:
-                if method == InitializeRequest.name || method == ExitNotification.name { return nil }
+                if accepted.beforeInitialize { return nil }
                 return RPCError(.notInitialized, "the first request must be 'initialize'")
             case .running:
-                if method == InitializeRequest.name {
-                    return RPCError(.invalidRequest, "'initialize' was already received")
-                }
-                return nil
+                if accepted.whileRunning { return nil }
+                return RPCError(.invalidRequest, "'\(method)' was already received")
             case .shutDown:
-                if method == ExitNotification.name || method.hasPrefix("$/") { return nil }
                 // After shutdown, reads still work; anything that starts work is refused.
-                let allowed: Set<String> = [
-                    "session/getState", "session/getTranscript", "session/list", "session/close", ShutdownRequest.name,
-                ]
-                if allowed.contains(method) { return nil }
+                if accepted.afterShutdown { return nil }
                 return RPCError(.invalidRequest, "the server is shutting down")
             }
         }

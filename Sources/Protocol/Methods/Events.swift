@@ -21,6 +21,8 @@ public enum CancelRequestNotification: RPCNotification {
     public static let name = "$/cancelRequest"
     public static let direction = MethodDirection.clientToServer
     public typealias Params = CancelRequestParams
+    /// Handled by the dispatcher itself, before any lifecycle check, when it is a notification.
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `trace/span` params.

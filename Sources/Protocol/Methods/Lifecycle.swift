@@ -6,6 +6,7 @@ public enum InitializeRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = InitializeParams
     public typealias Result = InitializeResult
+    public static let lifecycle = MethodLifecycle.first
 
     /// The protocol version this server speaks.
     public static let protocolVersion = 1
@@ -132,6 +133,7 @@ public enum ShutdownRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = Empty
     public typealias Result = NullResult
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `exit`: the server flushes the store and exits.
@@ -139,4 +141,5 @@ public enum ExitNotification: RPCNotification {
     public static let name = "exit"
     public static let direction = MethodDirection.clientToServer
     public typealias Params = Empty
+    public static let lifecycle = MethodLifecycle.always
 }

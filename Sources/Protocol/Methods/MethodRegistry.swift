@@ -61,4 +61,10 @@ public enum MethodRegistry {
     public static func notification(named name: String, direction: MethodDirection) -> (any RPCNotification.Type)? {
         notifications.first { $0.name == name && $0.direction == direction }
     }
+
+    /// When the server accepts the client → server method `name` (request or
+    /// notification); nil for a name it does not declare.
+    public static func lifecycle(of name: String) -> MethodLifecycle? {
+        request(named: name, direction: .clientToServer)?.lifecycle ?? notification(named: name, direction: .clientToServer)?.lifecycle
+    }
 }

@@ -56,6 +56,7 @@ public enum SessionGetStateRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = SessionRef
     public typealias Result = SessionState
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `session/getTranscript`: the entries plus the instructions the active profile computes.
@@ -64,6 +65,7 @@ public enum SessionGetTranscriptRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = SessionRef
     public typealias Result = SessionTranscript
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `session/mutateTranscript`: all-or-nothing edits of the history.
@@ -88,6 +90,7 @@ public enum SessionListRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = SessionListParams
     public typealias Result = SessionListResult
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `session/close`: cancels a running turn, then unloads the session (it stays stored).
@@ -96,6 +99,7 @@ public enum SessionCloseRequest: RPCMethod {
     public static let direction = MethodDirection.clientToServer
     public typealias Params = SessionRef
     public typealias Result = Empty
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
 /// `session/resume`: loads a stored session (or answers the handle of a loaded one).
