@@ -199,7 +199,7 @@ final class ACPAgent: Sendable {
                 "promptCapabilities": ["image": true, "audio": false, "embeddedContext": true],
                 // MCP servers named by the editor are not started yet (see session/new's _meta).
                 "mcpCapabilities": ["http": false, "sse": false],
-                "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:]],
+                "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:], "additionalDirectories": [:]],
             ],
             "agentInfo": ["name": "agentrpc", "title": "agentrpc", "version": .string(Server.version)],
             "authMethods": [

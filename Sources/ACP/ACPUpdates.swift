@@ -39,6 +39,11 @@ enum ACPUpdates {
             switch entry["type"]?.stringValue {
             case "prompt":
                 if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("user_message_chunk", text)) }
+                for image in entry["images"]?.arrayValue ?? [] {
+                    // Images the prompt carried inline come back as they were sent.
+                    guard let data = image["data"]?.stringValue, let mime = image["mimeType"]?.stringValue else { continue }
+                    updates.append(["sessionUpdate": "user_message_chunk", "content": ["type": "image", "data": .string(data), "mimeType": .string(mime)]])
+                }
             case "reasoning":
                 if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_thought_chunk", text)) }
             case "response":

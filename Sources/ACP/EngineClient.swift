@@ -88,7 +88,9 @@ final class EngineClient: ClientChannel {
             "status": "pending", "rawInput": arguments,
         ]
         if let tool = BuiltinTool(rawValue: name) {
-            let preview = await runner.preview(tool, arguments)
+            // Reading the file for the diff must not eat the user's time to decide.
+            let reader = ToolRunner(editor: editor, session: session, callId: runner.callId, timeout: min(30, timeout / 2))
+            let preview = await reader.preview(tool, arguments)
             if !preview.isEmpty { toolCall["content"] = .array(preview) }
         }
         if !view.locations.isEmpty { toolCall["locations"] = .array(view.locations) }

@@ -123,6 +123,8 @@ private func json(_ text: String) -> JSONValue {
         #expect(script.header.env == ["K": "V"])
         #expect(script.header.framing == .contentLength)
         #expect(script.header.timeoutSeconds == 2)
+        #expect(script.header.command == "serve")
+        #expect(try TranscriptScript.parse(#"{"transcript": {"command": "acp"}}"#).header.command == "acp")
         #expect(script.steps.map(\.line) == [3, 4, 5, 6, 7])
         #expect(script.steps[2].timeoutSeconds == 0.5)
         if case .sendRaw(let bytes) = script.steps[3].kind { #expect(bytes == [0xFF]) } else { Issue.record("sendRaw") }
@@ -144,6 +146,7 @@ private func json(_ text: String) -> JSONValue {
         #expect(error("{\"send\": {\"a\": \"$any\"}}")?.contains("only allowed in expectations") == true)
         #expect(error("{\"send\": {}}\n{\"transcript\": {}}") == "line 2: the \"transcript\" header must be the first line")
         #expect(error("not json") != nil)
+        #expect(error(#"{"transcript": {"command": "chat"}}"#) == "line 1: \"command\" must be one of acp, serve")
     }
 }
 
@@ -153,6 +156,13 @@ private func json(_ text: String) -> JSONValue {
         private var storage: [String] = []
         func append(_ line: String) { lock.withLock { storage.append(line) } }
         var all: [String] { lock.withLock { storage } }
+    }
+
+    @Test func recordsTheCommandThatServes() {
+        let lines = Lines()
+        let recorder = TranscriptRecorder(description: "editor", command: "acp", args: ["--ephemeral"]) { lines.append($0) }
+        recorder.clientClosedInput()
+        #expect(lines.all.first == #"{"transcript":{"args":["--ephemeral"],"command":"acp","description":"editor"}}"# + "\n")
     }
 
     @Test func generalizesVolatileValues() {

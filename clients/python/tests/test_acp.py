@@ -589,33 +589,39 @@ async def test_unknown_session_second_prompt_and_malformed_blocks(tmp_path: Path
 
 
 async def test_embedded_and_linked_context_reach_the_model(tmp_path: Path) -> None:
-    from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
+    from acp.schema import EmbeddedResourceContentBlock, ImageContentBlock, ResourceContentBlock, TextResourceContents
 
     editor = Editor()
     blocks = [text_block("Explain"),
               EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(uri="file:///work/project/m.py", text="def f(): pass")),
-              ResourceContentBlock(type="resource_link", uri="file:///work/project/README.md", name="README.md")]
+              ResourceContentBlock(type="resource_link", uri="file:///work/project/README.md", name="README.md"),
+              ImageContentBlock(type="image", data="iVBORw0KGgo=", mime_type="image/png")]
     async with agent(tmp_path, scripted({"text": ["Seen."]}), editor, store=tmp_path / "store") as (conn, cwd):
         session = await new_session(conn, cwd)
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=blocks), WAIT)
         # The prompt as the model got it comes back in the replay of session/load.
         await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
-    said = editor.text("user_message_chunk")
+    said = "".join(u["content"].get("text", "") for u in editor.updates if u["sessionUpdate"] == "user_message_chunk")
     assert said == ('Explain\n<context uri="file:///work/project/m.py">\ndef f(): pass\n</context>\n'
                     "[@README.md](file:///work/project/README.md) (file README.md)")
+    images = [u["content"] for u in editor.updates if u["sessionUpdate"] == "user_message_chunk" and u["content"]["type"] == "image"]
+    assert images == [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
 
 
 async def test_a_path_outside_the_workspace_is_a_tool_error(tmp_path: Path) -> None:
-    editor = Editor({"/etc/passwd": "root"})
+    editor = Editor({"/etc/passwd": "root", "/work/lib/util.txt": "shared"})
     config = scripted(
         {"toolCalls": [{"id": "call_x", "name": "read_file", "arguments": {"path": "../../etc/passwd"}},
-                       {"id": "call_y", "name": "read_file", "arguments": {"path": "/etc/passwd"}}]},
+                       {"id": "call_y", "name": "read_file", "arguments": {"path": "/etc/passwd"}},
+                       {"id": "call_z", "name": "read_file", "arguments": {"path": "../lib/util.txt"}}]},
         {"text": ["Not allowed."]},
     )
     async with agent(tmp_path, config, editor) as (conn, cwd):
-        session = await new_session(conn, cwd)
+        session = await new_session(conn, cwd, additional_directories=["/work/lib"])
         assert (await prompt(conn, session.session_id, "read passwd")).stop_reason == "end_turn"
-    assert not editor.called("read_text_file")
+    # Only the file inside an additional directory was read.
+    assert [c["path"] for c in editor.called("read_text_file")] == ["/work/lib/util.txt"]
+    assert editor.tool_updates("call_z")[-1]["status"] == "completed"
     for call in ("call_x", "call_y"):
         last = editor.tool_updates(call)[-1]
         assert last["status"] == "failed" and "outside the workspace" in last["rawOutput"]
