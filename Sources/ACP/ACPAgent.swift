@@ -67,6 +67,9 @@ final class ACPAgent: Sendable {
     /// The end: running prompts are cancelled (their turns roll back), the
     /// engine's journals made durable, the local model stopped.
     func finish() async {
+        // First: the editor may not wait long before it kills this process, and a
+        // model server left behind would outlive it.
+        state.withLock { $0.localModel }?.stop()
         for session in sessions.all { session.cancelPrompt() }
         await engine.shutdown(reason: "the editor closed its input", graceSeconds: 10)
         // Every request still open is answered (a cancelled prompt with `cancelled`) before the output is flushed.
@@ -79,7 +82,6 @@ final class ACPAgent: Sendable {
             await group.next()
             group.cancelAll()
         }
-        state.withLock { $0.localModel }?.stop()
     }
 
     private func handle(_ decoded: DecodedMessage) async {

@@ -122,10 +122,10 @@ final class ChatLocalModel {
     }
 
     /// Stops the model server: SIGTERM, then SIGKILL if it has not exited after 5 s.
-    func stop() {
+    func stop(graceSeconds: Double = 5) {
         guard server.isRunning else { return }
         server.terminate()
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(graceSeconds)
         while server.isRunning && Date() < deadline { usleep(50_000) }
         if server.isRunning { kill(server.processIdentifier, SIGKILL) }
         server.waitUntilExit()

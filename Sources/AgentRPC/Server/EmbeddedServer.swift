@@ -151,10 +151,11 @@ public final class LocalModelServer: Sendable {
         return LocalModelServer(model: model, config: config, description: banner)
     }
 
-    /// Stops the model server (bounded: SIGTERM, then SIGKILL after 5 s).
-    public func stop() {
+    /// Stops the model server: SIGTERM, then SIGKILL after `graceSeconds`
+    /// (an editor gives its agent little time once it closed the pipe).
+    public func stop(graceSeconds: Double = 0.5) {
         model.withLock { m in
-            m?.stop()
+            m?.stop(graceSeconds: graceSeconds)
             m = nil
         }
     }

@@ -650,3 +650,39 @@ async def test_an_editor_that_never_answers_a_read_is_bounded_by_the_tool_timeou
     last = editor.tool_updates("call_r")[-1]
     assert last["status"] == "failed" and "did not finish within 0.5 seconds" in last["rawOutput"]
     assert editor.text() == "Gave up."
+
+
+# -- the default without any configuration: the installed local model ----------------------
+
+
+LOCAL_MODEL_SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "local-model"
+
+
+def local_model_ready() -> bool:
+    import subprocess
+
+    return LOCAL_MODEL_SCRIPT.is_file() and subprocess.run([str(LOCAL_MODEL_SCRIPT), "status"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not local_model_ready(), reason="the local model environment is not installed (scripts/local-model install)")
+async def test_without_configuration_the_installed_local_model_answers_and_stops_with_the_agent(tmp_path: Path) -> None:
+    import subprocess
+
+    assert REAL_BINARY is not None
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "AGENTRPC_CONFIG")}
+    env["AGENTRPC_LOCAL_MODEL_SCRIPT"] = str(LOCAL_MODEL_SCRIPT)
+    editor = Editor()
+    async with spawn_agent_process(editor, REAL_BINARY, "acp", "--ephemeral", env=env, cwd=str(tmp_path)) as (conn, process):
+        await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities()), WAIT)
+        session = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 240)
+        assert [o.current_value for o in session.config_options or []] == ["local"]
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Say hello.")]), 240)
+        assert answer.stop_reason == "end_turn"
+        agent_pid = process.pid
+        children = subprocess.run(["pgrep", "-P", str(agent_pid)], capture_output=True, text=True).stdout.split()
+        assert children, "the model server runs as the agent's child"
+    # The agent stops its model server when the editor closes the pipe.
+    for pid in children:
+        async with asyncio.timeout(WAIT):
+            while os.path.exists(f"/proc/{pid}") and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
+                await asyncio.sleep(0.05)
