@@ -74,7 +74,13 @@ enum HTTPTransports {
     }
 
     /// The platform's client, whatever `current` is.
-    static var platformDefault: any HTTPTransport { PlatformHTTPTransport() }
+    static var platformDefault: any HTTPTransport {
+        #if os(Linux)
+        CurlHTTPTransport.shared
+        #else
+        URLSessionTransport()
+        #endif
+    }
 }
 
 /// A running request, from the caller's side.
@@ -100,3 +106,23 @@ final class HTTPRequestHandle: Sendable {
         a?()
     }
 }
+
+/// A transport failure; `description` names the host, never a path or query.
+struct HTTPTransportError: Error, CustomStringConvertible, Sendable {
+    enum Kind: String, Sendable {
+        case resolveFailed = "cannot resolve host"
+        case connectFailed = "cannot connect"
+        case connectTimedOut = "connect timed out"
+        case idleTimedOut = "timed out waiting for data"
+        case connectionLost = "connection lost"
+        case badResponse = "malformed HTTP response"
+        /// https: the TLS handshake failed or the server's certificate is not trusted.
+        case tlsFailed = "TLS handshake or certificate check failed"
+        /// libcurl is not installed, too old, or lacks an option agentrpc needs.
+        case unavailable = "the HTTP library libcurl is not usable"
+    }
+    var kind: Kind
+    var detail: String
+    var description: String { "\(kind.rawValue): \(detail)" }
+}
+

@@ -68,7 +68,7 @@ public enum ProviderErrorMapper {
         var detail = "transport error"
         if let urlError = error as? URLError {
             detail = "URLError \(urlError.code.rawValue)"
-        } else if let plain = error as? PlainHTTPError {
+        } else if let plain = error as? HTTPTransportError {
             detail = plain.kind.rawValue
         }
         return ProviderError(

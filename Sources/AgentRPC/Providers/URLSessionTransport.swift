@@ -1,10 +1,11 @@
+#if !os(Linux)
 import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// HTTP through Foundation's `URLSession`, one shared session per idle timeout
+/// HTTP and HTTPS outside Linux (there `CurlHTTPTransport` serves both): Foundation's `URLSession`, one shared session per idle timeout
 /// (see `HTTPSessionPool`).
 struct URLSessionTransport: HTTPTransport {
     func start(_ request: HTTPRequest, sink: any HTTPResponseSink) -> HTTPRequestHandle {
@@ -116,3 +117,4 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         return ResponseHead(status: http.statusCode, headers: headers)
     }
 }
+#endif
