@@ -113,8 +113,11 @@ final class CurlDriver: @unchecked Sendable {
         self.library = library
         self.multi = multi
         // One thread for the life of the process: it owns the multi handle.
-        let thread = Thread { [self] in run() }
-        thread.name = "agentrpc-http"
+        let thread = Thread { [self] in
+            // Named from inside: Foundation on Linux gives the kernel only a name set on the running thread.
+            Thread.current.name = "agentrpc-http"
+            run()
+        }
         thread.start()
     }
 
