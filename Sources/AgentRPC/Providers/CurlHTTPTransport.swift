@@ -148,7 +148,7 @@ final class CurlDriver: @unchecked Sendable {
                 return sink.end(HTTPTransportError(kind: .connectFailed, detail: "curl_easy_init failed"))
             }
             let transfer = CurlTransfer(easy: easy, request: request, sink: sink, control: control, library: library)
-            let caFile = ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+            let caFile = getenv("SSL_CERT_FILE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
             if let failure = transfer.configure(url: request.url.absoluteString, library: library, caFile: caFile) {
                 recycle(transfer)
                 return sink.end(HTTPTransportError(kind: .unavailable, detail: "\(CurlLibrary.fileName) refused \(failure)"))
