@@ -169,6 +169,11 @@ func nextEvent(_ iterator: inout AsyncStream<RecordingSink.Event>.Iterator) asyn
     await iterator.next()
 }
 
+func threadNames() -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.map { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "?" }
+}
+
 func httpThreadCount() -> Int {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
     return tasks.filter { task in
@@ -252,7 +257,7 @@ func httpThreadCount() -> Int {
             #expect(await nextEvent(&iterators[i]) == .head(200))
             #expect(await nextEvent(&iterators[i]) == .body("data: one\n\n"))
         }
-        #expect(httpThreadCount() == 1)
+        #expect(httpThreadCount() == 1, "\(threadNames())")
         for i in iterators.indices {
             var rest: [RecordingSink.Event] = []
             while let event = await nextEvent(&iterators[i]) { rest.append(event) }

@@ -114,8 +114,12 @@ final class CurlDriver: @unchecked Sendable {
         self.multi = multi
         // One thread for the life of the process: it owns the multi handle.
         let thread = Thread { [self] in
-            // Named from inside: Foundation on Linux gives the kernel only a name set on the running thread.
-            Thread.current.name = "agentrpc-http"
+            // The kernel's name of this thread (ps, top, /proc), which Foundation's `Thread.name` does not always set.
+            let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            if fd >= 0 {
+                _ = write(fd, "agentrpc-http", 13)
+                close(fd)
+            }
             run()
         }
         thread.start()
