@@ -79,7 +79,7 @@ public enum ChatCommand {
         func describe(_ name: String, _ config: ModelConfig) -> String {
             let origin = catalog.sourcePath.map { fromEnvironment[name] == config ? "the environment" : $0 } ?? "the environment"
             var text = "Model: \(name) (\(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "")) from \(origin)."
-            if config.provider == .scripted {
+            if !(ProviderFactory.definition(for: config.provider)?.isLanguageModel ?? true) {
                 text += " It is the scripted provider: a fixed script, not a language model."
             }
             return text
@@ -92,7 +92,7 @@ public enum ChatCommand {
             let config = try catalog.resolve(reference, field: "model")
             if case .named(let name) = reference { return ModelChoice(reference: reference, isDemo: false, banner: describe(name, config)) }
             var banner = "Model: inline \(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "") from the session file."
-            if config.provider == .scripted { banner += " It is the scripted provider: a fixed script, not a language model." }
+            if !(ProviderFactory.definition(for: config.provider)?.isLanguageModel ?? true) { banner += " It is the scripted provider: a fixed script, not a language model." }
             return ModelChoice(reference: reference, isDemo: false, banner: banner)
         }
         if let name = catalog.defaultModel, let config = catalog.models[name] {

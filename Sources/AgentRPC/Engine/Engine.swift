@@ -39,7 +39,7 @@ final class Engine: Sendable {
         self.catalog = try ModelCatalog.load(explicitPath: options.configPath, environment: options.environment)
         // Options a provider cannot take are turn warnings (docs/protocol.md, "Model
         // options"); the file's are also named on stderr at start, where they were written.
-        for (name, model) in catalog.models.sorted(by: { $0.key < $1.key }) where model.provider != .scripted {
+        for (name, model) in catalog.models.sorted(by: { $0.key < $1.key }) where ProviderFactory.definition(for: model.provider)?.isLanguageModel ?? false {
             for warning in ProviderFactory.modelOptions(model).warnings {
                 logger.warning("\(catalog.sourcePath ?? "agentrpc.json"): models.\(name).options.\(warning.key): \(warning.message)")
             }

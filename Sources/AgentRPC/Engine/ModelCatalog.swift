@@ -55,23 +55,17 @@ struct ModelCatalog: Sendable {
         return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))
     }
 
-    /// Environment defaults: with `OPENAI_API_KEY` (or `OPENAI_BASE_URL`) a model
-    /// named `openai` exists (`OPENAI_MODEL`, default gpt-4o-mini); with
-    /// `ANTHROPIC_API_KEY` one named `anthropic` (`ANTHROPIC_MODEL`, default
-    /// claude-sonnet-4-5). Names in the file win; the first available becomes the
-    /// default model when the file names none.
+    /// Environment defaults: each provider may bring a model when its API key is
+    /// in the environment (`ProviderDefinition.environmentModel`: `openai` with
+    /// `OPENAI_API_KEY`, `anthropic` with `ANTHROPIC_API_KEY`). Names in the file
+    /// win; the first available becomes the default model when the file names none.
     static func withEnvironmentDefaults(_ catalog: ModelCatalog) -> ModelCatalog {
         var c = catalog
-        let env = c.environment
-        func has(_ key: String) -> Bool { !(env[key] ?? "").isEmpty }
         var added: [String] = []
-        if c.models["openai"] == nil, has("OPENAI_API_KEY") || has("OPENAI_BASE_URL") {
-            c.models["openai"] = ModelConfig(provider: .openai, model: env["OPENAI_MODEL"] ?? "gpt-4o-mini")
-            added.append("openai")
-        }
-        if c.models["anthropic"] == nil, has("ANTHROPIC_API_KEY") {
-            c.models["anthropic"] = ModelConfig(provider: .anthropic, model: env["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5")
-            added.append("anthropic")
+        for definition in ProviderFactory.definitions {
+            guard let (name, config) = definition.environmentModel(c.environment), c.models[name] == nil else { continue }
+            c.models[name] = config
+            added.append(name)
         }
         if c.defaultModel == nil { c.defaultModel = added.first }
         return c

@@ -48,14 +48,17 @@ public struct ModelOptions: Sendable, Hashable {
     /// 32-bit counts, and the thinking budget arithmetic stays far from overflow.
     public static let maximumOutputTokens = Int(Int32.max)
 
-    /// agentrpc's own settings, the providers that read them, and the type each takes.
-    static let settingKinds: [String: (providers: Set<ProviderKind>, check: @Sendable (JSONValue) -> Bool, expected: String)] = [
-        "streamTools": ([.openai], { $0.boolValue != nil }, "true or false"),
-        "strictTools": ([.openai, .openaiResponses], { $0.boolValue != nil }, "true or false"),
-        "useMaxCompletionTokens": ([.openai], { $0.boolValue != nil }, "true or false"),
-        "store": ([.openaiResponses], { $0.boolValue != nil }, "true or false"),
-        "reasoningSummary": ([.openaiResponses], { $0.stringValue != nil || $0 == .bool(false) || $0 == .null }, "a string, false or null"),
-    ]
+    /// agentrpc's own settings, the providers that read them, and the type each
+    /// takes: gathered from the providers' declarations (`ProviderDefinition.settings`).
+    static let settingKinds: [String: (providers: Set<ProviderKind>, check: @Sendable (JSONValue) -> Bool, expected: String)] = {
+        var kinds: [String: (providers: Set<ProviderKind>, check: @Sendable (JSONValue) -> Bool, expected: String)] = [:]
+        for definition in ProviderFactory.definitions {
+            for (key, setting) in definition.settings {
+                kinds[key, default: ([], setting.check, setting.expected)].providers.insert(definition.kind)
+            }
+        }
+        return kinds
+    }()
 
     public init() {}
 
@@ -115,15 +118,16 @@ public struct ModelOptions: Sendable, Hashable {
         func warn(_ key: String, _ message: String) { out.warnings.append(OptionWarning(key: key, message: message)) }
         let name = provider.rawValue
 
+        let rules = ProviderFactory.definition(for: provider)?.optionRules ?? GenerationOptionRules()
+
         if let n = request.maxOutputTokens ?? maxOutputTokens {
             if (1...Self.maximumOutputTokens).contains(n) {
                 out.maxOutputTokens = n
             } else {
-                let fallback = provider == .anthropic ? "the default is sent" : "not sent"
-                warn("maxOutputTokens", "\(n) is not between 1 and \(Self.maximumOutputTokens); \(fallback)")
+                warn("maxOutputTokens", "\(n) is not between 1 and \(Self.maximumOutputTokens); \(rules.outOfRangeMaxOutputTokens)")
             }
         }
-        let temperatureRange: ClosedRange<Double> = provider == .anthropic ? 0...1 : 0...2
+        let temperatureRange = rules.temperatureRange
         if let t = request.temperature ?? temperature {
             if temperatureRange.contains(t) {
                 out.temperature = t
@@ -135,30 +139,19 @@ public struct ModelOptions: Sendable, Hashable {
             if (0...1).contains(p) { out.topP = p } else { warn("topP", "\(p) is outside 0…1; not sent") }
         }
         if let stop {
-            if provider == .openaiResponses {
-                warn("stop", "the Responses API has no stop sequences; not sent")
+            if let refusal = rules.stopRefusal {
+                warn("stop", refusal)
             } else {
                 out.stop = stop
             }
         }
         if let seed {
-            if provider == .openai { out.seed = seed } else { warn("seed", "\(name) takes no seed; not sent") }
+            if rules.takesSeed { out.seed = seed } else { warn("seed", "\(name) takes no seed; not sent") }
         }
         if let level = request.reasoningLevel ?? reasoningLevel, !level.isEmpty {
-            switch provider {
-            case .openaiResponses where !supportsReasoning:
-                warn("reasoningLevel", "the model is configured with supportsReasoning: false; not sent")
-            case .anthropic:
-                if let n = Int(level), !(AnthropicRequestBuilder.minimumThinkingBudget...Self.maximumOutputTokens).contains(n) {
-                    warn("reasoningLevel", "a thinking budget of \(n) tokens is not between \(AnthropicRequestBuilder.minimumThinkingBudget) and \(Self.maximumOutputTokens); thinking stays off")
-                } else {
-                    out.reasoningLevel = level
-                    if AnthropicRequestBuilder.thinkingBudget(level) != nil, out.temperature != nil {
-                        out.temperature = nil
-                        warn("temperature", "not sent with extended thinking, which takes only the default")
-                    }
-                }
-            default:
+            if let reasoning = rules.reasoning {
+                reasoning(level, supportsReasoning, &out)
+            } else {
                 out.reasoningLevel = level
             }
         }

@@ -1,27 +1,85 @@
 import AgentRPCProtocol
 import Foundation
 
+/// Everything agentrpc knows about one kind of provider, declared once in the
+/// provider's own folder and listed in `ProviderFactory.definitions`: nothing
+/// outside those declarations branches on the provider kind.
+protocol ProviderDefinition: Sendable {
+    /// The `provider` value of a model configuration.
+    static var kind: ProviderKind { get }
+    /// Capabilities assumed where the model configuration says nothing.
+    static var defaultCapabilities: ProviderCapabilities { get }
+    /// False for the scripted provider, which plays a fixed script: the chat says
+    /// so, and the start-up check of a file's model options skips it.
+    static var isLanguageModel: Bool { get }
+    /// agentrpc's own settings in a model's `options` that this provider reads.
+    static var settings: [String: ModelSetting] { get }
+    /// Request body members agentrpc writes itself, which no option may replace.
+    static var protectedKeys: Set<String> { get }
+    /// How the common generation options map onto this provider's API.
+    static var optionRules: GenerationOptionRules { get }
+    /// The model an API key in the environment brings, named as in the catalog.
+    static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)?
+    /// Builds the provider for `config` with the merged `capabilities`.
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider
+}
+
+extension ProviderDefinition {
+    static var isLanguageModel: Bool { true }
+    static var settings: [String: ModelSetting] { [:] }
+    static var protectedKeys: Set<String> { protectedBodyKeys }
+    static var optionRules: GenerationOptionRules { GenerationOptionRules() }
+    static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)? { nil }
+}
+
+/// One of agentrpc's settings in a model's `options`: the values it takes.
+struct ModelSetting: Sendable {
+    let check: @Sendable (JSONValue) -> Bool
+    /// Said in the warning for a value `check` refuses.
+    let expected: String
+
+    static let boolean = ModelSetting(check: { $0.boolValue != nil }, expected: "true or false")
+}
+
+/// How a provider takes the common generation options (docs/protocol.md, "Model options").
+struct GenerationOptionRules: Sendable {
+    var temperatureRange: ClosedRange<Double> = 0...2
+    /// What happens when `maxOutputTokens` is out of range, for the warning.
+    var outOfRangeMaxOutputTokens = "not sent"
+    /// Nil when the API takes stop sequences; otherwise the warning for leaving them out.
+    var stopRefusal: String?
+    var takesSeed = false
+    /// Reads a reasoning level into `out` (default: sent as given); `supportsReasoning`
+    /// is the model's capability.
+    var reasoning: (@Sendable (_ level: String, _ supportsReasoning: Bool, _ out: inout ResolvedGenerationOptions) -> Void)?
+}
+
 /// Builds the provider a model configuration names, reading its API key from
 /// the environment variable the configuration names (never from the config
 /// itself, so keys stay out of files, transcripts and dumps).
 enum ProviderFactory {
-    static let openAIDefaultBaseURL = "https://api.openai.com/v1"
-    static let anthropicDefaultBaseURL = "https://api.anthropic.com/v1"
+    /// Every provider; adding one is its folder and a line here.
+    static let definitions: [any ProviderDefinition.Type] = [
+        OpenAIProviderDefinition.self,
+        OpenAIResponsesProviderDefinition.self,
+        AnthropicProviderDefinition.self,
+        ScriptedProviderDefinition.self,
+    ]
+
+    private static let byKind: [ProviderKind: any ProviderDefinition.Type] = {
+        var map: [ProviderKind: any ProviderDefinition.Type] = [:]
+        for d in definitions where map[d.kind] == nil { map[d.kind] = d }
+        return map
+    }()
+
+    /// The declaration of `kind`; a test checks that every kind has one.
+    static func definition(for kind: ProviderKind) -> (any ProviderDefinition.Type)? { byKind[kind] }
 
     static func make(_ config: ModelConfig, environment: [String: String]) throws -> any ModelProvider {
-        let defaults: ProviderCapabilities
-        switch config.provider {
-        case .scripted:
-            defaults = ProviderCapabilities()
-        case .openai:
-            defaults = ProviderCapabilities(supportsReasoning: false)
-        case .openaiResponses:
-            // The API of OpenAI's reasoning models; a model that does not reason sets `supportsReasoning: false`.
-            defaults = ProviderCapabilities()
-        case .anthropic:
-            // Anthropic's Messages API has no response-format option here.
-            defaults = ProviderCapabilities(supportsStructuredOutput: false)
+        guard let definition = definition(for: config.provider) else {
+            throw RPCError.invalidConfiguration("no provider implements '\(config.provider.rawValue)'", field: "model.provider")
         }
+        let defaults = definition.defaultCapabilities
         var capabilities = ProviderCapabilities(
             supportsToolChoice: config.supportsToolChoice ?? defaults.supportsToolChoice,
             supportsImages: config.supportsImages ?? defaults.supportsImages,
@@ -29,35 +87,19 @@ enum ProviderFactory {
             supportsParallelToolCalls: config.supportsParallelToolCalls ?? defaults.supportsParallelToolCalls,
             supportsStructuredOutput: config.supportsStructuredOutput ?? defaults.supportsStructuredOutput,
             contextWindowTokens: config.contextWindowTokens ?? defaults.contextWindowTokens)
-        capabilities.requiresToolsWithToolHistory = config.provider == .anthropic
-        switch config.provider {
-        case .scripted:
-            return ScriptedProvider(script: config.script ?? [], capabilities: capabilities)
-        case .openai:
-            let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
-                                             defaultBaseURL: environment["OPENAI_BASE_URL"] ?? openAIDefaultBaseURL,
-                                             officialBaseURL: openAIDefaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
-            return OpenAIProvider(configuration: http)
-        case .openaiResponses:
-            let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
-                                             defaultBaseURL: environment["OPENAI_BASE_URL"] ?? openAIDefaultBaseURL,
-                                             officialBaseURL: openAIDefaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
-            return OpenAIResponsesProvider(configuration: http, settings: OpenAIResponsesSettings(options: http.modelOptions.settings))
-        case .anthropic:
-            let http = try httpConfiguration(config, environment: environment, capabilities: capabilities,
-                                             defaultBaseURL: anthropicDefaultBaseURL,
-                                             officialBaseURL: anthropicDefaultBaseURL, defaultKeyEnv: "ANTHROPIC_API_KEY")
-            return AnthropicProvider(configuration: http)
-        }
+        capabilities.requiresToolsWithToolHistory = defaults.requiresToolsWithToolHistory
+        return try definition.make(config, environment: environment, capabilities: capabilities)
     }
 
     /// A model's `options`, read for its provider.
     static func modelOptions(_ config: ModelConfig) -> ModelOptions {
-        let protectedKeys = config.provider == .openaiResponses ? OpenAIResponsesRequestBuilder.protectedKeys : protectedBodyKeys
+        let protectedKeys = definition(for: config.provider)?.protectedKeys ?? protectedBodyKeys
         return ModelOptions(config.options ?? [:], provider: config.provider, protectedKeys: protectedKeys)
     }
 
-    private static func httpConfiguration(
+    /// The configuration of an HTTP provider: model id, base URL, API key from
+    /// the environment, timeouts and the options it reads.
+    static func httpConfiguration(
         _ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities,
         defaultBaseURL: String, officialBaseURL: String, defaultKeyEnv: String
     ) throws -> HTTPProviderConfiguration {
@@ -87,19 +129,5 @@ enum ProviderFactory {
         http.modelOptions = options
         if let connect = config.connectTimeoutSeconds { http.connectTimeoutSeconds = connect }
         return http
-    }
-}
-
-extension OpenAIProvider {
-    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
-        let adapted = adaptToolSchemas(tools, strict: configuration.strictTools)
-        return (adapted.tools, adapted.warnings)
-    }
-}
-
-extension AnthropicProvider {
-    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
-        let adapted = adaptToolSchemas(tools, strict: false)
-        return (adapted.tools, adapted.warnings)
     }
 }

@@ -105,6 +105,9 @@ public enum ProviderKind: String, Codable, Sendable, Hashable, JSONSchemaStringE
     case openaiResponses = "openai-responses"
     case anthropic
     case scripted
+
+    /// Only the scripted provider plays a `script` (checked when a config is validated).
+    public var takesScript: Bool { self == .scripted }
 }
 
 /// An inline model configuration. API keys are never given here, only the

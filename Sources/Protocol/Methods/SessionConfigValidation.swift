@@ -143,7 +143,7 @@ private struct ConfigChecker {
             if name.isEmpty { add(path, "must not be empty") }
         case .inline(let m):
             checkBounds(ModelConfig.self, path, [("timeoutSeconds", m.timeoutSeconds)])
-            if m.provider != .scripted, m.script != nil { add(path + ".script", "only the scripted provider takes a script") }
+            if !m.provider.takesScript, m.script != nil { add(path + ".script", "only the scripted provider takes a script") }
             for (i, item) in (m.script ?? []).enumerated() {
                 checkBounds(ScriptItem.self, "\(path).script[\(i)]", [("delayMs", item.delayMs.map(Double.init))])
                 checkBounds(ScriptError.self, "\(path).script[\(i)].error", [("afterSeconds", item.error?.afterSeconds)])

@@ -1,0 +1,50 @@
+import AgentRPCProtocol
+import Foundation
+
+/// `provider: "anthropic"`: Anthropic's Messages API.
+enum AnthropicProviderDefinition: ProviderDefinition {
+    static let kind = ProviderKind.anthropic
+    static let defaultBaseURL = "https://api.anthropic.com/v1"
+    /// No response-format option here; tool history needs the tools defined.
+    static let defaultCapabilities: ProviderCapabilities = {
+        var c = ProviderCapabilities(supportsStructuredOutput: false)
+        c.requiresToolsWithToolHistory = true
+        return c
+    }()
+    static let optionRules = GenerationOptionRules(
+        temperatureRange: 0...1, outOfRangeMaxOutputTokens: "the default is sent",
+        reasoning: { level, _, out in
+            if let n = Int(level), !(AnthropicRequestBuilder.minimumThinkingBudget...ModelOptions.maximumOutputTokens).contains(n) {
+                out.warnings.append(OptionWarning(
+                    key: "reasoningLevel",
+                    message: "a thinking budget of \(n) tokens is not between \(AnthropicRequestBuilder.minimumThinkingBudget) and \(ModelOptions.maximumOutputTokens); thinking stays off"))
+            } else {
+                out.reasoningLevel = level
+                if AnthropicRequestBuilder.thinkingBudget(level) != nil, out.temperature != nil {
+                    out.temperature = nil
+                    out.warnings.append(OptionWarning(key: "temperature", message: "not sent with extended thinking, which takes only the default"))
+                }
+            }
+        })
+
+    /// `ANTHROPIC_API_KEY` brings a model named `anthropic` (`ANTHROPIC_MODEL`,
+    /// default claude-sonnet-4-5).
+    static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)? {
+        guard !(environment["ANTHROPIC_API_KEY"] ?? "").isEmpty else { return nil }
+        return ("anthropic", ModelConfig(provider: .anthropic, model: environment["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5"))
+    }
+
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider {
+        let http = try ProviderFactory.httpConfiguration(
+            config, environment: environment, capabilities: capabilities,
+            defaultBaseURL: defaultBaseURL, officialBaseURL: defaultBaseURL, defaultKeyEnv: "ANTHROPIC_API_KEY")
+        return AnthropicProvider(configuration: http)
+    }
+}
+
+extension AnthropicProvider {
+    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+        let adapted = adaptToolSchemas(tools, strict: false)
+        return (adapted.tools, adapted.warnings)
+    }
+}

@@ -1,0 +1,13 @@
+import AgentRPCProtocol
+import Foundation
+
+/// `provider: "scripted"`: plays the model configuration's `script`; no network.
+enum ScriptedProviderDefinition: ProviderDefinition {
+    static let kind = ProviderKind.scripted
+    static let defaultCapabilities = ProviderCapabilities()
+    static let isLanguageModel = false
+
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider {
+        ScriptedProvider(script: config.script ?? [], capabilities: capabilities)
+    }
+}
