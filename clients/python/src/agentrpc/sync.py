@@ -31,7 +31,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from . import client as _async_client
 from . import session as _async_session
@@ -58,6 +58,8 @@ from .types import (
 __all__ = ["Client", "Session", "TurnStream", "EventStream"]
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
 
 
 class _Portal:
@@ -118,6 +120,32 @@ def _threaded(handler: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _forwards_to(
+    async_method: Callable[Concatenate[Any, _P], Any],
+) -> Callable[[Callable[..., _R]], Callable[Concatenate[Any, _P], _R]]:
+    """Gives a facade method the parameters of the async method it calls, so they
+    are declared once (type checkers and ``inspect.signature`` read them from there)."""
+
+    def decorate(method: Callable[..., _R]) -> Callable[Concatenate[Any, _P], _R]:
+        method.__wrapped__ = async_method  # type: ignore[attr-defined]
+        return method
+
+    return decorate
+
+
+def _forwards_to_function(
+    async_function: Callable[_P, Any],
+) -> Callable[[Callable[..., _R]], Callable[Concatenate[Any, _P], _R]]:
+    """`_forwards_to` for a class method: `async_function` is already bound to its class."""
+
+    def decorate(method: Callable[..., _R]) -> Callable[Concatenate[Any, _P], _R]:
+        # The unbound function, whose first parameter (`cls`) binding drops again.
+        method.__wrapped__ = getattr(async_function, "__func__", async_function)  # type: ignore[attr-defined]
+        return method
+
+    return decorate
+
+
 class Client:
     """Blocking twin of :class:`agentrpc.Client`; create it with :meth:`spawn`."""
 
@@ -128,38 +156,19 @@ class Client:
         self._session_handles: dict[str, Session] = {}
 
     @classmethod
-    def spawn(
-        cls,
-        binary: str | os.PathLike[str] | None = None,
-        args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        initialize: bool = True,
-        capabilities: Mapping[str, Any] | None = None,
-        client_info: Mapping[str, Any] | None = None,
-        request_timeout: float | None = None,
-        *,
-        on_confirm: ConfirmHandler | None = None,
-        on_ask_user: AskUserHandler | None = None,
-        shutdown_timeout: float = 5.0,
-        stderr_tail_lines: int = 200,
-        inherit_env: bool = True,
-        tool_exceptions: ToolExceptionPolicy = "fail_turn",
-    ) -> Client:
+    @_forwards_to_function(_async_client.Client.spawn)
+    def spawn(cls, *args: Any, **options: Any) -> Client:
         """Start a server and run the handshake; see :meth:`agentrpc.Client.spawn`.
 
         Use as ``with Client.spawn() as client:``, or call :meth:`close`.
         """
+        for handler in ("on_confirm", "on_ask_user"):
+            if options.get(handler) is not None:
+                options[handler] = _threaded(options[handler])
         portal = _Portal()
 
         async def start() -> _async_client.Client:
-            return await _async_client.Client.spawn(
-                binary, args, env, cwd, initialize, capabilities, client_info, request_timeout,
-                on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
-                on_ask_user=_threaded(on_ask_user) if on_ask_user is not None else None,
-                shutdown_timeout=shutdown_timeout, stderr_tail_lines=stderr_tail_lines,
-                inherit_env=inherit_env, tool_exceptions=tool_exceptions,
-            )
+            return await _async_client.Client.spawn(*args, **options)
 
         try:
             inner = portal.call(start())
@@ -262,42 +271,13 @@ class Client:
             self._session_handles[inner.id] = handle
         return handle
 
-    def open_session(
-        self,
-        config: Mapping[str, Any] | None = None,
-        /,
-        *,
-        model: str | Mapping[str, Any] | None = None,
-        role: Mapping[str, Any] | None = None,
-        persona: str | None = None,
-        directives: str | Sequence[str] | None = None,
-        instructions: str | None = None,
-        tools: Sequence[Any] | None = None,
-        guards: Sequence[Mapping[str, Any]] | None = None,
-        limits: Limits | Mapping[str, Any] | None = None,
-        tool_choice: Any = None,
-        transcript_error_policy: str | None = None,
-        egress: Mapping[str, Any] | None = None,
-        context_sources: Sequence[str | Mapping[str, Any]] | None = None,
-        properties: Mapping[str, Any] | None = None,
-        profiles: Mapping[str, Any] | None = None,
-        blocks: Mapping[str, Any] | None = None,
-        router: Mapping[str, Any] | None = None,
-        store: bool | None = None,
-        user_id: str | None = None,
-        title: str | None = None,
-        ask_user: bool | None = None,
-        on_confirm: ConfirmHandler | None = None,
-    ) -> Session:
+    @_forwards_to(_async_client.Client.open_session)
+    def open_session(self, config: Mapping[str, Any] | None = None, /, **options: Any) -> Session:
         """``session/create``; the same keywords as :meth:`agentrpc.Client.open_session`."""
-        inner = self._call(_awaited(self.async_client.open_session(
-            config, model=model, role=role, persona=persona, directives=directives,
-            instructions=instructions, tools=tools, guards=guards, limits=limits,
-            tool_choice=tool_choice, transcript_error_policy=transcript_error_policy, egress=egress,
-            context_sources=context_sources, properties=properties, profiles=profiles, blocks=blocks,
-            router=router, store=store, user_id=user_id, title=title, ask_user=ask_user,
-            on_confirm=_threaded(on_confirm) if on_confirm is not None else None,
-        )))
+        on_confirm = options.get("on_confirm")
+        if on_confirm is not None:
+            options["on_confirm"] = _threaded(on_confirm)
+        inner = self._call(_awaited(self.async_client.open_session(config, **options)))
         return self._wrap(inner)
 
     #: Same as :meth:`open_session`.
