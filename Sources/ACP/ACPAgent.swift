@@ -64,6 +64,24 @@ final class ACPAgent: Sendable {
         }
     }
 
+    /// A signal (TERM, INT, HUP) ends the process at once: sessions are durable
+    /// record by record, but a local model server would outlive it, so it is
+    /// stopped first.
+    func installSignalHandlers() -> [any DispatchSourceSignal] {
+        [SIGTERM, SIGINT, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                logger.info("received signal \(number); stopping")
+                state.withLock { $0.localModel }?.stop()
+                logger.flush()
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+    }
+
     /// The end: running prompts are cancelled (their turns roll back), the
     /// engine's journals made durable, the local model stopped.
     func finish() async {

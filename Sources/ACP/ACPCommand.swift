@@ -118,6 +118,7 @@ public enum ACPCommand {
             complain("\(error)")
             return 2
         }
+        let signals = agent.installSignalHandlers()
         editor.start()
         await agent.run()
         logger.info("the editor closed its input; shutting down")
@@ -125,6 +126,7 @@ public enum ACPCommand {
         editor.flush(timeoutSeconds: options.server.flushTimeoutSeconds)
         recorder?.serverExiting(code: 0)
         logger.flush()
+        withExtendedLifetime(signals) {}
         return 0
     }
 

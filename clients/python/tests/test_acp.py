@@ -665,7 +665,9 @@ def local_model_ready() -> bool:
 
 
 @pytest.mark.skipif(not local_model_ready(), reason="the local model environment is not installed (scripts/local-model install)")
-async def test_without_configuration_the_installed_local_model_answers_and_stops_with_the_agent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", ["close", "signal"])
+async def test_without_configuration_the_installed_local_model_answers_and_stops_with_the_agent(tmp_path: Path, end: str) -> None:
+    import signal
     import subprocess
 
     assert REAL_BINARY is not None
@@ -681,7 +683,10 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
         agent_pid = process.pid
         children = subprocess.run(["pgrep", "-P", str(agent_pid)], capture_output=True, text=True).stdout.split()
         assert children, "the model server runs as the agent's child"
-    # The agent stops its model server when the editor closes the pipe.
+        if end == "signal":
+            process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(process.wait(), WAIT) == 128 + signal.SIGTERM
+    # The agent stops its model server when the editor closes the pipe, or a signal ends it.
     for pid in children:
         async with asyncio.timeout(WAIT):
             while os.path.exists(f"/proc/{pid}") and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
