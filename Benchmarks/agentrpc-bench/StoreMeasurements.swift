@@ -8,12 +8,17 @@ import Glibc
 struct StoreListFigures {
     var sessions: Int
     var pageSize: Int
-    /// The first `session/list` of a fresh server: no summary is cached yet.
-    var firstPageNanos: UInt64
-    /// The same page again (summaries cached beside the journals).
-    var warmPageNanos: UInt64
-    /// The last page, reached through the cursors.
-    var lastPageNanos: UInt64
+    /// The first `session/list` of a fresh server on a store without an index:
+    /// it is rebuilt from every journal.
+    var rebuildNanos: UInt64
+    /// The first `session/list` of another fresh server, the index present: it
+    /// is read and every journal `stat`ed against it.
+    var coldNanos: UInt64
+    /// Then the first page, the 50th page (through the cursors) and the last
+    /// page, each asked `repeats` times: medians.
+    var firstPage: Samples
+    var fiftiethPage: Samples
+    var lastPage: Samples
 }
 
 struct ResumeFigures {
@@ -36,9 +41,10 @@ struct ResumeFigures {
 /// documented format (docs/protocol.md, "Durable sessions"), so that making
 /// 10,000 sessions does not take 10,000 fsyncs.
 extension Measurements {
-    /// `sessions` stored sessions of one turn each, then `session/list` (default
-    /// page) timed in a fresh server.
-    func storeList(sessions: Int, pageSize: Int = 100) throws -> StoreListFigures {
+    /// `sessions` stored sessions of one turn each, then `session/list` (pages
+    /// of `pageSize`) timed in fresh servers: the first without an index, the
+    /// second with it; then the first, 50th and last pages `repeats` times.
+    func storeList(sessions: Int, pageSize: Int = 100, repeats: Int = 21) throws -> StoreListFigures {
         let store = scratch + "/list-store"
         try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let base = Int(Date().timeIntervalSince1970 * 1000) - sessions * 1000
@@ -51,27 +57,45 @@ extension Measurements {
             lines += Self.turnLines(turn: 1, sessionID: id, firstEntry: 1, at: at, prompt: "Conversation number \(i): what is on the list today?")
             try Self.write(lines, to: store + "/\(id).jsonl")
         }
-        let server = try start(store: store)
-        defer { server.finish() }
         let ids = IDs()
-        func list(_ params: JSONValue) throws -> (UInt64, JSONValue) {
+        func list(_ server: ServerProcess, _ params: JSONValue) throws -> (UInt64, JSONValue) {
             let id = ids.take()
             let t0 = nowNanos()
             try server.sendRequest(id: id, method: "session/list", params: params)
             let result = try server.awaitResult(id: id)
             return (nowNanos() - t0, result)
         }
-        let (first, firstResult) = try list(["limit": .int(pageSize)])
-        guard firstResult["data"]?.arrayValue?.count == min(pageSize, sessions) else { throw BenchError("session/list answered a short page: \(firstResult)") }
-        let (warm, _) = try list(["limit": .int(pageSize)])
+        let rebuild: UInt64
+        do {
+            let server = try start(store: store)
+            defer { server.finish() }
+            let (t, result) = try list(server, ["limit": .int(pageSize)])
+            guard result["data"]?.arrayValue?.count == min(pageSize, sessions) else { throw BenchError("session/list answered a short page: \(result)") }
+            rebuild = t
+        }
+        let server = try start(store: store)
+        defer { server.finish() }
+        let (cold, firstResult) = try list(server, ["limit": .int(pageSize)])
+        // The cursors of every page, walked once.
+        var cursors: [JSONValue] = []
         var cursor = firstResult["nextCursor"]
-        var last: UInt64 = 0
         while let c = cursor, c != .null {
-            let (t, r) = try list(["limit": .int(pageSize), "cursor": c])
-            last = t
+            cursors.append(c)
+            let (_, r) = try list(server, ["limit": .int(pageSize), "cursor": c])
             cursor = r["nextCursor"]
         }
-        return StoreListFigures(sessions: sessions, pageSize: pageSize, firstPageNanos: first, warmPageNanos: warm, lastPageNanos: last)
+        guard cursors.count >= 49 else { throw BenchError("fewer than 50 pages: \(cursors.count + 1)") }
+        var first: [UInt64] = []
+        var fiftieth: [UInt64] = []
+        var last: [UInt64] = []
+        for _ in 0..<repeats {
+            first.append(try list(server, ["limit": .int(pageSize)]).0)
+            fiftieth.append(try list(server, ["limit": .int(pageSize), "cursor": cursors[48]]).0)
+            if let c = cursors.last { last.append(try list(server, ["limit": .int(pageSize), "cursor": c]).0) }
+        }
+        return StoreListFigures(
+            sessions: sessions, pageSize: pageSize, rebuildNanos: rebuild, coldNanos: cold, firstPage: Samples(first),
+            fiftiethPage: Samples(fiftieth), lastPage: Samples(last))
     }
 
     /// One stored session of `entries` entries (prompt/response pairs), then
