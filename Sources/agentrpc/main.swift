@@ -16,6 +16,8 @@ let usage = """
       agentrpc schema --out DIR      Write the JSON Schema of every method, notification and error.
       agentrpc replay FILE|DIR...    Replay recorded transcripts against this binary.
       agentrpc chat [options]        Talk with a model in the terminal (an offline demo without one).
+      agentrpc sessions SUBCOMMAND   Stored sessions: list, show, delete, prune, export, import
+                                     (agentrpc sessions --help).
       agentrpc acp [options]         Serve an editor over the Agent Client Protocol (docs/acp.md).
       agentrpc --version | --help
 
@@ -189,6 +191,11 @@ case "chat":
 case "acp":
     let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
     exit(await ACPCommand.runCommandLine(arguments: Array(argv), executable: executable))
+
+case "sessions":
+    exit(SessionsCommand.runCommandLine(
+        arguments: Array(argv), output: { print($0) },
+        errors: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }))
 
 default:
     fail("unknown command '\(command)'")

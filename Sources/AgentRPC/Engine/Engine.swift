@@ -53,6 +53,11 @@ final class Engine: Sendable {
             if !directory.hasPrefix("/") { directory = FileManager.default.currentDirectoryPath + "/" + directory }
             self.store = JournalStore(directory: directory, logger: logger)
         }
+        defer {
+            if let store = store as? JournalStore, let retention = catalog.store {
+                retention.start(on: store, logger: logger) { [weak self] id in self?.sessions.withLock { $0[id] } != nil }
+            }
+        }
         if let path = options.traceFilePath {
             do {
                 tracer.addExporter(try OTLPFileExporter(path: path))

@@ -10,11 +10,14 @@ struct ModelCatalog: Sendable {
     var environment: [String: String]
     /// The file's `acp` section, read by `agentrpc acp` (docs/acp.md); the engine ignores it.
     var acp: JSONValue? = nil
+    /// The file's `store` section: retention of stored sessions.
+    var store: StoreRetention? = nil
 
     struct File: Codable, Sendable {
         var models: [String: ModelConfig]?
         var defaultModel: String?
         var acp: JSONValue?
+        var store: StoreRetention?
     }
 
     static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
@@ -50,7 +53,11 @@ struct ModelCatalog: Sendable {
             if let d = file.defaultModel, file.models?[d] == nil {
                 throw RPCError.invalidConfiguration("\(path): defaultModel '\(d)' is not among the models", field: "defaultModel")
             }
-            return withEnvironmentDefaults(ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp))
+            if let problem = file.store?.problem {
+                throw RPCError.invalidConfiguration("\(path): \(problem.field): \(problem.message)", field: problem.field)
+            }
+            return withEnvironmentDefaults(ModelCatalog(
+                models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp, store: file.store))
         }
         return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))
     }

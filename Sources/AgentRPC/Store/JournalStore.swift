@@ -211,6 +211,96 @@ final class JournalStore: SessionStore {
         return true
     }
 
+    // MARK: For people and retention
+
+    /// Drops this process's owner file (a command that is done with the store).
+    func releaseOwner() {
+        ownerState.withLock { $0 = nil }
+    }
+
+    /// What a prune removed, and what it left because another process has it loaded.
+    struct PruneReport: Sendable {
+        var removed: [String] = []
+        var skipped: [(id: String, pid: Int32?)] = []
+    }
+
+    /// Removes the stored sessions last updated before `olderThan`, and those
+    /// past the `keepNewest` most recently updated; never one `excluded` (loaded
+    /// here) or loaded by another process (`skipped`). `dryRun` only reports.
+    func prune(olderThan: Date?, keepNewest: Int?, dryRun: Bool, excluded: (String) -> Bool) -> PruneReport {
+        var report = PruneReport()
+        guard olderThan != nil || keepNewest != nil else { return report }
+        for (rank, entry) in index.all().enumerated() {
+            let s = entry.summary
+            let tooOld = olderThan.map { s.updatedAt < $0 } ?? false
+            let tooMany = keepNewest.map { rank >= $0 } ?? false
+            guard tooOld || tooMany else { continue }
+            if excluded(s.sessionID) {
+                report.skipped.append((s.sessionID, getpid()))
+                continue
+            }
+            if dryRun {
+                let (locked, pid) = SessionLock.probe(path: path(s.sessionID, ".lock"), directory: directory, owner: ownerIfAny)
+                if locked { report.skipped.append((s.sessionID, pid)) } else { report.removed.append(s.sessionID) }
+                continue
+            }
+            do {
+                if try delete(s.sessionID) { report.removed.append(s.sessionID) }
+            } catch let error as RPCError where error.kind == .sessionLocked {
+                report.skipped.append((s.sessionID, error.data["pid"]?.intValue.flatMap { Int32(exactly: $0) }))
+            } catch {
+                logger.warning("session \(s.sessionID): not pruned: \(error)")
+            }
+        }
+        return report
+    }
+
+    /// A session as one self-contained JSONL: its first line and one snapshot
+    /// of its state (read, not locked: a loaded session exports as last synced).
+    func exportSession(_ id: String) throws -> [UInt8] {
+        let contents = try read(id)
+        return JournalCodec.headerLine(contents.header) + (try JournalCodec.snapshotLine(contents.transcript, at: Date()))
+    }
+
+    /// Loads an exported session (or any journal) into this store under its own
+    /// id. It must load whole, and its id must not be stored here yet.
+    func importSession(from file: String) throws -> String {
+        let bytes: [UInt8]
+        do { bytes = try Self.readAllWithStat(file).bytes } catch {
+            throw RPCError(.invalidParams, "cannot read \(file)")
+        }
+        let contents = try JournalCodec.load(bytes)
+        if let warning = contents.warnings.first {
+            throw RPCError(.journalUnreadable, "\(file) does not load whole: \(warning.message)")
+        }
+        let id = contents.header.sessionID
+        try SessionIDRule.check(id)
+        try prepareDirectory()
+        let target = path(id, ".jsonl")
+        if FileManager.default.fileExists(atPath: target) {
+            throw RPCError(.invalidParams, "session '\(id)' is already in \(directory)")
+        }
+        let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
+        defer { lock.release() }
+        let normalized = JournalCodec.headerLine(contents.header) + (try JournalCodec.snapshotLine(contents.transcript, at: Date()))
+        let temp = path(id, ".jsonl.tmp-\(getpid())")
+        let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.posix("cannot write \(temp)") }
+        let written = normalized.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        posixClose(fd)
+        defer { unlink(temp) }
+        guard written == normalized.count, synced else { throw StoreError.posix("cannot write \(temp)") }
+        // `link` never replaces: a session stored meanwhile under the same id wins.
+        guard link(temp, target) == 0 else {
+            if errno == EEXIST { throw RPCError(.invalidParams, "session '\(id)' is already in \(directory)") }
+            throw StoreError.posix("cannot store \(target)")
+        }
+        try fsyncDirectory()
+        if let entry = Self.indexedSummary(directory: directory, id: id, logger: logger) { index.update(entry) }
+        return id
+    }
+
     // MARK: Summaries
 
     static func summary(of header: JournalHeader, config: SessionConfig, transcript: Transcript) -> StoredSessionSummary {
