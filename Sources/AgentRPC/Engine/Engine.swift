@@ -54,8 +54,8 @@ final class Engine: Sendable {
             self.store = JournalStore(directory: directory, logger: logger)
         }
         defer {
-            if let store = store as? JournalStore, let retention = catalog.store {
-                retention.start(on: store, logger: logger) { [weak self] id in self?.sessions.withLock { $0[id] } != nil }
+            if let store = store as? JournalStore {
+                StoreRetention.startAtLaunch(catalog.store, on: store, logger: logger) { [weak self] id in self?.sessions.withLock { $0[id] } != nil }
             }
         }
         if let path = options.traceFilePath {

@@ -118,13 +118,16 @@ final class SessionIndex: Sendable {
         var file: (dev: UInt64, ino: UInt64)?
         /// Lines in the file: compaction when far more than entries.
         var lines = 0
-        var appendFD: Int32?
     }
 
     private let directory: String
     private let path: String
     private let logger: Logger
     private let state = Mutex(State())
+    /// The descriptor appends go through. Apart from `state`, so a session's
+    /// sync never waits for a long refresh (what it appends is read back by the
+    /// next one). Taken after `state` when both are needed.
+    private let appender = Mutex<Int32?>(nil)
     /// Reads one journal's summary (the store's; a journal that does not load is nil).
     private let readJournal: @Sendable (String) -> IndexedSession?
 
@@ -136,8 +139,8 @@ final class SessionIndex: Sendable {
     }
 
     deinit {
-        state.withLock { s in
-            if let fd = s.appendFD { close(fd) }
+        appender.withLock { fd in
+            if let open = fd { close(open) }
         }
     }
 
@@ -155,6 +158,7 @@ final class SessionIndex: Sendable {
         let exists = stat(path, &info) == 0
         if s.ready, exists, let file = s.file, file.dev == UInt64(info.st_dev), file.ino == UInt64(info.st_ino), Int(info.st_size) >= s.offset {
             if Int(info.st_size) > s.offset { readTail(&s) }
+            if s.lines > 2 * s.entries.count + 1000 { rewriteLocked(&s) }
             return
         }
         let started = DispatchTime.now().uptimeNanoseconds
@@ -329,25 +333,25 @@ final class SessionIndex: Sendable {
 
     // MARK: Writing
 
-    /// Records a session's new summary (when this process already read the index;
-    /// otherwise only the file is appended to).
+    /// Records a session's new summary: a line appended to the file, which
+    /// this process's next refresh reads back like another's.
     func update(_ entry: IndexedSession) {
-        state.withLock { s in updateLocked(entry, &s) }
+        append(Self.encode(entry))
     }
 
     /// Records that a session is gone.
     func remove(_ id: String) {
-        state.withLock { s in forgetLocked(id, &s) }
+        append(["id": .string(id), "deleted": true])
     }
 
     private func updateLocked(_ entry: IndexedSession, _ s: inout State) {
         if s.ready { putLocked(entry, &s) }
-        append(Self.encode(entry), &s)
+        append(Self.encode(entry))
     }
 
     private func forgetLocked(_ id: String, _ s: inout State) {
         if s.ready { removeLocked(id, &s) }
-        append(["id": .string(id), "deleted": true], &s)
+        append(["id": .string(id), "deleted": true])
     }
 
     private func putLocked(_ entry: IndexedSession, _ s: inout State) {
@@ -386,36 +390,35 @@ final class SessionIndex: Sendable {
     /// Appends one line under a shared `flock`, to the file now at the path.
     /// The index is a cache: a line that cannot be written is logged and the
     /// journal check catches up later.
-    private func append(_ value: JSONValue, _ s: inout State) {
+    private func append(_ value: JSONValue) {
         var bytes = value.serialized()
         bytes.append(0x0A)
-        for _ in 0..<2 {
-            guard let fd = appendDescriptor(&s) else { return }
-            guard flock(fd, LOCK_SH) == 0 else { return }
-            var held = stat()
-            var current = stat()
-            if fstat(fd, &held) != 0 || stat(path, &current) != 0 || held.st_ino != current.st_ino || held.st_dev != current.st_dev {
-                // Replaced (compacted elsewhere, or deleted): append to the file there now.
+        appender.withLock { current in
+            for _ in 0..<2 {
+                guard let fd = appendDescriptor(&current) else { return }
+                guard flock(fd, LOCK_SH) == 0 else { return }
+                var held = stat()
+                var now = stat()
+                if fstat(fd, &held) != 0 || stat(path, &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev {
+                    // Replaced (compacted elsewhere, or deleted): append to the file there now.
+                    _ = flock(fd, LOCK_UN)
+                    close(fd)
+                    current = nil
+                    continue
+                }
+                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 _ = flock(fd, LOCK_UN)
-                close(fd)
-                s.appendFD = nil
-                continue
+                if n != bytes.count {
+                    if n > 0 { _ = ftruncate(fd, off_t(Int(held.st_size))) }
+                    logger.debug("session index: a line was not written (errno \(errno))")
+                }
+                return
             }
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            _ = flock(fd, LOCK_UN)
-            if n != bytes.count {
-                if n > 0 { _ = ftruncate(fd, off_t(Int(held.st_size))) }
-                logger.debug("session index: a line was not written (errno \(errno))")
-            } else {
-                s.lines += 1
-                if s.ready, s.lines > 2 * s.entries.count + 1000 { rewriteLocked(&s) }
-            }
-            return
         }
     }
 
-    private func appendDescriptor(_ s: inout State) -> Int32? {
-        if let fd = s.appendFD { return fd }
+    private func appendDescriptor(_ current: inout Int32?) -> Int32? {
+        if let fd = current { return fd }
         var fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
         if fd < 0 && errno == ENOENT {
             // A new file: say it does not list everything, so a reader checks the journals.
@@ -430,7 +433,7 @@ final class SessionIndex: Sendable {
             }
         }
         guard fd >= 0 else { return nil }
-        s.appendFD = fd
+        current = fd
         return fd
     }
 
@@ -475,9 +478,9 @@ final class SessionIndex: Sendable {
             s.offset = bytes.count
         }
         s.lines = s.entries.count + 1
-        if let fd = s.appendFD {
-            close(fd)
-            s.appendFD = nil
+        appender.withLock { fd in
+            if let open = fd { close(open) }
+            fd = nil
         }
     }
 

@@ -18,13 +18,18 @@ struct StoreRetention: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// Prunes `store` on a background thread; `isLoaded` says whether this
+    /// At server start, on a background thread: reads the store's index (so
+    /// the first `session/list` does not wait for the journals to be checked),
+    /// then prunes by `retention` if there is one. `isLoaded` says whether this
     /// process has a session loaded. Logs what it removed and skipped.
-    func start(on store: JournalStore, logger: Logger, isLoaded: @escaping @Sendable (String) -> Bool) {
-        guard maxAgeDays != nil || maxSessions != nil else { return }
-        let retention = self
+    static func startAtLaunch(_ retention: StoreRetention?, on store: JournalStore, logger: Logger, isLoaded: @escaping @Sendable (String) -> Bool) {
+        // A store directory that does not exist yet has nothing to read or prune.
+        guard FileManager.default.fileExists(atPath: store.directory) else { return }
         DispatchQueue.global(qos: .utility).async {
-            retention.run(on: store, logger: logger, isLoaded: isLoaded)
+            store.index.refresh()
+            if let retention, retention.maxAgeDays != nil || retention.maxSessions != nil {
+                retention.run(on: store, logger: logger, isLoaded: isLoaded)
+            }
         }
     }
 
