@@ -111,7 +111,8 @@ struct Arguments {
 }
 
 var argv = CommandLine.arguments.dropFirst()
-if argv.contains("--help") || argv.contains("-h") {
+// `agentrpc sessions --help` is the subcommand's own.
+if (argv.contains("--help") || argv.contains("-h")) && argv.first != "sessions" {
     print(usage)
     exit(0)
 }

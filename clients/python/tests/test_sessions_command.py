@@ -103,6 +103,8 @@ async def test_delete_and_prune_need_an_id_or_an_age_and_skip_a_loaded_session(t
     store = tmp_path / "store"
     ids = await make_sessions(store)
     assert sessions(store, "delete").returncode == 2
+    helped = sessions(store, "--help")
+    assert helped.returncode == 0 and "agentrpc sessions prune --older-than AGE" in helped.stdout
     refused = sessions(store, "prune")
     assert refused.returncode == 2 and "--older-than" in refused.stderr
     assert sessions(store, "prune", "--older-than", "soon").returncode == 2
