@@ -112,3 +112,45 @@ extension Int {
         return overflow ? (other > 0 ? .max : .min) : sum
     }
 }
+
+/// The bounds of the MCP client (docs/protocol.md, "MCP tool servers"): everything
+/// a server sends or takes is bounded here, so a hostile or broken one costs a
+/// known amount of memory and time.
+public enum MCPBounds {
+    /// How long a turn waits for a server that is still starting, unless the server says otherwise.
+    public static let defaultStartupTimeoutSeconds: Double = 30
+    /// The range `startupTimeoutSeconds` accepts.
+    public static let startupTimeoutSeconds = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 600, unit: "seconds")
+    /// The longest wait for an answer to `initialize`, `tools/list` or `ping`.
+    public static let requestTimeoutSeconds: Double = 30
+    /// The most MCP servers one session may name.
+    public static let maxServersPerSession = 32
+    /// The longest server name (the model's tool names are cut to 64 characters).
+    public static let maxServerNameLength = 32
+    /// The most `tools/list` pages read per listing (an endless cursor chain stops here).
+    public static let maxToolPages = 50
+    /// The most tools taken from one server; the rest are left out with a note.
+    public static let maxToolsPerServer = 512
+    /// The largest message a server may send; a larger one is skipped whole and the
+    /// call it answered ends with a note to the model.
+    public static let maxMessageBytes = 16 * 1024 * 1024
+    /// Tool output longer than this (UTF-8 bytes) is cut, with a note to the model.
+    public static let maxToolOutputBytes = 1024 * 1024
+    /// How often a crashed server is started again before it is marked failed.
+    public static let maxRestarts = 3
+    /// The first restart backoff; it doubles per restart.
+    public static let restartBackoffSeconds: Double = 0.5
+    /// The stderr lines kept per server (for `mcpServerStatus` and `session/getState`).
+    public static let stderrLinesKept = 20
+    /// The longest stderr line kept (longer lines are cut).
+    public static let stderrLineBytes = 2048
+    /// The recent protocol problems kept per server.
+    public static let problemsKept = 10
+    /// The shortest gap between two re-listings a `list_changed` storm causes.
+    public static let relistIntervalSeconds: Double = 0.25
+    /// Stopping a stdio server: after stdin closes, how long it may take to exit
+    /// before SIGTERM, and after SIGTERM before SIGKILL.
+    public static let stopGraceSeconds: Double = 2
+    /// The longest SSE stream read for one HTTP request.
+    public static let maxResponseBytes = 16 * 1024 * 1024
+}

@@ -42,6 +42,8 @@ actor AgentSession {
     var approvalRules = ApprovalRuleSet()
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
+    /// The session's MCP servers (nil: it names none); see `startMCPServers()`.
+    var mcp: MCPServerSet?
 
     /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
     init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = Date()) {

@@ -110,9 +110,13 @@ final class Engine: Sendable {
         if let failure { throw failure }
     }
 
-    /// At exit: sync and release every journal (their locks would die with the process anyway).
+    /// At exit: sync and release every journal (their locks would die with the process anyway),
+    /// and stop every MCP server.
     func closeAll() async {
         let all = sessions.withLock { Array($0.values) }
+        await withTaskGroup(of: Void.self) { group in
+            for s in all { group.addTask { await s.stopMCPServers() } }
+        }
         for s in all {
             do { try await s.closeJournal() } catch { logger.warning("session \(s.id): \(error)") }
         }
@@ -175,7 +179,10 @@ final class Engine: Sendable {
             .now(try await session(params.sessionId).confirm(params))
         }
         table.on(SessionGetStateRequest.self) { [self] params, _ in
-            .now(try await session(params.sessionId).state())
+            let s = try session(params.sessionId)
+            var state = await s.state()
+            state.mcpServers = await s.mcp?.states()
+            return .now(state)
         }
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).transcriptForClient())
@@ -224,6 +231,7 @@ final class Engine: Sendable {
         let store = self.store
         return .later {
             await s.abortRunningTurn(reason: .closed)
+            await s.stopMCPServers()
             if deleting {
                 try? await s.closeJournal(deleting: true)
                 _ = try store?.delete(id)
@@ -260,6 +268,7 @@ final class Engine: Sendable {
         }
         // Another resume of the same id may have won meanwhile; it holds the lock, so this one cannot have.
         sessions.withLock { $0[id] = session }
+        await session.startMCPServers()
         let handle = await session.handle()
         let warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
         let result = SessionResumeResult(
@@ -312,6 +321,7 @@ final class Engine: Sendable {
         }
         // Resolving once now reports unknown tool names, blocks and cases at create time.
         _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
+        _ = try MCPServerSet.specs(config: config, catalog: catalog)
         return try await start(config: config, initial: nil, forkedFrom: nil)
     }
 
@@ -333,6 +343,7 @@ final class Engine: Sendable {
         }
         let session = AgentSession(id: id, config: config, context: context, transcript: transcript, createdAt: createdAt)
         sessions.withLock { $0[id] = session }
+        await session.startMCPServers()
         return await session.handle()
     }
 

@@ -12,12 +12,16 @@ struct ModelCatalog: Sendable {
     var acp: JSONValue? = nil
     /// The file's `store` section: retention of stored sessions.
     var store: StoreRetention? = nil
+    /// Named MCP servers (`"mcpServers": {"name": {...}}`) sessions and profiles refer to.
+    var mcpServers: [String: MCPServerSpec] = [:]
 
     struct File: Codable, Sendable {
         var models: [String: ModelConfig]?
         var defaultModel: String?
         var acp: JSONValue?
         var store: StoreRetention?
+        /// Each value is an `MCPServerSpec` whose `name` defaults to its key.
+        var mcpServers: [String: JSONValue]?
     }
 
     static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
@@ -56,8 +60,25 @@ struct ModelCatalog: Sendable {
             if let problem = file.store?.problem {
                 throw RPCError.invalidConfiguration("\(path): \(problem.field): \(problem.message)", field: problem.field)
             }
-            return withEnvironmentDefaults(ModelCatalog(
-                models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp, store: file.store))
+            var servers: [String: MCPServerSpec] = [:]
+            for (name, raw) in (file.mcpServers ?? [:]).sorted(by: { $0.key < $1.key }) {
+                var object = raw.objectValue ?? [:]
+                if object["name"] == nil { object["name"] = .string(name) }
+                do {
+                    let spec = try JSONValue.object(object).decode(as: MCPServerSpec.self, rejectUnknownKeys: true)
+                    let problems = (spec.name == name ? [] : [ConfigProblem(path: ".name", message: "must be '\(name)', the key it is under")])
+                        + spec.problems(at: "")
+                    if let problem = problems.first {
+                        throw RPCError.invalidConfiguration("\(path): mcpServers.\(name)\(problem.path): \(problem.message)", field: "mcpServers.\(name)\(problem.path)")
+                    }
+                    servers[name] = spec
+                } catch let failure as JSONDecodingFailure {
+                    throw RPCError.invalidConfiguration("\(path): mcpServers.\(name): \(failure)", field: "mcpServers.\(name)")
+                }
+            }
+            var catalog = ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp, store: file.store)
+            catalog.mcpServers = servers
+            return withEnvironmentDefaults(catalog)
         }
         return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))
     }

@@ -25,6 +25,10 @@ extension AgentSession {
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
     func enterProfile(turn: inout TurnState) async throws -> ResolvedProfile {
+        try await withMCPTools(enterResolvedProfile(turn: &turn))
+    }
+
+    private func enterResolvedProfile(turn: inout TurnState) async throws -> ResolvedProfile {
         var profile = try resolveProfile()
         for _ in 0..<2 {
             let previous = activeProfile

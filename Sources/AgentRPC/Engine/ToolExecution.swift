@@ -28,7 +28,7 @@ extension AgentSession {
     private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws -> ToolOutcome? {
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
-        emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments))
+        emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: mcpSource(of: call.name)))
 
         // Unknown tools and bad arguments never reach the client.
         guard let resolved = profile.tool(named: call.name) else {
@@ -136,6 +136,10 @@ extension AgentSession {
         let record = ToolCallRecord(callId: call.id, name: call.name, arguments: runArguments)
         runner?.activeToolCalls.append(record)
         defer { runner?.activeToolCalls.removeAll { $0.callId == call.id } }
+        // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
+        if let (outcome, content) = try await runMCPTool(named: call.name, arguments: runArguments, timeout: turn.limits.toolTimeoutSeconds, control: control) {
+            return try await output(outcome, content, turn: &turn)
+        }
         let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: revision)
         let answer: JSONValue
         do {
@@ -182,7 +186,7 @@ extension AgentSession {
 
     private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, turn: TurnState) throws {
         try append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
-        emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content))
+        emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: mcpSource(of: call.name)))
     }
 
     enum GuardDecision {

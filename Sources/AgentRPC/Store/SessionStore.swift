@@ -103,6 +103,17 @@ extension SessionConfig {
                     dropped += headers.keys.sorted().map { "\(path).headers.\($0)" }
                     o.removeValue(forKey: "headers")
                 }
+                // An MCP server: literal env and header values may be credentials; `${NAME}` references are not.
+                if path.hasPrefix("mcpServers["), o["command"] != nil || o["url"] != nil {
+                    for key in ["env", "headers"] {
+                        guard var values = o[key]?.objectValue else { continue }
+                        for (name, value) in values where !MCPSecrets.isReference(value.stringValue ?? "") {
+                            dropped.append("\(path).\(key).\(name)")
+                            values.removeValue(forKey: name)
+                        }
+                        o[key] = .object(values)
+                    }
+                }
                 for (k, v) in o { o[k] = strip(v, path.isEmpty ? k : "\(path).\(k)") }
                 return .object(o)
             case .array(let items):

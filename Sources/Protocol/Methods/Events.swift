@@ -147,6 +147,7 @@ extension SessionEvent {
         TurnEnded.self,
         SteeringApplied.self,
         ApprovalRulesChanged.self,
+        MCPServerStatusChanged.self,
     ]
 
     /// A turn began.
@@ -206,10 +207,13 @@ extension SessionEvent {
         public var callId: String
         public var name: String
         public var arguments: JSONValue
-        public init(callId: String, name: String, arguments: JSONValue) {
+        /// Which executor runs the call: absent for the client's `tool/call`, `{mcp: server}` for an MCP tool.
+        public var source: ToolSource?
+        public init(callId: String, name: String, arguments: JSONValue, source: ToolSource? = nil) {
             self.callId = callId
             self.name = name
             self.arguments = arguments
+            self.source = source
         }
     }
 
@@ -248,11 +252,14 @@ extension SessionEvent {
         public var name: String
         public var outcome: ToolOutcome
         public var content: JSONValue
-        public init(callId: String, name: String, outcome: ToolOutcome, content: JSONValue) {
+        /// As on `toolCallStarted`.
+        public var source: ToolSource?
+        public init(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil) {
             self.callId = callId
             self.name = name
             self.outcome = outcome
             self.content = content
+            self.source = source
         }
     }
 
@@ -358,6 +365,26 @@ extension SessionEvent {
         public var rules: [ApprovalRule]
         public init(rules: [ApprovalRule]) { self.rules = rules }
     }
+
+    /// An MCP server is starting, ready (with the names the model sees), failed or restarting.
+    public struct MCPServerStatusChanged: SessionEventPayload {
+        public static let type = "mcpServerStatus"
+        public var server: String
+        public var status: MCPServerStatus
+        /// Why it failed or is restarting.
+        public var reason: String?
+        /// Its last stderr lines, when it failed or is restarting.
+        public var stderr: [String]?
+        /// With `ready`: its tools as the model sees them.
+        public var tools: [String]?
+        public init(server: String, status: MCPServerStatus, reason: String? = nil, stderr: [String]? = nil, tools: [String]? = nil) {
+            self.server = server
+            self.status = status
+            self.reason = reason
+            self.stderr = stderr
+            self.tools = tools
+        }
+    }
 }
 
 /// `usage`: the provider's token counts for a round trip or a side request, inline.
@@ -382,8 +409,8 @@ extension SessionEvent {
     }
     public static func textDelta(_ delta: String) -> SessionEvent { SessionEvent(TextDelta(delta: delta)) }
     public static func reasoningDelta(_ delta: String) -> SessionEvent { SessionEvent(ReasoningDelta(delta: delta)) }
-    public static func toolCallStarted(callId: String, name: String, arguments: JSONValue) -> SessionEvent {
-        SessionEvent(ToolCallStarted(callId: callId, name: name, arguments: arguments))
+    public static func toolCallStarted(callId: String, name: String, arguments: JSONValue, source: ToolSource? = nil) -> SessionEvent {
+        SessionEvent(ToolCallStarted(callId: callId, name: name, arguments: arguments, source: source))
     }
     public static func confirmationRequested(callId: String, name: String, arguments: JSONValue, reason: String?) -> SessionEvent {
         SessionEvent(ConfirmationRequested(callId: callId, name: name, arguments: arguments, reason: reason))
@@ -391,8 +418,8 @@ extension SessionEvent {
     public static func confirmationResolved(callId: String, decision: ConfirmationDecision, source: ConfirmationSource) -> SessionEvent {
         SessionEvent(ConfirmationResolved(callId: callId, decision: decision, source: source))
     }
-    public static func toolCallFinished(callId: String, name: String, outcome: ToolOutcome, content: JSONValue) -> SessionEvent {
-        SessionEvent(ToolCallFinished(callId: callId, name: name, outcome: outcome, content: content))
+    public static func toolCallFinished(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil) -> SessionEvent {
+        SessionEvent(ToolCallFinished(callId: callId, name: name, outcome: outcome, content: content, source: source))
     }
     public static func entryAppended(_ entry: TranscriptEntry) -> SessionEvent { SessionEvent(EntryAppended(entry: entry)) }
     public static func propertiesChanged(set: [String: JSONValue], removed: [String]) -> SessionEvent {

@@ -1060,6 +1060,8 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var queuedSends: Int?
     /// Standing approval rules; absent when none.
     public var approvalRules: [ApprovalRule]?
+    /// The session's MCP servers, their status and tools; absent when it names none.
+    public var mcpServers: [MCPServerState]?
 
     public init(
         sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
@@ -1067,8 +1069,10 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastUsageReport: Usage? = nil, lastSchemaWarnings: [SchemaWarning] = [],
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
-        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil
+        queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil,
+        mcpServers: [MCPServerState]? = nil
     ) {
+        self.mcpServers = mcpServers
         self.usageTotals = usageTotals
         self.queuedSends = queuedSends
         self.approvalRules = approvalRules

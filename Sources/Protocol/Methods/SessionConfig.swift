@@ -27,6 +27,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var title: String?
     /// Offers the built-in `ask_user` tool in every profile (docs/protocol.md §17).
     public var askUser: Bool?
+    /// MCP servers whose tools the session offers as `mcp__<server>__<tool>` (docs/protocol.md, "MCP tool servers").
+    public var mcpServers: [MCPServerEntry]?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,
@@ -34,8 +36,9 @@ public struct SessionConfig: Codable, Sendable, Hashable {
         transcriptErrorPolicy: TranscriptErrorPolicy? = nil, egress: Egress? = nil,
         contextSources: [ContextSource]? = nil, properties: [String: JSONValue]? = nil, profiles: Profiles? = nil,
         blocks: [String: Block]? = nil, router: Router? = nil, store: Bool? = nil, userId: String? = nil,
-        title: String? = nil, askUser: Bool? = nil
+        title: String? = nil, askUser: Bool? = nil, mcpServers: [MCPServerEntry]? = nil
     ) {
+        self.mcpServers = mcpServers
         self.askUser = askUser
         self.model = model
         self.role = role
@@ -531,12 +534,18 @@ public struct ProfileCase: Codable, Sendable, Hashable {
     public var hooks: Hooks?
     public var transcriptErrorPolicy: TranscriptErrorPolicy?
     public var egress: Egress?
+    /// The MCP servers whose tools this profile offers, by name (the session's, or
+    /// agentrpc.json's, which then start with the session); absent: the case's
+    /// defaults', else every server of the session.
+    public var mcpServers: [String]?
 
     public init(
         description: String? = nil, instructions: [InstructionItem]? = nil, tools: [ProfileTool]? = nil,
         model: ModelReference? = nil, options: ProfileOptions? = nil, history: [HistoryTransform]? = nil,
-        hooks: Hooks? = nil, transcriptErrorPolicy: TranscriptErrorPolicy? = nil, egress: Egress? = nil
+        hooks: Hooks? = nil, transcriptErrorPolicy: TranscriptErrorPolicy? = nil, egress: Egress? = nil,
+        mcpServers: [String]? = nil
     ) {
+        self.mcpServers = mcpServers
         self.description = description
         self.instructions = instructions
         self.tools = tools

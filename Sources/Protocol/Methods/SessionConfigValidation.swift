@@ -74,6 +74,7 @@ private struct ConfigChecker {
         checkProfiles()
         checkBlocks()
         checkRouter()
+        problems += config.mcpServerProblems()
     }
 
     mutating func checkLimits(_ limits: Limits?, at path: String) {

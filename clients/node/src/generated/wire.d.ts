@@ -256,6 +256,36 @@ export interface Limits {
   wallClockSeconds?: number;
 }
 
+export interface MCPServerSpec {
+  args?: string[];
+  command?: string;
+  cwd?: string;
+  env?: {
+    [key: string]: string;
+  };
+  headers?: {
+    [key: string]: string;
+  };
+  name: string;
+  startupTimeoutSeconds?: number;
+  type?: "stdio" | "http";
+  url?: string;
+}
+
+export interface MCPServerState {
+  name: string;
+  problems?: string[];
+  protocolVersion?: string;
+  reason?: string;
+  restarts: number;
+  status: MCPServerStatus;
+  stderr?: string[];
+  tools: string[];
+  transport: "stdio" | "http";
+}
+
+export type MCPServerStatus = "starting" | "ready" | "failed" | "restarting" | "stopped";
+
 export interface ModelConfig {
   apiKeyEnv?: string;
   baseURL?: string;
@@ -318,6 +348,7 @@ export interface ProfileCase {
     block: string;
     when?: Condition;
   })[];
+  mcpServers?: string[];
   model?: string | ModelConfig;
   options?: ProfileOptions;
   tools?: (string | {
@@ -477,6 +508,7 @@ export interface SessionConfig {
   guards?: Guard[];
   instructions?: string;
   limits?: Limits;
+  mcpServers?: (string | MCPServerSpec)[];
   model?: string | ModelConfig;
   profiles?: Profiles;
   properties?: {
@@ -601,6 +633,7 @@ export interface SessionState {
   lastContextDiagnostics: ContextDiagnostic[];
   lastSchemaWarnings: SchemaWarning[];
   lastUsageReport?: Usage;
+  mcpServers?: MCPServerState[];
   pendingConfirmation?: PendingConfirmation;
   properties: {
     [key: string]: unknown;
@@ -712,6 +745,10 @@ export interface ToolCallResult {
 }
 
 export type ToolOutcome = "ok" | "failed" | "denied" | "conflict";
+
+export interface ToolSource {
+  mcp?: string;
+}
 
 export interface ToolSpec {
   annotations?: ToolAnnotations;
@@ -826,6 +863,7 @@ export interface ToolCallStartedEvent {
   arguments: unknown;
   callId: string;
   name: string;
+  source?: ToolSource;
   type: "toolCallStarted";
 }
 
@@ -849,6 +887,7 @@ export interface ToolCallFinishedEvent {
   content: unknown;
   name: string;
   outcome: ToolOutcome;
+  source?: ToolSource;
   type: "toolCallFinished";
 }
 
@@ -921,8 +960,17 @@ export interface ApprovalRulesChangedEvent {
   type: "approvalRulesChanged";
 }
 
+export interface McpServerStatusEvent {
+  reason?: string;
+  server: string;
+  status: MCPServerStatus;
+  stderr?: string[];
+  tools?: string[];
+  type: "mcpServerStatus";
+}
+
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent;
 
 export interface RemoveOperation {
   ids: string[];

@@ -29,7 +29,7 @@ from .client import (
     NotificationStream,
     RequestHandler,
 )
-from .config import scripted
+from .config import MCPServer, scripted
 from .discovery import ENV_VAR, find_binary
 # Spelled out, not `import *`: type checkers only see names listed statically
 # (tests/test_typing.py checks these lists against the modules' __all__).
@@ -144,6 +144,7 @@ __all__ = [
     "DEFAULT_CAPABILITIES",
     "PROTOCOL_VERSION",
     "Client",
+    "MCPServer",
     "ConfirmHandler",
     "JSONObject",
     "Notification",

@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol, TypeAlias
 
 from ._version import __version__
 from .discovery import find_binary
-from .config import session_config
+from .config import MCPServer, session_config
 from .errors import (
     AgentRPCError,
     AgentRPCException,
@@ -1089,6 +1089,7 @@ class Client:
         user_id: str | None = None,
         title: str | None = None,
         ask_user: bool | None = None,
+        mcp_servers: Sequence[str | MCPServer] | None = None,
         on_confirm: ConfirmHandler | None = None,
     ) -> _SessionOpening:
         """``session/create``: a new session; ``await`` it for the :class:`Session`.
@@ -1102,7 +1103,9 @@ class Client:
         tool), ``transcript_error_policy``, ``egress``, ``context_sources``,
         ``properties``, ``profiles``, ``blocks``, ``router``, ``store``,
         ``user_id``, ``title``, ``ask_user`` (offer the model ``ask_user``; the
-        client needs an ``on_ask_user`` handler). ``config`` is a raw wire config (camelCase)
+        client needs an ``on_ask_user`` handler), ``mcp_servers`` (MCP servers
+        whose tools the session offers as ``mcp__<server>__<tool>``: names from
+        agentrpc.json or :class:`~agentrpc.MCPServer` dicts). ``config`` is a raw wire config (camelCase)
         that the keywords override. The session's ``tool/call`` requests
         are answered by the functions of its tools.
 
@@ -1117,6 +1120,7 @@ class Client:
             "egress": egress, "context_sources": context_sources, "properties": properties,
             "profiles": profiles, "blocks": blocks, "router": router, "store": store,
             "user_id": user_id, "title": title, "ask_user": ask_user,
+            "mcp_servers": list(mcp_servers) if mcp_servers is not None else None,
         })
 
         async def create() -> Session:

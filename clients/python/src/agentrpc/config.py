@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, Required, TypedDict
 
 from .tools import Tool, tool_spec
 from .types import LIMITS_WIRE_NAMES, Limits
@@ -136,6 +136,23 @@ def session_config(
     return params, tools
 
 
+class MCPServer(TypedDict, total=False):
+    """One MCP server of ``open_session(mcp_servers=...)`` (docs/protocol.md,
+    "MCP tool servers"): ``{name, command, args?, env?, cwd?}`` for a stdio
+    server; a plain ``str`` in the list names one configured in agentrpc.json.
+    ``env`` values may name agentrpc's environment variables as ``${NAME}``."""
+
+    name: Required[str]
+    type: Literal["stdio", "http"]
+    command: str
+    args: list[str]
+    env: dict[str, str]
+    cwd: str
+    url: str
+    headers: dict[str, str]
+    startupTimeoutSeconds: float
+
+
 _WIRE_NAMES = {
     "model": "model",
     "instructions": "instructions",
@@ -149,6 +166,7 @@ _WIRE_NAMES = {
     "user_id": "userId",
     "title": "title",
     "ask_user": "askUser",
+    "mcp_servers": "mcpServers",
 }
 
 _OPTION_NAMES = {

@@ -1,0 +1,296 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started for an MCP server, with pipes on its stdin, stdout
+/// and stderr. It leads its own process group, so stopping it reaches anything
+/// it started; on Linux it also gets SIGKILL when agentrpc dies (even by
+/// `kill -9`), so no server outlives us.
+final class ChildProcess: Sendable {
+    let pid: pid_t
+    /// Our ends: write to `stdin`, read `stdout` and `stderr`.
+    let stdinFD: Int32
+    let stdoutFD: Int32
+    let stderrFD: Int32
+    private let stdinOpen = Mutex(true)
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    fileprivate init(pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32) {
+        self.pid = pid
+        self.stdinFD = stdinFD
+        self.stdoutFD = stdoutFD
+        self.stderrFD = stderrFD
+    }
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts `command` (a path, or a name looked up on `PATH` of `environment`).
+    static func spawn(command: String, arguments: [String], environment: [String: String], directory: String?) async throws -> ChildProcess {
+        guard let path = resolve(command, path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
+            throw SpawnError(description: "cannot find '\(command)' (not a path to an executable, and not on PATH)")
+        }
+        if let directory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw SpawnError(description: "the working directory '\(directory)' does not exist")
+            }
+        }
+        let plan = SpawnPlan(path: path, arguments: [command] + arguments, environment: environment, directory: directory)
+        return try await ChildSpawner.shared.spawn(plan)
+    }
+
+    private static func resolve(_ command: String, path: String) -> String? {
+        if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
+        for dir in path.split(separator: ":") where !dir.isEmpty {
+            let candidate = "\(dir)/\(command)"
+            var info = stat()
+            if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { return candidate }
+        }
+        return nil
+    }
+
+    /// Writes all of `bytes` to the child's stdin; false when it is closed or gone.
+    func write(_ bytes: [UInt8]) -> Bool {
+        stdinOpen.withLock { open -> Bool in
+            guard open else { return false }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { raw in
+                    Glibc.write(stdinFD, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
+                }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    /// Closes the child's stdin: the polite way to ask a stdio server to exit.
+    func closeStdin() {
+        stdinOpen.withLock { open in
+            if open {
+                open = false
+                close(stdinFD)
+            }
+        }
+    }
+
+    /// The exit status once reaped (without waiting).
+    func reap() -> Int32? {
+        exitStatus.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            let r = waitpid(pid, &raw, WNOHANG)
+            if r == pid {
+                status = raw
+            } else if r < 0 && errno == ECHILD {
+                status = -1
+            }
+            return status
+        }
+    }
+
+    /// Waits up to `seconds` for the child to exit; true when it did.
+    func waitForExit(seconds: Double) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
+        while reap() == nil {
+            if ContinuousClock.now >= deadline { return false }
+            // Exit is not an event we can await portably; 20 ms steps within a bounded wait.
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return true
+    }
+
+    /// Sends `signal` to the child's process group (and the child itself).
+    func signal(_ number: Int32) {
+        guard reap() == nil else { return }
+        _ = kill(-pid, number)
+        _ = kill(pid, number)
+    }
+
+    /// Close stdin, wait; SIGTERM, wait; SIGKILL, reap. Bounded by twice `grace`
+    /// plus five seconds.
+    func stop(grace: Double) async {
+        closeStdin()
+        if await !waitForExit(seconds: grace) {
+            signal(SIGTERM)
+            if await !waitForExit(seconds: grace) {
+                signal(SIGKILL)
+                _ = await waitForExit(seconds: 5)
+            }
+        }
+    }
+
+    var exitDescription: String {
+        guard let raw = reap() else { return "still running" }
+        if raw == -1 { return "exited" }
+        let signalled = raw & 0x7f
+        if signalled == 0 { return "exited with status \((raw >> 8) & 0xff)" }
+        return "killed by signal \(signalled)"
+    }
+}
+
+/// What one fork needs, prepared before it as C strings, so the child runs only
+/// async-signal-safe calls between `fork` and `execve`.
+struct SpawnPlan: Sendable {
+    var path: String
+    var arguments: [String]
+    var environment: [String: String]
+    var directory: String?
+}
+
+/// Forks every MCP server from one thread that lives as long as the process:
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so forking
+/// from a pooled thread could kill a server the moment the pool shrinks.
+final class ChildSpawner: Sendable {
+    static let shared = ChildSpawner()
+
+    private struct Job: Sendable {
+        var plan: SpawnPlan
+        var done: @Sendable (Result<ChildProcess, ChildProcess.SpawnError>) -> Void
+    }
+    private let jobs = Mutex<[Job]>([])
+    private let wake = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [self] in
+            while true {
+                wake.wait()
+                guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+                job.done(Self.forkAndExec(job.plan))
+            }
+        }
+        thread.name = "agentrpc-mcp-spawner"
+        thread.start()
+    }
+
+    func spawn(_ plan: SpawnPlan) async throws -> ChildProcess {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ChildProcess, any Error>) in
+            jobs.withLock { $0.append(Job(plan: plan, done: { continuation.resume(with: $0.mapError { $0 as any Error }) })) }
+            wake.signal()
+        }
+    }
+
+    /// `prctl` is variadic in C, which Swift cannot call; its fixed-argument form is
+    /// looked up once and called through a plain C function pointer.
+    private typealias PrctlFunction = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
+    /// `pipe2` needs `_GNU_SOURCE`, which the Glibc module is not built with.
+    private typealias Pipe2Function = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+    private static let pipe2: Pipe2Function? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "pipe2") else { return nil }
+        return unsafeBitCast(symbol, to: Pipe2Function.self)
+    }()
+    /// From <linux/prctl.h>.
+    private static let prSetPdeathsig: Int32 = 1
+    private static let prctl: PrctlFunction? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "prctl") else { return nil }
+        return unsafeBitCast(symbol, to: PrctlFunction.self)
+    }()
+
+    private static func forkAndExec(_ plan: SpawnPlan) -> Result<ChildProcess, ChildProcess.SpawnError> {
+        func fail(_ what: String) -> Result<ChildProcess, ChildProcess.SpawnError> {
+            .failure(ChildProcess.SpawnError(description: "\(what): \(String(cString: strerror(errno)))"))
+        }
+        var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1], errorPipe: [Int32] = [-1, -1]
+        // Close-on-exec everywhere: no other server (or later child) may inherit our ends,
+        // or closing a server's stdin would never reach it as end of file.
+        guard let pipe2 = Self.pipe2 else { return fail("pipe2 is not available") }
+        for i in 0..<4 {
+            let ok: Bool
+            switch i {
+            case 0: ok = pipe2(&stdinPipe, O_CLOEXEC) == 0
+            case 1: ok = pipe2(&stdoutPipe, O_CLOEXEC) == 0
+            case 2: ok = pipe2(&stderrPipe, O_CLOEXEC) == 0
+            default: ok = pipe2(&errorPipe, O_CLOEXEC) == 0
+            }
+            if !ok {
+                for fd in stdinPipe + stdoutPipe + stderrPipe + errorPipe where fd >= 0 { close(fd) }
+                return fail("cannot create a pipe")
+            }
+        }
+        guard let path = strdup(plan.path) else { return fail("out of memory") }
+        let directory = plan.directory.flatMap { strdup($0) }
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: plan.arguments.count + 1)
+        for (i, a) in plan.arguments.enumerated() { argv[i] = strdup(a) }
+        argv[plan.arguments.count] = nil
+        let envList = plan.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let envp = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: envList.count + 1)
+        for (i, e) in envList.enumerated() { envp[i] = strdup(e) }
+        envp[envList.count] = nil
+        defer {
+            free(path)
+            if let directory { free(directory) }
+            for i in 0..<plan.arguments.count { free(argv[i]) }
+            argv.deallocate()
+            for i in 0..<envList.count { free(envp[i]) }
+            envp.deallocate()
+        }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        let parent = getpid()
+        let prctl = Self.prctl
+        let prSetPdeathsig = Self.prSetPdeathsig
+        let (inRead, inWrite, outRead, outWrite, errRead, errWrite, reportRead, reportWrite) =
+            (stdinPipe[0], stdinPipe[1], stdoutPipe[0], stdoutPipe[1], stderrPipe[0], stderrPipe[1], errorPipe[0], errorPipe[1])
+
+        let pid = fork()
+        if pid == 0 {
+            // The child: only async-signal-safe calls from here to execve.
+            _ = setpgid(0, 0)
+            if let prctl {
+                _ = prctl(prSetPdeathsig, UInt(SIGKILL), 0, 0, 0)
+                // The parent may have died before the line above: then no signal comes.
+                if getppid() != parent { _exit(127) }
+            }
+            _ = dup2(inRead, 0)
+            _ = dup2(outWrite, 1)
+            _ = dup2(errWrite, 2)
+            // agentrpc ignores SIGPIPE, SIGTERM, SIGINT and SIGHUP; ignored signals survive exec.
+            var signalNumber: Int32 = 1
+            while signalNumber < 32 {
+                if signalNumber != SIGKILL && signalNumber != SIGSTOP { _ = Glibc.signal(signalNumber, SIG_DFL) }
+                signalNumber += 1
+            }
+            _ = sigprocmask(SIG_SETMASK, &emptyMask, nil)
+            if let directory, chdir(directory) != 0 {
+                var code = errno
+                _ = Glibc.write(reportWrite, &code, MemoryLayout<Int32>.size)
+                _exit(127)
+            }
+            _ = execve(path, argv, envp)
+            var code = errno
+            _ = Glibc.write(reportWrite, &code, MemoryLayout<Int32>.size)
+            _exit(127)
+        }
+        close(inRead)
+        close(outWrite)
+        close(errWrite)
+        close(reportWrite)
+        if pid < 0 {
+            for fd in [inWrite, outRead, errRead, reportRead] { close(fd) }
+            return fail("cannot fork")
+        }
+        // The report pipe closes on a successful exec (close-on-exec) and carries
+        // errno on a failed one.
+        var code: Int32 = 0
+        var n: Int
+        repeat { n = read(reportRead, &code, MemoryLayout<Int32>.size) } while n < 0 && errno == EINTR
+        close(reportRead)
+        if n == MemoryLayout<Int32>.size {
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            for fd in [inWrite, outRead, errRead] { close(fd) }
+            errno = code
+            return fail("cannot start \(plan.path)")
+        }
+        return .success(ChildProcess(pid: pid, stdinFD: inWrite, stdoutFD: outRead, stderrFD: errRead))
+    }
+}

@@ -1,0 +1,276 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// Why an MCP request did not get a result.
+enum MCPRequestError: Error, CustomStringConvertible {
+    /// The server answered with a JSON-RPC error.
+    case rpc(code: Int, message: String)
+    case timedOut(method: String, seconds: Double)
+    /// The server went away before answering.
+    case gone(String)
+    /// The answer was larger than `MCPBounds.maxMessageBytes` and was skipped.
+    case tooLarge(bytes: Int)
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .rpc(let code, let message): return "the server answered error \(code): \(message)"
+        case .timedOut(let method, let seconds): return "no answer to \(method) within \(seconds) seconds"
+        case .gone(let why): return why
+        case .tooLarge(let bytes): return "the answer of \(bytes) bytes exceeds the limit of \(MCPBounds.maxMessageBytes) bytes and was dropped"
+        case .malformed(let why): return why
+        }
+    }
+}
+
+/// One tool as the server listed it.
+struct MCPTool: Sendable, Hashable {
+    var name: String
+    var title: String?
+    var description: String?
+    var inputSchema: JSONValue
+    var readOnlyHint: Bool?
+    var destructiveHint: Bool?
+    var idempotentHint: Bool?
+}
+
+/// The JSON-RPC side of one connection to an MCP server: requests with bounded
+/// waits, answers to the server's own requests (`ping`; sampling, roots and
+/// elicitation are refused with -32601), and notifications. Owns its transport.
+actor MCPClient {
+    static let offeredVersion = "2025-11-25"
+    static let acceptedVersions: Set<String> = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+
+    let serverName: String
+    let transport: any MCPTransport
+    private let logger: Logger
+    private var nextID = 1
+    private var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
+    private var closedReason: String?
+    /// Called (on this actor) for `notifications/tools/list_changed`.
+    private var onToolsChanged: (@Sendable () -> Void)?
+    /// Called once when the connection ends.
+    private var onClosed: (@Sendable (String) -> Void)?
+    private var problemLog: [String] = []
+    private(set) var protocolVersion: String?
+
+    init(serverName: String, transport: any MCPTransport, logger: Logger) {
+        self.serverName = serverName
+        self.transport = transport
+        self.logger = logger
+    }
+
+    func setHandlers(toolsChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void) {
+        onToolsChanged = toolsChanged
+        onClosed = closed
+        if let closedReason { closed(closedReason) }
+    }
+
+    /// Reads `inbox` until it ends; run as the connection's task.
+    func pump(_ inbox: MCPInbox) async {
+        for await item in inbox.items {
+            handle(item)
+            inbox.consumed()
+            if closedReason != nil { break }
+        }
+        if closedReason == nil { connectionEnded("the server's output ended") }
+        inbox.finish()
+    }
+
+    /// The recent problems (bad frames, stray answers), newest last.
+    var problems: [String] { problemLog }
+
+    private func problem(_ text: String) {
+        logger.warning("mcp \(serverName): \(text)")
+        problemLog.append(text)
+        if problemLog.count > MCPBounds.problemsKept { problemLog.removeFirst(problemLog.count - MCPBounds.problemsKept) }
+    }
+
+    private func handle(_ item: MCPIncoming) {
+        switch item {
+        case .message(let value):
+            switch Message.decode(value) {
+            case .message(let message): handle(message)
+            case .invalid(_, let error): problem("an invalid JSON-RPC message: \(error.message)")
+            }
+        case .badFrame(let why):
+            problem("a message that is not JSON: \(why)")
+        case .oversized(let bytes, let id):
+            if case .int(let n)? = id, let waiter = pending.removeValue(forKey: n) {
+                waiter.resume(throwing: MCPRequestError.tooLarge(bytes: bytes))
+            } else {
+                problem("skipped a message of \(bytes) bytes (limit \(MCPBounds.maxMessageBytes))")
+            }
+        case .closed(let reason):
+            connectionEnded(reason)
+        }
+    }
+
+    private func handle(_ message: Message) {
+        switch message {
+        case .response(let id, let result):
+            guard case .int(let n)? = id, let waiter = pending.removeValue(forKey: n) else {
+                problem("an answer to a request it was not sent (id \(id.map(\.description) ?? "null"))")
+                return
+            }
+            switch result {
+            case .success(let value): waiter.resume(returning: value)
+            case .failure(let error): waiter.resume(throwing: MCPRequestError.rpc(code: error.code.rawValue, message: error.message))
+            }
+        case .request(let id, let method, _):
+            // A server may ask things of its client; this client offers none of the
+            // optional client features, so everything but ping is "method not found".
+            let answer: Message
+            if method == "ping" {
+                answer = .success(id, .object([:]))
+            } else {
+                answer = .failure(id, RPCError(.methodNotFound, "agentrpc does not offer \(method) to MCP servers"))
+            }
+            let transport = self.transport
+            Task { try? await transport.send(answer.json) }
+        case .notification(let method, _):
+            switch method {
+            case "notifications/tools/list_changed":
+                onToolsChanged?()
+            case "notifications/message":
+                logger.debug("mcp \(serverName): log message")
+            default:
+                break
+            }
+        }
+    }
+
+    private func connectionEnded(_ reason: String) {
+        guard closedReason == nil else { return }
+        closedReason = reason
+        let waiters = pending
+        pending = [:]
+        for (_, w) in waiters { w.resume(throwing: MCPRequestError.gone(reason)) }
+        onClosed?(reason)
+    }
+
+    var isClosed: Bool { closedReason != nil }
+
+    /// Sends a request and waits up to `timeout` for its answer. Cancelling the
+    /// calling task sends `notifications/cancelled` and ends the wait at once.
+    func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        if let closedReason { throw MCPRequestError.gone(closedReason) }
+        let id = nextID
+        nextID += 1
+        let message = Message.request(id: .int(id), method: method, params: params).json
+        let timeoutTask = Task { [weak self] in
+            try? await Task.sleep(for: .clampedSeconds(timeout))
+            if Task.isCancelled { return }
+            await self?.abandon(id, error: MCPRequestError.timedOut(method: method, seconds: timeout), notify: true)
+        }
+        defer { timeoutTask.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                pending[id] = continuation
+                let transport = self.transport
+                Task {
+                    do { try await transport.send(message) } catch {
+                        await self.abandonLater(id, error: MCPRequestError.gone("cannot send to the server: \(error)"), notify: false)
+                    }
+                }
+            }
+        } onCancel: {
+            Task { await self.abandon(id, error: CancellationError(), notify: true) }
+        }
+    }
+
+    private func abandonLater(_ id: Int, error: any Error, notify: Bool) async {
+        abandon(id, error: error, notify: notify)
+    }
+
+    /// Ends the wait for `id` with `error`; with `notify`, tells the server (it may never answer).
+    private func abandon(_ id: Int, error: any Error, notify: Bool) {
+        guard let waiter = pending.removeValue(forKey: id) else { return }
+        waiter.resume(throwing: error)
+        if notify, closedReason == nil {
+            let note = Message.notification(method: "notifications/cancelled", params: ["requestId": .int(id), "reason": .string("\(error)")]).json
+            let transport = self.transport
+            Task { try? await transport.send(note) }
+        }
+    }
+
+    func notify(_ method: String, _ params: JSONValue? = nil) async {
+        try? await transport.send(Message.notification(method: method, params: params).json)
+    }
+
+    /// `initialize` and `notifications/initialized`; throws when the server
+    /// answers with a version we do not speak.
+    func initialize() async throws -> String {
+        let result = try await request("initialize", [
+            "protocolVersion": .string(Self.offeredVersion),
+            "capabilities": .object([:]),
+            "clientInfo": ["name": "agentrpc", "version": .string(Server.version)],
+        ], timeout: MCPBounds.requestTimeoutSeconds)
+        guard let version = result["protocolVersion"]?.stringValue else {
+            throw MCPRequestError.malformed("the answer to initialize has no protocolVersion")
+        }
+        guard Self.acceptedVersions.contains(version) else {
+            throw MCPRequestError.malformed(
+                "the server answered protocol version '\(version.prefix(64))'; agentrpc offered \(Self.offeredVersion) and accepts \(Self.acceptedVersions.sorted().joined(separator: ", "))")
+        }
+        protocolVersion = version
+        transport.negotiated(protocolVersion: version)
+        await notify("notifications/initialized")
+        return version
+    }
+
+    /// Every page of `tools/list`, bounded in pages and tools; `notes` says what was left out.
+    func listTools() async throws -> (tools: [MCPTool], notes: [String]) {
+        var tools: [MCPTool] = []
+        var notes: [String] = []
+        var cursor: String? = nil
+        var seenCursors: Set<String> = []
+        var names: Set<String> = []
+        var pages = 0
+        repeat {
+            if pages == MCPBounds.maxToolPages {
+                notes.append("tools/list had more than \(MCPBounds.maxToolPages) pages; the rest were not read")
+                break
+            }
+            pages += 1
+            let params: JSONValue = cursor.map { ["cursor": .string($0)] } ?? .object([:])
+            let page = try await request("tools/list", params, timeout: MCPBounds.requestTimeoutSeconds)
+            guard let list = page["tools"]?.arrayValue else { throw MCPRequestError.malformed("the answer to tools/list has no tools array") }
+            for item in list {
+                guard tools.count < MCPBounds.maxToolsPerServer else { break }
+                guard let name = item["name"]?.stringValue, !name.isEmpty else {
+                    notes.append("a tool without a name was left out")
+                    continue
+                }
+                guard names.insert(name).inserted else { continue }
+                let annotations = item["annotations"]
+                tools.append(MCPTool(
+                    name: name, title: item["title"]?.stringValue, description: item["description"]?.stringValue,
+                    inputSchema: item["inputSchema"] ?? ["type": "object"],
+                    readOnlyHint: annotations?["readOnlyHint"]?.boolValue, destructiveHint: annotations?["destructiveHint"]?.boolValue,
+                    idempotentHint: annotations?["idempotentHint"]?.boolValue))
+            }
+            if tools.count >= MCPBounds.maxToolsPerServer {
+                notes.append("the server lists more than \(MCPBounds.maxToolsPerServer) tools; the first \(MCPBounds.maxToolsPerServer) are used")
+                break
+            }
+            cursor = page["nextCursor"]?.stringValue
+            if let c = cursor, !seenCursors.insert(c).inserted {
+                notes.append("tools/list repeated a cursor; listing stopped there")
+                break
+            }
+        } while cursor != nil
+        return (tools, notes)
+    }
+
+    /// Ends the connection: the transport stops the server.
+    func close(reason: String) async {
+        connectionEnded(reason)
+        await transport.close()
+    }
+}

@@ -1,0 +1,260 @@
+import AgentRPCProtocol
+import Foundation
+
+/// One MCP server of one session: starts it, initializes, lists its tools,
+/// re-lists on `list_changed`, restarts it after a crash (with backoff, a
+/// bounded number of times), and stops it. Every change of status is reported
+/// through `report` (the `mcpServerStatus` event).
+actor MCPServerRunner {
+    nonisolated let spec: MCPServerSpec
+    private let environment: [String: String]
+    private let logger: Logger
+    private let report: @Sendable (MCPServerState) async -> Void
+
+    private var status: MCPServerStatus = .starting
+    private var reason: String?
+    private var client: MCPClient?
+    private var tools: [MCPTool] = []
+    private var restarts = 0
+    private var notes: [String] = []
+    private var stopped = false
+    private var runTask: Task<Void, Never>?
+    /// Turns waiting for the server to leave `starting`/`restarting`.
+    private var readyWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    /// Resumed when the live connection ends.
+    private var connectionEnd: CheckedContinuation<String, Never>?
+    private var endedReason: String?
+    /// `list_changed` handling: one listing at a time; a storm coalesces into the next one.
+    private var relistWanted = false
+    private var relistTask: Task<Void, Never>?
+
+    init(spec: MCPServerSpec, environment: [String: String], logger: Logger, report: @escaping @Sendable (MCPServerState) async -> Void) {
+        self.spec = spec
+        self.environment = environment
+        self.logger = logger
+        self.report = report
+    }
+
+    var startupTimeout: Double { spec.startupTimeoutSeconds ?? MCPBounds.defaultStartupTimeoutSeconds }
+
+    /// Reports `starting` (before `session/create` answers), then starts in the background.
+    func start() async {
+        guard runTask == nil, !stopped else { return }
+        await setStatus(.starting)
+        runTask = Task { await self.run() }
+    }
+
+    /// The state `session/getState` shows.
+    func state(exposedNames: [String]) async -> MCPServerState {
+        let problems = await client?.problems ?? []
+        let all = notes + problems
+        return MCPServerState(
+            name: spec.name, transport: spec.transport, status: status, reason: reason,
+            protocolVersion: await client?.protocolVersion, tools: exposedNames,
+            stderr: stderrTail.isEmpty ? nil : stderrTail, restarts: restarts, problems: all.isEmpty ? nil : Array(all.suffix(MCPBounds.problemsKept)))
+    }
+
+    var currentStatus: MCPServerStatus { status }
+    private var exposedNames: [String] { tools.map { MCPServerSet.exposedName(server: spec.name, tool: $0.name) } }
+    var currentTools: [MCPTool] { status == .ready ? tools : [] }
+    private var stderrTail: [String] { client?.transport.stderrTail ?? [] }
+
+    private func setStatus(_ new: MCPServerStatus, reason: String? = nil, exposed: [String] = []) async {
+        status = new
+        self.reason = reason
+        if new != .starting && new != .restarting {
+            let waiters = readyWaiters
+            readyWaiters = [:]
+            for (_, w) in waiters { w.resume() }
+        }
+        var event = MCPServerState(name: spec.name, transport: spec.transport, status: new, reason: reason, restarts: restarts)
+        if new == .ready { event.tools = exposedNames }
+        if new == .failed || new == .restarting { event.stderr = stderrTail }
+        await report(event)
+    }
+
+    private func run() async {
+        var backoff = MCPBounds.restartBackoffSeconds
+        while !stopped {
+            let outcome = await connectOnce()
+            if stopped { break }
+            switch outcome {
+            case .failedToStart(let why):
+                await setStatus(.failed, reason: why)
+                return
+            case .ended(let why):
+                guard restarts < MCPBounds.maxRestarts else {
+                    await setStatus(.failed, reason: "\(why); gave up after \(restarts) restarts")
+                    return
+                }
+                restarts += 1
+                reason = why
+                await setStatus(.restarting, reason: why)
+                try? await Task.sleep(for: .clampedSeconds(backoff))
+                backoff *= 2
+            }
+        }
+    }
+
+    private enum ConnectionOutcome {
+        case failedToStart(String)
+        case ended(String)
+    }
+
+    /// Starts, initializes and lists once; returns when the connection ends.
+    private func connectOnce() async -> ConnectionOutcome {
+        let inbox = MCPInbox()
+        let transport: any MCPTransport
+        do {
+            switch spec.transport {
+            case .stdio:
+                transport = try await MCPStdioTransport.start(spec: spec, environment: environment, inbox: inbox, logger: logger)
+            case .http:
+                transport = try MCPHTTPTransport(spec: spec, environment: environment, inbox: inbox, logger: logger)
+            }
+        } catch {
+            return .failedToStart("cannot start the server: \(error)")
+        }
+        let client = MCPClient(serverName: spec.name, transport: transport, logger: logger)
+        self.client = client
+        endedReason = nil
+        await client.setHandlers(
+            toolsChanged: { [weak self] in Task { await self?.toolsChanged() } },
+            closed: { [weak self] why in Task { await self?.connectionClosed(why) } })
+        Task { await client.pump(inbox) }
+        if stopped {
+            await client.close(reason: "the session closed")
+            return .ended("stopped")
+        }
+        do {
+            let initTimeout = min(MCPBounds.requestTimeoutSeconds, startupTimeout)
+            _ = try await withTimeout(initTimeout, "initialize") { try await client.initialize() }
+            let listed = try await client.listTools()
+            tools = listed.tools
+            notes = listed.notes
+            for note in listed.notes { logger.warning("mcp \(spec.name): \(note)") }
+        } catch {
+            let why = "\(error)" + (await describeExit(transport))
+            await client.close(reason: why)
+            return .failedToStart(why)
+        }
+        await setStatus(.ready)
+        let why = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            if let endedReason { c.resume(returning: endedReason) } else { connectionEnd = c }
+        }
+        tools = []
+        await client.close(reason: why)
+        return .ended(why + (await describeExit(transport)))
+    }
+
+    private func describeExit(_ transport: any MCPTransport) async -> String {
+        guard let stdio = transport as? MCPStdioTransport else { return "" }
+        // The output ends a moment before the exit can be reaped.
+        for _ in 0..<10 where stdio.exitDescription == "still running" { try? await Task.sleep(for: .milliseconds(20)) }
+        let exit = stdio.exitDescription
+        return exit == "still running" ? "" : " (the process \(exit))"
+    }
+
+    private func connectionClosed(_ why: String) {
+        endedReason = why
+        connectionEnd?.resume(returning: why)
+        connectionEnd = nil
+    }
+
+    private func toolsChanged() {
+        relistWanted = true
+        guard relistTask == nil else { return }
+        relistTask = Task { await self.relistLoop() }
+    }
+
+    private func relistLoop() async {
+        while relistWanted, !stopped, status == .ready, let client {
+            relistWanted = false
+            do {
+                let listed = try await client.listTools()
+                tools = listed.tools
+                notes = listed.notes
+                await report(MCPServerState(name: spec.name, transport: spec.transport, status: .ready, tools: exposedNames, restarts: restarts))
+            } catch {
+                logger.warning("mcp \(spec.name): re-listing tools failed: \(error)")
+            }
+            // A storm of list_changed costs one listing per interval, no more.
+            if relistWanted { try? await Task.sleep(for: .clampedSeconds(MCPBounds.relistIntervalSeconds)) }
+        }
+        relistTask = nil
+    }
+
+    /// Waits until a listing caused by `list_changed` is done (bounded), so the
+    /// next round trip sees the new list.
+    func settleListing() async {
+        if let relistTask { await relistTask.value }
+    }
+
+    /// Waits up to `seconds` while the server is starting or restarting.
+    func waitUntilSettled(seconds: Double) async {
+        guard status == .starting || status == .restarting else { return }
+        let id = UUID()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: .clampedSeconds(seconds))
+            await self?.releaseWaiter(id)
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            readyWaiters[id] = c
+        }
+        timer.cancel()
+    }
+
+    private func releaseWaiter(_ id: UUID) {
+        readyWaiters.removeValue(forKey: id)?.resume()
+    }
+
+    /// Calls one tool. Errors that are the server's (crash, timeout, protocol) come
+    /// back as a failed outcome the model sees; cancellation is thrown.
+    func call(tool: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue) {
+        guard status == .ready, let client else {
+            return (.failed, .string("The MCP server '\(spec.name)' is not available (\(status.rawValue)\(reason.map { ": \($0)" } ?? "")); the tool was not run."))
+        }
+        do {
+            let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout)
+            return MCPToolOutput.outcome(of: result)
+        } catch let error as MCPRequestError {
+            switch error {
+            case .timedOut(_, let seconds):
+                return (.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."))
+            case .rpc(let code, let message):
+                return (.failed, .string("The MCP server '\(spec.name)' refused the call (error \(code)): \(message)"))
+            case .gone(let why):
+                return (.failed, .string("The MCP server '\(spec.name)' went away during the call (\(why)); the tool may or may not have run."))
+            case .tooLarge, .malformed:
+                return (.failed, .string("The MCP server '\(spec.name)' answered unusably: \(error)"))
+            }
+        }
+    }
+
+    /// Stops the server for good (session closed or deleted, process exit).
+    func stop() async {
+        stopped = true
+        relistTask?.cancel()
+        let waiters = readyWaiters
+        readyWaiters = [:]
+        for (_, w) in waiters { w.resume() }
+        if let client { await client.close(reason: "the session closed") }
+        connectionClosed("the session closed")
+        runTask?.cancel()
+        if status != .failed { status = .stopped }
+    }
+}
+
+/// Runs `work` with a deadline; the work's task is cancelled when it passes.
+func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await work() }
+        group.addTask {
+            try await Task.sleep(for: .clampedSeconds(seconds))
+            throw MCPRequestError.timedOut(method: what, seconds: seconds)
+        }
+        guard let first = try await group.next() else { throw CancellationError() }
+        group.cancelAll()
+        return first
+    }
+}

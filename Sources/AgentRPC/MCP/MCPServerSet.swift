@@ -1,0 +1,160 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+
+/// The MCP servers of one session: which servers exist, the names their tools
+/// have for the model, and where a call by such a name goes.
+final class MCPServerSet: Sendable {
+    let runners: [MCPServerRunner]
+    private let byName: [String: MCPServerRunner]
+
+    /// The session's servers: its `mcpServers` entries, then agentrpc.json servers
+    /// its profiles name. Throws `invalidConfiguration` for a name nowhere defined.
+    static func make(
+        config: SessionConfig, catalog: ModelCatalog, environment: [String: String], logger: Logger,
+        report: @escaping @Sendable (MCPServerState) async -> Void
+    ) throws -> MCPServerSet? {
+        let specs = try specs(config: config, catalog: catalog)
+        guard !specs.isEmpty else { return nil }
+        return MCPServerSet(runners: specs.map { MCPServerRunner(spec: $0, environment: environment, logger: logger, report: report) })
+    }
+
+    static func specs(config: SessionConfig, catalog: ModelCatalog) throws -> [MCPServerSpec] {
+        var specs: [MCPServerSpec] = []
+        var names: Set<String> = []
+        func named(_ name: String, field: String) throws -> MCPServerSpec {
+            guard let spec = catalog.mcpServers[name] else {
+                let known = catalog.mcpServers.keys.sorted()
+                throw RPCError.invalidConfiguration(
+                    "no MCP server named '\(name)' \(catalog.sourcePath.map { "in \($0)" } ?? "(no agentrpc.json was found)")"
+                        + (known.isEmpty ? "" : "; known servers: \(known.joined(separator: ", "))"),
+                    field: field)
+            }
+            return spec
+        }
+        for (i, entry) in (config.mcpServers ?? []).enumerated() {
+            let spec: MCPServerSpec
+            switch entry {
+            case .named(let name): spec = try named(name, field: "mcpServers[\(i)]")
+            case .inline(let s): spec = s
+            }
+            names.insert(spec.name)
+            specs.append(spec)
+        }
+        var profileLists: [(String, [String])] = []
+        if let p = config.profiles {
+            if let d = p.defaults?.mcpServers { profileLists.append(("profiles.defaults.mcpServers", d)) }
+            for name in p.cases.keys.sorted() { if let m = p.cases[name]?.mcpServers { profileLists.append(("profiles.cases.\(name).mcpServers", m)) } }
+        }
+        for (path, list) in profileLists {
+            for (j, name) in list.enumerated() where !names.contains(name) {
+                specs.append(try named(name, field: "\(path)[\(j)]"))
+                names.insert(name)
+            }
+        }
+        if let http = specs.first(where: { $0.transport == .http }) {
+            throw RPCError.invalidConfiguration(
+                "MCP server '\(http.name)': the streamable HTTP transport is not implemented yet; use a stdio server", field: "mcpServers")
+        }
+        if specs.count > MCPBounds.maxServersPerSession {
+            throw RPCError.invalidConfiguration("a session may use at most \(MCPBounds.maxServersPerSession) MCP servers", field: "mcpServers")
+        }
+        return specs
+    }
+
+    private init(runners: [MCPServerRunner]) {
+        self.runners = runners
+        var map: [String: MCPServerRunner] = [:]
+        for r in runners { map[r.spec.name] = r }
+        self.byName = map
+    }
+
+    func start() async {
+        for r in runners { await r.start() }
+    }
+
+    func stop() async {
+        await withTaskGroup(of: Void.self) { group in
+            for r in runners { group.addTask { await r.stop() } }
+        }
+    }
+
+    /// Before a round trip: waits for servers still starting (each up to its
+    /// `startupTimeoutSeconds`, all at once) and for listings `list_changed` began.
+    func settle() async {
+        await withTaskGroup(of: Void.self) { group in
+            for r in runners {
+                group.addTask {
+                    await r.waitUntilSettled(seconds: r.startupTimeout)
+                    await r.settleListing()
+                }
+            }
+        }
+    }
+
+    /// One offered MCP tool: its model-facing spec and where calls go.
+    struct Offered: Sendable {
+        var spec: ToolSpec
+        var server: MCPServerRunner
+        var serverName: String
+        var toolName: String
+    }
+
+    /// The tools of the ready servers among `servers` (nil: all), in server order.
+    func offeredTools(servers: [String]?) async -> [Offered] {
+        var out: [Offered] = []
+        var taken: Set<String> = []
+        for r in runners where servers?.contains(r.spec.name) ?? true {
+            for tool in await r.currentTools {
+                let name = Self.exposedName(server: r.spec.name, tool: tool.name)
+                guard taken.insert(name).inserted else { continue }
+                out.append(Offered(spec: Self.toolSpec(tool, exposedName: name), server: r, serverName: r.spec.name, toolName: tool.name))
+            }
+        }
+        return out
+    }
+
+    /// The states `session/getState` lists.
+    func states() async -> [MCPServerState] {
+        var out: [MCPServerState] = []
+        for r in runners {
+            let names = await r.currentTools.map { Self.exposedName(server: r.spec.name, tool: $0.name) }
+            out.append(await r.state(exposedNames: names))
+        }
+        return out
+    }
+
+    /// `mcp__<server>__<tool>`, with characters providers refuse replaced; a name
+    /// that had to change or is over 64 characters ends in a hash of the original,
+    /// so two tools never meet under one name and the name never changes between runs.
+    static func exposedName(server: String, tool: String) -> String {
+        let full = "mcp__\(server)__\(tool)"
+        var clean = ""
+        for s in full.unicodeScalars {
+            let ok = (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
+            clean.unicodeScalars.append(ok ? s : "_")
+        }
+        if clean == full && clean.utf8.count <= 64 { return clean }
+        var hash: UInt32 = 2_166_136_261
+        for byte in full.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let suffix = "_" + String(hash, radix: 16).leftPadded(to: 8)
+        return String(clean.prefix(64 - suffix.count)) + suffix
+    }
+
+    /// The model-facing spec. `destructiveHint: true` (on a tool not marked read-only)
+    /// asks for confirmation by default; guards and rules apply as to any tool.
+    static func toolSpec(_ tool: MCPTool, exposedName: String) -> ToolSpec {
+        let destructive = tool.destructiveHint == true && tool.readOnlyHint != true
+        let annotations = ToolAnnotations(readOnly: tool.readOnlyHint, destructive: tool.destructiveHint, idempotent: tool.idempotentHint)
+        let hasAnnotations = tool.readOnlyHint != nil || tool.destructiveHint != nil || tool.idempotentHint != nil
+        return ToolSpec(
+            name: exposedName, description: tool.description ?? tool.title, inputSchema: tool.inputSchema,
+            confirmation: destructive ? .always : nil, annotations: hasAnnotations ? annotations : nil)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,75 @@
+import AgentRPCProtocol
+
+/// Turns a `tools/call` result into what the model sees. Text-only results
+/// become one string; anything else (images, resources, links, structured
+/// content) an object. Binary payloads are described, not inlined: a model
+/// reads tool output as text, where base64 is only cost.
+enum MCPToolOutput {
+    static func outcome(of result: JSONValue) -> (ToolOutcome, JSONValue) {
+        let isError = result["isError"]?.boolValue == true
+        let blocks = result["content"]?.arrayValue ?? []
+        let structured = result["structuredContent"]
+        var texts: [String] = []
+        var mapped: [JSONValue] = []
+        var onlyText = true
+        for block in blocks {
+            let type = block["type"]?.stringValue ?? ""
+            switch type {
+            case "text":
+                let text = block["text"]?.stringValue ?? ""
+                texts.append(text)
+                mapped.append(["type": "text", "text": .string(text)])
+            case "image", "audio":
+                onlyText = false
+                let size = block["data"]?.stringValue?.utf8.count ?? 0
+                mapped.append([
+                    "type": .string(type), "mimeType": block["mimeType"] ?? .null,
+                    "note": .string("\(size) bytes of base64 \(type) data not shown"),
+                ])
+            case "resource":
+                onlyText = false
+                var resource = block["resource"]?.objectValue ?? [:]
+                if let blob = resource["blob"]?.stringValue {
+                    resource["blob"] = .string("\(blob.utf8.count) bytes of base64 data not shown")
+                }
+                mapped.append(["type": "resource", "resource": .object(resource)])
+            case "resource_link":
+                onlyText = false
+                var link: [String: JSONValue] = ["type": "resource_link"]
+                for key in ["uri", "name", "title", "description", "mimeType", "size"] { if let v = block[key] { link[key] = v } }
+                mapped.append(.object(link))
+            default:
+                onlyText = false
+                mapped.append(block)
+            }
+        }
+        let content: JSONValue
+        if let structured, !structured.isNull {
+            // The structured value is what the tool means; the text blocks usually repeat it.
+            // Text blocks beside it are its serialization (the spec asks servers to add one).
+            content = onlyText ? structured : ["structuredContent": structured, "content": .array(mapped)]
+        } else if onlyText {
+            content = .string(texts.joined(separator: "\n"))
+        } else {
+            content = .array(mapped)
+        }
+        return (isError ? .failed : .ok, cut(content))
+    }
+
+    /// Output over `MCPBounds.maxToolOutputBytes` becomes its cut text with a note.
+    static func cut(_ content: JSONValue, limit: Int = MCPBounds.maxToolOutputBytes) -> JSONValue {
+        let text: String
+        if case .string(let s) = content {
+            guard s.utf8.count > limit else { return content }
+            text = s
+        } else {
+            let serialized = content.serializedString()
+            guard serialized.utf8.count > limit else { return content }
+            text = serialized
+        }
+        let total = text.utf8.count
+        // A character split at the cut decodes as U+FFFD; that is the only change.
+        let kept = String(decoding: text.utf8.prefix(limit), as: UTF8.self)
+        return .string(kept + "\n[output cut: \(limit) of \(total) bytes shown]")
+    }
+}

@@ -1,0 +1,231 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a transport hands the MCP client, in order.
+enum MCPIncoming: Sendable {
+    case message(JSONValue)
+    /// A frame that was not JSON (the server broke the protocol; the connection goes on).
+    case badFrame(String)
+    /// A message over `MCPBounds.maxMessageBytes`, skipped whole; `id` if it could be read.
+    case oversized(bytes: Int, id: RequestID?)
+    /// The server is gone (end of output, a crash, an HTTP session that cannot be renewed).
+    case closed(reason: String)
+}
+
+/// How the MCP client talks to one server: stdio (a child process) or streamable HTTP.
+protocol MCPTransport: Sendable {
+    /// Sends one JSON-RPC message; throws when the server cannot be reached.
+    func send(_ message: JSONValue) async throws
+    /// Stops the server (stdio) or ends the session (HTTP). Idempotent and bounded.
+    func close() async
+    /// The last lines of the server's stderr (empty for HTTP).
+    var stderrTail: [String] { get }
+    /// Called by the client once `initialize` was answered (HTTP sends the version on every request).
+    func negotiated(protocolVersion: String)
+}
+
+struct MCPTransportError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Hands incoming messages from a reader thread to the client's task, at most
+/// `capacity` at a time: a server that floods us (a `list_changed` storm) is
+/// slowed down to our pace instead of filling memory.
+final class MCPInbox: Sendable {
+    private let stream: AsyncStream<MCPIncoming>
+    private let continuation: AsyncStream<MCPIncoming>.Continuation
+    private let room: DispatchSemaphore
+    private let finished = Atomic<Bool>(false)
+
+    init(capacity: Int = 256) {
+        (stream, continuation) = AsyncStream.makeStream(of: MCPIncoming.self)
+        room = DispatchSemaphore(value: capacity)
+    }
+
+    /// From a reader thread: blocks while the client is `capacity` messages behind.
+    func put(_ item: MCPIncoming) {
+        if finished.load(ordering: .acquiring) { return }
+        if case .closed = item {
+            continuation.yield(item)
+            return
+        }
+        room.wait()
+        continuation.yield(item)
+    }
+
+    /// Frees the place of one consumed message.
+    func consumed() { room.signal() }
+
+    /// Ends the stream; a blocked reader is released.
+    func finish() {
+        if finished.exchange(true, ordering: .acquiringAndReleasing) { return }
+        continuation.finish()
+        // Wake a reader blocked on room; it sees `finished` and stops putting.
+        for _ in 0..<4 { room.signal() }
+    }
+
+    var items: AsyncStream<MCPIncoming> { stream }
+}
+
+/// Keeps the last lines of a server's stderr, each cut to a bound.
+final class LineTail: Sendable {
+    private let lines = Mutex<[String]>([])
+    private let keep: Int
+
+    init(keep: Int) { self.keep = keep }
+
+    func add(_ line: String) {
+        lines.withLock {
+            $0.append(line)
+            if $0.count > keep { $0.removeFirst($0.count - keep) }
+        }
+    }
+
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// stdio: a child process, newline-delimited JSON-RPC on stdin/stdout; stderr
+/// lines go to our log at debug level, prefixed with the server's name.
+final class MCPStdioTransport: MCPTransport {
+    private let child: ChildProcess
+    private let tail = LineTail(keep: MCPBounds.stderrLinesKept)
+    private let serverName: String
+    private let logger: Logger
+    private let closing = Atomic<Bool>(false)
+
+    private init(child: ChildProcess, serverName: String, logger: Logger) {
+        self.child = child
+        self.serverName = serverName
+        self.logger = logger
+    }
+
+    /// Starts the child and its two reader threads, which feed `inbox`.
+    static func start(spec: MCPServerSpec, environment: [String: String], inbox: MCPInbox, logger: Logger) async throws -> MCPStdioTransport {
+        var env = environment
+        for (key, value) in spec.env ?? [:] { env[key] = MCPSecrets.expand(value, environment: environment) }
+        let child = try await ChildProcess.spawn(command: spec.command ?? "", arguments: spec.args ?? [], environment: env, directory: spec.cwd)
+        let transport = MCPStdioTransport(child: child, serverName: spec.name, logger: logger)
+        transport.startReaders(inbox: inbox)
+        return transport
+    }
+
+    var pid: Int32 { child.pid }
+
+    private func startReaders(inbox: MCPInbox) {
+        let child = self.child
+        let name = serverName
+        let logger = self.logger
+        let tail = self.tail
+        let out = Thread {
+            var parser = FrameParser(maxMessageBytes: MCPBounds.maxMessageBytes, framing: .newline)
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            func drain() {
+                while let event = parser.next() {
+                    switch event {
+                    case .frame(let bytes):
+                        // Blank lines between messages are tolerated.
+                        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                        do {
+                            inbox.put(.message(try JSONValue.parse(bytes)))
+                        } catch {
+                            inbox.put(.badFrame("\(error) in \(bytes.count) bytes: \(String(decoding: bytes.prefix(120), as: UTF8.self))"))
+                        }
+                    case .oversized(let count, let id):
+                        inbox.put(.oversized(bytes: count, id: id))
+                    case .malformedHeader(let why), .desynchronized(let why, _):
+                        inbox.put(.badFrame(why))
+                    }
+                }
+            }
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(child.stdoutFD, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                parser.append(buffer[0..<n])
+                drain()
+            }
+            if let last = parser.finish() {
+                if case .frame(let bytes) = last, let value = try? JSONValue.parse(bytes) { inbox.put(.message(value)) }
+            }
+            Glibc.close(child.stdoutFD)
+            inbox.put(.closed(reason: "the server closed its output"))
+        }
+        out.name = "mcp-\(name)-stdout"
+        out.start()
+        let err = Thread {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+            func emit(_ bytes: ArraySlice<UInt8>) {
+                let line = String(decoding: bytes.prefix(MCPBounds.stderrLineBytes), as: UTF8.self)
+                tail.add(line)
+                logger.debug("mcp \(name): \(line)")
+            }
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(child.stderrFD, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                for byte in buffer[0..<n] {
+                    if byte == 0x0A {
+                        emit(pending[...])
+                        pending.removeAll(keepingCapacity: true)
+                    } else if pending.count < MCPBounds.stderrLineBytes {
+                        pending.append(byte)
+                    }
+                }
+            }
+            if !pending.isEmpty { emit(pending[...]) }
+            Glibc.close(child.stderrFD)
+        }
+        err.name = "mcp-\(name)-stderr"
+        err.start()
+    }
+
+    func send(_ message: JSONValue) async throws {
+        var bytes = message.serialized()
+        bytes.append(0x0A)
+        guard child.write(bytes) else { throw MCPTransportError(description: "the server's input is closed") }
+    }
+
+    func close() async {
+        if closing.exchange(true, ordering: .acquiringAndReleasing) { return }
+        await child.stop(grace: MCPBounds.stopGraceSeconds)
+    }
+
+    var stderrTail: [String] { tail.all }
+
+    func negotiated(protocolVersion: String) {}
+
+    /// How the process ended, for a status reason.
+    var exitDescription: String { child.exitDescription }
+}
+
+/// `${NAME}` in `env` and `headers` values names one of agentrpc's environment
+/// variables; such values are kept when a session is stored, literal ones are not.
+enum MCPSecrets {
+    static func expand(_ value: String, environment: [String: String]) -> String {
+        var out = ""
+        var rest = value[...]
+        while let open = rest.range(of: "${") {
+            out += rest[..<open.lowerBound]
+            guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
+                out += rest[open.lowerBound...]
+                return out
+            }
+            let name = String(rest[open.upperBound..<close])
+            out += environment[name] ?? ""
+            rest = rest[rest.index(after: close)...]
+        }
+        out += rest
+        return out
+    }
+
+    /// True when `value` is only `${NAME}` references and text around them that
+    /// is not itself a secret by our rule: it holds at least one reference.
+    static func isReference(_ value: String) -> Bool {
+        value.contains("${") && value.contains("}")
+    }
+}

@@ -1,0 +1,70 @@
+import AgentRPCProtocol
+
+/// The session's side of MCP: starting and stopping its servers, offering their
+/// tools to each round trip, and running a call the model made to one.
+extension AgentSession {
+    /// Starts the servers in the background (create, fork and resume do not wait).
+    /// A configuration that no longer resolves (a resumed session whose
+    /// agentrpc.json lost a server) is logged and leaves the session without them.
+    func startMCPServers() async {
+        guard mcp == nil, !(config.mcpServers ?? []).isEmpty || config.profiles != nil else { return }
+        let sessionID = id
+        do {
+            mcp = try MCPServerSet.make(
+                config: config, catalog: context.catalog, environment: context.options.environment, logger: context.logger,
+                report: { [weak self] state in await self?.emit(state.statusEvent) })
+        } catch {
+            context.logger.warning("session \(sessionID): MCP servers not started: \(error)")
+            return
+        }
+        await mcp?.start()
+    }
+
+    func stopMCPServers() async {
+        await mcp?.stop()
+    }
+
+    /// `profile` with the tools of the ready MCP servers it offers appended, after
+    /// waiting (bounded) for servers still starting and listings under way.
+    func withMCPTools(_ profile: ResolvedProfile) async -> ResolvedProfile {
+        guard let mcp else { return profile }
+        await mcp.settle()
+        var out = profile
+        let taken = Set(profile.tools.map(\.name))
+        for offered in await mcp.offeredTools(servers: mcpServerNames(profile: profile.name)) where !taken.contains(offered.spec.name) {
+            out.tools.append(.client(offered.spec))
+        }
+        return out
+    }
+
+    /// The servers a profile case offers: its own list, else the defaults', else all.
+    private func mcpServerNames(profile: String) -> [String]? {
+        guard let profiles = config.profiles else { return nil }
+        return profiles.cases[profile]?.mcpServers ?? profiles.defaults?.mcpServers
+    }
+
+    /// Which MCP server a tool name belongs to, for events.
+    func mcpSource(of toolName: String) -> ToolSource? {
+        guard toolName.hasPrefix("mcp__"), let mcp else { return nil }
+        for r in mcp.runners where toolName.hasPrefix("mcp__\(r.spec.name)__") { return ToolSource(mcp: r.spec.name) }
+        return nil
+    }
+
+    /// Runs a call to an MCP tool, or returns nil when `name` is not one. Server
+    /// failures are outcomes the model sees; a cancelled turn ends the call at once
+    /// (the server is sent `notifications/cancelled`) and is thrown.
+    func runMCPTool(named name: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)? {
+        guard let mcp, name.hasPrefix("mcp__") else { return nil }
+        guard let offered = await mcp.offeredTools(servers: nil).first(where: { $0.spec.name == name }) else {
+            // Offered at the round trip, gone now (the server crashed or re-listed).
+            guard let source = mcpSource(of: name) else { return nil }
+            return (.failed, .string("The tool is no longer offered by MCP server '\(source.mcp ?? "")'; it was not run."))
+        }
+        // The wait is a checkpoint: session/cancel ends it now, as it ends a wait for the model.
+        control.setWaitingForProvider(true)
+        defer { control.setWaitingForProvider(false) }
+        let result = try await offered.server.call(tool: offered.toolName, arguments: arguments, timeout: timeout)
+        try Task.checkCancellation()
+        return result
+    }
+}

@@ -1,0 +1,243 @@
+// Model Context Protocol tool servers a session uses (docs/protocol.md, "MCP tool servers").
+
+/// How agentrpc reaches an MCP server.
+public enum MCPTransportKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// A child process speaking newline-delimited JSON-RPC on its stdin and stdout.
+    case stdio
+    /// Streamable HTTP: one endpoint, POST per message, JSON or SSE answers.
+    case http
+}
+
+/// One MCP server: a command to start (`stdio`, the default) or an endpoint (`type: "http"`).
+/// `env` and `headers` values may name environment variables of agentrpc as `${NAME}`;
+/// literal values are never stored with the session (they may hold credentials).
+public struct MCPServerSpec: Codable, Sendable, Hashable {
+    /// Letters, digits, `-` and `_`, at most `MCPBounds.maxServerNameLength`; the tools
+    /// appear to the model as `mcp__<name>__<tool>`.
+    public var name: String
+    public var type: MCPTransportKind?
+    /// stdio: the program (a path, or a name looked up on `PATH`).
+    public var command: String?
+    public var args: [String]?
+    /// stdio: variables added to agentrpc's environment for the child.
+    public var env: [String: String]?
+    /// stdio: the child's working directory (default: agentrpc's).
+    public var cwd: String?
+    /// http: the MCP endpoint.
+    public var url: String?
+    /// http: headers sent with every request.
+    public var headers: [String: String]?
+    /// How long a turn waits for this server to be ready (default `MCPBounds.defaultStartupTimeoutSeconds`).
+    public var startupTimeoutSeconds: Double?
+
+    public init(
+        name: String, type: MCPTransportKind? = nil, command: String? = nil, args: [String]? = nil,
+        env: [String: String]? = nil, cwd: String? = nil, url: String? = nil, headers: [String: String]? = nil,
+        startupTimeoutSeconds: Double? = nil
+    ) {
+        self.name = name
+        self.type = type
+        self.command = command
+        self.args = args
+        self.env = env
+        self.cwd = cwd
+        self.url = url
+        self.headers = headers
+        self.startupTimeoutSeconds = startupTimeoutSeconds
+    }
+
+    /// The transport, `stdio` when absent.
+    public var transport: MCPTransportKind { type ?? .stdio }
+
+    /// What the types cannot say; `path` is where the spec sits (`mcpServers[0]`).
+    public func problems(at path: String) -> [ConfigProblem] {
+        var out: [ConfigProblem] = []
+        if let p = Self.nameProblem(name) { out.append(ConfigProblem(path: path + ".name", message: p)) }
+        switch transport {
+        case .stdio:
+            if (command ?? "").isEmpty { out.append(ConfigProblem(path: path + ".command", message: "a stdio server needs a command")) }
+            if url != nil { out.append(ConfigProblem(path: path + ".url", message: "url belongs to an http server (type: \"http\")")) }
+            if headers != nil { out.append(ConfigProblem(path: path + ".headers", message: "headers belong to an http server (type: \"http\")")) }
+        case .http:
+            let u = url ?? ""
+            if !(u.hasPrefix("http://") || u.hasPrefix("https://")) {
+                out.append(ConfigProblem(path: path + ".url", message: "an http server needs an http:// or https:// url"))
+            }
+            for (key, value) in [("command", command), ("cwd", cwd)] where value != nil {
+                out.append(ConfigProblem(path: "\(path).\(key)", message: "\(key) belongs to a stdio server"))
+            }
+            if args != nil { out.append(ConfigProblem(path: path + ".args", message: "args belong to a stdio server")) }
+            if env != nil { out.append(ConfigProblem(path: path + ".env", message: "env belongs to a stdio server")) }
+        }
+        if let t = startupTimeoutSeconds, !MCPBounds.startupTimeoutSeconds.contains(t) {
+            out.append(ConfigProblem(path: path + ".startupTimeoutSeconds", message: MCPBounds.startupTimeoutSeconds.requirement))
+        }
+        return out
+    }
+
+    /// Why `name` cannot name a server, or nil.
+    public static func nameProblem(_ name: String) -> String? {
+        if name.isEmpty { return "must not be empty" }
+        if name.utf8.count > MCPBounds.maxServerNameLength { return "must be at most \(MCPBounds.maxServerNameLength) characters" }
+        let allowed = name.unicodeScalars.allSatisfy { s in
+            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+        }
+        if !allowed { return "'\(name)' may hold only letters, digits, '-' and '_'" }
+        if name.contains("__") { return "'\(name)' must not contain '__' (it separates the parts of a tool name)" }
+        return nil
+    }
+}
+
+extension MCPServerSpec: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = ["startupTimeoutSeconds": MCPBounds.startupTimeoutSeconds]
+}
+
+/// A session's MCP server: the name of one in `agentrpc.json`'s `mcpServers`, or a full spec.
+public enum MCPServerEntry: Codable, Sendable, Hashable, JSONSchemaProviding {
+    case named(String)
+    case inline(MCPServerSpec)
+
+    public init(from decoder: any Decoder) throws {
+        if let name = try? decoder.singleValueContainer().decode(String.self) {
+            self = .named(name)
+        } else {
+            self = .inline(try MCPServerSpec(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .named(let name):
+            var c = encoder.singleValueContainer()
+            try c.encode(name)
+        case .inline(let spec):
+            try spec.encode(to: encoder)
+        }
+    }
+
+    /// The server's name either way.
+    public var name: String {
+        switch self {
+        case .named(let n): return n
+        case .inline(let s): return s.name
+        }
+    }
+
+    public static var jsonSchema: JSONValue {
+        WireSchema.anyOf([
+            WireSchema.describe(WireSchema.string, "The name of an MCP server configured in agentrpc.json."),
+            WireSchema.ref(MCPServerSpec.self),
+        ])
+    }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [MCPServerSpec.self] }
+}
+
+/// Where an MCP server is in its life (`mcpServerStatus`, `session/getState`).
+public enum MCPServerStatus: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case starting
+    case ready
+    /// Gave up: it did not start, or crashed more often than it is restarted.
+    case failed
+    /// Crashed or went away; it is started again after a backoff.
+    case restarting
+    /// The session closed it.
+    case stopped
+}
+
+/// One MCP server as `session/getState` shows it.
+public struct MCPServerState: Codable, Sendable, Hashable {
+    public var name: String
+    public var transport: MCPTransportKind
+    public var status: MCPServerStatus
+    /// Why it failed or is restarting.
+    public var reason: String?
+    /// The protocol version it answered with, once initialized.
+    public var protocolVersion: String?
+    /// The names the model sees (`mcp__<server>__<tool>`).
+    public var tools: [String]
+    /// The last lines the server wrote to stderr (stdio only).
+    public var stderr: [String]?
+    /// How often it was restarted.
+    public var restarts: Int
+    /// The last things it did wrong that did not stop it (bad JSON, an answer to an unknown id, ...).
+    public var problems: [String]?
+
+    public init(
+        name: String, transport: MCPTransportKind, status: MCPServerStatus, reason: String? = nil, protocolVersion: String? = nil,
+        tools: [String] = [], stderr: [String]? = nil, restarts: Int = 0, problems: [String]? = nil
+    ) {
+        self.name = name
+        self.transport = transport
+        self.status = status
+        self.reason = reason
+        self.protocolVersion = protocolVersion
+        self.tools = tools
+        self.stderr = stderr
+        self.restarts = restarts
+        self.problems = problems
+    }
+
+    /// The `mcpServerStatus` event for this state: `stderr` when there is some,
+    /// `tools` when ready.
+    public var statusEvent: SessionEvent {
+        SessionEvent(SessionEvent.MCPServerStatusChanged(
+            server: name, status: status, reason: reason, stderr: (stderr ?? []).isEmpty ? nil : stderr,
+            tools: status == .ready ? tools : nil))
+    }
+}
+
+/// Which executor ran a tool call, on `toolCallStarted`/`toolCallFinished`: absent for the client's tools.
+public struct ToolSource: Codable, Sendable, Hashable {
+    /// The MCP server's name.
+    public var mcp: String?
+    public init(mcp: String? = nil) { self.mcp = mcp }
+    public var json: JSONValue { .object(mcp.map { ["mcp": .string($0)] } ?? [:]) }
+}
+
+extension SessionConfig {
+    /// `mcpServers` problems: bad specs, duplicate names, too many servers, and client
+    /// tools whose names a server's tools could take (`mcp__<server>__...`).
+    func mcpServerProblems() -> [ConfigProblem] {
+        var out: [ConfigProblem] = []
+        let entries = mcpServers ?? []
+        if entries.count > MCPBounds.maxServersPerSession {
+            out.append(ConfigProblem(path: "mcpServers", message: "at most \(MCPBounds.maxServersPerSession) servers"))
+        }
+        var seen: Set<String> = []
+        for (i, entry) in entries.enumerated() {
+            let path = "mcpServers[\(i)]"
+            switch entry {
+            case .named(let name):
+                if let p = MCPServerSpec.nameProblem(name) { out.append(ConfigProblem(path: path, message: p)) }
+            case .inline(let spec):
+                out += spec.problems(at: path)
+            }
+            if !seen.insert(entry.name).inserted {
+                out.append(ConfigProblem(path: path + (entry.isInline ? ".name" : ""), message: "duplicate MCP server name '\(entry.name)'"))
+            }
+        }
+        var profileNames: [(String, [String])] = []
+        if let p = profiles {
+            if let d = p.defaults?.mcpServers { profileNames.append(("profiles.defaults.mcpServers", d)) }
+            for name in p.cases.keys.sorted() { if let m = p.cases[name]?.mcpServers { profileNames.append(("profiles.cases.\(name).mcpServers", m)) } }
+        }
+        for (path, names) in profileNames {
+            for (j, name) in names.enumerated() {
+                if let p = MCPServerSpec.nameProblem(name) { out.append(ConfigProblem(path: "\(path)[\(j)]", message: p)) }
+                seen.insert(name)
+            }
+        }
+        for (i, tool) in (tools ?? []).enumerated() {
+            for server in seen.sorted() where tool.name.hasPrefix("mcp__\(server)__") {
+                out.append(ConfigProblem(
+                    path: "tools[\(i)].name",
+                    message: "client tool '\(tool.name)' clashes with the tools of MCP server '\(server)' (they are named mcp__\(server)__<tool>)"))
+            }
+        }
+        return out
+    }
+}
+
+extension MCPServerEntry {
+    var isInline: Bool { if case .inline = self { return true } else { return false } }
+}

@@ -1,0 +1,107 @@
+"""A real MCP server built with the ``mcp`` package from PyPI, for agentrpc's
+MCP tests: ``MCPServer`` in mcp 2.x, ``FastMCP`` in mcp 1.x (whichever the
+interpreter running this file has).
+
+    python mcp_sdk_server.py                 # stdio
+    python mcp_sdk_server.py http PORT       # streamable HTTP on 127.0.0.1:PORT/mcp
+
+``MCP_TEST_PID_FILE``, when set, receives the process id (the orphan test).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import Context, MCPServer as Server
+    from mcp_types import ToolAnnotations
+
+    SDK = "MCPServer"
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context, FastMCP as Server  # type: ignore[no-redef]
+    from mcp.types import ToolAnnotations  # type: ignore[no-redef]
+
+    SDK = "FastMCP"
+
+server: Any = Server("agentrpc-test")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Repeats the text."""
+    return f"echo: {text}"
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Adds two integers (structured output)."""
+    return Sum(total=a + b)
+
+
+@server.tool()
+def fail(why: str) -> str:
+    """Always fails: the SDK answers isError true."""
+    raise ValueError(why)
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    await anyio.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server process mid-call."""
+    os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def wipe() -> str:
+    """A destructive tool (confirmation by default)."""
+    return "wiped"
+
+
+def extra() -> str:
+    """Added at run time by grow."""
+    return "extra ran"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool 'extra' and says the tool list changed."""
+    server.add_tool(extra, name="extra")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+def sdk() -> str:
+    """Which server class this is."""
+    return SDK
+
+
+if __name__ == "__main__":
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as f:
+            f.write(str(os.getpid()))
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.settings.port = int(sys.argv[2]) if hasattr(server, "settings") and hasattr(server.settings, "port") else None
+        if SDK == "MCPServer":
+            server.run("streamable-http", port=int(sys.argv[2]))
+        else:
+            server.settings.port = int(sys.argv[2])
+            server.run("streamable-http")
+    else:
+        server.run()
