@@ -156,6 +156,12 @@ actor MCPServerRunner {
     }
 
     private func connectionClosed(_ why: String) {
+        // Until the run loop reports why, a round trip must not offer the dead
+        // server's tools, and waits (bounded) for the restart instead.
+        if status == .ready && !stopped {
+            status = .restarting
+            tools = []
+        }
         endedReason = why
         connectionEnd?.resume(returning: why)
         connectionEnd = nil
@@ -224,6 +230,7 @@ actor MCPServerRunner {
             case .rpc(let code, let message):
                 return (.failed, .string("The MCP server '\(spec.name)' refused the call (error \(code)): \(message)"))
             case .gone(let why):
+                connectionClosed(why)
                 return (.failed, .string("The MCP server '\(spec.name)' went away during the call (\(why)); the tool may or may not have run."))
             case .tooLarge, .malformed:
                 return (.failed, .string("The MCP server '\(spec.name)' answered unusably: \(error)"))

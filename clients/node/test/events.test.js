@@ -8,6 +8,16 @@ import { test } from 'node:test';
 import { DEFAULT_CAPABILITIES, EVENT_TYPES, ops, scripted, tool } from '../src/index.js';
 import { collect, nextMatching, objectSchema, spawnReal } from '../test-support/helpers.js';
 
+// A minimal MCP server: initialize and tools/list, nothing else.
+const MCP_SERVER = [
+  'import json, sys',
+  'for line in sys.stdin:',
+  '    m = json.loads(line)',
+  '    if "id" not in m: continue',
+  '    r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}} if m["method"] == "initialize" else {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}',
+  '    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)',
+].join('\n');
+
 test('every event type of the schema reaches session.stream() / session.events(), typed', async () => {
   const client = await spawnReal({ capabilities: { ...DEFAULT_CAPABILITIES, hooks: true, contextSources: true } });
   const seen = new Map();
@@ -59,6 +69,12 @@ test('every event type of the schema reaches session.stream() / session.events()
     await steered.setApprovalRules({ add: [{ tool: 'wait' }] });
     record([await nextMatching(rules, (e) => e.type === 'approvalRulesChanged', 5000, 'approvalRulesChanged')]);
     await rules.return();
+
+    // An MCP server (a few lines of Python on stdio): mcpServerStatus, outside any turn.
+    const mcp = await client.openSession({ model: scripted({ text: ['ok'] }), mcpServers: [{ name: 'calc', command: 'python3', args: ['-c', MCP_SERVER] }] });
+    const statuses = mcp.events();
+    record([await nextMatching(statuses, (e) => e.type === 'mcpServerStatus' && e.status === 'ready', 10000, 'mcpServerStatus')]);
+    await statuses.return();
   } finally {
     await client.close();
   }
@@ -68,9 +84,10 @@ test('every event type of the schema reaches session.stream() / session.events()
     assert.equal(typeof event.sessionId, 'string', `${type}.sessionId`);
     assert.ok(Number.isInteger(event.seq), `${type}.seq`);
     // Events outside a turn carry no turnId.
-    if (!['propertiesChanged', 'approvalRulesChanged'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
+    if (!['propertiesChanged', 'approvalRulesChanged', 'mcpServerStatus'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
   }
   assert.equal(seen.get('retrying').error.data.kind, 'providerError');
   assert.equal(seen.get('cacheInvalidated').reason, 'historyRewritten');
   assert.equal(seen.get('hookFired').hook, 'onPrompt');
+  assert.deepEqual(seen.get('mcpServerStatus').tools, ['mcp__calc__add']);
 });
