@@ -1,0 +1,72 @@
+import AgentRPCProtocol
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// The pure parts of the MCP client: tool names, result mapping, cutting, stored configs.
+struct MCPMappingTests {
+    @Test func namesArePrefixedAndLongOrOddNamesGetAStableHashSuffix() {
+        #expect(MCPServerSet.exposedName(server: "kit", tool: "echo") == "mcp__kit__echo")
+        let long = MCPServerSet.exposedName(server: "kit", tool: String(repeating: "a", count: 80))
+        #expect(long.count == 64)
+        #expect(long == MCPServerSet.exposedName(server: "kit", tool: String(repeating: "a", count: 80)))
+        #expect(long != MCPServerSet.exposedName(server: "kit", tool: String(repeating: "a", count: 79)))
+        let dotted = MCPServerSet.exposedName(server: "kit", tool: "files.read")
+        #expect(dotted.hasPrefix("mcp__kit__files_read_") && dotted.count == "mcp__kit__files_read_".count + 8)
+        #expect(dotted != MCPServerSet.exposedName(server: "kit", tool: "files_read"))
+    }
+
+    @Test func destructiveHintAsksForConfirmationUnlessReadOnly() {
+        func spec(readOnly: Bool?, destructive: Bool?) -> ToolSpec {
+            MCPServerSet.toolSpec(MCPTool(name: "t", inputSchema: ["type": "object"], readOnlyHint: readOnly, destructiveHint: destructive), exposedName: "mcp__s__t")
+        }
+        #expect(spec(readOnly: nil, destructive: true).confirmation == .always)
+        #expect(spec(readOnly: true, destructive: true).confirmation == nil)
+        #expect(spec(readOnly: nil, destructive: nil).confirmation == nil)
+        #expect(spec(readOnly: nil, destructive: nil).annotations == nil)
+        #expect(spec(readOnly: true, destructive: false).annotations == ToolAnnotations(readOnly: true, destructive: false))
+    }
+
+    @Test func resultsMapToOutcomesAndContent() {
+        let text = MCPToolOutput.outcome(of: ["content": [["type": "text", "text": "a"], ["type": "text", "text": "b"]]])
+        #expect(text.0 == .ok && text.1 == "a\nb")
+        let error = MCPToolOutput.outcome(of: ["content": [["type": "text", "text": "bad"]], "isError": true])
+        #expect(error.0 == .failed && error.1 == "bad")
+        let structured = MCPToolOutput.outcome(of: ["content": [["type": "text", "text": "{\"t\": 1}"]], "structuredContent": ["t": 1]])
+        #expect(structured.1 == ["t": 1])
+        let mixed = MCPToolOutput.outcome(of: ["content": [
+            ["type": "image", "mimeType": "image/png", "data": "QUJD"],
+            ["type": "resource", "resource": ["uri": "file:///a", "blob": "QUJDRA=="]],
+            ["type": "resource_link", "uri": "file:///b", "name": "b", "extra": "dropped"],
+        ]])
+        #expect(mixed.1 == [
+            ["type": "image", "mimeType": "image/png", "note": "4 bytes of base64 image data not shown"],
+            ["type": "resource", "resource": ["uri": "file:///a", "blob": "8 bytes of base64 data not shown"]],
+            ["type": "resource_link", "uri": "file:///b", "name": "b"],
+        ])
+    }
+
+    @Test func outputOverTheLimitIsCutWithANote() {
+        let cut = MCPToolOutput.cut(.string(String(repeating: "é", count: 10)), limit: 5)
+        #expect(cut.stringValue?.hasSuffix("[output cut: 5 of 20 bytes shown]") == true)
+        #expect(MCPToolOutput.cut("short", limit: 5) == "short")
+    }
+
+    @Test func literalEnvAndHeaderValuesAreNotStoredButReferencesAre() throws {
+        let config = SessionConfig(mcpServers: [.inline(MCPServerSpec(
+            name: "gh", command: "gh-mcp", env: ["TOKEN": "ghp_secret", "HOME_DIR": "${HOME}"]))])
+        let (stored, dropped) = try config.forStorage()
+        #expect(dropped == ["mcpServers[0].env.TOKEN"])
+        #expect(stored["mcpServers"]?.arrayValue?.first?["env"] == ["HOME_DIR": "${HOME}"])
+        #expect(!stored.serializedString().contains("ghp_secret"))
+        #expect(MCPSecrets.expand("Bearer ${T}", environment: ["T": "x"]) == "Bearer x")
+    }
+
+    @Test func configProblemsNameTheClashAndBadSpecs() {
+        let clash = SessionConfig(tools: [ToolSpec(name: "mcp__kit__echo")], mcpServers: [.named("kit")]).validate()
+        #expect(clash.contains { $0.path == "tools[0].name" && $0.message.contains("mcp__kit__echo") && $0.message.contains("'kit'") })
+        let bad = SessionConfig(mcpServers: [.inline(MCPServerSpec(name: "a__b")), .inline(MCPServerSpec(name: "h", type: .http, url: "ftp://x"))]).validate()
+        #expect(bad.map(\.path).sorted() == ["mcpServers[0].command", "mcpServers[0].name", "mcpServers[1].url"])
+    }
+}
