@@ -374,6 +374,37 @@ async def test_allow_always_and_reject_always_stand_for_the_session(tmp_path: Pa
     assert editor.tool_updates("call_r2")[-1]["status"] == "failed"
 
 
+async def test_tools_follow_the_editors_capabilities_and_the_configured_permissions(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "old"})
+    config = scripted(
+        {"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}},
+                       {"id": "call_t", "name": "run_command", "arguments": {"command": "ls"}}]},
+        {"text": ["ok"]},
+    )
+    config["acp"] = {"permissions": []}
+    # An editor without terminals: run_command is not offered, so the model's call of it is a tool error.
+    caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False)
+    async with agent(tmp_path, config, editor, capabilities=caps) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
+    assert not editor.called("request_permission"), "no tool needs permission when acp.permissions is empty"
+    assert editor.files["/work/project/a.txt"] == "new"
+    assert not editor.called("terminal/create")
+    last = editor.tool_updates("call_t")[-1]
+    assert last["status"] == "failed" and "run_command" in last["rawOutput"]
+
+
+def test_a_mistake_in_the_acp_section_is_named_at_start(tmp_path: Path) -> None:
+    import subprocess
+
+    assert REAL_BINARY is not None
+    path = tmp_path / "agentrpc.json"
+    path.write_text(json.dumps({**scripted(), "acp": {"tools": ["read_file", "format_disk"]}}))
+    result = subprocess.run([REAL_BINARY, "acp", "--config", str(path), "--ephemeral"], input="", capture_output=True, text=True, timeout=WAIT)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "acp.tools[1]" in result.stderr
+
+
 # -- cancellation -----------------------------------------------------------------------
 
 
