@@ -217,7 +217,7 @@ final class ACPAgent: Sendable {
             "agentCapabilities": [
                 "loadSession": true,
                 "promptCapabilities": ["image": true, "audio": false, "embeddedContext": true],
-                // MCP servers named by the editor are not started yet (see session/new's _meta).
+                // stdio MCP servers only: the engine has no MCP transport over HTTP yet.
                 "mcpCapabilities": ["http": false, "sse": false],
                 "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:], "additionalDirectories": [:]],
             ],
@@ -283,25 +283,26 @@ final class ACPAgent: Sendable {
         }
         // The workspace is kept with the session, so session/list can say where it belongs.
         config["userId"] = .string(Self.userIdPrefix + cwd)
+        // The editor's MCP servers join the session's own (acp.session.mcpServers); their
+        // tools run through the engine's tool path like every other.
+        let mcp = ACPMCP.convert(servers)
+        if !mcp.specs.isEmpty { config["mcpServers"] = .array((config["mcpServers"]?.arrayValue ?? []) + mcp.specs) }
         let created = try await engine.call("session/create", .object(config))
         guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, model: model.name, mode: created["activeProfile"]?.stringValue)
         sessions.add(session)
         var answer = sessionState(session)
         answer["sessionId"] = .string(id)
-        if let meta = mcpMeta(servers) { answer["_meta"] = meta }
+        if let meta = mcpMeta(mcp.notStarted) { answer["_meta"] = meta }
         return .object(answer)
     }
 
     static let userIdPrefix = "acp:"
 
-    /// Names the editor's MCP servers this build did not start, never dropping them silently.
-    private func mcpMeta(_ servers: [JSONValue]) -> JSONValue? {
-        guard !servers.isEmpty else { return nil }
-        let names = servers.map { $0["name"]?.stringValue ?? "(unnamed)" }
-        logger.warning("MCP servers not started (not supported by this build yet): \(names.joined(separator: ", "))")
-        return ["agentrpc": ["mcpServersNotStarted": .array(names.map(JSONValue.string)),
-                             "reason": "this build of agentrpc does not start MCP servers yet"]]
+    /// Names the editor's MCP servers that were not started, never dropping them silently.
+    private func mcpMeta(_ notStarted: [(name: String, reason: String)]) -> JSONValue? {
+        for server in notStarted { logger.warning("MCP server \(server.name) not started: \(server.reason)") }
+        return ACPMCP.meta(notStarted)
     }
 
     /// `modes` and `configOptions` of a session's answers.
@@ -357,7 +358,10 @@ final class ACPAgent: Sendable {
         sessions.add(session)
         if session.model == nil { session.model = try? chooseModel()?.name }
         var answer = sessionState(session)
-        if let meta = mcpMeta(servers) { answer["_meta"] = meta }
+        // A stored session starts the MCP servers it was created with; the list sent now is not applied.
+        if let meta = mcpMeta(servers.map { ($0["name"]?.stringValue ?? "(unnamed)", "a loaded session runs the MCP servers it was created with") }) {
+            answer["_meta"] = meta
+        }
         return .object(answer)
     }
 

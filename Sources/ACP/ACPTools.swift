@@ -103,8 +103,16 @@ struct ToolCallView: Sendable {
             title = "Run `\(Self.commandLine(arguments))`"
             kind = "execute"
         case nil:
-            title = name
-            kind = Self.kind(ofToolNamed: name)
+            // An MCP server's tool reaches the model as mcp__<server>__<tool>.
+            let parts = name.split(separator: "__", omittingEmptySubsequences: false).map(String.init)
+            if parts.count >= 3, parts[0] == "mcp" {
+                let tool = parts.dropFirst(2).joined(separator: "__")
+                title = "\(tool) (\(parts[1]))"
+                kind = Self.kind(ofToolNamed: tool)
+            } else {
+                title = name
+                kind = Self.kind(ofToolNamed: name)
+            }
         }
     }
 

@@ -281,13 +281,41 @@ async def test_no_model_is_auth_required_never_a_hang(tmp_path: Path) -> None:
     assert "OPENAI_API_KEY" in message and "agentrpc.json" in message
 
 
-async def test_mcp_servers_that_were_not_started_are_named(tmp_path: Path) -> None:
-    from acp.schema import EnvVariable, McpServerStdio
+CALC_MCP_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "initialize": r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
+    elif m["method"] == "tools/list": r = {"tools": [{"name": "add", "description": "Adds a and b.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}]}
+    elif m["method"] == "tools/call":
+        a = m["params"]["arguments"]
+        r = {"content": [{"type": "text", "text": str(a["a"] + a["b"])}]}
+    else: r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"""
 
-    async with agent(tmp_path, scripted(), Editor()) as (conn, cwd):
-        server = McpServerStdio(name="files", command="/usr/bin/mcp-files", args=["--stdio"], env=[EnvVariable(name="A", value="b")])
-        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[server]), WAIT)
-    assert session.field_meta["agentrpc"]["mcpServersNotStarted"] == ["files"]
+
+async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_named(tmp_path: Path) -> None:
+    import sys
+
+    from acp.schema import HttpMcpServer, McpServerStdio
+
+    editor = Editor()
+    config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__my_calc__add", "arguments": {"a": 2, "b": 3}}]}, {"text": ["5."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        calc = McpServerStdio(name="my calc", command=sys.executable, args=["-c", CALC_MCP_SERVER], env=[])
+        remote = HttpMcpServer(type="http", name="remote", url="https://mcp.example.com/mcp", headers=[])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[calc, remote]), WAIT)
+        assert (await prompt(conn, session.session_id, "2 + 3?")).stop_reason == "end_turn"
+    # The http server is not started (this build has no MCP HTTP transport) and says so.
+    (not_started,) = session.field_meta["agentrpc"]["mcpServersNotStarted"]
+    assert not_started["name"] == "remote" and "http" in not_started["reason"]
+    # The stdio one ran the model's call, through the engine's tool path.
+    updates = editor.tool_updates("call_m")
+    assert updates[0]["title"] == "add (my_calc)"
+    assert updates[-1]["status"] == "completed" and "5" in json.dumps(updates[-1]["rawOutput"])
+    assert editor.text() == "5."
 
 
 # -- tools through the editor -----------------------------------------------------------
