@@ -60,15 +60,6 @@ extension AgentSession {
         return SessionSteerResult(turnId: runner.id)
     }
 
-    /// The checkpoint before a round trip: steering that arrived meanwhile joins
-    /// the transcript as prompt entries, so the next request carries it.
-    func applySteering(turn: TurnState) throws {
-        for input in runner?.takeSteering() ?? [] {
-            let entry = try append(.prompt(text: input.text, images: input.images), turn: turn.id)
-            emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
-        }
-    }
-
     // MARK: Queued sends
 
     /// `session/send` with `queue: true`: starts now when the session is idle,

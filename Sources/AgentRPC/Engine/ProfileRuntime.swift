@@ -312,79 +312,13 @@ extension AgentSession {
 }
 
 extension AgentSession {
-    /// What a side request streamed back.
-    struct SideResponse {
-        var text = ""
-        var toolCalls: [ModelToolCall] = []
-    }
-
-    /// Sends one of the engine's own requests — the `llm` router's, a consult's, a
-    /// summary's — outside the turn's round trips. Like a round trip it is dumped,
-    /// traced as an `llm.completion` under `parent`, and its usage is announced
-    /// with `usage`, becomes `lastUsageReport` and counts in the turn's usage: the
-    /// `usage` events of a turn add up to its `TurnResult.usage`.
+    /// A side request of the running turn (`TurnRunner.sideRequest`).
     func sideRequest(
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, turn: inout TurnState
-    ) async throws -> SideResponse {
-        reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
-        context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
-                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
-        let span = parent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
-        span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
-        var response = SideResponse()
-        var usage: ModelUsage?
-        var attempt = 0
-        while true {
-            attempt += 1
-            response = SideResponse()
-            usage = nil
-            // Like the turn's own stream, waiting for the model is a checkpoint: session/cancel ends it.
-            control?.setWaitingForProvider(true)
-            do {
-                defer { control?.setWaitingForProvider(false) }
-                var ended = false
-                for try await event in provider.stream(request) {
-                    if let control { try checkpoint(control) }
-                    switch event {
-                    case .textDelta(let d), .refusalDelta(let d): response.text += d
-                    case .toolCall(let call): response.toolCalls.append(call)
-                    case .usage(let reported):
-                        let u = believableUsage(reported)
-                        usage = u
-                        runner?.lastUsageReport = Usage(u)
-                        emit(.usage(Usage(u)))
-                    case .end: ended = true
-                    case .reasoningDelta, .reasoningSignature: break
-                    }
-                }
-                if let control { try checkpoint(control) }
-                try Task.checkCancellation()
-                if !ended { throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete") }
-                break
-            } catch {
-                if let usage { turn.addUsage(usage) }
-                // Side requests retry transient errors like round trips do.
-                if let providerError = error as? ProviderError, let control {
-                    do {
-                        try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: !response.text.isEmpty || !response.toolCalls.isEmpty, control: control, turn: turn)
-                        continue
-                    } catch {
-                        span?.end(status: .error(Self.safeDescription(of: error)))
-                        throw error
-                    }
-                }
-                span?.end(status: .error(Self.safeDescription(of: error)))
-                throw error
-            }
-        }
-        if let usage {
-            turn.addUsage(usage)
-            span?.recordUsage(Usage(usage))
-        }
-        span?.setPayload(SpanAttributeKey.completion, response.text)
-        span?.end(status: .ok)
-        return response
+    ) async throws -> RoundTripOutput {
+        guard let runner, runner.isRunning else { throw RPCError.internalError("a side request outside a turn") }
+        return try await runner.sideRequest(request, provider: provider, purpose: purpose, profile: profile, parent: parent, turn: &turn, session: self)
     }
 }
 

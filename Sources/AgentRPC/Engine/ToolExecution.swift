@@ -141,23 +141,12 @@ extension AgentSession {
             return try await output(outcome, content, turn: &turn)
         }
         let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: revision)
-        let answer: JSONValue
-        do {
-            answer = try await context.channel.request(ToolCallRequest.name, params.json, timeout: turn.limits.toolTimeoutSeconds)
-        } catch OutgoingRequestError.rpc(let clientError) {
-            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
-                "callId": .string(call.id), "name": .string(call.name), "clientError": clientError.json,
-            ])
-        } catch OutgoingRequestError.timedOut(let seconds) {
-            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
-        } catch OutgoingRequestError.disconnected {
-            throw clientGone()
-        }
         let result: ToolCallResult
-        do {
-            result = try answer.decode(as: ToolCallResult.self)
-        } catch {
-            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.id), "name": .string(call.name)])
+        switch try await executeTool(params, timeout: turn.limits.toolTimeoutSeconds) {
+        case .finished(let finished):
+            result = finished
+        case .timedOut(let seconds):
+            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
         }
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
@@ -165,6 +154,31 @@ extension AgentSession {
             try transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
         }
         return try await output(result.outcome, result.content, turn: &turn)
+    }
+
+    /// Where a tool call runs, once it passed validation, hooks, guards and
+    /// confirmation: the one place that hands a call to its executor (today the
+    /// client, with `tool/call`) and returns its result. `timeout` bounds the
+    /// wait; cancelling the calling task withdraws the call. A failing executor
+    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
+    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
+        let answer: JSONValue
+        do {
+            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
+        } catch OutgoingRequestError.rpc(let clientError) {
+            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
+                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
+            ])
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            return .timedOut(seconds: seconds)
+        } catch OutgoingRequestError.disconnected {
+            throw clientGone()
+        }
+        do {
+            return .finished(try answer.decode(as: ToolCallResult.self))
+        } catch {
+            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
+        }
     }
 
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
@@ -363,6 +377,13 @@ extension AgentSession {
         runner?.contextDiagnostics = diagnostics
         if !diagnostics.isEmpty { emit(.contextDiagnostics(diagnostics), turn: turn.id) }
     }
+}
+
+/// How a tool call's execution ended, when it did not fail.
+enum ToolExecutionResult: Sendable {
+    case finished(ToolCallResult)
+    /// No result within the timeout: the call was abandoned.
+    case timedOut(seconds: Double)
 }
 
 extension Guard {

@@ -175,14 +175,14 @@ extension AgentSession {
             // The store refused the prompt: the turn ends before it ran, announced as failed.
             let rpc = (error as? RPCError) ?? RPCError(.storeUnavailable, "the session's journal could not be written: \(error)")
             transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: id, status: .failed, stopReason: nil, usage: Usage(), undo: UndoOutcome.none))
-            endTurnState()
+            runner.end()
             emit(.turnEnded(status: .failed, undo: UndoOutcome.none, error: rpc), turn: id)
             throw rpc
         }
 
         let task = Task { [self, turn] () async throws -> TurnOutcome in
             var state = turn
-            return try await self.runTurn(&state, control: control, input: input)
+            return try await runner.runTurn(&state, input: input, session: self)
         }
         control.attach(task)
         return control
@@ -206,32 +206,57 @@ extension AgentSession {
         return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
     }
 
+    /// Operations that turn `current` back into `before`: a truncation when the
+    /// turn only appended, else the whole list. Nil when they are equal.
+    static func revertOperations(from current: [TranscriptEntry], to before: [TranscriptEntry]) -> [TranscriptOperation]? {
+        if current == before { return nil }
+        if before.count <= current.count, Array(current.prefix(before.count)) == before {
+            return [.truncateAfter(id: before.last?.id)]
+        }
+        return [.set(entries: before)]
+    }
+}
+
+/// The turn loop: round trips, streaming, and how a turn ends. It runs in the
+/// turn's task on the session's actor (`session` is isolated), reading and
+/// changing the session's long-lived state only through `session`.
+extension TurnRunner {
     // MARK: The loop
 
-    private func runTurn(_ turn: inout TurnState, control: TurnControl, input: TurnInput) async throws -> TurnOutcome {
+    /// The checkpoint before a round trip: steering that arrived meanwhile joins
+    /// the transcript as prompt entries, so the next request carries it.
+    private func applySteering(turn: TurnState, session: isolated AgentSession) throws {
+        for input in takeSteering() {
+            let entry = try session.append(.prompt(text: input.text, images: input.images), turn: turn.id)
+            session.emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
+        }
+    }
+
+    func runTurn(_ turn: inout TurnState, input: TurnInput, session: isolated AgentSession) async throws -> TurnOutcome {
+        let control = self.control
         let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
             try? await Task.sleep(for: .clampedSeconds(limit))
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
         defer { watchdog.cancel() }
-        turn.turnSpan = context.tracer?.startTurnSpan(sessionID: id, turnID: turn.id)
+        turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
-            await refreshContextSources(turn: turn)
+            await session.refreshContextSources(turn: turn)
             // A stop during the refresh must not go on to route (a model call).
-            try checkpoint(control)
-            try await routeTurn(input: input, turn: &turn)
-            let first = try await enterProfile(turn: &turn)
-            try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
-            let outcome = try await loop(&turn, control: control)
+            try control.checkpoint()
+            try await session.routeTurn(input: input, turn: &turn)
+            let first = try await session.enterProfile(turn: &turn)
+            try await session.runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
+            let outcome = try await loop(&turn, session: session)
             turn.agentSpan?.end()
             turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(outcome.turnResult.stopReason.rawValue))
             turn.turnSpan?.recordUsage(outcome.turnResult.usage)
             turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
-            let rpc = turnError(from: error, control: control, turn: turn)
-            await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled)
+            let rpc = turnError(from: error, turn: turn)
+            await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled, session: session)
             turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
             turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
             turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
@@ -239,37 +264,37 @@ extension AgentSession {
         }
     }
 
-    private func loop(_ turn: inout TurnState, control: TurnControl) async throws -> TurnOutcome {
+    private func loop(_ turn: inout TurnState, session: isolated AgentSession) async throws -> TurnOutcome {
         while true {
-            try checkpoint(control)
-            try applySteering(turn: turn)
+            try control.checkpoint()
+            try applySteering(turn: turn, session: session)
             if turn.roundTrips >= turn.limits.maxRoundTrips {
                 throw RPCError(.maxRoundTripsExceeded, "the turn needed more than \(turn.limits.maxRoundTrips) round trips", data: ["limit": .int(turn.limits.maxRoundTrips)])
             }
             turn.roundTrips += 1
             // The profile is resolved before every round trip, so a change by the
             // client, a hook or a tool takes effect now, mid-turn included.
-            let profile = try await enterProfile(turn: &turn)
+            let profile = try await session.enterProfile(turn: &turn)
             turn.errorPolicy = profile.transcriptErrorPolicy
-            let modelRef = try resolveModelReference(options: turn.options, profile: profile)
-            let provider = try provider(for: modelRef)
-            var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
-            if try await applyEgress(to: &request, profile: profile) { stablePrefix = nil }
-            reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
-            if let change = prefixTracker.observe(
+            let modelRef = try session.resolveModelReference(options: turn.options, profile: profile)
+            let provider = try session.provider(for: modelRef)
+            var (request, entryIDs, stablePrefix) = try await session.buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
+            if try await session.applyEgress(to: &request, profile: profile) { stablePrefix = nil }
+            session.reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
+            if let change = session.prefixTracker.observe(
                 model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
                 stablePrefix: stablePrefix) {
-                emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
+                session.emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
-            emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
-            context.dumper?.dump(sessionId: id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
-                               body: context.dumper == nil ? nil : provider.wireBody(for: request))
+            session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
+            session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
+                               body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
 
-            let completionSpan = turn.spanParent.flatMap { context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+            let completionSpan = turn.spanParent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
             completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
             let output: RoundTripOutput
             do {
-                output = try await streamWithRetries(request, provider: provider, control: control, turn: &turn)
+                output = try await streamWithRetries(request, provider: provider, turn: &turn, session: session)
             } catch {
                 completionSpan?.end(status: .error("\(error)"))
                 throw error
@@ -280,118 +305,150 @@ extension AgentSession {
             }
             completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
             completionSpan?.end(status: .ok)
-            try checkpoint(control)
+            try control.checkpoint()
 
             // A round trip cut off by the token limit or the content filter runs none of
             // its tool calls, whole or not (docs/protocol.md, "How a reply ended"): the
             // turn ends there, the same way for every provider.
             if output.toolCalls.isEmpty || output.endedHow?.cutsAnswer == true {
-                if runner?.hasSteering == true && output.endedHow?.cutsAnswer != true {
+                if hasSteering == true && output.endedHow?.cutsAnswer != true {
                     // Steering arrived while the model answered: the answer stays in the
                     // transcript and the model gets one more round trip to take it in.
-                    if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
-                    try append(.response(text: output.text, profile: profile.name, incomplete: false, stopReason: output.endedHow), turn: turn.id)
-                    runner?.currentText = ""
+                    if let reasoning = output.reasoningEntry(profile: profile.name) { try session.append(reasoning, turn: turn.id) }
+                    try session.append(.response(text: output.text, profile: profile.name, incomplete: false, stopReason: output.endedHow), turn: turn.id)
+                    currentText = ""
                     continue
                 }
-                runner?.finishing = true
-                return try await finishCompleted(&turn, output: output, profile: profile)
+                finishing = true
+                return try await finishCompleted(&turn, output: output, profile: profile, session: session)
             }
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { try session.append(reasoning, turn: turn.id) }
             let records = output.toolCalls.map { call in
                 ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
             }
-            let callsEntry = try append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
+            let callsEntry = try session.append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
             turn.openToolCallsEntryID = callsEntry.id
             for call in output.toolCalls {
-                try checkpoint(control)
+                try control.checkpoint()
                 if turn.toolCallCount >= turn.limits.maxToolCalls {
                     throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
                 }
                 turn.toolCallCount += 1
-                try await runToolCall(call, profile: profile, turn: &turn, control: control)
+                try await session.runToolCall(call, profile: profile, turn: &turn, control: control)
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
-                runner?.finishing = true
-                return try await finishCompleted(&turn, output: output, profile: profile)
+                finishing = true
+                return try await finishCompleted(&turn, output: output, profile: profile, session: session)
             }
             // Text streamed before tool calls belongs to that round trip; the next
             // round trip's text starts a fresh answer.
-            runner?.currentText = ""
+            currentText = ""
         }
-    }
-
-    /// Cooperative cancellation points: between stream events, between tool calls,
-    /// after the stream drains.
-    func checkpoint(_ control: TurnControl) throws {
-        if control.cooperativeCancelRequested { throw TurnStop.cooperativeCancel }
-        if control.reason != nil { throw CancellationError() }
     }
 
     // MARK: Streaming
 
-    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, turn: inout TurnState) async throws -> RoundTripOutput {
+    /// One request to the model with its retries: a round trip of the turn
+    /// (`shown`: its text streams to the client and becomes `currentText`), or a
+    /// side request of the engine's own (router, consult, summary), whose text
+    /// only its caller sees. Usage is announced and counted the same way for both.
+    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool = true, turn: inout TurnState, session: isolated AgentSession) async throws -> RoundTripOutput {
         var attempt = 0
         while true {
             attempt += 1
             var output = RoundTripOutput()
             do {
-                try await stream(request, provider: provider, control: control, into: &output)
+                try await stream(request, provider: provider, shown: shown, into: &output, session: session)
                 return output
             } catch {
                 // A request that reported usage and then failed (or was cancelled)
                 // was still paid for: it counts in the turn, retried or not.
                 if let u = output.usage { turn.addUsage(u) }
                 guard let providerError = error as? ProviderError else { throw error }
-                try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: output.hadOutput, control: control, turn: turn)
+                // A side request's reasoning is shown to no one: it does not count as output.
+                let hadOutput = shown ? output.hadOutput : !output.text.isEmpty || !output.toolCalls.isEmpty
+                try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: hadOutput, turn: turn, session: session)
             }
         }
+    }
+
+    /// Sends one of the engine's own requests — the `llm` router's, a consult's, a
+    /// summary's — outside the turn's round trips, through the same code as a
+    /// round trip. Like a round trip it is dumped, traced as an `llm.completion`
+    /// under `parent`, and its usage is announced with `usage`, becomes
+    /// `lastUsageReport` and counts in the turn's usage: the `usage` events of a
+    /// turn add up to its `TurnResult.usage`.
+    func sideRequest(
+        _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
+        parent: SpanContext?, turn: inout TurnState, session: isolated AgentSession
+    ) async throws -> RoundTripOutput {
+        session.reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
+        session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
+                               body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
+        let span = parent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
+        span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
+        let output: RoundTripOutput
+        do {
+            output = try await streamWithRetries(request, provider: provider, shown: false, turn: &turn, session: session)
+        } catch {
+            span?.end(status: .error(AgentSession.safeDescription(of: error)))
+            throw error
+        }
+        if let usage = output.usage {
+            turn.addUsage(usage)
+            span?.recordUsage(Usage(usage))
+        }
+        span?.setPayload(SpanAttributeKey.completion, output.text)
+        span?.end(status: .ok)
+        return output
     }
 
     /// Transient provider errors before any output are retried (docs/turns.md):
     /// this returns after the backoff when another attempt is due, and rethrows
     /// the error when it is not retryable, output already streamed, attempts are
     /// used up, or the wait would outlast the turn's wall clock.
-    func waitBeforeRetry(_ error: ProviderError, attempt: Int, hadOutput: Bool, control: TurnControl, turn: TurnState) async throws {
+    private func waitBeforeRetry(_ error: ProviderError, attempt: Int, hadOutput: Bool, turn: TurnState, session: isolated AgentSession) async throws {
         // A provider failing because the turn was stopped is not a provider error.
-        try checkpoint(control)
+        try control.checkpoint()
         guard error.retryGuidance.kind == .retryWithBackoff, !hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
         let delay = ProviderRetryPolicy.delay(attempt: attempt, hint: error.retryAfterSeconds)
         let elapsed = turn.startedAt.duration(to: .now)
         let remaining = turn.limits.wallClockSeconds - elapsed.secondsValue
         guard delay < remaining else { throw error }
-        emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
+        session.emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
         do { try await Task.sleep(for: .clampedSeconds(delay)) } catch {
-            try checkpoint(control)
+            try control.checkpoint()
             throw error
         }
-        try checkpoint(control)
+        try control.checkpoint()
     }
 
-    private func stream(_ request: ModelRequest, provider: any ModelProvider, control: TurnControl, into output: inout RoundTripOutput) async throws {
+    private func stream(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, into output: inout RoundTripOutput, session: isolated AgentSession) async throws {
         var ended = false
         // Waiting for the next event is a checkpoint: session/cancel ends even a
         // stalled stream (the iteration then finishes quietly, see below).
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
         for try await event in provider.stream(request) {
-            try checkpoint(control)
+            try control.checkpoint()
             switch event {
             case .textDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.text += delta
-                runner?.currentText += delta
-                events.emitDelta(delta, reasoning: false)
+                if shown {
+                    currentText += delta
+                    session.events.emitDelta(delta, reasoning: false)
+                }
             case .reasoningDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.reasoning += delta
-                events.emitDelta(delta, reasoning: true)
+                if shown { session.events.emitDelta(delta, reasoning: true) }
             case .reasoningSignature(let signature):
                 // Not shown to clients: it only matters for sending the thinking back.
                 output.reasoningSignatures.append(signature)
@@ -400,24 +457,26 @@ extension AgentSession {
                 guard !delta.isEmpty else { continue }
                 output.refusal += delta
                 output.text += delta
-                runner?.currentText += delta
-                events.emitDelta(delta, reasoning: false)
+                if shown {
+                    currentText += delta
+                    session.events.emitDelta(delta, reasoning: false)
+                }
             case .toolCall(let call):
                 output.toolCalls.append(call)
             case .usage(let reported):
-                let u = believableUsage(reported)
+                let u = session.believableUsage(reported)
                 output.usage = u
                 let report = Usage(u)
-                runner?.lastUsageReport = report
-                emit(.usage(report))
+                lastUsageReport = report
+                session.emit(.usage(report))
             case .end(let reason):
                 output.stopReason = reason
                 ended = true
             }
-            await events.keepPace()
+            if shown { await session.events.keepPace() }
         }
         // A cancelled task ends the stream's iteration quietly; that is not truncation.
-        try checkpoint(control)
+        try control.checkpoint()
         try Task.checkCancellation()
         if !ended {
             throw ProviderError(code: .streamTruncated, safeDescription: "the model's stream ended before it was complete")
@@ -426,7 +485,7 @@ extension AgentSession {
 
     // MARK: Ending
 
-    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput, profile: ResolvedProfile) async throws -> TurnOutcome {
+    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput, profile: ResolvedProfile, session: isolated AgentSession) async throws -> TurnOutcome {
         var structured: JSONValue? = nil
         let endedHow = turn.finalAnswer == nil ? output.endedHow : nil
         switch turn.mode {
@@ -446,7 +505,7 @@ extension AgentSession {
         case .chat:
             break
         case .generate(let schema, _):
-            structured = try await validateStructured(output.text, schema: schema, endedHow: endedHow)
+            structured = try await Self.validateStructured(output.text, schema: schema, endedHow: endedHow)
         }
         let text: String
         if let final = turn.finalAnswer {
@@ -455,29 +514,29 @@ extension AgentSession {
             // would show it to the model twice on the next turn.
             text = final.serializedString()
         } else {
-            if let reasoning = output.reasoningEntry(profile: profile.name) { try append(reasoning, turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { try session.append(reasoning, turn: turn.id) }
             text = output.text
         }
-        let response = try append(
+        let response = try session.append(
             .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
-        try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
+        try await session.runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
-        try transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
+        try session.transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
         let result = TurnResult(
             turnId: turn.id, message: TurnMessage(entryId: response.id, text: text),
             stopReason: turn.finalAnswer == nil ? endedHow ?? .completed : .finalAnswer, finalAnswer: turn.finalAnswer,
-            usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: revision)
+            usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: session.revision)
         // Durable before anyone hears the turn is over (docs/protocol.md, "Durable sessions").
-        try transcript.endTurn(TurnEnd(turnId: turn.id, status: .completed, stopReason: result.stopReason, usage: turn.usage, undo: undo))
-        try transcript.sync()
-        endTurnState()
+        try session.transcript.endTurn(TurnEnd(turnId: turn.id, status: .completed, stopReason: result.stopReason, usage: turn.usage, undo: undo))
+        try session.transcript.sync()
+        end()
         // Only a reply that did not end normally says so here, like its response entry.
-        emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: endedHow), turn: turn.id)
-        startNextQueuedSend()
+        session.emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: endedHow), turn: turn.id)
+        session.startNextQueuedSend()
         return TurnOutcome(turnResult: result, structuredValue: structured)
     }
 
-    private func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) async throws -> JSONValue {
+    nonisolated(nonsending) private static func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) async throws -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONValue.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -506,13 +565,9 @@ extension AgentSession {
         return value
     }
 
-    private func endTurnState() {
-        runner?.end()
-    }
-
     /// The failure contract: roll back undo records newest first, apply the
     /// transcript policy, then report.
-    private func finishFailed(_ turn: inout TurnState, error: RPCError, cancelled: Bool) async {
+    private func finishFailed(_ turn: inout TurnState, error: RPCError, cancelled: Bool, session: isolated AgentSession) async {
         // The turn's own task is cancelled now; rollback must not be, so it runs
         // in a fresh task that does not inherit the cancellation.
         let undoLog = turn.undoLog
@@ -521,55 +576,46 @@ extension AgentSession {
         if undoLog.isEmpty {
             undoOutcome = .none
         } else {
-            await rollBack(undoLog.map { UndoRecord(turnId: turnID, callId: $0.callId, name: $0.name, undo: $0.undo) }, turnID: turnID, timeout: min(turn.limits.toolTimeoutSeconds, 30))
+            await session.rollBack(undoLog.map { UndoRecord(turnId: turnID, callId: $0.callId, name: $0.name, undo: $0.undo) }, turnID: turnID, timeout: min(turn.limits.toolTimeoutSeconds, 30))
             undoOutcome = .rolledBack
         }
-        let policy = turn.errorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
+        let policy = turn.errorPolicy ?? session.config.transcriptErrorPolicy ?? .keepCompleted
         // The policy's changes are made even when the store refuses them: the
         // in-memory transcript must stay well-formed for the next turn.
         switch policy {
         case .keepCompleted:
-            if let trim = trimIncompleteToolCalls(turn) { transcript.mutateEvenIfUnjournaled(trim) }
+            if let trim = trimIncompleteToolCalls(turn, session: session) { session.transcript.mutateEvenIfUnjournaled(trim) }
         case .revert:
             // A turn whose end was already recorded (and whose sync then failed) is no
             // longer open: the entries before it are then the first ones.
-            let open = transcript.openTurn.flatMap { $0.id == turnID ? $0 : nil }
-            let before = open?.entriesBefore(current: entries) ?? Array(entries.prefix(turn.entryCountBefore))
-            if let revert = Self.revertOperations(from: entries, to: before) { transcript.mutateEvenIfUnjournaled(revert) }
+            let open = session.transcript.openTurn.flatMap { $0.id == turnID ? $0 : nil }
+            let before = open?.entriesBefore(current: session.entries) ?? Array(session.entries.prefix(turn.entryCountBefore))
+            if let revert = AgentSession.revertOperations(from: session.entries, to: before) { session.transcript.mutateEvenIfUnjournaled(revert) }
         case .preserve:
-            if let partial = runner?.currentText, !partial.isEmpty {
-                let entry = transcript.appendEvenIfUnjournaled(.response(text: partial, profile: activeProfile?.name ?? activeProfileName, incomplete: true), turn: turnID)
-                emit(.entryAppended(entry), turn: turnID)
+            if !currentText.isEmpty {
+                let partial = currentText
+                let entry = session.transcript.appendEvenIfUnjournaled(.response(text: partial, profile: session.activeProfile?.name ?? session.activeProfileName, incomplete: true), turn: turnID)
+                session.emit(.entryAppended(entry), turn: turnID)
             }
         }
-        if transcript.openTurn?.id == turnID {
-            transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: turnID, status: cancelled ? .cancelled : .failed, stopReason: nil, usage: turn.usage, undo: undoOutcome))
+        if session.transcript.openTurn?.id == turnID {
+            session.transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: turnID, status: cancelled ? .cancelled : .failed, stopReason: nil, usage: turn.usage, undo: undoOutcome))
         }
-        do { try transcript.sync() } catch { context.logger.warning("session \(id): the journal could not be synced after a failed turn: \(error)") }
-        endTurnState()
-        emit(.turnEnded(status: cancelled ? .cancelled : .failed, undo: undoOutcome, error: error), turn: turnID)
-        startNextQueuedSend()
+        do { try session.transcript.sync() } catch { session.context.logger.warning("session \(session.id): the journal could not be synced after a failed turn: \(error)") }
+        end()
+        session.emit(.turnEnded(status: cancelled ? .cancelled : .failed, undo: undoOutcome, error: error), turn: turnID)
+        session.startNextQueuedSend()
     }
 
     /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
     /// interrupted round trip that never got an output are dropped.
-    private func trimIncompleteToolCalls(_ turn: TurnState) -> [TranscriptOperation]? {
-        guard let entryID = turn.openToolCallsEntryID, let index = entries.firstIndex(where: { $0.id == entryID }) else { return nil }
-        return Self.unansweredCallsTrim(entries, toolCallsAt: index)
-    }
-
-    /// Operations that turn `current` back into `before`: a truncation when the
-    /// turn only appended, else the whole list. Nil when they are equal.
-    static func revertOperations(from current: [TranscriptEntry], to before: [TranscriptEntry]) -> [TranscriptOperation]? {
-        if current == before { return nil }
-        if before.count <= current.count, Array(current.prefix(before.count)) == before {
-            return [.truncateAfter(id: before.last?.id)]
-        }
-        return [.set(entries: before)]
+    private func trimIncompleteToolCalls(_ turn: TurnState, session: isolated AgentSession) -> [TranscriptOperation]? {
+        guard let entryID = turn.openToolCallsEntryID, let index = session.entries.firstIndex(where: { $0.id == entryID }) else { return nil }
+        return AgentSession.unansweredCallsTrim(session.entries, toolCallsAt: index)
     }
 
     /// Maps whatever ended the turn to its protocol error, with `turnId` and `partialText`.
-    private func turnError(from error: any Error, control: TurnControl, turn: TurnState) -> RPCError {
+    private func turnError(from error: any Error, turn: TurnState) -> RPCError {
         var rpc: RPCError
         switch error {
         case let e as RPCError:
@@ -601,12 +647,12 @@ extension AgentSession {
             rpc = RPCError(.wallClockTimeoutExceeded, "the turn ran longer than \(limit) seconds", data: ["limit": .double(limit)])
         }
         rpc.data["turnId"] = .string(turn.id)
-        rpc.data["partialText"] = .string(runner?.currentText ?? "")
+        rpc.data["partialText"] = .string(currentText)
         return rpc
     }
 
     func providerRPCError(_ e: ProviderError, turn: TurnState) -> RPCError {
-        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(runner?.currentText ?? "")])
+        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(currentText)])
     }
 }
 

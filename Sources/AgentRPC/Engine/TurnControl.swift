@@ -60,6 +60,13 @@ final class TurnControl: Sendable {
     }
     var cooperativeCancelRequested: Bool { cooperative.withLock { $0 } }
 
+    /// Cooperative cancellation points: between stream events, between tool calls,
+    /// after the stream drains.
+    func checkpoint() throws {
+        if cooperativeCancelRequested { throw TurnStop.cooperativeCancel }
+        if reason != nil { throw CancellationError() }
+    }
+
     /// Awaits the turn, turning cancellation of the awaiting request into an
     /// immediate abort of the turn.
     func result() async throws -> TurnOutcome {
