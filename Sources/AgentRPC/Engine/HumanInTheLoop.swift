@@ -60,6 +60,15 @@ extension AgentSession {
         return SessionSteerResult(turnId: runner.id)
     }
 
+    /// The checkpoint before a round trip: steering that arrived meanwhile joins
+    /// the transcript as prompt entries, so the next request carries it.
+    func applySteering(turn: TurnState) throws {
+        for input in runner?.takeSteering() ?? [] {
+            let entry = try append(.prompt(text: input.text, images: input.images), turn: turn.id)
+            emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
+        }
+    }
+
     // MARK: Queued sends
 
     /// `session/send` with `queue: true`: starts now when the session is idle,
@@ -122,46 +131,6 @@ extension AgentSession {
         let violations = validator.validate(arguments)
         return violations.isEmpty ? nil : violations
     }
-
-    // MARK: ask_user
-
-    /// Runs the built-in `ask_user`: a `user/ask` request whose answer is the output.
-    /// Like a built-in confirmation, `session/cancel` settles it at once: the
-    /// question is withdrawn, the output says so, and the turn stops at its next
-    /// checkpoint. An immediate stop withdraws it and records nothing.
-    func askUser(callId: String, arguments: JSONValue, turn: TurnState, control: TurnControl) async throws -> (ToolOutcome, JSONValue) {
-        guard context.clientCapabilities.askUser == true else {
-            return (.failed, "The user cannot be asked: the client does not answer user/ask.")
-        }
-        let question = arguments["question"]?.stringValue ?? arguments.serializedString()
-        let options = arguments["options"]?.arrayValue.map { $0.compactMap(\.stringValue) }
-        let timeout = turn.limits.askUserTimeoutSeconds
-        let payload = try JSONValue(encoding: UserAskParams(sessionId: id, turnId: turn.id, callId: callId, question: question, options: options))
-        let channel = context.channel
-        // Its own task, so that session/cancel can withdraw the question without
-        // stopping the turn's task (which still records the call's output).
-        let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }
-        runner?.askUserRequest = request
-        defer { runner?.askUserRequest = nil }
-        if control.cooperativeCancelRequested { request.cancel() }
-        do {
-            let raw = try await withTaskCancellationHandler { try await request.value } onCancel: { request.cancel() }
-            let answer = try raw.decode(as: UserAskResult.self)
-            return (.ok, .string(answer.answer))
-        } catch is CancellationError {
-            guard control.reason == nil, control.cooperativeCancelRequested else { throw CancellationError() }
-            return (.failed, "The question was withdrawn: the turn was cancelled before the user answered.")
-        } catch OutgoingRequestError.timedOut(let seconds) {
-            return (.failed, .string("The user did not answer within \(seconds) seconds."))
-        } catch OutgoingRequestError.rpc(let e) {
-            return (.failed, .string("The question could not be asked: \(e.message)"))
-        } catch OutgoingRequestError.disconnected {
-            throw clientGone()
-        } catch let e as JSONDecodingFailure {
-            return (.failed, .string("The user's answer was malformed: \(e)"))
-        }
-    }
-
 }
 
 /// A session's standing approval rules (docs/protocol.md §17), numbered `r1`, `r2`, …

@@ -2,18 +2,130 @@ import AgentRPCProtocol
 import Foundation
 
 extension AgentSession {
+    /// Where a tool call runs, once it passed validation, hooks, guards and
+    /// confirmation: the one place that hands a call to its executor (today the
+    /// client, with `tool/call`) and returns its result. `timeout` bounds the
+    /// wait; cancelling the calling task withdraws the call. A failing executor
+    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
+    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
+        let answer: JSONValue
+        do {
+            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
+        } catch OutgoingRequestError.rpc(let clientError) {
+            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
+                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
+            ])
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            return .timedOut(seconds: seconds)
+        } catch OutgoingRequestError.disconnected {
+            throw clientGone()
+        }
+        do {
+            return .finished(try answer.decode(as: ToolCallResult.self))
+        } catch {
+            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
+        }
+    }
+
+    /// The output belongs to the profile that made the call, even when the call
+    /// itself (a handoff) changed which profile is selected.
+    /// The client's input closed while the turn waited on it: the turn ends as
+    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
+    func clientGone() -> CancellationError {
+        control?.abort(.shutdown)
+        return CancellationError()
+    }
+
+    enum GuardDecision {
+        case allow
+        case confirm(reason: String?)
+        case deny(reason: String?)
+    }
+
+    func guardVerdict(for tool: ToolSpec) -> GuardDecision {
+        var firstConfirm: String?? = nil
+        for g in config.guards ?? [] where g.matches(tool) {
+            switch g.verdict {
+            case .deny: return .deny(reason: g.reason)
+            case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
+            case .allow: break
+            }
+        }
+        if let reason = firstConfirm { return .confirm(reason: reason) }
+        if tool.confirmation == .always { return .confirm(reason: nil) }
+        return .allow
+    }
+
+    // MARK: Confirmation
+
+    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
+    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
+        runner?.resolveConfirmation(answer, callId: callId)
+    }
+
+    /// `session/confirm`. A decision that cannot be honoured (edited arguments that
+    /// break the schema, a bad rule) is refused and the confirmation stays pending.
+    func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
+        let callId = params.callId
+        guard let runner, let pending = runner.pendingConfirmation, runner.confirmationIsOpen(callId: callId) else {
+            let pending = runner?.pendingConfirmation
+            let message = pending == nil ? "no confirmation is pending"
+                : pending?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
+            throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
+        }
+        let answer = try acceptDecision(
+            params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
+            tool: pending.name, schema: runner.pendingConfirmationSchema, source: .client)
+        guard runner.resolveConfirmation(answer, callId: callId) else {
+            throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
+        }
+        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.rules.last : nil)
+    }
+
+    /// Checks a decision's extras and, for `approveForSession`, adds the rule.
+    /// Throws `invalidParams` (nothing changed) when they cannot be honoured.
+    func acceptDecision(
+        _ decision: ConfirmationDecision, reason: String?, arguments edited: JSONValue?, rule: ApprovalScope?,
+        tool: String, schema: JSONValue?, source: ConfirmationSource
+    ) throws -> ConfirmationAnswer {
+        let approves = decision == .approve || decision == .approveForSession
+        if edited != nil && !approves {
+            throw RPCError.invalidParams("arguments can only come with an approve decision", field: "arguments")
+        }
+        if rule != nil && decision != .approveForSession {
+            throw RPCError.invalidParams("rule can only come with approveForSession", field: "rule")
+        }
+        if let edited, let violations = schemaProblem(tool: tool, schema: schema, arguments: edited) {
+            throw RPCError(.invalidParams, "the edited arguments do not match the input schema of '\(tool)': \(violations.map(\.description).joined(separator: "; "))", data: [
+                "field": "arguments",
+                "violations": .array(violations.map { ["path": .string($0.path), "message": .string($0.message)] }),
+            ])
+        }
+        if decision == .approveForSession {
+            _ = try addApprovalRules([ApprovalRuleSpec(tool: tool, arguments: rule?.arguments)], field: "rule")
+        }
+        return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
+    }
+
+
+}
+
+/// Running one tool call: checks, hooks, guards, confirmation, execution
+/// (`AgentSession.executeTool`) and the output entry. Like the loop, it runs in
+/// the turn's task on the session's actor.
+extension TurnRunner {
     /// Runs one tool call the model made: validation, guards, confirmation, the
     /// client's execution, and the `toolOutput` entry. Outcomes are values fed
     /// back to the model; only a thrown executor error ends the turn.
-    func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws {
-        let span = turn.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
+    func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws {
+        let span = turn.spanParent.flatMap { session.context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
         span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
         turn.toolSpan = span?.context
         defer { turn.toolSpan = nil }
         do {
-            if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, control: control) {
+            if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, session: session) {
                 span?.recordToolOutcome(outcome)
-                if let span, span.includesPayloads, let output = lastToolOutputContent(callId: call.id) {
+                if let span, span.includesPayloads, let output = lastToolOutputContent(callId: call.id, session: session) {
                     span.setPayload(SpanAttributeKey.toolOutput, output.stringValue ?? output.serializedString())
                 }
             }
@@ -25,43 +137,43 @@ extension AgentSession {
     }
 
     /// Returns the outcome appended for the call.
-    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, control: TurnControl) async throws -> ToolOutcome? {
+    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws -> ToolOutcome? {
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
-        emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: mcpSource(of: call.name)))
+        session.emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: session.mcpSource(of: call.name)))
 
         // Unknown tools and bad arguments never reach the client.
         guard let resolved = profile.tool(named: call.name) else {
             let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
-            try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn, session: session)
             return .failed
         }
         guard let arguments = parsedArguments else {
-            try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn, session: session)
             return .failed
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
         if let schema {
             let violations: [JSONSchemaViolation]
             do {
-                let validator = try inputValidator(for: call.name, schema: schema)
+                let validator = try session.inputValidator(for: call.name, schema: schema)
                 violations = validator.usesPatterns
                     ? await RegexWorkers.run { validator.validate(arguments) }
                     : validator.validate(arguments)
             } catch {
                 violations = []
-                context.logger.warning("tool \(call.name) has an unusable input schema: \(error)")
+                session.context.logger.warning("tool \(call.name) has an unusable input schema: \(error)")
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
-                try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn)
+                try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn, session: session)
                 return .failed
             }
         }
 
         // Hooks see every valid call before it runs; a veto ends the turn.
-        try await runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
+        try await session.runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ])
 
@@ -71,20 +183,20 @@ extension AgentSession {
         // From here on every call ends with its toolOutput entry and onToolOutput,
         // whatever the outcome, so the two hooks always come in pairs.
         func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
-            try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, turn: turn)
-            try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
+            try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, turn: turn, session: session)
+            try await session.runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ])
             return outcome
         }
 
         if case .askUser = resolved {
-            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, turn: turn, control: control)
+            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, turn: turn, session: session)
             return try await output(outcome, content, turn: &turn)
         }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
-            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+            let (outcome, content) = try await session.runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
             return try await output(outcome, content, turn: &turn)
         }
         if tool.final == true {
@@ -94,18 +206,18 @@ extension AgentSession {
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
-        let verdict = guardVerdict(for: tool)
+        let verdict = session.guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
             // A policy settled it: no question was asked, but clients still see who decided.
-            emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy))
+            session.emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy))
             return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
         }
         if case .confirm(let reason) = verdict {
-            if approvalRules.approving(tool: call.name, arguments: arguments) != nil {
+            if session.approvalRules.approving(tool: call.name, arguments: arguments) != nil {
                 // A standing rule answers for the user; guards already had their say.
-                emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule))
+                session.emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule))
             } else {
-                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, turn: turn)
+                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, turn: turn, session: session)
                 // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
                 // the denial it forced is not the user's and is not recorded as an outcome.
                 if control.reason != nil { throw CancellationError() }
@@ -134,15 +246,15 @@ extension AgentSession {
         // The client runs it.
         let runArguments = approvedArguments ?? arguments
         let record = ToolCallRecord(callId: call.id, name: call.name, arguments: runArguments)
-        runner?.activeToolCalls.append(record)
-        defer { runner?.activeToolCalls.removeAll { $0.callId == call.id } }
+        activeToolCalls.append(record)
+        defer { activeToolCalls.removeAll { $0.callId == call.id } }
         // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
-        if let (outcome, content) = try await runMCPTool(named: call.name, arguments: runArguments, timeout: turn.limits.toolTimeoutSeconds, control: control) {
+        if let (outcome, content) = try await session.runMCPTool(named: call.name, arguments: runArguments, timeout: turn.limits.toolTimeoutSeconds, control: control) {
             return try await output(outcome, content, turn: &turn)
         }
-        let params = ToolCallParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: revision)
+        let params = ToolCallParams(sessionId: session.id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: session.revision)
         let result: ToolCallResult
-        switch try await executeTool(params, timeout: turn.limits.toolTimeoutSeconds) {
+        switch try await session.executeTool(params, timeout: turn.limits.toolTimeoutSeconds) {
         case .finished(let finished):
             result = finished
         case .timedOut(let seconds):
@@ -151,93 +263,40 @@ extension AgentSession {
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
             // Kept on disk too, so a turn cut by a crash can still be rolled back.
-            try transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
+            try session.transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
         }
         return try await output(result.outcome, result.content, turn: &turn)
     }
 
-    /// Where a tool call runs, once it passed validation, hooks, guards and
-    /// confirmation: the one place that hands a call to its executor (today the
-    /// client, with `tool/call`) and returns its result. `timeout` bounds the
-    /// wait; cancelling the calling task withdraws the call. A failing executor
-    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
-    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
-        let answer: JSONValue
-        do {
-            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
-        } catch OutgoingRequestError.rpc(let clientError) {
-            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
-                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
-            ])
-        } catch OutgoingRequestError.timedOut(let seconds) {
-            return .timedOut(seconds: seconds)
-        } catch OutgoingRequestError.disconnected {
-            throw clientGone()
-        }
-        do {
-            return .finished(try answer.decode(as: ToolCallResult.self))
-        } catch {
-            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
-        }
-    }
 
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
-    private func lastToolOutputContent(callId: String) -> JSONValue? {
-        for entry in entries.reversed() {
+    private func lastToolOutputContent(callId: String, session: isolated AgentSession) -> JSONValue? {
+        for entry in session.entries.reversed() {
             if case .toolOutput(let id, _, _, let content, _, _) = entry.content, id == callId { return content }
         }
         return nil
     }
 
-    /// The output belongs to the profile that made the call, even when the call
-    /// itself (a handoff) changed which profile is selected.
-    /// The client's input closed while the turn waited on it: the turn ends as
-    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
-    func clientGone() -> CancellationError {
-        control?.abort(.shutdown)
-        return CancellationError()
+
+    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, turn: TurnState, session: isolated AgentSession) throws {
+        try session.append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
+        session.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: session.mcpSource(of: call.name)))
     }
 
-    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, turn: TurnState) throws {
-        try append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
-        emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: mcpSource(of: call.name)))
-    }
 
-    enum GuardDecision {
-        case allow
-        case confirm(reason: String?)
-        case deny(reason: String?)
-    }
-
-    func guardVerdict(for tool: ToolSpec) -> GuardDecision {
-        var firstConfirm: String?? = nil
-        for g in config.guards ?? [] where g.matches(tool) {
-            switch g.verdict {
-            case .deny: return .deny(reason: g.reason)
-            case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
-            case .allow: break
-            }
-        }
-        if let reason = firstConfirm { return .confirm(reason: reason) }
-        if tool.confirmation == .always { return .confirm(reason: nil) }
-        return .allow
-    }
-
-    // MARK: Confirmation
-
-    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, turn: TurnState) async throws -> ConfirmationAnswer {
+    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, turn: TurnState, session: isolated AgentSession) async throws -> ConfirmationAnswer {
         let timeout = turn.limits.confirmationTimeoutSeconds
-        if context.clientCapabilities.confirmations == .request {
+        if session.context.clientCapabilities.confirmations == .request {
             // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
-            let params = ConfirmationRequestParams(sessionId: id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, reason: reason)
+            let params = ConfirmationRequestParams(sessionId: session.id, turnId: turn.id, callId: call.id, name: call.name, arguments: arguments, reason: reason)
             var answer: ConfirmationAnswer
             do {
-                let raw = try await context.channel.request(ConfirmationRequest.name, try JSONValue(encoding: params), timeout: timeout)
+                let raw = try await session.context.channel.request(ConfirmationRequest.name, try JSONValue(encoding: params), timeout: timeout)
                 let result = try raw.decode(as: ConfirmationRequestResult.self)
                 // An answer that cannot be honoured as given denies: running the call
                 // with other arguments or a broader rule than approved would be worse.
                 do {
-                    answer = try acceptDecision(
+                    answer = try session.acceptDecision(
                         result.decision, reason: result.reason, arguments: result.arguments, rule: result.rule,
                         tool: call.name, schema: schema, source: .client)
                 } catch let refusal as RPCError {
@@ -248,115 +307,63 @@ extension AgentSession {
             } catch OutgoingRequestError.rpc(let e) {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation handler failed: \(e.message)")
             } catch OutgoingRequestError.disconnected {
-                throw clientGone()
+                throw session.clientGone()
             } catch let e as JSONDecodingFailure {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation answer was malformed: \(e)")
             }
-            emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
+            session.emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
             return answer
         }
 
         // Built-in flow: state + event, answered by session/confirm.
-        runner?.pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
-        runner?.pendingConfirmationSchema = schema
-        emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason))
-        if let control = self.control, control.cooperativeCancelRequested {
-            runner?.resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        pendingConfirmation = PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason)
+        pendingConfirmationSchema = schema
+        session.emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason))
+        if control.cooperativeCancelRequested {
+            resolveConfirmationLater(callId: call.id, ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
         }
         let callId = call.id
-        let timeoutTask = Task { [weak self] in
+        let timeoutTask = Task { [weak session] in
             try? await Task.sleep(for: .clampedSeconds(timeout))
             guard !Task.isCancelled else { return }
-            await self?.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds"), callId: callId)
+            await session?.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .timeout, reason: "no answer within \(timeout) seconds"), callId: callId)
         }
         defer { timeoutTask.cancel() }
         let answer = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<ConfirmationAnswer, Never>) in
-                if let runner {
-                    runner.awaitConfirmation(callId: callId, continuation)
-                } else {
-                    continuation.resume(returning: ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn ended"))
-                }
+                awaitConfirmation(callId: callId, continuation)
             }
         } onCancel: {
-            Task { await self.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"), callId: callId) }
+            Task { await session.resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"), callId: callId) }
         }
-        runner?.pendingConfirmation = nil
-        runner?.pendingConfirmationSchema = nil
-        emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
+        pendingConfirmation = nil
+        pendingConfirmationSchema = nil
+        session.emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
         return answer
     }
 
-    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
-    private func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
-        runner?.resolveConfirmation(answer, callId: callId)
-    }
-
-    /// `session/confirm`. A decision that cannot be honoured (edited arguments that
-    /// break the schema, a bad rule) is refused and the confirmation stays pending.
-    func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
-        let callId = params.callId
-        guard let runner, let pending = runner.pendingConfirmation, runner.confirmationIsOpen(callId: callId) else {
-            let pending = runner?.pendingConfirmation
-            let message = pending == nil ? "no confirmation is pending"
-                : pending?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
-            throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
-        }
-        let answer = try acceptDecision(
-            params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
-            tool: pending.name, schema: runner.pendingConfirmationSchema, source: .client)
-        guard runner.resolveConfirmation(answer, callId: callId) else {
-            throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
-        }
-        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.rules.last : nil)
-    }
-
-    /// Checks a decision's extras and, for `approveForSession`, adds the rule.
-    /// Throws `invalidParams` (nothing changed) when they cannot be honoured.
-    private func acceptDecision(
-        _ decision: ConfirmationDecision, reason: String?, arguments edited: JSONValue?, rule: ApprovalScope?,
-        tool: String, schema: JSONValue?, source: ConfirmationSource
-    ) throws -> ConfirmationAnswer {
-        let approves = decision == .approve || decision == .approveForSession
-        if edited != nil && !approves {
-            throw RPCError.invalidParams("arguments can only come with an approve decision", field: "arguments")
-        }
-        if rule != nil && decision != .approveForSession {
-            throw RPCError.invalidParams("rule can only come with approveForSession", field: "rule")
-        }
-        if let edited, let violations = schemaProblem(tool: tool, schema: schema, arguments: edited) {
-            throw RPCError(.invalidParams, "the edited arguments do not match the input schema of '\(tool)': \(violations.map(\.description).joined(separator: "; "))", data: [
-                "field": "arguments",
-                "violations": .array(violations.map { ["path": .string($0.path), "message": .string($0.message)] }),
-            ])
-        }
-        if decision == .approveForSession {
-            _ = try addApprovalRules([ApprovalRuleSpec(tool: tool, arguments: rule?.arguments)], field: "rule")
-        }
-        return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
-    }
 
     // MARK: Context sources
 
     /// Asks the client for fresh context values; failures become diagnostics and
     /// the last good value stays.
-    func refreshContextSources(turn: TurnState) async {
-        let sources = config.contextSources ?? []
+    func refreshContextSources(turn: TurnState, session: isolated AgentSession) async {
+        let sources = session.config.contextSources ?? []
         guard !sources.isEmpty else {
-            runner?.contextDiagnostics = []
+            contextDiagnostics = []
             return
         }
         var diagnostics: [ContextDiagnostic] = []
-        if context.clientCapabilities.contextSources != true {
+        if session.context.clientCapabilities.contextSources != true {
             diagnostics = sources.map { ContextDiagnostic(source: $0.name, message: "the client did not declare the contextSources capability") }
         } else {
-            let params = ContextRefreshParams(sessionId: id, turnId: turn.id, sources: sources.map(\.name))
+            let params = ContextRefreshParams(sessionId: session.id, turnId: turn.id, sources: sources.map(\.name))
             do {
-                let raw = try await context.channel.request(ContextRefreshRequest.name, try JSONValue(encoding: params), timeout: min(context.options.clientRequestTimeoutSeconds, 30, turn.limits.wallClockSeconds))
+                let raw = try await session.context.channel.request(ContextRefreshRequest.name, try JSONValue(encoding: params), timeout: min(session.context.options.clientRequestTimeoutSeconds, 30, turn.limits.wallClockSeconds))
                 let result = try raw.decode(as: ContextRefreshResult.self)
                 for source in sources {
                     if let value = result.values[source.name] {
-                        lastContextValues[source.name] = value
+                        session.lastContextValues[source.name] = value
                     } else {
                         diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
                     }
@@ -374,8 +381,47 @@ extension AgentSession {
                 diagnostics = sources.map { ContextDiagnostic(source: $0.name, message: "\(why); the last good value is used") }
             }
         }
-        runner?.contextDiagnostics = diagnostics
-        if !diagnostics.isEmpty { emit(.contextDiagnostics(diagnostics), turn: turn.id) }
+        contextDiagnostics = diagnostics
+        if !diagnostics.isEmpty { session.emit(.contextDiagnostics(diagnostics), turn: turn.id) }
+    }
+
+    // MARK: ask_user
+
+    /// Runs the built-in `ask_user`: a `user/ask` request whose answer is the output.
+    /// Like a built-in confirmation, `session/cancel` settles it at once: the
+    /// question is withdrawn, the output says so, and the turn stops at its next
+    /// checkpoint. An immediate stop withdraws it and records nothing.
+    private func askUser(callId: String, arguments: JSONValue, turn: TurnState, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
+        guard session.context.clientCapabilities.askUser == true else {
+            return (.failed, "The user cannot be asked: the client does not answer user/ask.")
+        }
+        let question = arguments["question"]?.stringValue ?? arguments.serializedString()
+        let options = arguments["options"]?.arrayValue.map { $0.compactMap(\.stringValue) }
+        let timeout = turn.limits.askUserTimeoutSeconds
+        let payload = try JSONValue(encoding: UserAskParams(sessionId: session.id, turnId: turn.id, callId: callId, question: question, options: options))
+        let channel = session.context.channel
+        // Its own task, so that session/cancel can withdraw the question without
+        // stopping the turn's task (which still records the call's output).
+        let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }
+        askUserRequest = request
+        defer { askUserRequest = nil }
+        if control.cooperativeCancelRequested { request.cancel() }
+        do {
+            let raw = try await withTaskCancellationHandler { try await request.value } onCancel: { request.cancel() }
+            let answer = try raw.decode(as: UserAskResult.self)
+            return (.ok, .string(answer.answer))
+        } catch is CancellationError {
+            guard control.reason == nil, control.cooperativeCancelRequested else { throw CancellationError() }
+            return (.failed, "The question was withdrawn: the turn was cancelled before the user answered.")
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            return (.failed, .string("The user did not answer within \(seconds) seconds."))
+        } catch OutgoingRequestError.rpc(let e) {
+            return (.failed, .string("The question could not be asked: \(e.message)"))
+        } catch OutgoingRequestError.disconnected {
+            throw session.clientGone()
+        } catch let e as JSONDecodingFailure {
+            return (.failed, .string("The user's answer was malformed: \(e)"))
+        }
     }
 }
 

@@ -242,7 +242,7 @@ extension TurnRunner {
         turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
-            await session.refreshContextSources(turn: turn)
+            await refreshContextSources(turn: turn, session: session)
             // A stop during the refresh must not go on to route (a model call).
             try control.checkpoint()
             try await session.routeTurn(input: input, turn: &turn)
@@ -337,7 +337,7 @@ extension TurnRunner {
                     throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
                 }
                 turn.toolCallCount += 1
-                try await session.runToolCall(call, profile: profile, turn: &turn, control: control)
+                try await runToolCall(call, profile: profile, turn: &turn, session: session)
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
