@@ -322,12 +322,19 @@ enum FakeServer {
         sys.exit(int(os.environ.get("FAKE_EXIT_CODE", "0")))
         """#
 
-    /// Written once per test process into a private temporary directory.
+    /// Written once per test process into a temporary directory named by the
+    /// user and the script's content, so runs reuse one copy instead of
+    /// leaving one each; a fresh name and a rename make concurrent runs safe.
     static let path: String = {
-        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-fake-\(UUID().uuidString)")
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in source.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-fake-\(getuid())-\(String(hash, radix: 16))")
         let file = (directory as NSString).appendingPathComponent("fake-server.py")
+        if FileManager.default.fileExists(atPath: file) { return file }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: file, contents: Data(source.utf8), attributes: [.posixPermissions: 0o755])
+        let fresh = file + ".\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: fresh, contents: Data(source.utf8), attributes: [.posixPermissions: 0o755])
+        rename(fresh, file)
         return file
     }()
 
@@ -522,7 +529,9 @@ enum FakeServer {
         try "ignored".write(toFile: directory + "/notes.txt", atomically: true, encoding: .utf8)
 
         var output: [String] = []
-        let status = await TranscriptReplayer.runCommandLine(arguments: ["--timeout", "3", directory], executable: FakeServer.path) { output.append($0) }
+        // The bound only matters when a step waits: a Python fake server can take
+        // seconds to start on a loaded machine (b-fail fails on content, not time).
+        let status = await TranscriptReplayer.runCommandLine(arguments: ["--timeout", "30", directory], executable: FakeServer.path) { output.append($0) }
         #expect(status == 1)
         #expect(output.first == "PASS \(directory)/a-pass.jsonl (2 steps)")
         #expect(output.contains("FAIL \(directory)/sub/b-fail.jsonl"))

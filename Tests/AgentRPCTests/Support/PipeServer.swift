@@ -52,13 +52,20 @@ final class PipeServer: Sendable {
     /// The pipes own the descriptors the server uses; they must outlive it.
     private let pipes: [Pipe]
     let exitCode: Task<Int32, Never>
+    /// The store directory this object made, removed with it.
+    private let ownStore: String?
 
     /// The session store goes to a fresh temporary directory unless the test
-    /// chose one (or `ephemeral`): tests never write to the user's home.
+    /// chose one (or `ephemeral`): tests never write to the user's home, and
+    /// never leave a store behind in the temporary directory.
     init(options: ServerOptions = ServerOptions()) throws {
         var options = options
         if options.storeDirectory == nil && !options.ephemeral {
-            options.storeDirectory = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-pipe-store-\(UUID().uuidString)")
+            let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-pipe-store-\(UUID().uuidString)")
+            options.storeDirectory = directory
+            ownStore = directory
+        } else {
+            ownStore = nil
         }
         let input = Pipe(), output = Pipe()
         server = try Server(options: options, inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor)
@@ -89,6 +96,10 @@ final class PipeServer: Sendable {
         thread.start()
         let s = server
         exitCode = Task { await s.run() }
+    }
+
+    deinit {
+        if let ownStore { try? FileManager.default.removeItem(atPath: ownStore) }
     }
 
     func send(_ message: JSONValue) { write(message.serialized() + [0x0A]) }

@@ -1,7 +1,7 @@
 // Shared by the tests: the real binary (AGENTRPC_BIN, or the repository's
 // .build/debug build), and bounded waits — no test waits without a limit.
 
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ if (!existsSync(BINARY)) {
 // Servers keep sessions in $XDG_STATE_HOME/agentrpc/sessions by default: each test
 // process gets its own, so no test sees (or leaves) another's stored sessions.
 process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'agentrpc-node-state-'));
+process.on('exit', () => rmSync(process.env.XDG_STATE_HOME, { recursive: true, force: true }));
 
 /** The misbehaving stand-in server (test-support/fake-server.js). */
 export const FAKE_SERVER = join(dirname(fileURLToPath(import.meta.url)), 'fake-server.js');

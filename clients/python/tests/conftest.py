@@ -26,15 +26,18 @@ FAKE_SERVER = Path(__file__).with_name("fake_server.py")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run coroutine test functions to completion under ``TEST_TIMEOUT``."""
+    """Run coroutine test functions to completion under ``TEST_TIMEOUT``, or
+    the test's own ``time_bound(seconds)`` mark."""
     function = pyfuncitem.obj
     if not inspect.iscoroutinefunction(function):
         return None
     names = pyfuncitem._fixtureinfo.argnames
     kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+    mark = pyfuncitem.get_closest_marker("time_bound")
+    bound = float(mark.args[0]) if mark else TEST_TIMEOUT
 
     async def bounded() -> None:
-        async with asyncio.timeout(TEST_TIMEOUT):
+        async with asyncio.timeout(bound):
             await function(**kwargs)
 
     asyncio.run(bounded())
