@@ -309,10 +309,20 @@ export function generate(root = REPO_ROOT) {
       `  static kind = ${JSON.stringify(row.kind)};\n  static code = ${row.code};\n` +
       '  /**\n   * @param {string} [message]\n   * @param {Record<string, unknown>} [data]\n   */\n' +
       `  constructor(message = '', data = {}) {\n    super(${generatedBase(row) ? '' : `${row.code}, `}message || ${JSON.stringify(row.kind)}, { kind: ${JSON.stringify(row.kind)}, ...data });\n  }\n}\n\n`;
+    // `typeof InvalidParamsError` also stands for its subclasses (their static
+    // side must be assignable to it), so its static `kind` is the union of the
+    // kinds below it, like the instance `kind`; a leaf's is its one literal.
+    // An instance's `kind` is the wire's: the first class of a code also stands
+    // for kinds of that code this client does not know (a newer server) and for
+    // an answer of that code without a kind, so its instances may carry any
+    // string or none; `string & {}` keeps the known literals for completion and
+    // narrowing.
+    const kinds = descendants(row).map((k) => JSON.stringify(k)).join(' | ');
+    const catchAll = rows.find((r) => r.code === row.code) === row;
     errorsDts += docComment(doc, '') +
       `export declare class ${row.className} extends ${row.base} {\n` +
-      `  static readonly kind: ${JSON.stringify(row.kind)};\n  static readonly code: ${row.code};\n` +
-      `  readonly kind: ${descendants(row).map((k) => JSON.stringify(k)).join(' | ')};\n` +
+      `  static readonly kind: ${kinds};\n  static readonly code: ${row.code};\n` +
+      `  readonly kind: ${kinds}${catchAll ? ' | (string & {}) | undefined' : ''};\n` +
       '  constructor(message?: string, data?: Partial<ErrorData>);\n}\n\n';
   }
   errorsJs += '/** Every generated class, in table order. */\n' +

@@ -17,6 +17,45 @@ import type {
   TurnInput,
 } from './generated/wire.js';
 
+// -- what the declarations need from the environment ------------------------------
+//
+// They check under `--strict` with TypeScript 4.8 and later, with or without the
+// `dom` lib or @types/node: nothing here needs more than lib es2022.
+
+/**
+ * What the client does with an AbortSignal you pass it: read `aborted` and
+ * `reason`, listen for `abort`. The AbortSignal of Node or of the `dom` lib
+ * fits, and so does any object of this shape.
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason: any;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * The signal the client hands you (a tool's `ctx.signal`, a question's, a server
+ * request's): the environment's `AbortSignal` when its declarations have one (the
+ * `dom` lib, @types/node), so it can go on to `fetch` and the like; else
+ * AbortSignalLike. At run time it is always Node's AbortSignal.
+ */
+export type HostAbortSignal = typeof globalThis extends { AbortSignal: { prototype: infer S } } ? S : AbortSignalLike;
+
+declare global {
+  // `await using client = await Client.spawn()` needs these. TypeScript 5.2+
+  // declares them in lib esnext.disposable, @types/node does too; these merge
+  // with theirs (the same members), and give an older compiler or a project
+  // without that lib `client[Symbol.asyncDispose]()`. Node defines the symbol
+  // from 20.4 (and 18.18) on.
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+  interface AsyncDisposable {
+    [Symbol.asyncDispose](): PromiseLike<void>;
+  }
+}
+
 export * from './generated/wire.js';
 export * from './generated/protocol.js';
 export * from './generated/errors.js';
@@ -75,7 +114,7 @@ export interface ToolContext {
   /** The transcript revision when the call was made. */
   revision: number;
   /** Aborted when the server withdraws the call (`$/cancelRequest`) or the connection closes. */
-  signal: AbortSignal;
+  signal: HostAbortSignal;
   session: Session;
 }
 
@@ -130,11 +169,12 @@ export type ConfirmAnswer =
   | { approve: boolean; reason?: string };
 export type ConfirmHandler = (call: ConfirmationCall) => ConfirmAnswer | Promise<ConfirmAnswer>;
 
+type UserAskParams = ServerRequests['user/ask']['params'];
 /** A question the model asks with the built-in ask_user tool (`user/ask`). */
-export interface UserQuestion extends ServerRequests['user/ask']['params'] {
+export interface UserQuestion extends UserAskParams {
   session?: Session;
   /** Aborted when the server withdraws the question (a cancel, the timeout). */
-  signal: AbortSignal;
+  signal: HostAbortSignal;
 }
 /** Answers a question: the answer text, or `{answer}`. */
 export type AskHandler = (question: UserQuestion) => string | { answer: string } | Promise<string | { answer: string }>;
@@ -171,14 +211,14 @@ export interface SpawnOptions {
 }
 
 export interface RequestOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   /** Milliseconds; default the client's requestTimeout. */
   timeout?: number;
 }
 
 export type ServerRequestHandler<M extends string> = (
   params: M extends keyof ServerRequests ? ServerRequests[M]['params'] : unknown,
-  context: { signal: AbortSignal },
+  context: { signal: HostAbortSignal },
 ) => unknown;
 
 export declare const VERSION: string;
@@ -219,7 +259,7 @@ export declare class Client implements AsyncDisposable {
 
 export interface SendOptions {
   /** Aborting cancels the turn (`$/cancelRequest`); the promise rejects with CancelledError. */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   options?: TurnOptions;
   /** Image attachments added to a string input. */
   images?: ImageAttachment[];

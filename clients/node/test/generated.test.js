@@ -45,6 +45,7 @@ describe('generated files', () => {
   test('every name a declaration refers to is declared or built in', () => {
     const builtins = new Set(['string', 'number', 'boolean', 'null', 'unknown', 'never', 'Record', 'Partial', 'Omit',
       'Extract', 'NonNullable', 'Promise', 'Map', 'AbortSignal', 'AsyncIterableIterator', 'IteratorResult', 'AsyncDisposable',
+      'SymbolConstructor', 'PromiseLike',
       'Error', 'Readonly', 'Symbol', 'typeof', 'readonly', 'key', 'any', 'unique', 'symbol', 'true', 'false', 'undefined', 'void', 'keyof', 'extends', 'infer']);
     const files = ['generated/wire.d.ts', 'generated/errors.d.ts', 'generated/protocol.d.ts', 'errors-base.d.ts', 'index.d.ts'];
     const declared = new Set();
@@ -54,6 +55,7 @@ describe('generated files', () => {
       for (const m of text.matchAll(/import type \{([^}]*)\}/g)) for (const n of m[1].split(',')) declared.add(n.trim());
       for (const m of text.matchAll(/<(\w+)(?: extends|\s*=)/g)) declared.add(m[1]); // type parameters
       for (const m of text.matchAll(/\b[MTA] extends/g)) declared.add(m[0][0]);
+      for (const m of text.matchAll(/\binfer (\w+)/g)) declared.add(m[1]);
     }
     for (const [i, text] of texts.entries()) {
       // Type positions: after ':' or '=' or '|' or '<' or 'extends' in declarations, capitalised identifiers.

@@ -8,15 +8,15 @@ import type { ErrorData } from './wire.js';
 export declare class ParseError extends AgentRPCError {
   static readonly kind: "parseError";
   static readonly code: -32700;
-  readonly kind: "parseError";
+  readonly kind: "parseError" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
 /** `invalidRequest` (-32600): not a JSON-RPC request; a second `initialize`; work after `shutdown`. */
 export declare class InvalidRequestError extends AgentRPCError {
-  static readonly kind: "invalidRequest";
+  static readonly kind: "invalidRequest" | "messageTooLarge";
   static readonly code: -32600;
-  readonly kind: "invalidRequest" | "messageTooLarge";
+  readonly kind: "invalidRequest" | "messageTooLarge" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -38,7 +38,7 @@ export declare class MessageTooLargeError extends InvalidRequestError {
 export declare class MethodNotFoundError extends AgentRPCError {
   static readonly kind: "methodNotFound";
   static readonly code: -32601;
-  readonly kind: "methodNotFound";
+  readonly kind: "methodNotFound" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -47,9 +47,9 @@ export declare class MethodNotFoundError extends AgentRPCError {
  * Extra `data`: `field`.
  */
 export declare class InvalidParamsError extends AgentRPCError {
-  static readonly kind: "invalidParams";
+  static readonly kind: "invalidParams" | "invalidTranscript" | "invalidConfiguration";
   static readonly code: -32602;
-  readonly kind: "invalidParams" | "invalidTranscript" | "invalidConfiguration";
+  readonly kind: "invalidParams" | "invalidTranscript" | "invalidConfiguration" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -79,7 +79,7 @@ export declare class InvalidConfigurationError extends InvalidParamsError {
 export declare class InternalError extends AgentRPCError {
   static readonly kind: "internalError";
   static readonly code: -32603;
-  readonly kind: "internalError";
+  readonly kind: "internalError" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -87,7 +87,7 @@ export declare class InternalError extends AgentRPCError {
 export declare class NotInitializedError extends AgentRPCError {
   static readonly kind: "notInitialized";
   static readonly code: -32002;
-  readonly kind: "notInitialized";
+  readonly kind: "notInitialized" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -98,7 +98,7 @@ export declare class NotInitializedError extends AgentRPCError {
 export declare class CancelledError extends AgentRPCError {
   static readonly kind: "cancelled";
   static readonly code: -32800;
-  readonly kind: "cancelled";
+  readonly kind: "cancelled" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -109,7 +109,7 @@ export declare class CancelledError extends AgentRPCError {
 export declare class SessionNotFoundError extends AgentRPCError {
   static readonly kind: "sessionNotFound";
   static readonly code: -32010;
-  readonly kind: "sessionNotFound";
+  readonly kind: "sessionNotFound" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -120,7 +120,7 @@ export declare class SessionNotFoundError extends AgentRPCError {
 export declare class AlreadyRunningError extends AgentRPCError {
   static readonly kind: "alreadyRunning";
   static readonly code: -32011;
-  readonly kind: "alreadyRunning";
+  readonly kind: "alreadyRunning" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -131,7 +131,7 @@ export declare class AlreadyRunningError extends AgentRPCError {
 export declare class SessionBusyError extends AgentRPCError {
   static readonly kind: "sessionBusy";
   static readonly code: -32012;
-  readonly kind: "sessionBusy";
+  readonly kind: "sessionBusy" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -142,7 +142,7 @@ export declare class SessionBusyError extends AgentRPCError {
 export declare class RevisionMismatchError extends AgentRPCError {
   static readonly kind: "revisionMismatch";
   static readonly code: -32013;
-  readonly kind: "revisionMismatch";
+  readonly kind: "revisionMismatch" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -153,7 +153,7 @@ export declare class RevisionMismatchError extends AgentRPCError {
 export declare class NoPendingConfirmationError extends AgentRPCError {
   static readonly kind: "noPendingConfirmation";
   static readonly code: -32014;
-  readonly kind: "noPendingConfirmation";
+  readonly kind: "noPendingConfirmation" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -164,7 +164,7 @@ export declare class NoPendingConfirmationError extends AgentRPCError {
 export declare class NoRunningTurnError extends AgentRPCError {
   static readonly kind: "noRunningTurn";
   static readonly code: -32015;
-  readonly kind: "noRunningTurn";
+  readonly kind: "noRunningTurn" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -175,7 +175,7 @@ export declare class NoRunningTurnError extends AgentRPCError {
 export declare class TurnMismatchError extends AgentRPCError {
   static readonly kind: "turnMismatch";
   static readonly code: -32016;
-  readonly kind: "turnMismatch";
+  readonly kind: "turnMismatch" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -186,7 +186,7 @@ export declare class TurnMismatchError extends AgentRPCError {
 export declare class MaxToolCallsExceededError extends RunLimitExceededError {
   static readonly kind: "maxToolCallsExceeded";
   static readonly code: -32020;
-  readonly kind: "maxToolCallsExceeded";
+  readonly kind: "maxToolCallsExceeded" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -197,7 +197,7 @@ export declare class MaxToolCallsExceededError extends RunLimitExceededError {
 export declare class MaxRoundTripsExceededError extends RunLimitExceededError {
   static readonly kind: "maxRoundTripsExceeded";
   static readonly code: -32021;
-  readonly kind: "maxRoundTripsExceeded";
+  readonly kind: "maxRoundTripsExceeded" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -208,7 +208,7 @@ export declare class MaxRoundTripsExceededError extends RunLimitExceededError {
 export declare class WallClockTimeoutExceededError extends RunLimitExceededError {
   static readonly kind: "wallClockTimeoutExceeded";
   static readonly code: -32022;
-  readonly kind: "wallClockTimeoutExceeded";
+  readonly kind: "wallClockTimeoutExceeded" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -219,7 +219,7 @@ export declare class WallClockTimeoutExceededError extends RunLimitExceededError
 export declare class ToolChoiceUnsupportedError extends AgentRPCError {
   static readonly kind: "toolChoiceUnsupported";
   static readonly code: -32030;
-  readonly kind: "toolChoiceUnsupported";
+  readonly kind: "toolChoiceUnsupported" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -230,7 +230,7 @@ export declare class ToolChoiceUnsupportedError extends AgentRPCError {
 export declare class ToolChoiceNotHonoredError extends AgentRPCError {
   static readonly kind: "toolChoiceNotHonored";
   static readonly code: -32031;
-  readonly kind: "toolChoiceNotHonored";
+  readonly kind: "toolChoiceNotHonored" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -241,7 +241,7 @@ export declare class ToolChoiceNotHonoredError extends AgentRPCError {
 export declare class EgressRefusedError extends AgentRPCError {
   static readonly kind: "egressRefused";
   static readonly code: -32040;
-  readonly kind: "egressRefused";
+  readonly kind: "egressRefused" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -252,7 +252,7 @@ export declare class EgressRefusedError extends AgentRPCError {
 export declare class UnreadableImageAttachmentError extends AgentRPCError {
   static readonly kind: "unreadableImageAttachment";
   static readonly code: -32041;
-  readonly kind: "unreadableImageAttachment";
+  readonly kind: "unreadableImageAttachment" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -263,7 +263,7 @@ export declare class UnreadableImageAttachmentError extends AgentRPCError {
 export declare class RegexBudgetExceededError extends AgentRPCError {
   static readonly kind: "regexBudgetExceeded";
   static readonly code: -32042;
-  readonly kind: "regexBudgetExceeded";
+  readonly kind: "regexBudgetExceeded" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -274,7 +274,7 @@ export declare class RegexBudgetExceededError extends AgentRPCError {
 export declare class ProviderError extends ProviderErrorBase {
   static readonly kind: "providerError";
   static readonly code: -32050;
-  readonly kind: "providerError";
+  readonly kind: "providerError" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -282,7 +282,7 @@ export declare class ProviderError extends ProviderErrorBase {
 export declare class ProviderContractViolationError extends AgentRPCError {
   static readonly kind: "providerContractViolation";
   static readonly code: -32051;
-  readonly kind: "providerContractViolation";
+  readonly kind: "providerContractViolation" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -293,7 +293,7 @@ export declare class ProviderContractViolationError extends AgentRPCError {
 export declare class ToolExecutorError extends ToolExecutorErrorBase {
   static readonly kind: "toolExecutorError";
   static readonly code: -32060;
-  readonly kind: "toolExecutorError";
+  readonly kind: "toolExecutorError" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -304,7 +304,7 @@ export declare class ToolExecutorError extends ToolExecutorErrorBase {
 export declare class HookError extends AgentRPCError {
   static readonly kind: "hookError";
   static readonly code: -32061;
-  readonly kind: "hookError";
+  readonly kind: "hookError" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -315,7 +315,7 @@ export declare class HookError extends AgentRPCError {
 export declare class StructuredOutputError extends AgentRPCError {
   static readonly kind: "structuredOutput";
   static readonly code: -32070;
-  readonly kind: "structuredOutput";
+  readonly kind: "structuredOutput" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -323,7 +323,7 @@ export declare class StructuredOutputError extends AgentRPCError {
 export declare class OverloadedError extends AgentRPCError {
   static readonly kind: "overloaded";
   static readonly code: -32001;
-  readonly kind: "overloaded";
+  readonly kind: "overloaded" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -334,7 +334,7 @@ export declare class OverloadedError extends AgentRPCError {
 export declare class SessionLockedError extends AgentRPCError {
   static readonly kind: "sessionLocked";
   static readonly code: -32017;
-  readonly kind: "sessionLocked";
+  readonly kind: "sessionLocked" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -345,7 +345,7 @@ export declare class SessionLockedError extends AgentRPCError {
 export declare class StoreUnavailableError extends AgentRPCError {
   static readonly kind: "storeUnavailable";
   static readonly code: -32080;
-  readonly kind: "storeUnavailable";
+  readonly kind: "storeUnavailable" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
@@ -356,7 +356,7 @@ export declare class StoreUnavailableError extends AgentRPCError {
 export declare class JournalUnreadableError extends AgentRPCError {
   static readonly kind: "journalUnreadable";
   static readonly code: -32081;
-  readonly kind: "journalUnreadable";
+  readonly kind: "journalUnreadable" | (string & {}) | undefined;
   constructor(message?: string, data?: Partial<ErrorData>);
 }
 
