@@ -55,18 +55,9 @@ extension AgentSession {
         if runner.steeringWaiting >= HumanInTheLoopLimits.maxPendingSteering {
             throw RPCError(.overloaded, "\(HumanInTheLoopLimits.maxPendingSteering) steering inputs are already waiting for the next checkpoint")
         }
-        if let provider = providers.last?.provider { try checkImages(input.images ?? [], provider: provider) }
+        if let provider = providers.last?.provider { try PreFlight.images(input.images ?? [], provider: provider) }
         runner.steer(input)
         return SessionSteerResult(turnId: runner.id)
-    }
-
-    /// The checkpoint before a round trip: steering that arrived meanwhile joins
-    /// the transcript as prompt entries, so the next request carries it.
-    func applySteering(turn: TurnState) throws {
-        for input in runner?.takeSteering() ?? [] {
-            let entry = try append(.prompt(text: input.text, images: input.images), turn: turn.id)
-            emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
-        }
     }
 
     // MARK: Queued sends

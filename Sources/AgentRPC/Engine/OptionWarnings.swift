@@ -1,15 +1,15 @@
 import AgentRPCProtocol
 
-extension AgentSession {
+extension TurnRunner {
     /// Generation options a provider could not take are warnings, never silence
     /// (docs/protocol.md, "Model options"): each goes to the client once per turn as
     /// a `contextDiagnostics` entry (source `modelOptions`), kept in
-    /// `lastContextDiagnostics` (`TurnRunner.contextDiagnostics`) like the turn's other diagnostics.
-    func reportOptionWarnings(_ warnings: [OptionWarning], turn: inout TurnState) {
+    /// `lastContextDiagnostics` (`contextDiagnostics`) like the turn's other diagnostics.
+    func reportOptionWarnings(_ warnings: [OptionWarning], turn: inout TurnState, session: isolated AgentSession) {
         let fresh = warnings.filter { turn.reportedOptionWarnings.insert($0).inserted }
         guard !fresh.isEmpty else { return }
         let diagnostics = fresh.map(\.diagnostic)
-        runner?.contextDiagnostics += diagnostics
-        emit(.contextDiagnostics(diagnostics), turn: turn.id)
+        contextDiagnostics += diagnostics
+        session.emit(.contextDiagnostics(diagnostics), turn: turn.id)
     }
 }

@@ -17,36 +17,41 @@ extension AgentSession {
     func resolveProfile() throws -> ResolvedProfile {
         try ProfileResolver.resolve(config: config, properties: properties, activeSkills: activeSkillNames)
     }
+}
 
+/// Profiles at run time: entering a profile before each round trip, hooks,
+/// the built-in orchestration tools and the router. Like the loop, it runs in
+/// the turn's task on the session's actor (`session` is isolated).
+extension TurnRunner {
     /// Resolves the profile before a round trip; when it changed, runs the old
     /// profile's `onDeactivate` and the new one's `onActivate` hooks and says so
     /// with `profileActivated`. The session's first request activates its initial
     /// profile the same way, without a previous one. A hook that changes
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
-    func enterProfile(turn: inout TurnState) async throws -> ResolvedProfile {
-        try await withMCPTools(enterResolvedProfile(turn: &turn))
+    func enterProfile(turn: inout TurnState, session: isolated AgentSession) async throws -> ResolvedProfile {
+        try await session.withMCPTools(enterResolvedProfile(turn: &turn, session: session))
     }
 
-    private func enterResolvedProfile(turn: inout TurnState) async throws -> ResolvedProfile {
-        var profile = try resolveProfile()
+    private func enterResolvedProfile(turn: inout TurnState, session: isolated AgentSession) async throws -> ResolvedProfile {
+        var profile = try session.resolveProfile()
         for _ in 0..<2 {
-            let previous = activeProfile
+            let previous = session.activeProfile
             if let previous, previous.name == profile.name { break }
             if let previous {
-                try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)])
+                try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)], session: session)
             }
-            try transcript.activateProfile(profile.name)
-            activeProfile = profile
-            emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
-            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]))
-            profile = try resolveProfile()
+            try session.transcript.activateProfile(profile.name)
+            session.activeProfile = profile
+            session.emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
+            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]), session: session)
+            profile = try session.resolveProfile()
         }
-        activeProfile = profile
+        session.activeProfile = profile
         // One agent span per stretch of the turn a profile is active (a handoff starts a new one).
         if turn.agentSpan == nil || turn.agentSpan?.name != SpanName.agent(profile.name), let root = turn.turnSpan {
             turn.agentSpan?.end()
-            turn.agentSpan = context.tracer?.startAgentSpan(profile: profile.name, parent: root.context)
+            turn.agentSpan = session.context.tracer?.startAgentSpan(profile: profile.name, parent: root.context)
         }
         return profile
     }
@@ -55,25 +60,25 @@ extension AgentSession {
 
     /// Runs a hook's actions (defaults' then the case's, as resolved). Any action
     /// failing, or a client veto, ends the turn with `hookError`.
-    func runHooks(_ hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String? = nil, payload: JSONValue) async throws {
+    func runHooks(_ hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String? = nil, payload: JSONValue, session: isolated AgentSession) async throws {
         guard let actions = profile.hooks[hook], !actions.isEmpty else { return }
-        emit(.hookFired(hook: hook, profile: profile.name), turn: turn.id)
-        try await runActions(actions, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
+        session.emit(.hookFired(hook: hook, profile: profile.name), turn: turn.id)
+        try await runActions(actions, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload, session: session)
     }
 
-    private func runActions(_ actions: [HookAction], hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String?, payload: JSONValue) async throws {
+    private func runActions(_ actions: [HookAction], hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String?, payload: JSONValue, session: isolated AgentSession) async throws {
         for action in actions {
-            if let when = action.when, !ProfileResolver.condition(when, properties: properties, toolName: toolName) { continue }
+            if let when = action.when, !ProfileResolver.condition(when, properties: session.properties, toolName: toolName) { continue }
             switch action.action {
             case .set(let values):
-                _ = try setProperties(set: values, remove: [])
+                _ = try session.setProperties(set: values, remove: [])
             case .remove(let names):
-                _ = try setProperties(set: [:], remove: names)
+                _ = try session.setProperties(set: [:], remove: names)
             case .then(let nested):
-                try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload)
+                try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload, session: session)
             case .summarizeHistory(let spec):
                 do {
-                    try await summarizeHistory(spec, profile: profile, turn: &turn)
+                    try await summarizeHistory(spec, profile: profile, turn: &turn, session: session)
                 } catch let error as RPCError where error.kind == .invalidConfiguration {
                     throw error
                 } catch {
@@ -85,32 +90,32 @@ extension AgentSession {
                     throw RPCError(.hookError, "the summarizeHistory action failed: \(Self.safeDescription(of: error))", data: data)
                 }
             case .client:
-                try await callClientHook(hook, profile: profile, turn: turn, payload: payload)
+                try await callClientHook(hook, profile: profile, turn: turn, payload: payload, session: session)
             }
         }
     }
 
-    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, turn: TurnState, payload: JSONValue) async throws {
+    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, turn: TurnState, payload: JSONValue, session: isolated AgentSession) async throws {
         func hookError(_ message: String, _ extra: [String: JSONValue] = [:]) -> RPCError {
             var data = extra
             data["hook"] = .string(hook.rawValue)
             data["profile"] = .string(profile.name)
             return RPCError(.hookError, message, data: data)
         }
-        guard context.clientCapabilities.hooks == true else {
+        guard session.context.clientCapabilities.hooks == true else {
             throw hookError("the \(hook.rawValue) hook asks the client, but the client did not declare the hooks capability")
         }
-        let params = HookCallParams(sessionId: id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
+        let params = HookCallParams(sessionId: session.id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
         let result: HookCallResult
         do {
-            let raw = try await context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(context.options.clientRequestTimeoutSeconds, turn.limits.wallClockSeconds))
+            let raw = try await session.context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(session.context.options.clientRequestTimeoutSeconds, turn.limits.wallClockSeconds))
             result = try raw.decode(as: HookCallResult.self)
         } catch OutgoingRequestError.rpc(let e) {
             throw hookError("the client's \(hook.rawValue) hook failed: \(e.message)", ["clientError": e.json])
         } catch OutgoingRequestError.timedOut(let s) {
             throw hookError("the client's \(hook.rawValue) hook did not answer within \(s) seconds")
         } catch OutgoingRequestError.disconnected {
-            throw clientGone()
+            throw session.clientGone()
         } catch let e as JSONDecodingFailure {
             throw hookError("the client's answer to hook/call is malformed: \(e)")
         }
@@ -118,83 +123,83 @@ extension AgentSession {
             throw hookError("the client's \(hook.rawValue) hook vetoed" + (result.reason.map { ": \($0)" } ?? ""), result.reason.map { ["reason": .string($0)] } ?? [:])
         }
         if result.set != nil || result.remove != nil {
-            _ = try setProperties(set: result.set ?? [:], remove: result.remove ?? [])
+            _ = try session.setProperties(set: result.set ?? [:], remove: result.remove ?? [])
         }
         if let operations = result.history, !operations.isEmpty {
             let working: [TranscriptEntry]
             do {
-                working = try transcript.preview(operations)
+                working = try session.transcript.preview(operations)
             } catch let e as RPCError {
                 throw hookError("the client's history edit was refused: \(e.message)")
             }
             // The running turn goes on appending to its own entries (an open tool
             // exchange, the prompt it answers), so they must stay as they are, last.
-            let running = entries.filter { $0.turnId == turn.id }
+            let running = session.entries.filter { $0.turnId == turn.id }
             if Array(working.suffix(running.count)) != running || working.dropLast(running.count).contains(where: { $0.turnId == turn.id }) {
                 throw hookError("the client's history edit was refused: it changes the running turn's entries; only earlier entries may be edited")
             }
-            try transcript.mutate(operations, result: working)
+            try session.transcript.mutate(operations, result: working)
         }
     }
 
     /// Lossy and global (docs/protocol.md §11): old entries are summarized by a model into
     /// a property and removed from the real transcript. The current turn's
     /// entries are never removed, and a tool exchange is never split.
-    private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, turn: inout TurnState) async throws {
+    private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws {
         let threshold = spec.threshold ?? 20
         let keepLast = max(0, spec.keepLast ?? 6)
-        guard entries.count > threshold else { return }
-        var cut = max(0, entries.count - keepLast)
-        if let currentPrompt = entries.firstIndex(where: { $0.turnId == turn.id }) { cut = min(cut, currentPrompt) }
-        cut = min(cut, entries.count - 1)
+        guard session.entries.count > threshold else { return }
+        var cut = max(0, session.entries.count - keepLast)
+        if let currentPrompt = session.entries.firstIndex(where: { $0.turnId == turn.id }) { cut = min(cut, currentPrompt) }
+        cut = min(cut, session.entries.count - 1)
         // Move the cut back to a prompt so no exchange is split.
         while cut > 0 {
-            if case .prompt = entries[cut].content { break }
+            if case .prompt = session.entries[cut].content { break }
             cut -= 1
         }
         guard cut > 0 else { return }
-        let old = Array(entries[..<cut])
-        let reference = try spec.model ?? profile.model ?? resolveModelReference(options: turn.options)
-        let provider = try provider(for: reference)
-        let modelConfig = try context.catalog.resolve(reference, field: "summarizeHistory.model")
+        let old = Array(session.entries[..<cut])
+        let reference = try spec.model ?? profile.model ?? session.resolveModelReference(options: turn.options)
+        let provider = try session.provider(for: reference)
+        let modelConfig = try session.context.catalog.resolve(reference, field: "summarizeHistory.model")
         var previous = ""
-        if let into = spec.into, let existing = properties[into]?.stringValue { previous = existing }
+        if let into = spec.into, let existing = session.properties[into]?.stringValue { previous = existing }
         let request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue,
             instructions: "Summarize the conversation below for your own later reference: keep facts, decisions, open questions and tool results that matter; be concise."
                 + (previous.isEmpty ? "" : "\n\nAn earlier summary to fold in:\n\(previous)"),
             messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
             tools: [], toolChoice: .none)
-        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, turn: &turn).text
-        _ = try setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
-        try transcript.mutate([.remove(ids: old.map(\.id))])
+        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, turn: &turn, session: session).text
+        _ = try session.setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
+        try session.transcript.mutate([.remove(ids: old.map(\.id))])
     }
 
     // MARK: Built-in orchestration tools
 
     /// Runs a built-in tool; returns the outcome and content to append.
-    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, turn: inout TurnState) async throws -> (ToolOutcome, JSONValue) {
+    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
         switch tool {
         case .client, .askUser:
             // Client tools go to the client, ask_user to the user (ToolExecution).
             return (.failed, "not a built-in tool")
         case .handoff(let target, _, _):
-            guard let selector = config.profiles?.selector else {
+            guard let selector = session.config.profiles?.selector else {
                 return (.failed, .string("Handoff is unavailable: the session's profiles have no selector property."))
             }
-            _ = try setProperties(set: [selector: .string(target)], remove: [])
+            _ = try session.setProperties(set: [selector: .string(target)], remove: [])
             return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
         case .consult(let target, _, _):
             let question = arguments["question"]?.stringValue ?? arguments.serializedString()
-            let answer = try await consult(target, question: question, turn: &turn)
+            let answer = try await consult(target, question: question, turn: &turn, session: session)
             return (.ok, .string(answer))
         case .activateSkill(let skills):
             guard let name = arguments["name"]?.stringValue, let skill = skills.first(where: { $0.name == name }) else {
                 return (.failed, .string("No such skill. Available: \(skills.map(\.name).joined(separator: ", "))."))
             }
-            var active = activeSkillNames
+            var active = session.activeSkillNames
             if !active.contains(name) { active.append(name) }
-            _ = try setProperties(set: [activeSkillsProperty: .array(active.map { .string($0) })], remove: [])
+            _ = try session.setProperties(set: [activeSkillsProperty: .array(active.map { .string($0) })], remove: [])
             if let prompt = skill.prompt {
                 // Returned as tool output, so the cached prefix stays intact.
                 return (.ok, .string(prompt))
@@ -207,31 +212,31 @@ extension AgentSession {
     /// transcript (the parent's history is never shown), prompted with the
     /// question; its answer becomes the tool output. Usage counts in the parent
     /// turn; it runs inside the parent's task, so cancelling the parent cancels it.
-    private func consult(_ target: String, question: String, turn: inout TurnState) async throws -> String {
-        var childProperties = properties
-        if let selector = config.profiles?.selector { childProperties[selector] = .string(target) }
-        let child = try ProfileResolver.resolve(config: config, properties: childProperties, activeSkills: [])
-        let reference = try child.model ?? config.model ?? context.catalog.defaultReference ?? resolveModelReference(options: turn.options)
-        let provider = try provider(for: reference)
-        let modelConfig = try context.catalog.resolve(reference, field: "profiles.cases.\(target).model")
+    private func consult(_ target: String, question: String, turn: inout TurnState, session: isolated AgentSession) async throws -> String {
+        var childProperties = session.properties
+        if let selector = session.config.profiles?.selector { childProperties[selector] = .string(target) }
+        let child = try ProfileResolver.resolve(config: session.config, properties: childProperties, activeSkills: [])
+        let reference = try child.model ?? session.config.model ?? session.context.catalog.defaultReference ?? session.resolveModelReference(options: turn.options)
+        let provider = try session.provider(for: reference)
+        let modelConfig = try session.context.catalog.resolve(reference, field: "profiles.cases.\(target).model")
         let request = ModelRequest(
-            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: personaPrefix() + child.instructions,
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: session.personaPrefix() + child.instructions,
             messages: [.user(text: question, images: [])], tools: [], toolChoice: .none,
             options: GenerationOptions(temperature: child.options.temperature, maxOutputTokens: child.options.maxOutputTokens, reasoningLevel: child.options.reasoningLevel))
-        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, turn: &turn).text
+        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, turn: &turn, session: session).text
     }
 
     // MARK: Router
 
     /// Picks the agent for this turn (docs/protocol.md §11) by setting the selector.
     /// No router: nothing happens and no model is called.
-    func routeTurn(input: TurnInput, turn: inout TurnState) async throws {
-        guard let router = config.router, let profiles = config.profiles, let selector = profiles.selector else { return }
+    func routeTurn(input: TurnInput, turn: inout TurnState, session: isolated AgentSession) async throws {
+        guard let router = session.config.router, let profiles = session.config.profiles, let selector = profiles.selector else { return }
         let agents = profiles.cases.keys.sorted()
         let fallback = ProfileResolver.fallbackCaseName(profiles) ?? agents.first ?? ProfileResolver.defaultProfileName
         var chosen: String?
         var diagnostic: String?
-        let span = turn.turnSpan.flatMap { context.tracer?.startRouterSpan(parent: $0.context, routerKind: router.kind.rawValue) }
+        let span = turn.turnSpan.flatMap { session.context.tracer?.startRouterSpan(parent: $0.context, routerKind: router.kind.rawValue) }
         switch router.kind {
         case .rules:
             // The rules are the client's patterns: matched on a regex worker, each match bounded.
@@ -253,7 +258,7 @@ extension AgentSession {
             }
         case .llm:
             do {
-                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, parent: span?.context, turn: &turn)
+                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, parent: span?.context, turn: &turn, session: session)
                 if let picked, agents.contains(picked) {
                     chosen = picked
                 } else {
@@ -272,13 +277,13 @@ extension AgentSession {
         span?.setAttribute(SpanAttributeKey.profile, .string(agent))
         span?.end()
         if let diagnostic {
-            context.logger.warning(diagnostic)
+            session.context.logger.warning(diagnostic)
             let d = [ContextDiagnostic(source: "router", message: diagnostic)]
-            runner?.contextDiagnostics += d
-            emit(.contextDiagnostics(d), turn: turn.id)
+            contextDiagnostics += d
+            session.emit(.contextDiagnostics(d), turn: turn.id)
         }
-        if properties[selector] != .string(agent) {
-            _ = try setProperties(set: [selector: .string(agent)], remove: [])
+        if session.properties[selector] != .string(agent) {
+            _ = try session.setProperties(set: [selector: .string(agent)], remove: [])
         }
     }
 
@@ -292,10 +297,10 @@ extension AgentSession {
         }
     }
 
-    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, parent: SpanContext?, turn: inout TurnState) async throws -> String? {
-        let reference = try router.model ?? resolveModelReference(options: turn.options)
-        let provider = try provider(for: reference)
-        let modelConfig = try context.catalog.resolve(reference, field: "router.model")
+    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, parent: SpanContext?, turn: inout TurnState, session: isolated AgentSession) async throws -> String? {
+        let reference = try router.model ?? session.resolveModelReference(options: turn.options)
+        let provider = try session.provider(for: reference)
+        let modelConfig = try session.context.catalog.resolve(reference, field: "router.model")
         let descriptions = agents.map { name in "- \(name)" + (profiles.cases[name]?.description.map { ": \($0)" } ?? "") }.joined(separator: "\n")
         let tool = ModelToolDefinition(
             name: "select_agent", description: "Select the agent that should answer the user's message.",
@@ -303,22 +308,11 @@ extension AgentSession {
         let request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue,
             instructions: (router.instructions ?? "Route the user's message to the best agent.") + "\n\nAgents:\n" + descriptions,
-            messages: ModelHistory.messages(from: entries), tools: [tool], toolChoice: .tool("select_agent"))
-        let response = try await sideRequest(request, provider: provider, purpose: .router, profile: "router", parent: parent, turn: &turn)
+            messages: ModelHistory.messages(from: session.entries), tools: [tool], toolChoice: .tool("select_agent"))
+        let response = try await sideRequest(request, provider: provider, purpose: .router, profile: "router", parent: parent, turn: &turn, session: session)
         // The last select_agent call counts; any text beside it is ignored.
         let selection = response.toolCalls.last { $0.name == "select_agent" }.flatMap { try? JSONValue.parse($0.argumentsJSON) }?["agent"]?.stringValue
         return selection
-    }
-}
-
-extension AgentSession {
-    /// A side request of the running turn (`TurnRunner.sideRequest`).
-    func sideRequest(
-        _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
-        parent: SpanContext?, turn: inout TurnState
-    ) async throws -> RoundTripOutput {
-        guard let runner, runner.isRunning else { throw RPCError.internalError("a side request outside a turn") }
-        return try await runner.sideRequest(request, provider: provider, purpose: purpose, profile: profile, parent: parent, turn: &turn, session: self)
     }
 }
 

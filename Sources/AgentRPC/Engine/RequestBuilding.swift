@@ -25,20 +25,21 @@ extension AgentSession {
         inputValidators[tool] = (schema, validator)
         return validator
     }
+}
 
-    // MARK: Pre-flight checks
-
+/// Checks a send or steer passes before anything changes (they read no session state).
+enum PreFlight {
     /// Call-site limits (`options.limits`) get the same checks as the session's
     /// at create time: a zero or negative limit is a configuration error found in
     /// pre-flight, not a turn that starts and then fails against it.
-    func checkLimitOverrides(_ limits: Limits?) throws {
+    static func limitOverrides(_ limits: Limits?) throws {
         guard let limits, let problem = SessionConfig(limits: limits).validate().first else { return }
         throw RPCError.invalidConfiguration("options.\(problem.description)", field: "options.\(problem.path)")
     }
 
     /// Images are checked at the send boundary: a missing file or bad base64
     /// fails the send before anything changes.
-    func checkImages(_ images: [ImageAttachment], provider: any ModelProvider) throws {
+    static func images(_ images: [ImageAttachment], provider: any ModelProvider) throws {
         for (index, image) in images.enumerated() {
             func fail(_ message: String, _ reason: String) -> RPCError {
                 RPCError(.unreadableImageAttachment, "image \(index): \(message)", data: ["index": .int(index), "reason": .string(reason)])
@@ -67,7 +68,7 @@ extension AgentSession {
     }
 
     /// Tool schemas that the provider cannot take as they are: never fatal.
-    func schemaWarnings(for profile: ResolvedProfile, provider: any ModelProvider) -> [SchemaWarning] {
+    static func schemaWarnings(for profile: ResolvedProfile, provider: any ModelProvider) -> [SchemaWarning] {
         var warnings: [SchemaWarning] = []
         for tool in profile.clientTools {
             guard let schema = tool.inputSchema else { continue }
@@ -84,7 +85,11 @@ extension AgentSession {
         warnings.append(contentsOf: adapted.warnings)
         return warnings
     }
+}
 
+/// Building the request of a round trip. Like the loop, it runs in the turn's
+/// task on the session's actor (`session` is isolated).
+extension TurnRunner {
     // MARK: Building a request
 
     /// The request for the next round trip, built from the active profile:
@@ -95,9 +100,9 @@ extension AgentSession {
     /// converts only what was appended since the last request; `stablePrefix` then
     /// says which leading messages are known to be unchanged.
     func buildRequest(
-        turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider
+        turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession
     ) async throws -> (request: ModelRequest, entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?) {
-        let modelConfig = try context.catalog.resolve(modelRef, field: "model")
+        let modelConfig = try session.context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
         var responseSchema: JSONValue? = nil
@@ -110,12 +115,12 @@ extension AgentSession {
                 if provider.capabilities.requiresToolsWithToolHistory {
                     // Define the tools the history used (choice `none` keeps the model from calling them).
                     var names: [String] = []
-                    for entry in entries {
+                    for entry in session.entries {
                         if case .toolCalls(let calls, _, _) = entry.content {
                             for c in calls where !names.contains(c.name) { names.append(c.name) }
                         }
                     }
-                    let known = profile.modelToolDefinitions + (config.tools ?? []).map(\.modelDefinition)
+                    let known = profile.modelToolDefinitions + (session.config.tools ?? []).map(\.modelDefinition)
                     let used = names.map { name in
                         known.first { $0.name == name } ?? ModelToolDefinition(name: name, description: "", inputSchema: ["type": "object"])
                     }
@@ -152,14 +157,14 @@ extension AgentSession {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let messages: [ModelMessage], entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?
         if profile.history.isEmpty {
-            let converted = historyCache.messages(for: transcript)
+            let converted = session.historyCache.messages(for: session.transcript)
             (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
         } else {
-            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile))
+            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile, session: session))
             stablePrefix = nil
         }
         var request = ModelRequest(
-            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: instructionsText(profile: profile),
+            model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: session.instructionsText(profile: profile),
             messages: messages, tools: tools, toolChoice: choice, options: options,
             responseSchema: responseSchema)
         request.responseSchemaStrict = responseStrict
@@ -167,10 +172,10 @@ extension AgentSession {
     }
 
     /// The entries after the profile's history transforms (applied to a copy).
-    private func transformedHistory(profile: ResolvedProfile) async throws -> [TranscriptEntry] {
+    private func transformedHistory(profile: ResolvedProfile, session: isolated AgentSession) async throws -> [TranscriptEntry] {
         let history: [TranscriptEntry]
         if HistoryTransformer.usesPatterns(profile.history) {
-            let transforms = profile.history, name = profile.name, current = entries
+            let transforms = profile.history, name = profile.name, current = session.entries
             let transformed = await RegexWorkers.run { Result { try HistoryTransformer.apply(transforms, to: current, profile: name) } }
             do {
                 history = try transformed.get()
@@ -178,7 +183,7 @@ extension AgentSession {
                 throw error.turnError(field: "profiles.cases.\(profile.name).history")
             }
         } else {
-            history = try HistoryTransformer.apply(profile.history, to: entries, profile: profile.name)
+            history = try HistoryTransformer.apply(profile.history, to: session.entries, profile: profile.name)
         }
         return history
     }
@@ -189,10 +194,10 @@ extension AgentSession {
     /// request (`regexBudgetExceeded`): nothing unchecked is sent.
     /// Returns whether redaction rules ran (the messages may have been rewritten).
     @discardableResult
-    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile) async throws -> Bool {
-        guard let egress = profile.egress ?? config.egress else { return false }
+    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile, session: isolated AgentSession) async throws -> Bool {
+        guard let egress = profile.egress ?? session.config.egress else { return false }
         // A profile inherits the session's rules; name the profile only when it has its own.
-        let field = profile.egress == nil || profile.egress == config.egress ? "egress" : "profiles.cases.\(profile.name).egress"
+        let field = profile.egress == nil || profile.egress == session.config.egress ? "egress" : "profiles.cases.\(profile.name).egress"
         let unfiltered = request
         let filtered = await RegexWorkers.run { Result { try Self.filtered(unfiltered, by: egress) } }
         do {

@@ -27,33 +27,11 @@ extension AgentSession {
         }
     }
 
-    /// The output belongs to the profile that made the call, even when the call
-    /// itself (a handoff) changed which profile is selected.
     /// The client's input closed while the turn waited on it: the turn ends as
     /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
     func clientGone() -> CancellationError {
         control?.abort(.shutdown)
         return CancellationError()
-    }
-
-    enum GuardDecision {
-        case allow
-        case confirm(reason: String?)
-        case deny(reason: String?)
-    }
-
-    func guardVerdict(for tool: ToolSpec) -> GuardDecision {
-        var firstConfirm: String?? = nil
-        for g in config.guards ?? [] where g.matches(tool) {
-            switch g.verdict {
-            case .deny: return .deny(reason: g.reason)
-            case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
-            case .allow: break
-            }
-        }
-        if let reason = firstConfirm { return .confirm(reason: reason) }
-        if tool.confirmation == .always { return .confirm(reason: nil) }
-        return .allow
     }
 
     // MARK: Confirmation
@@ -106,14 +84,32 @@ extension AgentSession {
         }
         return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
     }
-
-
 }
 
 /// Running one tool call: checks, hooks, guards, confirmation, execution
 /// (`AgentSession.executeTool`) and the output entry. Like the loop, it runs in
 /// the turn's task on the session's actor.
 extension TurnRunner {
+    enum GuardDecision {
+        case allow
+        case confirm(reason: String?)
+        case deny(reason: String?)
+    }
+
+    func guardVerdict(for tool: ToolSpec, session: isolated AgentSession) -> GuardDecision {
+        var firstConfirm: String?? = nil
+        for g in session.config.guards ?? [] where g.matches(tool) {
+            switch g.verdict {
+            case .deny: return .deny(reason: g.reason)
+            case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
+            case .allow: break
+            }
+        }
+        if let reason = firstConfirm { return .confirm(reason: reason) }
+        if tool.confirmation == .always { return .confirm(reason: nil) }
+        return .allow
+    }
+
     /// Runs one tool call the model made: validation, guards, confirmation, the
     /// client's execution, and the `toolOutput` entry. Outcomes are values fed
     /// back to the model; only a thrown executor error ends the turn.
@@ -173,9 +169,9 @@ extension TurnRunner {
         }
 
         // Hooks see every valid call before it runs; a veto ends the turn.
-        try await session.runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
+        try await runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
-        ])
+        ], session: session)
 
         // Set when the user approved edited arguments: the call runs with these.
         var approvedArguments: JSONValue? = nil
@@ -184,9 +180,9 @@ extension TurnRunner {
         // whatever the outcome, so the two hooks always come in pairs.
         func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
             try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, turn: turn, session: session)
-            try await session.runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
+            try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
-            ])
+            ], session: session)
             return outcome
         }
 
@@ -196,7 +192,7 @@ extension TurnRunner {
         }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
-            let (outcome, content) = try await session.runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn)
+            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn, session: session)
             return try await output(outcome, content, turn: &turn)
         }
         if tool.final == true {
@@ -206,7 +202,7 @@ extension TurnRunner {
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
-        let verdict = session.guardVerdict(for: tool)
+        let verdict = guardVerdict(for: tool, session: session)
         if case .deny(let reason) = verdict {
             // A policy settled it: no question was asked, but clients still see who decided.
             session.emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy))

@@ -150,11 +150,11 @@ extension AgentSession {
                 throw RPCError.invalidParams("schema is not a usable JSON Schema: \(error)", field: "schema")
             }
         }
-        try checkImages(input.images ?? [], provider: provider)
-        try checkLimitOverrides(options.limits)
+        try PreFlight.images(input.images ?? [], provider: provider)
+        try PreFlight.limitOverrides(options.limits)
 
         // 2. Schema validation of the active tools against the provider: warnings only.
-        let warnings = schemaWarnings(for: profile, provider: provider)
+        let warnings = PreFlight.schemaWarnings(for: profile, provider: provider)
 
         // 3. The turn begins.
         // Journaled first: a turn the store refuses has not begun.
@@ -245,9 +245,9 @@ extension TurnRunner {
             await refreshContextSources(turn: turn, session: session)
             // A stop during the refresh must not go on to route (a model call).
             try control.checkpoint()
-            try await session.routeTurn(input: input, turn: &turn)
-            let first = try await session.enterProfile(turn: &turn)
-            try await session.runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json])
+            try await routeTurn(input: input, turn: &turn, session: session)
+            let first = try await enterProfile(turn: &turn, session: session)
+            try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json], session: session)
             let outcome = try await loop(&turn, session: session)
             turn.agentSpan?.end()
             turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(outcome.turnResult.stopReason.rawValue))
@@ -274,13 +274,13 @@ extension TurnRunner {
             turn.roundTrips += 1
             // The profile is resolved before every round trip, so a change by the
             // client, a hook or a tool takes effect now, mid-turn included.
-            let profile = try await session.enterProfile(turn: &turn)
+            let profile = try await enterProfile(turn: &turn, session: session)
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try session.resolveModelReference(options: turn.options, profile: profile)
             let provider = try session.provider(for: modelRef)
-            var (request, entryIDs, stablePrefix) = try await session.buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider)
-            if try await session.applyEgress(to: &request, profile: profile) { stablePrefix = nil }
-            session.reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
+            var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider, session: session)
+            if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
+            reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn, session: session)
             if let change = session.prefixTracker.observe(
                 model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
                 stablePrefix: stablePrefix) {
@@ -386,7 +386,7 @@ extension TurnRunner {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, turn: inout TurnState, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
-        session.reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn)
+        reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn, session: session)
         session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
                                body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
@@ -395,7 +395,7 @@ extension TurnRunner {
         do {
             output = try await streamWithRetries(request, provider: provider, shown: false, turn: &turn, session: session)
         } catch {
-            span?.end(status: .error(AgentSession.safeDescription(of: error)))
+            span?.end(status: .error(TurnRunner.safeDescription(of: error)))
             throw error
         }
         if let usage = output.usage {
@@ -464,7 +464,7 @@ extension TurnRunner {
             case .toolCall(let call):
                 output.toolCalls.append(call)
             case .usage(let reported):
-                let u = session.believableUsage(reported)
+                let u = believableUsage(reported, session: session)
                 output.usage = u
                 let report = Usage(u)
                 lastUsageReport = report
@@ -519,7 +519,7 @@ extension TurnRunner {
         }
         let response = try session.append(
             .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
-        try await session.runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)])
+        try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)], session: session)
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
         try session.transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
         let result = TurnResult(

@@ -28,13 +28,13 @@ extension ModelUsage {
     }
 }
 
-extension AgentSession {
+extension TurnRunner {
     /// A provider's usage report with unbelievable counts dropped, and a log line
     /// naming them: such a report is never summed or passed on.
-    func believableUsage(_ reported: ModelUsage) -> ModelUsage {
+    func believableUsage(_ reported: ModelUsage, session: isolated AgentSession) -> ModelUsage {
         let (usage, rejected) = reported.sanitized()
         if !rejected.isEmpty {
-            context.logger.warning("session \(id): ignored unbelievable usage from the model (\(rejected.joined(separator: ", ")); counts must be 0...\(ModelUsage.largestBelievableTokenCount))")
+            session.context.logger.warning("session \(session.id): ignored unbelievable usage from the model (\(rejected.joined(separator: ", ")); counts must be 0...\(ModelUsage.largestBelievableTokenCount))")
         }
         return usage
     }
