@@ -89,7 +89,7 @@ enum ChatInputSources {
     /// action is switched off first so the dispatch source alone sees the signal.
     static func catchInterrupts(into inbox: ChatInbox) -> any DispatchSourceSignal {
         signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: DispatchQueue(label: "agentrpc.chat.sigint"))
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler { inbox.post(.interrupt) }
         source.resume()
         return source

@@ -150,21 +150,26 @@ struct SpawnPlan: Sendable {
 /// Forks every MCP server from one thread that lives as long as the process:
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so forking
 /// from a pooled thread could kill a server the moment the pool shrinks.
-final class ChildSpawner: Sendable {
+///
+/// `@unchecked Sendable`: `jobs` is only touched under `condition`.
+final class ChildSpawner: @unchecked Sendable {
     static let shared = ChildSpawner()
 
     private struct Job: Sendable {
         var plan: SpawnPlan
         var done: @Sendable (Result<ChildProcess, ChildProcess.SpawnError>) -> Void
     }
-    private let jobs = Mutex<[Job]>([])
-    private let wake = DispatchSemaphore(value: 0)
+    // A condition, not a Mutex: the spawner thread must block until a job comes.
+    private let condition = NSCondition()
+    private var jobs: [Job] = []
 
     private init() {
         let thread = Thread { [self] in
             while true {
-                wake.wait()
-                guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+                condition.lock()
+                while jobs.isEmpty { condition.wait() }
+                let job = jobs.removeFirst()
+                condition.unlock()
                 job.done(Self.forkAndExec(job.plan))
             }
         }
@@ -174,8 +179,10 @@ final class ChildSpawner: Sendable {
 
     func spawn(_ plan: SpawnPlan) async throws -> ChildProcess {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ChildProcess, any Error>) in
-            jobs.withLock { $0.append(Job(plan: plan, done: { continuation.resume(with: $0.mapError { $0 as any Error }) })) }
-            wake.signal()
+            condition.lock()
+            jobs.append(Job(plan: plan, done: { continuation.resume(with: $0.mapError { $0 as any Error }) }))
+            condition.signal()
+            condition.unlock()
         }
     }
 

@@ -35,37 +35,65 @@ struct MCPTransportError: Error, CustomStringConvertible {
 /// Hands incoming messages from a reader thread to the client's task, at most
 /// `capacity` at a time: a server that floods us (a `list_changed` storm) is
 /// slowed down to our pace instead of filling memory.
-final class MCPInbox: Sendable {
+///
+/// `@unchecked Sendable`: `room` and `finished` are only touched under `condition`.
+final class MCPInbox: @unchecked Sendable {
     private let stream: AsyncStream<MCPIncoming>
     private let continuation: AsyncStream<MCPIncoming>.Continuation
-    private let room: DispatchSemaphore
-    private let finished = Atomic<Bool>(false)
+    // A condition, not a Mutex: a reader thread must block while the client is
+    // `capacity` messages behind.
+    private let condition = NSCondition()
+    /// Messages that may still be put before the client consumes one.
+    private var room: Int
+    private var finished = false
 
     init(capacity: Int = 256) {
         (stream, continuation) = AsyncStream.makeStream(of: MCPIncoming.self)
-        room = DispatchSemaphore(value: capacity)
+        room = capacity
     }
 
     /// From a reader thread: blocks while the client is `capacity` messages behind.
     func put(_ item: MCPIncoming) {
-        if finished.load(ordering: .acquiring) { return }
+        condition.lock()
+        if finished {
+            condition.unlock()
+            return
+        }
         if case .closed = item {
+            condition.unlock()
             continuation.yield(item)
             return
         }
-        room.wait()
-        continuation.yield(item)
+        while room == 0 && !finished { condition.wait() }
+        let open = !finished
+        if open { room -= 1 }
+        condition.unlock()
+        // After `finish` the stream takes nothing any more.
+        if open { continuation.yield(item) }
     }
 
     /// Frees the place of one consumed message.
-    func consumed() { room.signal() }
+    func consumed() {
+        condition.lock()
+        room += 1
+        condition.signal()
+        condition.unlock()
+    }
 
     /// Ends the stream; a blocked reader is released.
     func finish() {
-        if finished.exchange(true, ordering: .acquiringAndReleasing) { return }
+        condition.lock()
+        if finished {
+            condition.unlock()
+            return
+        }
+        finished = true
+        condition.unlock()
         continuation.finish()
         // Wake a reader blocked on room; it sees `finished` and stops putting.
-        for _ in 0..<4 { room.signal() }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     var items: AsyncStream<MCPIncoming> { stream }
@@ -95,7 +123,7 @@ final class MCPStdioTransport: MCPTransport {
     private let tail = LineTail(keep: MCPBounds.stderrLinesKept)
     private let serverName: String
     private let logger: Logger
-    private let closing = Atomic<Bool>(false)
+    private let closing = Mutex<Bool>(false)
 
     private init(child: ChildProcess, serverName: String, logger: Logger) {
         self.child = child
@@ -191,7 +219,11 @@ final class MCPStdioTransport: MCPTransport {
     }
 
     func close() async {
-        if closing.exchange(true, ordering: .acquiringAndReleasing) { return }
+        let wasClosing = closing.withLock { closing in
+            defer { closing = true }
+            return closing
+        }
+        if wasClosing { return }
         await child.stop(grace: MCPBounds.stopGraceSeconds)
     }
 
