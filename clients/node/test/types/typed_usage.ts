@@ -255,11 +255,50 @@ export async function main(binary: string): Promise<string[]> {
     }
     const cancelledNothing = await slow.cancel();
     expectType<boolean>()(cancelledNothing);
+
+    // the rest of a session's life: transcript, properties, the list, close.
+    const transcript = await session.getTranscript();
+    const first = transcript.entries[0];
+    if (first?.type === 'prompt') expectType<string>()(first.text);
+    const properties = await session.setProperties({ set: { city: 'Paris' } });
+    const listed = await client.listSessions({ limit: 50 });
+    seen.push(`session: ${transcript.entries.length} entries, city ${String(properties.properties.city)}, listed ${listed.data.some((s) => s.sessionId === session.id)}`);
     await session.close();
   } finally {
     await client.close();
   }
   return seen;
+}
+
+// -- the rest of the API, type-checked only ------------------------------------------------
+
+/** Calls a live session would make; checked for their types, not run. */
+export async function surface(client: Client, session: Session): Promise<void> {
+  const resumed = await client.resumeSession(session.id, { tools: [weather] });
+  expectType<Session>()(resumed);
+  const forked = await session.fork();
+  expectType<Session>()(forked);
+  const { turnId } = await session.steer('Also check Rome.', { expectedTurnId: 't-1' });
+  expectType<string>()(turnId);
+  const rewound = await session.rewind({ turnId, undo: true });
+  expectType<number>()(rewound.revision);
+  await session.setApprovalRules({ add: [{ tool: 'deploy', arguments: { env: 'staging' } }] });
+  await session.confirm('call-1', 'approve', { reason: 'looks fine' });
+  await session.confirm('call-2', false);
+  await session.mutateTranscript([ops.remove('e-1'), ops.insert(null, ops.prompt('Hello'))], { expectedRevision: 3 });
+  for await (const event of session.events()) {
+    if (event.type === 'turnEnded') break;
+  }
+  const state = await client.request('session/getState', { sessionId: session.id });
+  expectType<boolean>()(state.isRunning);
+  const stop = client.onNotification('session/event', (params) => { expectType<string>()(params.sessionId); });
+  stop();
+  client.onRequest('hook/call', (params, { signal }) => {
+    expectType<HostAbortSignal>()(signal);
+    return { params };
+  });
+  session.onAsk = (question) => question.options?.[0] ?? 'no idea';
+  await session.delete();
 }
 
 // -- lines that must not compile ---------------------------------------------------------
@@ -303,4 +342,5 @@ export const EXPECTED: readonly string[] = [
   'families: client false, exception true',
   'tables: cancelled is a kind true, textDelta an event true',
   'cancelled: "Once upon a time"',
+  'session: 8 entries, city Paris, listed true',
 ];
