@@ -169,9 +169,9 @@ export type ConfirmAnswer =
   | { approve: boolean; reason?: string };
 export type ConfirmHandler = (call: ConfirmationCall) => ConfirmAnswer | Promise<ConfirmAnswer>;
 
-type UserAskParams = ServerRequests['user/ask']['params'];
+type AskRequestParams = ServerRequests['user/ask']['params'];
 /** A question the model asks with the built-in ask_user tool (`user/ask`). */
-export interface UserQuestion extends UserAskParams {
+export interface UserQuestion extends AskRequestParams {
   session?: Session;
   /** Aborted when the server withdraws the question (a cancel, the timeout). */
   signal: HostAbortSignal;
