@@ -42,8 +42,6 @@ public struct ServerOptions: Sendable {
 
 /// The agentrpc server: lifecycle rules around the dispatcher and the engine.
 public final class Server: Sendable {
-    public static let version = "0.1.0"
-
     public let options: ServerOptions
     let connection: Connection
     let logger: Logger

@@ -331,7 +331,9 @@ export declare function newId(): string;
 
 export declare const ENV_VAR: 'AGENTRPC_BIN';
 export declare const BINARY_NAME: 'agentrpc';
-export declare function findBinary(binary?: string, options?: { env?: Record<string, string | undefined>; start?: string }): string;
+/** The server binary the npm package carries (`bin/agentrpc` of the package); absent in a checkout. */
+export declare const PACKAGED_BINARY: string;
+export declare function findBinary(binary?: string, options?: { env?: Record<string, string | undefined>; start?: string; packaged?: string | null }): string;
 export declare function repoBuildCandidates(start?: string): string[];
 /** An inline model on the offline scripted provider (docs/protocol.md §15). */
 export declare function scripted(...items: object[]): { provider: 'scripted'; model: 'scripted'; script: object[] };

@@ -5,7 +5,7 @@ export { Client, DEFAULT_CAPABILITIES, VERSION, decisionOf } from './client.js';
 export { Session, TurnStream } from './session.js';
 export { tool, isTool, ok, failed, denied, conflict } from './tools.js';
 export { ops, newId } from './ops.js';
-export { findBinary, repoBuildCandidates, ENV_VAR, BINARY_NAME } from './discovery.js';
+export { findBinary, repoBuildCandidates, ENV_VAR, BINARY_NAME, PACKAGED_BINARY } from './discovery.js';
 export { PROTOCOL_VERSION, METHODS, EVENT_TYPES, ERROR_TABLE } from './generated/protocol.js';
 export * from './errors.js';
 

@@ -2,11 +2,13 @@
 // back-pressure on stdin, a missing binary, the framer.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import {
   BinaryNotFoundError, Client, ConnectionClosedError, InternalError, ServerExitedError,
-  ToolExecutorError, findBinary, repoBuildCandidates, scripted, tool,
+  PACKAGED_BINARY, ToolExecutorError, findBinary, repoBuildCandidates, scripted, tool,
 } from '../src/index.js';
 import { LineFramer } from '../src/transport.js';
 import { FAKE_SERVER, collect, objectSchema, spawnReal, within } from '../test-support/helpers.js';
@@ -160,7 +162,10 @@ describe('binary discovery', () => {
   test('nothing found lists every place looked at', () => {
     const error = (() => { try { findBinary(undefined, { env: { PATH: '/nonexistent' }, start: '/' }); } catch (e) { return e; } return undefined; })();
     assert.ok(error instanceof BinaryNotFoundError);
-    assert.deepEqual(error.searched, ['$AGENTRPC_BIN: not set', '"agentrpc" on PATH', '/.build/debug/agentrpc', '/.build/release/agentrpc']);
+    assert.deepEqual(error.searched, [
+      '$AGENTRPC_BIN: not set', `${PACKAGED_BINARY} (the npm package's binary)`, '"agentrpc" on PATH',
+      '/.build/debug/agentrpc', '/.build/release/agentrpc',
+    ]);
     assert.match(error.message, /looked in:\n {2}- \$AGENTRPC_BIN: not set/);
     assert.match(error.message, /set AGENTRPC_BIN/);
   });
@@ -170,6 +175,27 @@ describe('binary discovery', () => {
     assert.throws(() => findBinary(undefined, { env: { AGENTRPC_BIN: '/missing/agentrpc' } }), /\$AGENTRPC_BIN: \/missing\/agentrpc/);
     const candidates = repoBuildCandidates();
     assert.ok(candidates.some((c) => c.endsWith(join('.build', 'debug', 'agentrpc'))));
+  });
+
+  test("the npm package's binary comes after $AGENTRPC_BIN and before PATH and the repository build", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentrpc-discovery-'));
+    try {
+      const executable = (path) => { mkdirSync(dirname(path), { recursive: true }); writeFileSync(path, '#!/bin/sh\n', { mode: 0o755 }); return path; };
+      const packaged = executable(join(dir, 'package', 'bin', 'agentrpc'));
+      const onPath = executable(join(dir, 'path', 'agentrpc'));
+      const fromEnv = executable(join(dir, 'env', 'agentrpc'));
+      const repo = executable(join(dir, 'repo', '.build', 'debug', 'agentrpc'));
+      const start = join(dir, 'repo', 'clients', 'node', 'src');
+      const PATH = dirname(onPath);
+      assert.equal(findBinary(undefined, { env: { AGENTRPC_BIN: fromEnv, PATH }, packaged, start }), fromEnv);
+      assert.equal(findBinary(undefined, { env: { PATH }, packaged, start }), packaged);
+      // Without it (a checkout), the search goes on as before: PATH, then the repository build.
+      const missing = join(dir, 'none', 'bin', 'agentrpc');
+      assert.equal(findBinary(undefined, { env: { PATH }, packaged: missing, start }), onPath);
+      assert.equal(findBinary(undefined, { env: { PATH: join(dir, 'none') }, packaged: missing, start }), repo);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('Client.spawn rejects with BinaryNotFoundError', async () => {

@@ -1,10 +1,14 @@
 """Finding the agentrpc server binary.
 
-Order: an explicit ``binary`` argument, ``$AGENTRPC_BIN``, ``agentrpc`` on
-``PATH``, then a SwiftPM build (``.build/debug`` then ``.build/release``) in
-the package's directory or any directory above it, so a checkout of the repo
-works without installing anything. When nothing fits, the error lists every
-place looked at, because "not found" alone is useless to debug.
+Order: an explicit ``binary`` argument, ``$AGENTRPC_BIN``, the binary a
+platform wheel carries inside this package (``agentrpc/bin/agentrpc``, see
+``scripts/package``), ``agentrpc`` on ``PATH``, then a SwiftPM build
+(``.build/debug`` then ``.build/release``) in the package's directory or any
+directory above it, so a checkout of the repo works without installing
+anything. The packaged binary comes before ``PATH`` because the wheel's own
+console script ``agentrpc`` is on ``PATH`` too, and spawning it would start
+Python before every server. When nothing fits, the error lists every place
+looked at, because "not found" alone is useless to debug.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from pathlib import Path
 
 from .errors import BinaryNotFound
 
-__all__ = ["ENV_VAR", "BINARY_NAME", "find_binary", "repo_build_candidates"]
+__all__ = ["ENV_VAR", "BINARY_NAME", "PACKAGED_BINARY", "find_binary", "repo_build_candidates"]
 
 #: Environment variable naming the server binary.
 ENV_VAR = "AGENTRPC_BIN"
 #: The executable's name on PATH and in ``.build``.
 BINARY_NAME = "agentrpc"
+#: Where a platform wheel puts the server: inside this package. A source
+#: checkout or a pure-Python install has no such file.
+PACKAGED_BINARY = Path(__file__).resolve().parent / "bin" / BINARY_NAME
 
 
 def _is_executable_file(path: Path) -> bool:
@@ -61,12 +68,16 @@ def find_binary(
     *,
     environ: Mapping[str, str] | None = None,
     start: Path | None = None,
+    packaged: Path | None = PACKAGED_BINARY,
+    search_path: bool = True,
 ) -> str:
     """Return the path of the server binary or raise :class:`BinaryNotFound`.
 
     An explicit ``binary`` or ``$AGENTRPC_BIN`` that does not exist is an
     error rather than silently falling through to another binary: the caller
-    asked for that one.
+    asked for that one. ``packaged`` (the wheel's binary; None skips it) and
+    ``search_path`` (False skips ``PATH``, for the console script, which is
+    itself on ``PATH``) exist for the tests and ``python -m agentrpc``.
     """
     env = os.environ if environ is None else environ
     searched: list[str] = []
@@ -85,10 +96,16 @@ def find_binary(
         return found
     searched.append(f"${ENV_VAR}: not set")
 
-    on_path = shutil.which(BINARY_NAME, path=env.get("PATH"))
-    searched.append(f"{BINARY_NAME!r} on PATH")
-    if on_path:
-        return on_path
+    if packaged is not None:
+        searched.append(f"{packaged} (the wheel's binary)")
+        if _is_executable_file(packaged):
+            return str(packaged)
+
+    if search_path:
+        on_path = shutil.which(BINARY_NAME, path=env.get("PATH"))
+        searched.append(f"{BINARY_NAME!r} on PATH")
+        if on_path:
+            return on_path
 
     for candidate in repo_build_candidates(start):
         searched.append(str(candidate))
