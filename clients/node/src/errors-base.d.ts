@@ -37,8 +37,22 @@ export declare class ToolExecutorErrorBase extends AgentRPCError {
   cause?: unknown;
 }
 
-export declare function registerErrorClasses(classes: readonly (typeof AgentRPCError)[]): void;
-export declare function errorClassFor(code: number, kind?: string): typeof AgentRPCError;
+/**
+ * An error class errorFromWire can choose: AgentRPCError or a subclass with its
+ * static `kind` and `code`. The generated classes take `(message, data)`,
+ * AgentRPCError `(code, message, data)`, hence the open constructor.
+ */
+export interface ErrorClass {
+  readonly kind: string | undefined;
+  readonly code: number | undefined;
+  readonly prototype: AgentRPCError;
+  new (...args: any[]): AgentRPCError;
+}
+
+/** Makes classes known to errorFromWire by their static kind and code (ERROR_CLASSES are, from the start). */
+export declare function registerErrorClasses(classes: readonly ErrorClass[]): void;
+/** The class for an error: by kind, else by code, else AgentRPCError. */
+export declare function errorClassFor(code: number, kind?: string): ErrorClass;
 export declare function errorFromWire(error: unknown): AgentRPCError;
 
 export declare class ClientError extends AgentRPCException {}

@@ -58,22 +58,8 @@ declare global {
 
 export * from './generated/wire.js';
 export * from './generated/protocol.js';
-export * from './generated/errors.js';
-export {
-  AgentRPCException,
-  AgentRPCError,
-  RunLimitExceededError,
-  ProviderErrorBase,
-  ToolExecutorErrorBase,
-  ClientError,
-  ConnectionClosedError,
-  ServerExitedError,
-  RequestTimeoutError,
-  BinaryNotFoundError,
-  errorFromWire,
-  errorClassFor,
-  registerErrorClasses,
-} from './errors-base.js';
+// As index.js: every error class, hand-written and generated.
+export * from './errors.js';
 
 type Params<M extends keyof ClientRequests> = ClientRequests[M]['params'];
 type Result<M extends keyof ClientRequests> = ClientRequests[M]['result'];

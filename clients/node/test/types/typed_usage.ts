@@ -14,15 +14,21 @@
 import {
   AgentRPCError,
   AgentRPCException,
+  BINARY_NAME,
   BinaryNotFoundError,
   CancelledError,
   Client,
   ClientError,
+  DEFAULT_CAPABILITIES,
+  ENV_VAR,
+  ERROR_CLASSES,
   ERROR_TABLE,
   EVENT_TYPES,
   InvalidConfigurationError,
   InvalidParamsError,
   InvalidTranscriptError,
+  METHODS,
+  PROTOCOL_VERSION,
   ProviderError,
   RevisionMismatchError,
   ServerExitedError,
@@ -30,23 +36,34 @@ import {
   SessionNotFoundError,
   ToolExecutorError,
   TurnStream,
+  VERSION,
   conflict,
+  decisionOf,
   denied,
+  errorClassFor,
   errorFromWire,
   failed,
+  findBinary,
+  isTool,
+  newId,
   ok,
   ops,
+  registerErrorClasses,
+  repoBuildCandidates,
   scripted,
   tool,
 } from 'agentrpc';
 import type {
   AbortSignalLike,
   ConfirmAnswer,
+  ConfirmDecision,
   ConfirmationCall,
   ErrorKind,
+  ErrorClass,
   EventOf,
   GenerateResult,
   HostAbortSignal,
+  ProtocolVersion,
   SessionEventType,
   SpawnOptions,
   Tool,
@@ -299,6 +316,20 @@ export async function surface(client: Client, session: Session): Promise<void> {
   });
   session.onAsk = (question) => question.options?.[0] ?? 'no idea';
   await session.delete();
+
+  // The helpers and tables beside the classes.
+  expectType<boolean>()(isTool(weather));
+  expectType<{ decision: ConfirmDecision; reason?: string }>()(decisionOf({ approve: false, reason: 'no' }));
+  expectType<string>()(findBinary(undefined, { env: { [ENV_VAR]: '/opt/agentrpc' } }));
+  expectType<string[]>()(repoBuildCandidates());
+  expectType<'agentrpc'>()(BINARY_NAME);
+  expectType<string>()(newId());
+  expectType<string>()(VERSION);
+  expectType<ProtocolVersion>()(PROTOCOL_VERSION);
+  expectType<boolean | undefined>()(DEFAULT_CAPABILITIES.tools);
+  expectType<'clientToServer' | 'serverToClient'>()(METHODS[0]!.direction);
+  expectType<ErrorClass>()(errorClassFor(-32602, 'invalidTranscript'));
+  registerErrorClasses(ERROR_CLASSES);
 }
 
 // -- lines that must not compile ---------------------------------------------------------
