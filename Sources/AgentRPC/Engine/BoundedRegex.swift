@@ -4,10 +4,10 @@ import Synchronization
 
 /// A match of a user-supplied pattern ran out of its time budget (or its
 /// request was cancelled while it ran), and was stopped.
-public struct RegexBudgetExceeded: Error, Sendable, Hashable {
-    public var pattern: String
+struct RegexBudgetExceeded: Error, Sendable, Hashable {
+    var pattern: String
     /// True when the request was cancelled rather than the budget spent.
-    public var cancelled = false
+    var cancelled = false
 }
 
 /// A user-supplied regular expression (egress rules, history redactions, router

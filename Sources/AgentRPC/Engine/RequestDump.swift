@@ -53,7 +53,7 @@ final class RequestDumper: Sendable {
 
 extension ModelRequest {
     /// A provider-neutral JSON form of the request, for dumps and traces.
-    public var dumpJSON: JSONValue {
+    var dumpJSON: JSONValue {
         var o: [String: JSONValue] = [
             "model": .string(model),
             "instructions": .string(instructions),

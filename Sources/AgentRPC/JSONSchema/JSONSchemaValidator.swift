@@ -13,10 +13,10 @@ import AgentRPCProtocol
 /// `if`/`then`/`else`, local `$ref` (`#`, `#/$defs/...`, `#/definitions/...`)
 /// and boolean schemas. `format`, annotations and unknown keywords are ignored,
 /// as the spec says.
-public struct JSONSchemaValidator: Sendable {
+struct JSONSchemaValidator: Sendable {
     /// How many violations `validate` reports unless told otherwise; enough to
     /// fix a bad tool call in one round without flooding the model.
-    public static let defaultViolationLimit = 50
+    static let defaultViolationLimit = 50
 
     private let nodes: [SchemaNode]
     private let root: Int
@@ -26,7 +26,7 @@ public struct JSONSchemaValidator: Sendable {
     /// `required` that is not a string array, an invalid `pattern`, a `$ref`
     /// to a missing definition or in an unsupported form, a reference cycle
     /// that would never terminate, ...).
-    public init(schema: JSONValue) throws(JSONSchemaError) {
+    init(schema: JSONValue) throws(JSONSchemaError) {
         var compiler = SchemaCompiler(root: schema)
         root = try compiler.compileRoot()
         nodes = compiler.nodes
@@ -35,11 +35,11 @@ public struct JSONSchemaValidator: Sendable {
 
     /// Whether validating runs user-supplied regexes (`pattern`, `patternProperties`):
     /// then the engine validates on a regex worker, off the cooperative executor.
-    public let usesPatterns: Bool
+    let usesPatterns: Bool
 
     /// Every violation of the schema by `instance` (empty means valid), in
     /// document order, at most `limit` of them.
-    public func validate(_ instance: JSONValue, limit: Int = defaultViolationLimit) -> [JSONSchemaViolation] {
+    func validate(_ instance: JSONValue, limit: Int = defaultViolationLimit) -> [JSONSchemaViolation] {
         var evaluation = Evaluation(nodes: nodes, limit: max(limit, 1), path: [], depth: 0)
         evaluation.evaluate(instance, against: root)
         // Stable sort by instance path: findings come out grouped by keyword,
@@ -52,7 +52,7 @@ public struct JSONSchemaValidator: Sendable {
     }
 
     /// Whether `instance` satisfies the schema; stops at the first violation.
-    public func isValid(_ instance: JSONValue) -> Bool {
+    func isValid(_ instance: JSONValue) -> Bool {
         var evaluation = Evaluation(nodes: nodes, limit: 1, path: [], depth: 0)
         evaluation.evaluate(instance, against: root)
         return evaluation.findings.isEmpty
@@ -60,41 +60,41 @@ public struct JSONSchemaValidator: Sendable {
 }
 
 /// One way an instance fails its schema.
-public struct JSONSchemaViolation: Sendable, Hashable, CustomStringConvertible {
+struct JSONSchemaViolation: Sendable, Hashable, CustomStringConvertible {
     /// Where in the instance: `$` is the root, then `.name` for members
     /// (`["odd key"]` when the name is not an identifier) and `[0]` for items,
     /// e.g. `$.days[2]`.
-    public var path: String
+    var path: String
     /// What is wrong, phrased for a model or a person to act on, e.g.
     /// "expected string, got integer 5" or "missing required property `unit`".
-    public var message: String
+    var message: String
 
     /// Creates a violation.
-    public init(path: String, message: String) {
+    init(path: String, message: String) {
         self.path = path
         self.message = message
     }
 
     /// "at `$.location`: expected string, got integer 5".
-    public var description: String { "at `\(path)`: \(message)" }
+    var description: String { "at `\(path)`: \(message)" }
 }
 
 /// The schema itself is malformed or uses something this validator does not
 /// support.
-public struct JSONSchemaError: Error, Sendable, Hashable, CustomStringConvertible {
+struct JSONSchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where in the schema, as a JSON Pointer fragment (`#/properties/unit/enum`).
-    public var schemaPath: String
+    var schemaPath: String
     /// What is wrong there.
-    public var message: String
+    var message: String
 
     /// Creates a schema error.
-    public init(schemaPath: String, message: String) {
+    init(schemaPath: String, message: String) {
         self.schemaPath = schemaPath
         self.message = message
     }
 
     /// "invalid schema at `#/required`: must be an array of strings".
-    public var description: String { "invalid schema at `\(schemaPath)`: \(message)" }
+    var description: String { "invalid schema at `\(schemaPath)`: \(message)" }
 }
 
 // MARK: - Instance paths

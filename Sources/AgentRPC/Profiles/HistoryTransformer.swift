@@ -9,20 +9,20 @@ import Foundation
 /// A tool exchange — a `toolCalls` entry and the `toolOutput` entries answering its
 /// calls — is never split: a provider rejects a tool result without its call, and a
 /// call without its result.
-public enum HistoryTransformer {
+enum HistoryTransformer {
     /// Applies `transforms` in order. `profile` is the active profile's name (for `ownTurnsOnly`).
     /// Throws `RegexBudgetExceeded` when a `redact` pattern runs past its budget.
-    public static func apply(_ transforms: [HistoryTransform], to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
+    static func apply(_ transforms: [HistoryTransform], to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
         try transforms.reduce(entries) { current, transform in try apply(transform, to: current, profile: profile) }
     }
 
     /// Whether applying `transforms` runs user-supplied regexes.
-    public static func usesPatterns(_ transforms: [HistoryTransform]) -> Bool {
+    static func usesPatterns(_ transforms: [HistoryTransform]) -> Bool {
         transforms.contains { if case .redact = $0 { return true } else { return false } }
     }
 
     /// Applies one transform.
-    public static func apply(_ transform: HistoryTransform, to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
+    static func apply(_ transform: HistoryTransform, to entries: [TranscriptEntry], profile: String) throws -> [TranscriptEntry] {
         switch transform {
         case .rollingWindow(let window): return rollingWindow(window, entries)
         case .dropCompletedToolCalls: return dropCompletedToolCalls(entries)
@@ -45,7 +45,7 @@ public enum HistoryTransformer {
     /// everything after it) is kept whole even beyond the bound: a request without
     /// messages is of no use. `evenPairs` in a history without prompts is ignored.
     /// A window without a bound (none of the three sizes given) keeps everything.
-    public static func rollingWindow(_ window: RollingWindow, _ entries: [TranscriptEntry]) -> [TranscriptEntry] {
+    static func rollingWindow(_ window: RollingWindow, _ entries: [TranscriptEntry]) -> [TranscriptEntry] {
         let cost: (TranscriptEntry) -> Int
         let bound: Int
         if let n = window.entries {
@@ -86,14 +86,14 @@ public enum HistoryTransformer {
 
     /// How many provider messages an entry becomes: one for a prompt, a response, a
     /// `toolCalls` entry and each `toolOutput`; none for reasoning (not replayed to models).
-    public static func messageCount(of entry: TranscriptEntry) -> Int {
+    static func messageCount(of entry: TranscriptEntry) -> Int {
         entry.type == .reasoning ? 0 : 1
     }
 
     /// A rough token count: ceil(characters / 4) over the entry's text, or for tool
     /// entries the tool names plus the arguments / output as JSON text (string outputs
     /// raw). Reasoning counts 0: it is not replayed to models. Characters are Unicode scalars.
-    public static func estimatedTokens(of entry: TranscriptEntry) -> Int {
+    static func estimatedTokens(of entry: TranscriptEntry) -> Int {
         var characters = 0
         switch entry.content {
         case .prompt(let text, _), .response(let text, _, _, _):
@@ -119,7 +119,7 @@ public enum HistoryTransformer {
     /// a removed `toolCalls` entry carried goes with it (it is usually a preamble to the
     /// calls, and a call-less assistant message would only restate it). Without a
     /// prompt nothing is removed: there is no way to tell turns apart.
-    public static func dropCompletedToolCalls(_ entries: [TranscriptEntry]) -> [TranscriptEntry] {
+    static func dropCompletedToolCalls(_ entries: [TranscriptEntry]) -> [TranscriptEntry] {
         guard let latestPrompt = entries.lastIndex(where: { $0.type == .prompt }) else { return entries }
         let exchanges = ToolExchanges(entries)
         return entries.indices.compactMap { index in
@@ -132,7 +132,7 @@ public enum HistoryTransformer {
 
     /// Keeps every tool exchange, plus the latest prompt and everything after it; drops
     /// earlier prompts, responses and reasoning. Without a prompt, only tool entries stay.
-    public static func keepToolRecords(_ entries: [TranscriptEntry]) -> [TranscriptEntry] {
+    static func keepToolRecords(_ entries: [TranscriptEntry]) -> [TranscriptEntry] {
         let latestPrompt = entries.lastIndex { $0.type == .prompt } ?? entries.count
         return entries.indices.compactMap { index in
             let type = entries[index].type
@@ -149,7 +149,7 @@ public enum HistoryTransformer {
     /// the entries unchanged: check patterns at create time with `patternProblems(in:)`.
     /// Every match is bounded; one that runs past its budget throws `RegexBudgetExceeded`
     /// (the text is never passed on unredacted).
-    public static func redact(_ redaction: Redaction, _ entries: [TranscriptEntry]) throws -> [TranscriptEntry] {
+    static func redact(_ redaction: Redaction, _ entries: [TranscriptEntry]) throws -> [TranscriptEntry] {
         guard let regex = try? BoundedRegex(redaction.pattern) else { return entries }
         func text(_ s: String) throws -> String {
             try regex.replacingMatches(in: s, withLiteral: redaction.replacement)
@@ -185,7 +185,7 @@ public enum HistoryTransformer {
 
     /// `redact` transforms whose pattern is not a valid regular expression, with their
     /// config paths (`profiles.cases.x.history[1].redact.pattern`).
-    public static func patternProblems(in config: SessionConfig) -> [ConfigProblem] {
+    static func patternProblems(in config: SessionConfig) -> [ConfigProblem] {
         guard let profiles = config.profiles else { return [] }
         var named: [(String, ProfileCase)] = []
         if let defaults = profiles.defaults { named.append(("profiles.defaults", defaults)) }
@@ -208,7 +208,7 @@ public enum HistoryTransformer {
     /// (by `turnId`), and the latest prompt. A tool exchange belongs to whoever made
     /// the calls: its outputs follow the `toolCalls` entry even when they are labelled
     /// with another profile (a handoff switches profiles between the call and its output).
-    public static func ownTurnsOnly(_ entries: [TranscriptEntry], profile: String) -> [TranscriptEntry] {
+    static func ownTurnsOnly(_ entries: [TranscriptEntry], profile: String) -> [TranscriptEntry] {
         let exchanges = ToolExchanges(entries)
         let latestPrompt = entries.lastIndex { $0.type == .prompt }
         var keep = entries.indices.map { index -> Bool in

@@ -12,18 +12,18 @@ import Synchronization
 /// `instructionsChanged`, `toolsChanged` (order counts: providers cache tools in
 /// order), `historyRewritten` (with the first entry whose message differs).
 /// The first request of a session reports nothing: there is no cache to lose.
-public struct PrefixTracker: Sendable {
+struct PrefixTracker: Sendable {
     /// The caller's promise about a request: its first `count` messages are the
     /// first `count` of `log`, which never change, and its entry ids are those
     /// of `log` too. Requests whose prefixes come from the same log are compared
     /// only after the shorter stable prefix, and the tracker keeps a reference to
     /// the log instead of a copy of the messages: a round trip at the end of a
     /// long turn then costs what it cost at its start.
-    public struct StablePrefix: Sendable {
-        public var log: MessageLog
-        public var count: Int
+    struct StablePrefix: Sendable {
+        var log: MessageLog
+        var count: Int
 
-        public init(log: MessageLog, count: Int) {
+        init(log: MessageLog, count: Int) {
             self.log = log
             self.count = count
         }
@@ -61,7 +61,7 @@ public struct PrefixTracker: Sendable {
     private var lastByModel: [String: Sent] = [:]
     private var lastModel: String?
 
-    public init() {}
+    init() {}
 
     /// Records a request and compares it with the previous one.
     ///
@@ -71,7 +71,7 @@ public struct PrefixTracker: Sendable {
     /// is a strict prefix of the old one (entries were removed at the end), the old
     /// request's entry at the first message that is gone. Nil for the other reasons
     /// and when `entryIDs` is shorter than `messages`.
-    public mutating func observe(
+    mutating func observe(
         model: String, instructions: String, tools: [ModelToolDefinition], messages: [ModelMessage], entryIDs: [String],
         stablePrefix: StablePrefix? = nil
     ) -> (reason: CacheInvalidationReason, firstChangedEntry: String?)? {
@@ -107,7 +107,7 @@ public struct PrefixTracker: Sendable {
     }
 
     /// Forgets everything (e.g. after a session is resumed into a fresh process).
-    public mutating func reset() {
+    mutating func reset() {
         lastByModel = [:]
         lastModel = nil
     }
@@ -119,7 +119,7 @@ public struct PrefixTracker: Sendable {
 /// a copy (a copy would have to be made again at every round trip, because the
 /// builder could no longer extend messages the tracker shares). Only a session's
 /// actor uses one; the lock is what lets it be `Sendable`.
-public final class MessageLog: Sendable {
+final class MessageLog: Sendable {
     struct Contents {
         var messages: [ModelMessage] = []
         var entryIDs: [String] = []
@@ -127,7 +127,7 @@ public final class MessageLog: Sendable {
 
     private let contents = Mutex(Contents())
 
-    public init() {}
+    init() {}
 
     func update<R: Sendable>(_ body: (inout Contents) -> R) -> R {
         contents.withLock { body(&$0) }

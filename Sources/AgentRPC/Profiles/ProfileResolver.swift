@@ -4,16 +4,16 @@ import Foundation
 /// Computes the active profile from the config and the session properties
 /// (docs/protocol.md §11). Pure: the turn loop calls it before every round trip, so a
 /// property change takes effect on the next request.
-public enum ProfileResolver {
+enum ProfileResolver {
     /// The profile name of a session without `profiles`, and the preferred fallback case.
-    public static let defaultProfileName = "default"
+    static let defaultProfileName = "default"
 
     // MARK: Selecting the case
 
     /// The case `profiles.selector` picks: the selector property's string value when it
     /// names a case, else the fallback case (see `fallbackCaseName`). Nil only when
     /// there are no cases.
-    public static func activeCaseName(_ profiles: Profiles, properties: [String: JSONValue]) -> String? {
+    static func activeCaseName(_ profiles: Profiles, properties: [String: JSONValue]) -> String? {
         if let selector = profiles.selector, let value = properties[selector]?.stringValue, profiles.cases[value] != nil {
             return value
         }
@@ -24,14 +24,14 @@ public enum ProfileResolver {
     /// case. `cases` is a JSON object, whose member order is not kept, so "the first
     /// case" is not defined: the case named `"default"` if there is one, else the
     /// alphabetically first name (Swift string order, i.e. by Unicode code points for ASCII names).
-    public static func fallbackCaseName(_ profiles: Profiles) -> String? {
+    static func fallbackCaseName(_ profiles: Profiles) -> String? {
         if profiles.cases[defaultProfileName] != nil { return defaultProfileName }
         return profiles.cases.keys.min()
     }
 
     /// The name `getState`, `requestStarted` and entries report: the active case, or
     /// `"default"` for a session without profiles. Never throws.
-    public static func activeProfileName(config: SessionConfig, properties: [String: JSONValue]) -> String {
+    static func activeProfileName(config: SessionConfig, properties: [String: JSONValue]) -> String {
         config.profiles.flatMap { activeCaseName($0, properties: properties) } ?? defaultProfileName
     }
 
@@ -52,7 +52,7 @@ public enum ProfileResolver {
     ///
     /// Throws `invalidConfiguration` (with `data.field`) for an unknown tool name, an
     /// unknown block, a handoff/consult to an unknown case, a block cycle, or no cases.
-    public static func resolve(
+    static func resolve(
         config: SessionConfig, properties: [String: JSONValue], activeSkills: [String] = []
     ) throws -> ResolvedProfile {
         guard let profiles = config.profiles else {
@@ -127,7 +127,7 @@ public enum ProfileResolver {
     /// A block that includes itself, through nested `blocks` or `{block}` instruction items,
     /// whatever their conditions: a cycle is a config error even while a `when` hides it.
     /// Returns the path (`["a", "b", "a"]`), or nil. Unknown names are not followed.
-    public static func blockCycle(in blocks: [String: Block]) -> [String]? {
+    static func blockCycle(in blocks: [String: Block]) -> [String]? {
         func edges(_ name: String) -> [String] {
             guard let block = blocks[name] else { return [] }
             let fromItems = (block.instructions ?? []).compactMap { item -> String? in
@@ -168,7 +168,7 @@ public enum ProfileResolver {
     /// - no test given — the property is present and not null.
     ///
     /// `all: []` is true and `any: []` is false.
-    public static func condition(_ condition: Condition, properties: [String: JSONValue], toolName: String? = nil) -> Bool {
+    static func condition(_ condition: Condition, properties: [String: JSONValue], toolName: String? = nil) -> Bool {
         switch condition {
         case .property(let test): return holds(test, value: properties[test.property])
         case .not(let inner): return !Self.condition(inner, properties: properties, toolName: toolName)
@@ -211,7 +211,7 @@ public enum ProfileResolver {
     /// compact JSON. Returns nil when a named property is absent or null, so the
     /// caller leaves the whole line out. Whitespace inside the braces is ignored;
     /// `{{}}` and an unclosed `{{` stay as literal text.
-    public static func renderLine(_ line: String, properties: [String: JSONValue]) -> String? {
+    static func renderLine(_ line: String, properties: [String: JSONValue]) -> String? {
         guard line.contains("{{") else { return line }
         var out = ""
         var rest = line[...]

@@ -2,32 +2,32 @@ import AgentRPCProtocol
 
 /// The active profile as one round trip uses it: everything `ProfileResolver`
 /// derived from the config and the session properties, before call-site options.
-public struct ResolvedProfile: Sendable, Equatable {
+struct ResolvedProfile: Sendable, Equatable {
     /// The active case, or `"default"` for a session without `profiles`.
-    public var name: String
+    var name: String
     /// The rendered instructions (templates filled, conditional lines and blocks
     /// decided, active `instructions` skills appended). Persona and directives are not part of it.
-    public var instructions: String
+    var instructions: String
     /// The tools offered to the model, deduplicated by name, in order: the case's
     /// own list, then the tools of the blocks its instructions included.
-    public var tools: [ResolvedTool]
+    var tools: [ResolvedTool]
     /// The case's model, else the defaults', else the session's (`SessionConfig.model`);
     /// the call site's `options.model` still wins over it.
-    public var model: ModelReference?
+    var model: ModelReference?
     /// Field by field: the case's own, else the defaults'; `toolChoice` finally falls
     /// back to the session's `toolChoice`. Call-site options are applied on top by the caller.
-    public var options: ProfileOptions
+    var options: ProfileOptions
     /// The case's history transforms if it declares `history` (an empty list opts out
     /// of the defaults'), else the defaults'.
-    public var history: [HistoryTransform]
+    var history: [HistoryTransform]
     /// Per hook point, the defaults' actions followed by the case's (both run).
-    public var hooks: Hooks
+    var hooks: Hooks
     /// The case's, else the defaults', else the session's.
-    public var transcriptErrorPolicy: TranscriptErrorPolicy?
+    var transcriptErrorPolicy: TranscriptErrorPolicy?
     /// The case's, else the defaults', else the session's (no merging of rules).
-    public var egress: Egress?
+    var egress: Egress?
 
-    public init(
+    init(
         name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
         history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
     ) {
@@ -43,23 +43,23 @@ public struct ResolvedProfile: Sendable, Equatable {
     }
 
     /// The tool definitions the model sees, in order.
-    public var modelToolDefinitions: [ModelToolDefinition] { tools.map(\.modelDefinition) }
+    var modelToolDefinitions: [ModelToolDefinition] { tools.map(\.modelDefinition) }
 
     /// The offered tool called `name`, if any (how the turn loop dispatches a call).
-    public func tool(named name: String) -> ResolvedTool? { tools.first { $0.name == name } }
+    func tool(named name: String) -> ResolvedTool? { tools.first { $0.name == name } }
 
     /// The client tools offered (for schema checks, guards and `final` handling).
-    public var clientTools: [ToolSpec] { tools.compactMap(\.clientSpec) }
+    var clientTools: [ToolSpec] { tools.compactMap(\.clientSpec) }
 
     /// The skills `activate_skill` offers (empty when the profile has none).
-    public var skills: [Skill] {
+    var skills: [Skill] {
         for tool in tools { if case .activateSkill(let skills) = tool { return skills } }
         return []
     }
 }
 
 /// One tool a profile offers: a client tool, or a built-in orchestration tool the engine runs itself.
-public enum ResolvedTool: Sendable, Hashable {
+enum ResolvedTool: Sendable, Hashable {
     /// A `SessionConfig.tools` entry, executed by the client (`tool/call`). A `final`
     /// tool is one of these too: its `ToolSpec.final` says so.
     case client(ToolSpec)
@@ -73,12 +73,12 @@ public enum ResolvedTool: Sendable, Hashable {
     case askUser
 
     /// The name of the built-in skill tool.
-    public static let activateSkillName = "activate_skill"
+    static let activateSkillName = "activate_skill"
     /// The name of the built-in question tool.
-    public static let askUserName = "ask_user"
+    static let askUserName = "ask_user"
 
     /// The name the model calls the tool by.
-    public var name: String {
+    var name: String {
         switch self {
         case .client(let spec): return spec.name
         case .handoff(_, let name, _), .consult(_, let name, _): return name
@@ -88,13 +88,13 @@ public enum ResolvedTool: Sendable, Hashable {
     }
 
     /// The client tool's spec; nil for built-in tools.
-    public var clientSpec: ToolSpec? {
+    var clientSpec: ToolSpec? {
         if case .client(let spec) = self { return spec }
         return nil
     }
 
     /// The definition sent to the provider.
-    public var modelDefinition: ModelToolDefinition {
+    var modelDefinition: ModelToolDefinition {
         switch self {
         case .client(let spec):
             return spec.modelDefinition

@@ -13,7 +13,7 @@ import Darwin
 /// export, import), on the same store the server uses (`--store DIR`, else
 /// the default directory). Nothing is removed without an id or an explicit
 /// `--older-than`; a session another process has loaded is never touched.
-public enum SessionsCommand {
+package enum SessionsCommand {
     static let usage = """
         USAGE
           agentrpc sessions list [--json] [--limit N] [--query TEXT] [--model NAME]
@@ -28,7 +28,7 @@ public enum SessionsCommand {
 
     /// Exit status: 0 done, 1 a session could not be handled (unknown, locked,
     /// unreadable), 2 a usage error.
-    public static func runCommandLine(
+    package static func runCommandLine(
         arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
         output: (String) -> Void, errors: (String) -> Void
     ) -> Int32 {

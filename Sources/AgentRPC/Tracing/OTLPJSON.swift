@@ -4,12 +4,12 @@ import AgentRPCProtocol
 /// `ExportTraceServiceRequest`): ids as lowercase hex, 64-bit integers — times
 /// and `intValue` attributes — as decimal strings, enums as numbers, and
 /// lowerCamelCase field names.
-public enum OTLPJSON {
+enum OTLPJSON {
     /// `service.name` on the resource and the instrumentation scope name.
-    public static let serviceName = "agentrpc"
+    static let serviceName = "agentrpc"
 
     /// One `ExportTraceServiceRequest` holding `spans` under a single resource and scope.
-    public static func exportRequest(spans: [FinishedSpan], scopeVersion: String) -> JSONValue {
+    static func exportRequest(spans: [FinishedSpan], scopeVersion: String) -> JSONValue {
         let resource: JSONValue = ["attributes": [attribute("service.name", .string(serviceName))]]
         let scope: JSONValue = ["name": .string(serviceName), "version": .string(scopeVersion)]
         return [
@@ -23,12 +23,12 @@ public enum OTLPJSON {
     }
 
     /// An OTLP `KeyValue`.
-    public static func attribute(_ key: String, _ value: SpanValue) -> JSONValue {
+    static func attribute(_ key: String, _ value: SpanValue) -> JSONValue {
         ["key": .string(key), "value": anyValue(value)]
     }
 
     /// An OTLP `AnyValue` holding a scalar.
-    public static func anyValue(_ value: SpanValue) -> JSONValue {
+    static func anyValue(_ value: SpanValue) -> JSONValue {
         switch value {
         case .string(let s): return ["stringValue": .string(s)]
         case .int(let i): return ["intValue": .string(String(i))]
@@ -46,7 +46,7 @@ public enum OTLPJSON {
 extension FinishedSpan {
     /// The OTLP/JSON `Span` object: the `span` of a `trace/span` notification and
     /// the element of `spans` in a trace-file line. Attributes are sorted by key.
-    public var otlpJSON: JSONValue {
+    var otlpJSON: JSONValue {
         var object: [String: JSONValue] = [
             "traceId": .string(context.traceID.hex),
             "spanId": .string(context.spanID.hex),

@@ -9,96 +9,96 @@ import AgentRPCProtocol
 ///        └─ tool.<name>              client; tool.name, tool.call_id, tool.outcome
 ///
 /// The `llm` router's own model call is an `llm.completion` under `router.classify`.
-public enum SpanName {
-    public static let turn = "chat.turn"
-    public static let routerClassify = "router.classify"
-    public static let llmCompletion = "llm.completion"
+enum SpanName {
+    static let turn = "chat.turn"
+    static let routerClassify = "router.classify"
+    static let llmCompletion = "llm.completion"
 
     /// `agent.<profile>`.
-    public static func agent(_ profile: String) -> String { "agent.\(profile)" }
+    static func agent(_ profile: String) -> String { "agent.\(profile)" }
 
     /// `tool.<name>`.
-    public static func tool(_ name: String) -> String { "tool.\(name)" }
+    static func tool(_ name: String) -> String { "tool.\(name)" }
 }
 
 /// Attribute keys. Model-call keys follow the OpenTelemetry GenAI semantic
 /// conventions (`gen_ai.*`) so generic trace viewers recognise them.
-public enum SpanAttributeKey {
+enum SpanAttributeKey {
     /// The session id (`chat.turn`).
-    public static let sessionID = "session.id"
+    static let sessionID = "session.id"
     /// The turn id (`chat.turn`).
-    public static let turnID = "turn.id"
+    static let turnID = "turn.id"
     /// How the turn ended (`chat.turn`): `completed`, `finalAnswer`, `cancelled`, `failed`.
-    public static let turnStatus = "turn.status"
+    static let turnStatus = "turn.status"
     /// The agent profile (`agent.<profile>`; on `router.classify`, the profile chosen).
-    public static let profile = "agentrpc.profile"
+    static let profile = "agentrpc.profile"
     /// The router kind, `llm` or `rules` (`router.classify`).
-    public static let routerKind = "agentrpc.router.kind"
+    static let routerKind = "agentrpc.router.kind"
     /// The provider, e.g. `openai`, `anthropic`, `scripted` (`llm.completion`).
-    public static let system = "gen_ai.system"
+    static let system = "gen_ai.system"
     /// The model id sent to the provider (`llm.completion`).
-    public static let requestModel = "gen_ai.request.model"
+    static let requestModel = "gen_ai.request.model"
     /// Prompt tokens (`llm.completion`; the turn total on `chat.turn`).
-    public static let inputTokens = "gen_ai.usage.input_tokens"
+    static let inputTokens = "gen_ai.usage.input_tokens"
     /// Completion tokens (`llm.completion`; the turn total on `chat.turn`).
-    public static let outputTokens = "gen_ai.usage.output_tokens"
+    static let outputTokens = "gen_ai.usage.output_tokens"
     /// Prompt tokens served from the provider's cache, when it reports them.
-    public static let cachedInputTokens = "gen_ai.usage.cached_input_tokens"
+    static let cachedInputTokens = "gen_ai.usage.cached_input_tokens"
     /// Reasoning tokens, when the provider reports them.
-    public static let reasoningTokens = "gen_ai.usage.reasoning_tokens"
+    static let reasoningTokens = "gen_ai.usage.reasoning_tokens"
     /// The tool's name (`tool.<name>`).
-    public static let toolName = "tool.name"
+    static let toolName = "tool.name"
     /// The model's call id (`tool.<name>`).
-    public static let toolCallID = "tool.call_id"
+    static let toolCallID = "tool.call_id"
     /// `ok`, `failed`, `denied` or `conflict` (`tool.<name>`), as in the transcript.
-    public static let toolOutcome = "tool.outcome"
+    static let toolOutcome = "tool.outcome"
 
     // Payloads: user and model content. Dropped unless the tracer includes payloads.
 
     /// The input text of the turn or the request sent to the model.
-    public static let prompt = "gen_ai.prompt"
+    static let prompt = "gen_ai.prompt"
     /// The model's response text.
-    public static let completion = "gen_ai.completion"
+    static let completion = "gen_ai.completion"
     /// The tool call's arguments as JSON text.
-    public static let toolArguments = "tool.arguments"
+    static let toolArguments = "tool.arguments"
     /// The tool's output.
-    public static let toolOutput = "tool.output"
+    static let toolOutput = "tool.output"
 
     /// Keys whose values are content rather than metadata; see `Tracer.includesPayloads`.
-    public static let payloadKeys: Set<String> = [prompt, completion, toolArguments, toolOutput]
+    static let payloadKeys: Set<String> = [prompt, completion, toolArguments, toolOutput]
 }
 
 extension Tracer {
     /// The root span of a turn.
-    public func startTurnSpan(sessionID: String, turnID: String) -> ActiveSpan {
+    func startTurnSpan(sessionID: String, turnID: String) -> ActiveSpan {
         startSpan(
             name: SpanName.turn, parent: nil, kind: .internal,
             attributes: [SpanAttributeKey.sessionID: .string(sessionID), SpanAttributeKey.turnID: .string(turnID)])
     }
 
     /// The router's decision; set `agentrpc.profile` on it once the choice is made.
-    public func startRouterSpan(parent: SpanContext, routerKind: String) -> ActiveSpan {
+    func startRouterSpan(parent: SpanContext, routerKind: String) -> ActiveSpan {
         startSpan(
             name: SpanName.routerClassify, parent: parent, kind: .internal,
             attributes: [SpanAttributeKey.routerKind: .string(routerKind)])
     }
 
     /// One agent's share of a turn; a handoff ends it and starts the next agent's.
-    public func startAgentSpan(profile: String, parent: SpanContext) -> ActiveSpan {
+    func startAgentSpan(profile: String, parent: SpanContext) -> ActiveSpan {
         startSpan(
             name: SpanName.agent(profile), parent: parent, kind: .internal,
             attributes: [SpanAttributeKey.profile: .string(profile)])
     }
 
     /// One model round trip (retries included).
-    public func startCompletionSpan(provider: String, model: String, parent: SpanContext) -> ActiveSpan {
+    func startCompletionSpan(provider: String, model: String, parent: SpanContext) -> ActiveSpan {
         startSpan(
             name: SpanName.llmCompletion, parent: parent, kind: .client,
             attributes: [SpanAttributeKey.system: .string(provider), SpanAttributeKey.requestModel: .string(model)])
     }
 
     /// One tool call, from the model's request to its outcome.
-    public func startToolSpan(name: String, callID: String, parent: SpanContext) -> ActiveSpan {
+    func startToolSpan(name: String, callID: String, parent: SpanContext) -> ActiveSpan {
         startSpan(
             name: SpanName.tool(name), parent: parent, kind: .client,
             attributes: [SpanAttributeKey.toolName: .string(name), SpanAttributeKey.toolCallID: .string(callID)])
@@ -107,7 +107,7 @@ extension Tracer {
 
 extension ActiveSpan {
     /// Sets the `gen_ai.usage.*` attributes the provider reported (none for a count it did not).
-    public func recordUsage(_ usage: Usage) {
+    func recordUsage(_ usage: Usage) {
         var attributes: [String: SpanValue] = [:]
         if let input = usage.inputTokens { attributes[SpanAttributeKey.inputTokens] = .int(input) }
         if let output = usage.outputTokens { attributes[SpanAttributeKey.outputTokens] = .int(output) }
@@ -118,7 +118,7 @@ extension ActiveSpan {
 
     /// Sets `tool.outcome`; `failed` and `conflict` also mark the span as an error.
     /// A denial is the user's decision, not a fault, so it leaves the status ok.
-    public func recordToolOutcome(_ outcome: ToolOutcome) {
+    func recordToolOutcome(_ outcome: ToolOutcome) {
         setAttribute(SpanAttributeKey.toolOutcome, .string(outcome.rawValue))
         switch outcome {
         case .ok, .denied: break

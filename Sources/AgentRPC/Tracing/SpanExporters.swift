@@ -5,7 +5,7 @@ import Synchronization
 
 /// Receives every span that ends. Called on the thread that ended the span, so
 /// an implementation must be thread-safe and must not block for long.
-public protocol SpanExporter: Sendable {
+protocol SpanExporter: Sendable {
     func export(_ span: FinishedSpan)
     /// Waits until everything exported so far is written. Default: nothing to wait for.
     func flush()
@@ -14,44 +14,44 @@ public protocol SpanExporter: Sendable {
 }
 
 extension SpanExporter {
-    public func flush() {}
-    public func close() {}
+    func flush() {}
+    func close() {}
 }
 
 /// Sends each span's OTLP/JSON object to a closure; the server connects it to
 /// the `trace/span` notification of a client that declared `traces`.
-public struct ClientSpanExporter: SpanExporter {
+struct ClientSpanExporter: SpanExporter {
     private let send: @Sendable (JSONValue) -> Void
 
     /// `send` receives the span object (`FinishedSpan.otlpJSON`), to be wrapped
     /// as `TraceSpanParams(span:)`. It must not block.
-    public init(send: @escaping @Sendable (JSONValue) -> Void) {
+    init(send: @escaping @Sendable (JSONValue) -> Void) {
         self.send = send
     }
 
-    public func export(_ span: FinishedSpan) { send(span.otlpJSON) }
+    func export(_ span: FinishedSpan) { send(span.otlpJSON) }
 }
 
 /// Keeps finished spans in memory, in the order they ended; for tests.
-public final class InMemorySpanExporter: SpanExporter {
+final class InMemorySpanExporter: SpanExporter {
     private let stored = Mutex<[FinishedSpan]>([])
 
-    public init() {}
+    init() {}
 
-    public func export(_ span: FinishedSpan) { stored.withLock { $0.append(span) } }
+    func export(_ span: FinishedSpan) { stored.withLock { $0.append(span) } }
 
     /// The spans exported so far.
-    public var spans: [FinishedSpan] { stored.withLock { $0 } }
+    var spans: [FinishedSpan] { stored.withLock { $0 } }
 
     /// The first span with this name, if any.
-    public func span(named name: String) -> FinishedSpan? { spans.first { $0.name == name } }
+    func span(named name: String) -> FinishedSpan? { spans.first { $0.name == name } }
 }
 
 /// The trace file could not be opened.
-public struct TraceFileError: Error, Sendable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
-    public var description: String { "cannot open trace file \(path): \(reason)" }
+struct TraceFileError: Error, Sendable, CustomStringConvertible {
+    var path: String
+    var reason: String
+    var description: String { "cannot open trace file \(path): \(reason)" }
 }
 
 /// Appends one OTLP/JSON `ExportTraceServiceRequest` per span, one per line
@@ -62,8 +62,8 @@ public struct TraceFileError: Error, Sendable, CustomStringConvertible {
 /// holds up a turn. Lines that queue up while a write is in progress go out
 /// together in the next write. If more than `maxBufferedBytes` are waiting,
 /// whole lines are dropped and counted rather than letting memory grow.
-public final class OTLPFileExporter: SpanExporter {
-    public let path: String
+final class OTLPFileExporter: SpanExporter {
+    let path: String
     private let scopeVersion: String
     private let maxBufferedBytes: Int
     private let fd: Int32
@@ -83,7 +83,7 @@ public final class OTLPFileExporter: SpanExporter {
     private let state = Mutex(State())
 
     /// Opens `path` for appending, creating it if needed; existing lines are kept.
-    public init(path: String, scopeVersion: String = Server.version, maxBufferedBytes: Int = 16 << 20) throws(TraceFileError) {
+    init(path: String, scopeVersion: String = Server.version, maxBufferedBytes: Int = 16 << 20) throws(TraceFileError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         if fd < 0 {
             throw TraceFileError(path: path, reason: String(cString: strerror(errno)))
@@ -103,7 +103,7 @@ public final class OTLPFileExporter: SpanExporter {
         if needsClose { _ = Foundation.close(fd) }
     }
 
-    public func export(_ span: FinishedSpan) {
+    func export(_ span: FinishedSpan) {
         var line = OTLPJSON.exportRequest(spans: [span], scopeVersion: scopeVersion).serialized()
         line.append(UInt8(ascii: "\n"))
         let scheduleDrain = state.withLock { s -> Bool in
@@ -120,12 +120,12 @@ public final class OTLPFileExporter: SpanExporter {
     }
 
     /// Blocks until every line exported before the call is written.
-    public func flush() {
+    func flush() {
         drain()
     }
 
     /// Writes what is buffered and closes the file; later spans are dropped. Idempotent.
-    public func close() {
+    func close() {
         let first = state.withLock { s -> Bool in
             defer { s.closed = true }
             return !s.closed
@@ -142,10 +142,10 @@ public final class OTLPFileExporter: SpanExporter {
     }
 
     /// Spans not written: refused after `close`, after a write error, or for lack of buffer room.
-    public var droppedSpanCount: Int { state.withLock { $0.droppedSpans } }
+    var droppedSpanCount: Int { state.withLock { $0.droppedSpans } }
 
     /// The first write error, if any; after one, the exporter stops writing.
-    public var writeError: String? { state.withLock { $0.writeError } }
+    var writeError: String? { state.withLock { $0.writeError } }
 
     /// Writes what is buffered; returns once every line buffered before the call is written.
     private func drain() {

@@ -1,15 +1,15 @@
 /// A 128-bit trace id. Every span of one turn shares it.
-public struct TraceID: Sendable, Hashable, CustomStringConvertible {
-    public var high: UInt64
-    public var low: UInt64
+struct TraceID: Sendable, Hashable, CustomStringConvertible {
+    var high: UInt64
+    var low: UInt64
 
-    public init(high: UInt64, low: UInt64) {
+    init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// A random, non-zero id (all-zero ids are invalid in OTLP and W3C trace context).
-    public static func random() -> TraceID {
+    static func random() -> TraceID {
         var rng = SystemRandomNumberGenerator()
         while true {
             let id = TraceID(high: rng.next(), low: rng.next())
@@ -18,26 +18,26 @@ public struct TraceID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// 32 lowercase hex digits, as OTLP/JSON encodes trace ids.
-    public var hex: String { hexDigits(high) + hexDigits(low) }
+    var hex: String { hexDigits(high) + hexDigits(low) }
 
     /// Parses 32 hex digits (either case); nil for anything else.
-    public init?(hex: String) {
+    init?(hex: String) {
         let utf8 = Array(hex.utf8)
         guard utf8.count == 32, let high = parseHex(utf8[0..<16]), let low = parseHex(utf8[16..<32]) else { return nil }
         self.init(high: high, low: low)
     }
 
-    public var description: String { hex }
+    var description: String { hex }
 }
 
 /// A 64-bit span id, unique within its trace.
-public struct SpanID: Sendable, Hashable, CustomStringConvertible {
-    public var value: UInt64
+struct SpanID: Sendable, Hashable, CustomStringConvertible {
+    var value: UInt64
 
-    public init(_ value: UInt64) { self.value = value }
+    init(_ value: UInt64) { self.value = value }
 
     /// A random, non-zero id.
-    public static func random() -> SpanID {
+    static func random() -> SpanID {
         var rng = SystemRandomNumberGenerator()
         while true {
             let value: UInt64 = rng.next()
@@ -46,31 +46,31 @@ public struct SpanID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// 16 lowercase hex digits, as OTLP/JSON encodes span ids.
-    public var hex: String { hexDigits(value) }
+    var hex: String { hexDigits(value) }
 
     /// Parses 16 hex digits (either case); nil for anything else.
-    public init?(hex: String) {
+    init?(hex: String) {
         let utf8 = Array(hex.utf8)
         guard utf8.count == 16, let value = parseHex(utf8[...]) else { return nil }
         self.init(value)
     }
 
-    public var description: String { hex }
+    var description: String { hex }
 }
 
 /// What a child span needs from its parent: the trace it belongs to and the parent's id.
-public struct SpanContext: Sendable, Hashable {
-    public var traceID: TraceID
-    public var spanID: SpanID
+struct SpanContext: Sendable, Hashable {
+    var traceID: TraceID
+    var spanID: SpanID
 
-    public init(traceID: TraceID, spanID: SpanID) {
+    init(traceID: TraceID, spanID: SpanID) {
         self.traceID = traceID
         self.spanID = spanID
     }
 }
 
 /// OTLP `SpanKind`; the raw value is the number OTLP/JSON carries.
-public enum SpanKind: Int, Sendable, Hashable {
+enum SpanKind: Int, Sendable, Hashable {
     /// Work inside the server: the turn, routing, an agent's part of the turn.
     case `internal` = 1
     case server = 2
@@ -79,12 +79,12 @@ public enum SpanKind: Int, Sendable, Hashable {
 }
 
 /// How a span ended. OTLP's "unset" is never produced: every span ends ok or in error.
-public enum SpanStatus: Sendable, Hashable {
+enum SpanStatus: Sendable, Hashable {
     case ok
     case error(message: String?)
 
     /// OTLP `Status.code`: 1 ok, 2 error.
-    public var code: Int {
+    var code: Int {
         switch self {
         case .ok: return 1
         case .error: return 2
@@ -92,11 +92,11 @@ public enum SpanStatus: Sendable, Hashable {
     }
 
     /// Shorthand for `.error(message:)`.
-    public static func error(_ message: String) -> SpanStatus { .error(message: message) }
+    static func error(_ message: String) -> SpanStatus { .error(message: message) }
 }
 
 /// An attribute value: the scalar kinds of OTLP `AnyValue`.
-public enum SpanValue: Sendable, Hashable {
+enum SpanValue: Sendable, Hashable {
     case string(String)
     case int(Int)
     case double(Double)
@@ -106,25 +106,25 @@ public enum SpanValue: Sendable, Hashable {
 extension SpanValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral
 {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    init(stringLiteral value: String) { self = .string(value) }
+    init(integerLiteral value: Int) { self = .int(value) }
+    init(floatLiteral value: Double) { self = .double(value) }
+    init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
 /// A span after `end`: immutable, handed to every exporter.
-public struct FinishedSpan: Sendable, Hashable {
-    public var name: String
-    public var context: SpanContext
+struct FinishedSpan: Sendable, Hashable {
+    var name: String
+    var context: SpanContext
     /// Nil for a root span.
-    public var parentSpanID: SpanID?
-    public var kind: SpanKind
-    public var startTimeUnixNano: UInt64
-    public var endTimeUnixNano: UInt64
-    public var attributes: [String: SpanValue]
-    public var status: SpanStatus
+    var parentSpanID: SpanID?
+    var kind: SpanKind
+    var startTimeUnixNano: UInt64
+    var endTimeUnixNano: UInt64
+    var attributes: [String: SpanValue]
+    var status: SpanStatus
 
-    public init(
+    init(
         name: String, context: SpanContext, parentSpanID: SpanID?, kind: SpanKind, startTimeUnixNano: UInt64,
         endTimeUnixNano: UInt64, attributes: [String: SpanValue], status: SpanStatus
     ) {

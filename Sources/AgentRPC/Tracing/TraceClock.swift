@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 /// Where span timestamps come from. Tests substitute a clock they step by hand.
-public protocol TraceClock: Sendable {
+protocol TraceClock: Sendable {
     /// Nanoseconds since the Unix epoch.
     func nowUnixNanos() -> UInt64
 }
@@ -13,17 +13,17 @@ public protocol TraceClock: Sendable {
 /// time elapsed since. A clock step (NTP, the user) therefore cannot produce a
 /// span that ends before it starts, and durations keep nanosecond precision
 /// (a `Date` near today only resolves about 240 ns).
-public struct SystemTraceClock: TraceClock {
+struct SystemTraceClock: TraceClock {
     private let wallAnchorNanos: UInt64
     private let monotonicAnchorNanos: UInt64
 
-    public init() {
+    init() {
         monotonicAnchorNanos = DispatchTime.now().uptimeNanoseconds
         let seconds = Date().timeIntervalSince1970
         wallAnchorNanos = seconds > 0 ? UInt64(seconds * 1_000_000_000) : 0
     }
 
-    public func nowUnixNanos() -> UInt64 {
+    func nowUnixNanos() -> UInt64 {
         let elapsed = DispatchTime.now().uptimeNanoseconds &- monotonicAnchorNanos
         return wallAnchorNanos &+ elapsed
     }

@@ -11,14 +11,14 @@ import Synchronization
 /// out of spans unless `includesPayloads` is set (`--trace-payloads`). The
 /// decision is made in one place, `admits(key:)`, for every attribute of every
 /// span, so the engine may set payload attributes without checking the flag.
-public final class Tracer: Sendable {
+final class Tracer: Sendable {
     /// Whether attributes in `SpanAttributeKey.payloadKeys` are kept.
-    public let includesPayloads: Bool
+    let includesPayloads: Bool
     /// Payload strings longer than this many UTF-8 bytes are cut, with a marker,
     /// so one large tool output cannot make a trace line megabytes long.
-    public let payloadByteLimit: Int
+    let payloadByteLimit: Int
     /// Source of span timestamps.
-    public let clock: any TraceClock
+    let clock: any TraceClock
 
     private struct Registry: Sendable {
         var nextID = 0
@@ -28,11 +28,11 @@ public final class Tracer: Sendable {
     private let registry = Mutex(Registry())
 
     /// Identifies an added exporter so it can be removed (e.g. when its client disconnects).
-    public struct ExporterRegistration: Sendable, Hashable {
+    struct ExporterRegistration: Sendable, Hashable {
         fileprivate let id: Int
     }
 
-    public init(
+    init(
         exporters: [any SpanExporter] = [], includesPayloads: Bool = false, payloadByteLimit: Int = 64 * 1024,
         clock: any TraceClock = SystemTraceClock()
     ) {
@@ -44,7 +44,7 @@ public final class Tracer: Sendable {
 
     /// Adds an exporter; it receives spans that end from now on.
     @discardableResult
-    public func addExporter(_ exporter: any SpanExporter) -> ExporterRegistration {
+    func addExporter(_ exporter: any SpanExporter) -> ExporterRegistration {
         registry.withLock { r in
             let id = r.nextID
             r.nextID += 1
@@ -54,16 +54,16 @@ public final class Tracer: Sendable {
     }
 
     /// Removes an exporter; spans that end afterwards no longer reach it. Does not close it.
-    public func removeExporter(_ registration: ExporterRegistration) {
+    func removeExporter(_ registration: ExporterRegistration) {
         registry.withLock { r in r.exporters.removeAll { $0.id == registration.id } }
     }
 
     /// Whether any exporter is registered; without one, spans go nowhere.
-    public var hasExporters: Bool { registry.withLock { !$0.exporters.isEmpty } }
+    var hasExporters: Bool { registry.withLock { !$0.exporters.isEmpty } }
 
     /// Starts a span. With a parent it joins the parent's trace; without one it
     /// is the root of a new trace with a fresh random trace id.
-    public func startSpan(
+    func startSpan(
         name: String, parent: SpanContext? = nil, kind: SpanKind = .internal, attributes: [String: SpanValue] = [:]
     ) -> ActiveSpan {
         let context = SpanContext(traceID: parent?.traceID ?? TraceID.random(), spanID: SpanID.random())
@@ -73,7 +73,7 @@ public final class Tracer: Sendable {
     }
 
     /// Whether an attribute with this key is recorded: the only place the payload setting is read.
-    public func admits(key: String) -> Bool {
+    func admits(key: String) -> Bool {
         includesPayloads || !SpanAttributeKey.payloadKeys.contains(key)
     }
 
@@ -102,13 +102,13 @@ public final class Tracer: Sendable {
     }
 
     /// Waits until every exporter has written what it was given.
-    public func flush() {
+    func flush() {
         let exporters = registry.withLock { $0.exporters.map(\.exporter) }
         for exporter in exporters { exporter.flush() }
     }
 
     /// Flushes and closes every exporter; call once, at shutdown.
-    public func close() {
+    func close() {
         let exporters = registry.withLock { $0.exporters.map(\.exporter) }
         for exporter in exporters { exporter.close() }
     }
@@ -133,13 +133,13 @@ func capped(_ text: String, toUTF8Bytes limit: Int) -> String {
 /// ending is what exports it. A span that is never ended is never exported.
 ///
 /// Safe to share between tasks: its state is behind a lock.
-public final class ActiveSpan: Sendable {
-    public let name: String
+final class ActiveSpan: Sendable {
+    let name: String
     /// Pass this as `parent` to start a child span.
-    public let context: SpanContext
-    public let parentSpanID: SpanID?
-    public let kind: SpanKind
-    public let startTimeUnixNano: UInt64
+    let context: SpanContext
+    let parentSpanID: SpanID?
+    let kind: SpanKind
+    let startTimeUnixNano: UInt64
 
     private struct State: Sendable {
         var attributes: [String: SpanValue]
@@ -166,7 +166,7 @@ public final class ActiveSpan: Sendable {
 
     /// Sets (or replaces) an attribute. Ignored after `end`, and for payload keys
     /// when the tracer leaves payloads out.
-    public func setAttribute(_ key: String, _ value: SpanValue) {
+    func setAttribute(_ key: String, _ value: SpanValue) {
         guard let value = tracer.admit(key: key, value: value) else { return }
         state.withLock { s in
             if !s.ended { s.attributes[key] = value }
@@ -174,7 +174,7 @@ public final class ActiveSpan: Sendable {
     }
 
     /// Sets several attributes at once; same rules as `setAttribute`.
-    public func setAttributes(_ attributes: [String: SpanValue]) {
+    func setAttributes(_ attributes: [String: SpanValue]) {
         let kept = tracer.admit(attributes)
         guard !kept.isEmpty else { return }
         state.withLock { s in
@@ -184,14 +184,14 @@ public final class ActiveSpan: Sendable {
 
     /// Sets a content attribute (e.g. `gen_ai.prompt`). The text is only computed
     /// when the tracer keeps payloads, so callers can serialize freely.
-    public func setPayload(_ key: String, _ text: @autoclosure () -> String) {
+    func setPayload(_ key: String, _ text: @autoclosure () -> String) {
         guard tracer.admits(key: key) else { return }
         setAttribute(key, .string(text()))
     }
 
     /// Marks the span as failed; `end()` without an explicit status then reports
     /// an error with this message. The first recorded message is kept.
-    public func recordError(_ message: String) {
+    func recordError(_ message: String) {
         state.withLock { s in
             if s.ended || s.hasError { return }
             s.hasError = true
@@ -202,7 +202,7 @@ public final class ActiveSpan: Sendable {
     /// Ends the span and exports it. Only the first call does anything; it returns
     /// true. Without `status`, the span is ok unless `recordError` was called.
     @discardableResult
-    public func end(status: SpanStatus? = nil) -> Bool {
+    func end(status: SpanStatus? = nil) -> Bool {
         let endTime = max(tracer.clock.nowUnixNanos(), startTimeUnixNano)
         let finished: FinishedSpan? = state.withLock { s in
             if s.ended { return nil }
@@ -219,11 +219,11 @@ public final class ActiveSpan: Sendable {
     }
 
     /// Whether content attributes are kept (so a caller can skip gathering them).
-    public var includesPayloads: Bool { tracer.includesPayloads }
+    var includesPayloads: Bool { tracer.includesPayloads }
 
     /// Whether `end` has been called.
-    public var isEnded: Bool { state.withLock { $0.ended } }
+    var isEnded: Bool { state.withLock { $0.ended } }
 
     /// The attributes recorded so far (for tests and for copying onto a parent).
-    public var attributes: [String: SpanValue] { state.withLock { $0.attributes } }
+    var attributes: [String: SpanValue] { state.withLock { $0.attributes } }
 }
