@@ -29,7 +29,7 @@ import type {
  */
 export interface AbortSignalLike {
   readonly aborted: boolean;
-  readonly reason: any;
+  readonly reason: unknown;
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: 'abort', listener: () => void): void;
 }

@@ -5,3 +5,4 @@ import { expectType } from './typed_usage.js';
 
 declare const signal: HostAbortSignal;
 expectType<AbortSignalLike>()(signal);
+expectType<unknown>()(signal.reason);
