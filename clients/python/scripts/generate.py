@@ -73,6 +73,8 @@ class TypeSpec:
     base: str | None = None
     #: Params a caller builds: ``to_wire`` and ``WIRE_NAMES``.
     params: bool = False
+    #: The public module that exports it (``agentrpc.types`` unless said).
+    module: str = "types"
 
 
 TYPES: list[TypeSpec] = [
@@ -144,7 +146,7 @@ TYPES: list[TypeSpec] = [
     TypeSpec("RewindResult", "SessionRewindResult", first=["revision", "entryCount", "removedEntries", "undos"],
              raw=True, base="_RewindResultConveniences",
              doc="``session/rewind``: the transcript after the cut, what left it, and the undos sent."),
-    TypeSpec("RetryGuidance", "RetryGuidance", first=["kind", "afterSeconds"], defaults={"kind": "none"},
+    TypeSpec("RetryGuidance", "RetryGuidance", first=["kind", "afterSeconds"], defaults={"kind": "none"}, module="errors",
              doc="What a provider error says to do next (``data.provider.retryGuidance``).\n\n"
                  "``kind`` is ``\"refreshAuthThenRetry\"``, ``\"retryWithBackoff\"`` or ``\"none\"``."),
 ]
@@ -282,6 +284,8 @@ class Generator:
     def __init__(self, root: Path) -> None:
         self.defs, self.index = read_schema(root)
         self.root = root
+        #: Public module → the generated names it exports, in order.
+        self.exports: dict[str, list[str]] = {"types": list(ALIASES), "events": [], "errors": []}
         # canonical schema → Python name, for $refs and for inline copies of a named schema.
         self.classes: dict[str, str] = {}
         self.aliases: dict[str, str] = {}
@@ -467,6 +471,7 @@ class Generator:
         out.append("\n# --- Results and params ---\n\n")
         for spec in TYPES:
             out.append("\n" + self.emit_type(spec) + "\n")
+            self.exports[spec.module].append(spec.name)
 
         out.append("\n# --- Events (session/event) ---\n\n")
         table = []
@@ -478,6 +483,7 @@ class Generator:
                 continue
             kind, name, text = self.emit_event(variant)
             table.append((kind, name))
+            self.exports["events"].append(name)
             out.append("\n" + text + "\n")
         stale = (set(EVENTS) | UNTYPED_EVENTS) - set(consts)
         if stale:
@@ -485,6 +491,7 @@ class Generator:
         out.append("\n#: Wire ``type`` → event class, for every type this client knows.\n"
                    "EVENT_TYPES: dict[str, type[Event]] = {\n" +
                    "".join(f'    "{k}": {n},\n' for k, n in table) + "}\n")
+        self.exports["events"].append("EVENT_TYPES")
         out.append("\n#: Every event type of the schema, typed or not, in schema order.\n"
                    f"SCHEMA_EVENT_TYPES: tuple[str, ...] = ({''.join(json.dumps(c) + ', ' for c in consts).rstrip()})\n")
 
@@ -532,6 +539,7 @@ class Generator:
                 break
             else:
                 raise SystemExit("error classes: a base never comes")
+        self.exports["errors"] += [name_of[r["kind"]] for r in rows]
         out.append("#: Error kind → class, every kind of docs/protocol.md §13.\n"
                    "ERRORS_BY_KIND: dict[str, type[AgentRPCError]] = {\n" +
                    "".join(f'    "{r["kind"]}": {name_of[r["kind"]]},\n' for r in rows) + "}\n\n")
@@ -574,18 +582,67 @@ def generate(root: Path = REPO_ROOT) -> str:
     return Generator(root).generate()
 
 
+#: The public modules whose import list and ``__all__`` name the generated classes.
+PACKAGE = OUT_FILE.parent
+REGION_FILES = {"types": PACKAGE / "types.py", "events": PACKAGE / "events.py",
+                "errors": PACKAGE / "errors.py", "__init__": PACKAGE / "__init__.py"}
+REGION_START = "# <generated"
+REGION_END = "# </generated>"
+
+
+def fill_regions(text: str, blocks: list[list[str]], where: str) -> str:
+    """Replaces the lines between each ``# <generated`` and ``# </generated>`` marker
+    pair of ``text`` by the next block (the marker lines themselves are hand-written)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    pending = list(blocks)
+    inside = False
+    for line in lines:
+        marker = line.strip()
+        if inside:
+            if marker.startswith(REGION_END):
+                inside = False
+                out.append(line)
+            continue
+        out.append(line)
+        if marker.startswith(REGION_START):
+            if not pending:
+                raise SystemExit(f"{where}: more generated regions than expected")
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + b for b in pending.pop(0)]
+            inside = True
+    if pending or inside:
+        raise SystemExit(f"{where}: needs {len(blocks)} '# <generated' ... '# </generated>' regions")
+    return "\n".join(out)
+
+
+def outputs(root: Path = REPO_ROOT) -> dict[Path, str]:
+    """Every file the generator writes, with its content: ``_wire.py`` whole, and the
+    generated regions of the modules that export its names."""
+    gen = Generator(root)
+    files = {OUT_FILE: gen.generate()}
+    every = [n for names in gen.exports.values() for n in names]
+    for module, path in REGION_FILES.items():
+        names = every if module == "__init__" else gen.exports[module]
+        imports = ["from ._wire import (", *[f"    {n}," for n in names], ")"]
+        listed = [f'"{n}",' for n in names]
+        files[path] = fill_regions(path.read_text(encoding="utf-8"), [imports, listed], path.name)
+    return files
+
+
 def main(argv: list[str]) -> int:
-    text = generate()
+    files = outputs()
+    stale = [p for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     if "--check" in argv:
-        current = OUT_FILE.read_text(encoding="utf-8") if OUT_FILE.exists() else None
-        if current != text:
-            print(f"{OUT_FILE.relative_to(REPO_ROOT)} is out of date; run: python3 clients/python/scripts/generate.py",
-                  file=sys.stderr)
+        if stale:
+            names = ", ".join(str(p.relative_to(REPO_ROOT)) for p in stale)
+            print(f"out of date: {names}; run: python3 clients/python/scripts/generate.py", file=sys.stderr)
             return 1
-        print(f"{OUT_FILE.relative_to(REPO_ROOT)} is up to date")
+        print("the generated Python wire types are up to date")
         return 0
-    OUT_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT_FILE.relative_to(REPO_ROOT)}")
+    for path in stale:
+        path.write_text(files[path], encoding="utf-8")
+        print(f"wrote {path.relative_to(REPO_ROOT)}")
     return 0
 
 

@@ -35,12 +35,13 @@ def load_generator() -> ModuleType:
 GENERATE = load_generator()
 
 
-def test_the_committed_module_equals_a_fresh_generation() -> None:
-    fresh = GENERATE.generate(REPO)
-    committed = Path(_wire.__file__).read_text(encoding="utf-8")
-    assert committed == fresh, (
-        "clients/python/src/agentrpc/_wire.py is stale: run `python3 clients/python/scripts/generate.py`"
-    )
+def test_the_committed_files_equal_a_fresh_generation() -> None:
+    files = GENERATE.outputs(REPO)
+    assert Path(_wire.__file__).resolve() in {p.resolve() for p in files}
+    for path, fresh in files.items():
+        assert path.read_text(encoding="utf-8") == fresh, (
+            f"{path.name} is stale: run `python3 clients/python/scripts/generate.py`"
+        )
 
 
 def test_the_check_mode_agrees() -> None:
@@ -86,7 +87,7 @@ def test_a_new_error_kind_gets_a_class(tmp_path: Path) -> None:
     assert 'class QuotaExhausted(_KnownError):' in fresh and '    -32090: QuotaExhausted,\n' in fresh
 
 
-def test_a_new_event_type_must_be_declared(tmp_path: Path) -> None:
+def test_a_new_event_type_must_be_declared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_sources(tmp_path)
     path = root / "schema" / "session.event.params.json"
     schema = json.loads(path.read_text(encoding="utf-8"))
@@ -97,6 +98,16 @@ def test_a_new_event_type_must_be_declared(tmp_path: Path) -> None:
     path.write_text(json.dumps(schema), encoding="utf-8")
     with pytest.raises(SystemExit, match="budgetWarning"):
         GENERATE.generate(root)
+    # One line in the generator's table is all it takes: the class, the dispatch
+    # table and the package's exports follow.
+    monkeypatch.setitem(GENERATE.EVENTS, "budgetWarning", GENERATE.EventSpec("The budget runs low."))
+    files = GENERATE.outputs(root)
+    wire = files[GENERATE.OUT_FILE]
+    assert "class BudgetWarning(Event):" in wire and "    remaining: float | None = None\n" in wire
+    assert '    "budgetWarning": BudgetWarning,\n' in wire
+    package = files[GENERATE.REGION_FILES["__init__"]]
+    assert "    BudgetWarning,\n" in package and '    "BudgetWarning",\n' in package
+    assert '    "BudgetWarning",\n' in files[GENERATE.REGION_FILES["events"]]
 
 
 def test_every_schema_event_and_error_kind_is_covered() -> None:

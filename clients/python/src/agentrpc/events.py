@@ -15,33 +15,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._wire_base import Event, _int, _opt_str, _str
+# <generated> by clients/python/scripts/generate.py: the names of _wire.py this module exports
 from ._wire import (
-    EVENT_TYPES,
-    ApprovalRulesChanged,
-    CacheInvalidated,
+    TurnStarted,
+    ProfileActivated,
+    RequestStarted,
+    TextDelta,
+    ReasoningDelta,
+    ToolCallStarted,
     ConfirmationRequested,
     ConfirmationResolved,
-    ContextDiagnostics,
-    EntryAppended,
-    HookFired,
-    ProfileActivated,
-    PropertiesChanged,
-    ReasoningDelta,
-    RequestStarted,
-    Retrying,
-    SchemaWarnings,
-    SteeringApplied,
-    TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
-    TurnEnded,
-    TurnStarted,
+    EntryAppended,
+    PropertiesChanged,
+    HookFired,
     UsageEvent,
+    SchemaWarnings,
+    ContextDiagnostics,
+    CacheInvalidated,
+    Retrying,
+    TurnEnded,
+    SteeringApplied,
+    ApprovalRulesChanged,
+    EVENT_TYPES,
 )
-from ._wire_base import Event, _int, _opt_str, _str
+# </generated>
 
 __all__ = [
-    "Event",
+    # <generated>
     "TurnStarted",
     "ProfileActivated",
     "RequestStarted",
@@ -62,8 +64,10 @@ __all__ = [
     "TurnEnded",
     "SteeringApplied",
     "ApprovalRulesChanged",
-    "parse_event",
     "EVENT_TYPES",
+    # </generated>
+    "Event",
+    "parse_event",
 ]
 
 

@@ -21,36 +21,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._wire import (
-    DECISIONS as DECISIONS,
-    ApprovalRule,
-    ContextDiagnostic,
-    InterruptedTurn,
-    Limits,
-    MutationResult,
-    PendingConfirmation,
-    PropertiesResult,
-    RewindResult,
-    RewindUndo,
-    SchemaWarning,
-    SessionInfo,
-    SessionList,
-    SessionState,
-    StopReason,
-    ToolCall,
-    ToolOutcome,
-    Transcript,
-    TurnMessage,
-    TurnResult,
-    TurnStatus,
-    UndoInfo,
-    UndoOutcome,
-    Usage,
-)
+from ._wire import DECISIONS as DECISIONS
 from ._wire_base import STOP_REASONS_CUT as STOP_REASONS_CUT
 from ._wire_base import wire_word as wire_word
+# <generated> by clients/python/scripts/generate.py: the names of _wire.py this module exports
+from ._wire import (
+    StopReason,
+    TurnStatus,
+    UndoOutcome,
+    ToolOutcome,
+    Usage,
+    TurnMessage,
+    TurnResult,
+    ToolCall,
+    PendingConfirmation,
+    SchemaWarning,
+    ContextDiagnostic,
+    ApprovalRule,
+    SessionState,
+    Transcript,
+    MutationResult,
+    PropertiesResult,
+    Limits,
+    SessionInfo,
+    SessionList,
+    UndoInfo,
+    InterruptedTurn,
+    RewindUndo,
+    RewindResult,
+)
+# </generated>
 
 __all__ = [
+    # <generated>
     "StopReason",
     "TurnStatus",
     "UndoOutcome",
@@ -58,26 +61,27 @@ __all__ = [
     "Usage",
     "TurnMessage",
     "TurnResult",
-    "GenerateResult",
     "ToolCall",
     "PendingConfirmation",
-    "ConfirmationCall",
     "SchemaWarning",
     "ContextDiagnostic",
+    "ApprovalRule",
     "SessionState",
     "Transcript",
     "MutationResult",
     "PropertiesResult",
+    "Limits",
     "SessionInfo",
     "SessionList",
     "UndoInfo",
     "InterruptedTurn",
-    "Limits",
-    "ApprovalRule",
-    "Decision",
-    "UserQuestion",
     "RewindUndo",
     "RewindResult",
+    # </generated>
+    "GenerateResult",
+    "ConfirmationCall",
+    "Decision",
+    "UserQuestion",
 ]
 
 #: Limits' Python names and their wire names.
