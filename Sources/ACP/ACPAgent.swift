@@ -191,7 +191,7 @@ final class ACPAgent: Sendable {
         case "session/resume": return .now(try await loadSession(p, replay: false))
         case "session/prompt": return try await prompt(id: id, p)
         case "session/set_mode": return .now(try await setMode(p))
-        case "session/set_config_option": return .now(try setConfigOption(p))
+        case "session/set_config_option": return .now(try await setConfigOption(p))
         case "session/list": return .now(try await list(p))
         case "session/close": return try await close(p, deleting: false)
         case "session/delete": return try await close(p, deleting: true)
@@ -289,7 +289,7 @@ final class ACPAgent: Sendable {
         if !mcp.specs.isEmpty { config["mcpServers"] = .array((config["mcpServers"]?.arrayValue ?? []) + mcp.specs) }
         let created = try await engine.call("session/create", .object(config))
         guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
-        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, model: model.name, mode: created["activeProfile"]?.stringValue)
+        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, model: model.name, mode: created["activeProfile"]?.stringValue, mcpServers: servers)
         sessions.add(session)
         var answer = sessionState(session)
         answer["sessionId"] = .string(id)
@@ -323,8 +323,7 @@ final class ACPAgent: Sendable {
     }
 
     private func modelOption(_ session: ACPSession) -> JSONValue {
-        var names = engine.modelNames
-        if state.withLock({ $0.localModel }) != nil { names.append(Self.localModelName) }
+        var names = availableModels
         let current = session.model ?? names.first ?? ""
         if !names.contains(current) { names.append(current) }
         return [
@@ -343,26 +342,69 @@ final class ACPAgent: Sendable {
         let cwd = try p.absolutePath("cwd")
         let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
         let servers = try p.optionalArray("mcpServers")
-        if let running = sessions.get(id), running.promptRequestID != nil {
-            throw RPCError(.sessionBusy, "a prompt is running in this session")
+        let mcp = ACPMCP.convert(servers)
+        var notApplied = mcp.notStarted
+        var resume: [String: JSONValue] = ["sessionId": .string(id)]
+        if let loaded = sessions.get(id) {
+            if loaded.promptRequestID != nil { throw RPCError(.sessionBusy, "a prompt is running in this session") }
+            if loaded.mcpServers != servers {
+                if isStored {
+                    // Loaded here with other servers: closed first, so this load runs the servers
+                    // sent now and replays before any of them starts, as a load in a new process does.
+                    _ = try await engine.call("session/close", ["sessionId": .string(id)])
+                    sessions.remove(id)
+                } else {
+                    // Closing would lose it: it keeps the servers it runs.
+                    notApplied += servers.map { ($0["name"]?.stringValue ?? "(unnamed)", "the session is loaded in this process and not stored, so it keeps the MCP servers it runs") }
+                }
+            }
         }
-        let handle = try await engine.call("session/resume", ["sessionId": .string(id)])
+        let reloading = sessions.get(id) == nil
+        if reloading {
+            // The editor sends the servers it wants on every load: they replace those it
+            // sent before, beside the agent's own (acp.session.mcpServers).
+            let own = configuration.session["mcpServers"]?.arrayValue ?? []
+            resume["mcpServers"] = .array(own + mcp.specs)
+            // A replay comes before any MCP server of the session starts: the engine
+            // defers them until the second resume below.
+            if replay { resume["startMCPServers"] = false }
+        }
+        let handle = try await engine.call("session/resume", .object(resume))
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities,
-                                 model: sessions.get(id)?.model, mode: handle["activeProfile"]?.stringValue)
+                                 model: nil, mode: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
         if replay {
             let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
             for update in ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd) {
+                // A long conversation goes out at the editor's pace, not into memory.
+                if editor.isBehind { await editor.waitUntilWritable() }
                 editor.notify("session/update", ["sessionId": .string(id), "update": update])
             }
+            _ = try await engine.call("session/resume", ["sessionId": .string(id)])
         }
         sessions.add(session)
-        if session.model == nil { session.model = try? chooseModel()?.name }
-        var answer = sessionState(session)
-        // A stored session starts the MCP servers it was created with; the list sent now is not applied.
-        if let meta = mcpMeta(servers.map { ($0["name"]?.stringValue ?? "(unnamed)", "a loaded session runs the MCP servers it was created with") }) {
-            answer["_meta"] = meta
+        // The model the user chose for the session is stored with it (a property).
+        let state = try await engine.call("session/getState", ["sessionId": .string(id)])
+        if let chosen = state["properties"]?[Self.modelProperty]?.stringValue, availableModels.contains(chosen) {
+            session.choose(model: chosen)
+        } else {
+            session.model = try? chooseModel()?.name
         }
+        var answer = sessionState(session)
+        if let meta = mcpMeta(notApplied) { answer["_meta"] = meta }
         return .object(answer)
+    }
+
+    /// Whether sessions outlive a close (not `--ephemeral`, not `acp.session.store: false`).
+    private var isStored: Bool { engine.storeLocation != nil && configuration.session["store"] != false }
+
+    /// The session property that keeps the model chosen with `session/set_config_option`.
+    static let modelProperty = "acpModel"
+
+    /// The models a session may switch to: the configuration's, and the local one when it runs.
+    private var availableModels: [String] {
+        var names = engine.modelNames
+        if state.withLock({ $0.localModel }) != nil { names.append(Self.localModelName) }
+        return names
     }
 
     private func session(_ p: ACPParams) throws -> ACPSession {
@@ -451,18 +493,19 @@ final class ACPAgent: Sendable {
         return .object([:])
     }
 
-    private func setConfigOption(_ p: ACPParams) throws -> JSONValue {
+    private func setConfigOption(_ p: ACPParams) async throws -> JSONValue {
         let session = try session(p)
         let option = try p.string("configId")
         guard option == "model" else {
             throw RPCError.invalidParams("session/set_config_option: no option '\(option)' (options: model)", field: "configId")
         }
         let value = try p.string("value")
-        var names = engine.modelNames
-        if state.withLock({ $0.localModel }) != nil { names.append(Self.localModelName) }
+        let names = availableModels
         guard names.contains(value) else {
             throw RPCError.invalidParams("session/set_config_option: no model '\(value)' (models: \(names.joined(separator: ", ")))", field: "value")
         }
+        // Stored with the session, so a later load keeps the choice.
+        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [Self.modelProperty: .string(value)]])
         session.choose(model: value)
         return ["configOptions": [modelOption(session)]]
     }

@@ -11,6 +11,8 @@ final class ACPSession: Sendable {
     /// `cwd` and the `additionalDirectories`: tool paths must stay inside one.
     let roots: [String]
     let editor: EditorCapabilities
+    /// The editor's `mcpServers` the session runs, as it sent them.
+    let mcpServers: [JSONValue]
     private let state: Mutex<State>
 
     struct State {
@@ -28,6 +30,12 @@ final class ACPSession: Sendable {
         var modelChosen = false
         /// The active profile, as the editor was last told.
         var mode: String?
+        /// The context window of the round trip under way (nil: unknown), and
+        /// whether usage reported now is its own: from its start until its tool
+        /// calls start or the turn ends (a router, summary or consult request
+        /// reports its usage outside those bounds).
+        var requestWindow: Int?
+        var inRoundTrip = false
     }
 
     struct RunningPrompt {
@@ -36,11 +44,12 @@ final class ACPSession: Sendable {
         var cancelled = false
     }
 
-    init(id: String, cwd: String, roots: [String], editor: EditorCapabilities, model: String?, mode: String?) {
+    init(id: String, cwd: String, roots: [String], editor: EditorCapabilities, model: String?, mode: String?, mcpServers: [JSONValue]) {
         self.id = id
         self.cwd = cwd
         self.roots = roots
         self.editor = editor
+        self.mcpServers = mcpServers
         self.state = Mutex(State(model: model, mode: mode))
     }
 
@@ -114,6 +123,21 @@ final class ACPSession: Sendable {
 
     var promptRequestID: RequestID? { state.withLock { $0.prompt?.requestID } }
     var isCancelling: Bool { state.withLock { $0.prompt?.cancelled ?? false } }
+
+    // MARK: Usage
+
+    func requestStarted(contextWindow: Int?) {
+        state.withLock {
+            $0.requestWindow = contextWindow
+            $0.inRoundTrip = true
+        }
+    }
+
+    func roundTripEnded() { state.withLock { $0.inRoundTrip = false } }
+
+    /// The window of the round trip whose usage just came; nil when it is
+    /// unknown or the report is not a round trip's.
+    var roundTripWindow: Int? { state.withLock { $0.inRoundTrip ? $0.requestWindow : nil } }
 
     // MARK: Tool calls
 

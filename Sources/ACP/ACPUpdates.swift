@@ -14,6 +14,7 @@ enum ACPUpdates {
             guard let delta = event["delta"]?.stringValue, !delta.isEmpty else { return [] }
             return [chunk("agent_thought_chunk", delta)]
         case "toolCallStarted":
+            session.roundTripEnded()
             guard let callId = event["callId"]?.stringValue, let name = event["name"]?.stringValue else { return [] }
             session.callStarted(callId)
             return [toolCall(callId: callId, name: name, arguments: event["arguments"] ?? .object([:]), cwd: session.cwd)]
@@ -22,6 +23,18 @@ enum ACPUpdates {
             session.callFinished(callId)
             let content = event["content"] ?? .null
             return [finished(callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId))]
+        case "requestStarted":
+            session.requestStarted(contextWindow: event["contextWindowTokens"]?.intValue)
+            return []
+        case "usage":
+            // Tokens in context after the round trip: what was sent and what came back.
+            guard let size = session.roundTripWindow, size > 0, let input = event["inputTokens"]?.intValue else { return [] }
+            let (used, overflow) = input.addingReportingOverflow(event["outputTokens"]?.intValue ?? 0)
+            guard !overflow, used >= 0 else { return [] }
+            return [["sessionUpdate": "usage_update", "used": .int(used), "size": .int(size)]]
+        case "turnEnded":
+            session.roundTripEnded()
+            return []
         case "profileActivated":
             // Modes are profiles: a change the engine made itself (handoff, router) is news to the editor.
             guard let profile = event["profile"]?.stringValue, session.setMode(profile) else { return [] }

@@ -44,6 +44,8 @@ actor AgentSession {
     var rewindingUndos = false
     /// The session's MCP servers (nil: it names none); see `startMCPServers()`.
     var mcp: MCPServerSet?
+    /// `session/resume {startMCPServers: false}` loaded it; nothing started yet.
+    var mcpStartDeferred = false
 
     /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
     init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = Date()) {

@@ -249,6 +249,11 @@ final class Engine: Sendable {
         let id = params.sessionId
         try SessionIDRule.check(id)
         if let loaded = sessions.withLock({ $0[id] }) {
+            if params.mcpServers != nil {
+                throw RPCError.invalidParams("mcpServers applies only when session/resume loads the session; this one is loaded (close it first)", field: "mcpServers")
+            }
+            // The later call that starts servers a first resume deferred.
+            if params.startMCPServers != false { await loaded.startMCPServers() }
             let handle = await loaded.handle()
             return .now(SessionResumeResult(sessionId: handle.sessionId, revision: handle.revision, activeProfile: handle.activeProfile))
         }
@@ -258,7 +263,17 @@ final class Engine: Sendable {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
         let (journal, contents) = try store.open(id)
-        let session = AgentSession(id: id, config: contents.config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt)
+        var config = contents.config
+        if let servers = params.mcpServers {
+            config.mcpServers = servers.isEmpty ? nil : servers
+            do {
+                try Self.checkMCPServers(config, catalog: catalog)
+            } catch {
+                journal.close()
+                throw error
+            }
+        }
+        let session = AgentSession(id: id, config: config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt)
         let interrupted: InterruptedTurn?
         do {
             interrupted = try await session.recoverInterruptedTurn(rollback: params.rollback == true)
@@ -268,7 +283,7 @@ final class Engine: Sendable {
         }
         // Another resume of the same id may have won meanwhile; it holds the lock, so this one cannot have.
         sessions.withLock { $0[id] = session }
-        await session.startMCPServers()
+        await session.startMCPServers(deferred: params.startMCPServers == false)
         let handle = await session.handle()
         let warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
         let result = SessionResumeResult(
@@ -279,6 +294,20 @@ final class Engine: Sendable {
             await session.rollBackInterrupted(interrupted)
             return result
         }
+    }
+
+    /// A server list given to `session/resume` is checked as `session/create` checks it.
+    static func checkMCPServers(_ config: SessionConfig, catalog: ModelCatalog) throws {
+        // The rest was valid when the session was created, so what fails now is the new list.
+        let problems = config.validate()
+        if let first = problems.first {
+            let field = first.path.hasPrefix("mcpServers") ? first.path : "mcpServers"
+            throw RPCError(.invalidConfiguration, first.description, data: [
+                "field": .string(field),
+                "problems": .array(problems.map { ["path": .string($0.path), "message": .string($0.message)] }),
+            ])
+        }
+        _ = try MCPServerSet.specs(config: config, catalog: catalog)
     }
 
     /// A new session with a copy of another's configuration, properties and

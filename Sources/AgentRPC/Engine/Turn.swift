@@ -286,7 +286,8 @@ extension TurnRunner {
                 stablePrefix: stablePrefix) {
                 session.emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
             }
-            session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model))
+            session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model,
+                                         contextWindowTokens: provider.capabilities.contextWindowTokens))
             session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
                                body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
 

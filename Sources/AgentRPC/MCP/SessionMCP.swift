@@ -6,8 +6,11 @@ extension AgentSession {
     /// Starts the servers in the background (create, fork and resume do not wait).
     /// A configuration that no longer resolves (a resumed session whose
     /// agentrpc.json lost a server) is logged and leaves the session without them.
-    func startMCPServers() async {
-        guard mcp == nil, !(config.mcpServers ?? []).isEmpty || config.profiles != nil else { return }
+    /// `deferred`: only noted; the servers start at the next call without it
+    /// (a later `session/resume`, or the first round trip).
+    func startMCPServers(deferred: Bool = false) async {
+        mcpStartDeferred = deferred
+        guard !deferred, mcp == nil, !(config.mcpServers ?? []).isEmpty || config.profiles != nil else { return }
         let sessionID = id
         do {
             mcp = try MCPServerSet.make(
@@ -27,6 +30,7 @@ extension AgentSession {
     /// `profile` with the tools of the ready MCP servers it offers appended, after
     /// waiting (bounded) for servers still starting and listings under way.
     func withMCPTools(_ profile: ResolvedProfile) async -> ResolvedProfile {
+        if mcpStartDeferred { await startMCPServers() }
         guard let mcp else { return profile }
         await mcp.settle()
         var out = profile

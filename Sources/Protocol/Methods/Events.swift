@@ -175,11 +175,15 @@ extension SessionEvent {
         public var profile: String
         public var provider: String
         public var model: String
-        public init(roundTrip: Int, profile: String, provider: String, model: String) {
+        /// The model's context window in tokens, when it is known (the model
+        /// configuration's `contextWindowTokens`).
+        public var contextWindowTokens: Int?
+        public init(roundTrip: Int, profile: String, provider: String, model: String, contextWindowTokens: Int? = nil) {
             self.roundTrip = roundTrip
             self.profile = profile
             self.provider = provider
             self.model = model
+            self.contextWindowTokens = contextWindowTokens
         }
     }
 
@@ -404,8 +408,8 @@ extension SessionEvent {
     public static func profileActivated(profile: String, previous: String?) -> SessionEvent {
         SessionEvent(ProfileActivated(profile: profile, previous: previous))
     }
-    public static func requestStarted(roundTrip: Int, profile: String, provider: String, model: String) -> SessionEvent {
-        SessionEvent(RequestStarted(roundTrip: roundTrip, profile: profile, provider: provider, model: model))
+    public static func requestStarted(roundTrip: Int, profile: String, provider: String, model: String, contextWindowTokens: Int? = nil) -> SessionEvent {
+        SessionEvent(RequestStarted(roundTrip: roundTrip, profile: profile, provider: provider, model: model, contextWindowTokens: contextWindowTokens))
     }
     public static func textDelta(_ delta: String) -> SessionEvent { SessionEvent(TextDelta(delta: delta)) }
     public static func reasoningDelta(_ delta: String) -> SessionEvent { SessionEvent(ReasoningDelta(delta: delta)) }

@@ -313,10 +313,21 @@ public struct SessionResumeParams: Codable, Sendable, Hashable {
     /// When the stored session's last turn was cut by a crash: send `tool/undo`
     /// for its `ok` results that carried `undo`, newest first, as a failed turn does.
     public var rollback: Bool?
+    /// The MCP servers this load runs in place of those stored with the session
+    /// (items as in `session/create`; `[]`: none). Not stored. Only when this
+    /// call loads the session: on a loaded one it is `invalidParams`.
+    public var mcpServers: [MCPServerEntry]?
+    /// `false`: the session's MCP servers are not started yet, so a client can
+    /// read the transcript before any server runs. They start at the next
+    /// `session/resume` of the loaded session (without `false`), or at its
+    /// first round trip, whichever comes first. Default `true`.
+    public var startMCPServers: Bool?
 
-    public init(sessionId: String, rollback: Bool? = nil) {
+    public init(sessionId: String, rollback: Bool? = nil, mcpServers: [MCPServerEntry]? = nil, startMCPServers: Bool? = nil) {
         self.sessionId = sessionId
         self.rollback = rollback
+        self.mcpServers = mcpServers
+        self.startMCPServers = startMCPServers
     }
 }
 

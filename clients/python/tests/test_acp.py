@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -187,8 +188,11 @@ def scripted(*items: dict[str, Any], **models: list[dict[str, Any]]) -> dict[str
 
 @contextlib.asynccontextmanager
 async def agent(tmp_path: Path, config: dict[str, Any] | None, editor: Editor, *args: str,
-                capabilities: ClientCapabilities | None = None, store: Path | None = None) -> AsyncIterator[tuple[Any, str]]:
-    """Spawns `agentrpc acp`, initializes it, and yields (connection, cwd)."""
+                capabilities: ClientCapabilities | None = None, store: Path | None = None,
+                observe: Callable[[StreamEvent], None] | None = None) -> AsyncIterator[tuple[Any, str]]:
+    """Spawns `agentrpc acp`, initializes it, and yields (connection, cwd).
+
+    `observe` sees every message as it is read or written (before any handler runs)."""
     assert REAL_BINARY is not None
     argv = ["acp", *args]
     if config is not None:
@@ -204,8 +208,9 @@ async def agent(tmp_path: Path, config: dict[str, Any] | None, editor: Editor, *
     logging.getLogger().addHandler(handler)
     stderr = open(tmp_path / "agent-stderr.log", "ab")  # noqa: SIM115 - closed below
     try:
+        observers = [check.observe] + ([observe] if observe is not None else [])
         async with spawn_agent_process(editor, REAL_BINARY, *argv, env=env, cwd=str(tmp_path),
-                                       transport_kwargs={"stderr": stderr.fileno()}, observers=[check.observe]) as (conn, _process):
+                                       transport_kwargs={"stderr": stderr.fileno()}, observers=observers) as (conn, _process):
             caps = capabilities or ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
             await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=caps), WAIT)
             yield conn, "/work/project"
@@ -555,6 +560,125 @@ async def test_load_replays_what_was_said(tmp_path: Path) -> None:
     live = [user("What is in a.txt?"), *first.updates[:first_turn], user("Thanks"), *first.updates[first_turn:]]
     assert said(second.updates) == said(live)
     assert said(second.updates)[:2] == [("user_message_chunk", "What is in a.txt?"), ("agent_thought_chunk", "Look first.")]
+
+
+def marked_mcp_server(name: str, marker: Path) -> Any:
+    """The calc MCP server, started through a shell that first appends a line to `marker`."""
+    import sys
+
+    from acp.schema import McpServerStdio
+
+    return McpServerStdio(name=name, command="/bin/sh", args=["-c", 'echo started >> "$0"; exec "$1" -c "$2"', str(marker), sys.executable, CALC_MCP_SERVER], env=[])
+
+
+def starts(marker: Path) -> int:
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+async def test_load_replays_everything_before_an_mcp_server_starts_and_runs_the_editors_list(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    old_marker, new_marker = tmp_path / "old.marker", tmp_path / "new.marker"
+    # A conversation of some megabytes: more than the agent queues for a slow editor
+    # (1 MiB) and a pipe hold, so while the editor stops reading at the first replayed
+    # update, the agent cannot finish the replay, and with it, start a server.
+    count = 40
+    files = {f"/work/project/f{i}.txt": f"{i}:" + "x" * 40_000 for i in range(count)}
+    reads = [{"id": f"call_{i}", "name": "read_file", "arguments": {"path": f"f{i}.txt"}} for i in range(count)]
+    first = Editor(files)
+    async with agent(tmp_path, scripted({"toolCalls": reads}, {"text": ["Read them all."]}), first, store=store) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[marked_mcp_server("tools", old_marker)]), WAIT)
+        assert (await prompt(conn, session.session_id, "Read every file")).stop_reason == "end_turn"
+    assert starts(old_marker) == 1
+
+    second = Editor()
+    at_first_update: list[tuple[int, int]] = []
+    replayed: list[dict[str, Any]] = []
+
+    def observe(event: StreamEvent) -> None:
+        if event.direction == StreamDirection.INCOMING and event.message.get("method") == "session/update":
+            if not at_first_update:
+                # The editor stops reading here (observers run in the SDK's reader) and looks
+                # for a server start for a while: a server started before the replay shows up.
+                deadline = time.monotonic() + 1.0
+                while time.monotonic() < deadline and not (starts(old_marker) > 1 or new_marker.exists()):
+                    time.sleep(0.01)
+                at_first_update.append((starts(old_marker), starts(new_marker)))
+            replayed.append(event.message)
+
+    config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__tools__add", "arguments": {"a": 1, "b": 2}}]}, {"text": ["3."]})
+    async with agent(tmp_path, config, second, store=store, observe=observe) as (conn, cwd):
+        loaded = await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[marked_mcp_server("tools", new_marker)]), WAIT)
+        assert len(replayed) == 1 + 2 * count + 1  # the prompt, each call and its result, the answer
+        assert loaded.field_meta is None, "every server the editor sent was started"
+        # The editor's list replaced the one the session was created with.
+        assert (await prompt(conn, session.session_id, "1 + 2?")).stop_reason == "end_turn"
+        # Loaded again with the same list: the servers it runs stay as they are.
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[marked_mcp_server("tools", new_marker)]), WAIT)
+    # No server had started when the first replayed update reached the editor.
+    assert at_first_update == [(1, 0)]
+    assert starts(old_marker) == 1 and starts(new_marker) == 1
+    assert second.tool_updates("call_m")[-1]["status"] == "completed"
+
+
+async def test_a_loaded_session_keeps_the_model_chosen_for_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    config = scripted({"text": ["slow model."]}, fast=[{"text": ["fast."]}, {"text": ["fast again."]}])
+    first = Editor()
+    async with agent(tmp_path, config, first, store=store) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="fast"), WAIT)
+        await prompt(conn, session.session_id, "hi")
+    assert first.text() == "fast."
+    second = Editor()
+    async with agent(tmp_path, config, second, store=store) as (conn, cwd):
+        loaded = await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        assert [o.current_value for o in loaded.config_options or []] == ["fast"]
+        await prompt(conn, session.session_id, "again")
+        # A session without a choice starts with the default model.
+        other = await new_session(conn, cwd)
+        assert [o.current_value for o in other.config_options or []] == ["s"]
+    assert second.text("agent_message_chunk").endswith("fast.")
+
+
+async def test_usage_update_when_the_context_window_is_known(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "a"})
+    config = scripted(
+        {"toolCalls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}}], "usage": {"inputTokens": 5, "outputTokens": 3}},
+        {"text": ["Read."], "usage": {"inputTokens": 20, "outputTokens": 4, "cachedInputTokens": 5}},
+        unknown=[{"text": ["No window."], "usage": {"inputTokens": 30, "outputTokens": 2}}],
+    )
+    config["models"]["s"]["contextWindowTokens"] = 1000
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        await prompt(conn, session.session_id, "read a.txt")
+        # A model whose window is not configured: no usage_update (its size would be a guess).
+        await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="unknown"), WAIT)
+        await prompt(conn, session.session_id, "again")
+    usage = [u for u in editor.updates if u["sessionUpdate"] == "usage_update"]
+    # After each round trip: what was sent plus what came back.
+    assert usage == [{"sessionUpdate": "usage_update", "used": 8, "size": 1000}, {"sessionUpdate": "usage_update", "used": 24, "size": 1000}]
+    assert editor.text().endswith("No window.")
+
+
+async def test_cancel_request_on_a_prompt_answers_cancelled(tmp_path: Path) -> None:
+    editor = Editor()
+    prompt_ids: list[Any] = []
+
+    def observe(event: StreamEvent) -> None:
+        if event.direction == StreamDirection.OUTGOING and event.message.get("method") == "session/prompt":
+            prompt_ids.append(event.message["id"])
+
+    config = scripted({"text": ["Partial"], "stall": True}, {"text": ["Next."]})
+    async with agent(tmp_path, config, editor, observe=observe) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("go")]))
+        await editor.wait_for(lambda: editor.text() == "Partial")
+        # An id nobody uses is ignored; the prompt's id cancels the turn like session/cancel.
+        await conn._conn.send_notification("$/cancel_request", {"requestId": 987654})
+        await conn._conn.send_notification("$/cancel_request", {"requestId": prompt_ids[-1]})
+        assert (await asyncio.wait_for(running, WAIT)).stop_reason == "cancelled"
+        assert (await prompt(conn, session.session_id, "next")).stop_reason == "end_turn"
+    assert editor.text() == "PartialNext."
 
 
 async def test_list_resume_close_delete(tmp_path: Path) -> None:

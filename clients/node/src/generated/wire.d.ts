@@ -590,8 +590,10 @@ export interface SessionRef {
 }
 
 export interface SessionResumeParams {
+  mcpServers?: (string | MCPServerSpec)[];
   rollback?: boolean;
   sessionId: string;
+  startMCPServers?: boolean;
 }
 
 export interface SessionResumeResult {
@@ -842,6 +844,7 @@ export interface ProfileActivatedEvent {
 }
 
 export interface RequestStartedEvent {
+  contextWindowTokens?: number;
   model: string;
   profile: string;
   provider: string;
