@@ -254,10 +254,12 @@ async def test_initialize_answers_version_1_and_the_capabilities(tmp_path: Path)
             await asyncio.wait_for(conn.initialize(protocol_version=1), WAIT)
         assert second.value.code == -32600
     check.verify()
-    async with spawn_agent_process(Editor(), REAL_BINARY, "acp", "--ephemeral", env=env) as (conn, _):
+    refused = FrameCheck()
+    async with spawn_agent_process(Editor(), REAL_BINARY, "acp", "--ephemeral", env=env, observers=[refused.observe]) as (conn, _):
         with pytest.raises(RequestError) as old:
             await asyncio.wait_for(conn.initialize(protocol_version=0), WAIT)
         assert old.value.code == -32602 and "protocolVersion" in str(old.value)
+    refused.verify()
 
 
 async def test_new_and_prompt_stream_chunks(tmp_path: Path) -> None:
@@ -515,6 +517,53 @@ async def test_a_provider_failure_is_an_error_with_kind_and_the_session_goes_on(
         assert data["provider"]["retryGuidance"] == {"kind": "none"} and data["provider"]["requiresUserAction"] is True
         assert (await prompt(conn, session.session_id, "second")).stop_reason == "end_turn"
     assert editor.text() == "Working again."
+
+
+async def test_stop_reasons_max_tokens_refusal_and_the_tool_call_limit(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "a"})
+    two_reads = {"toolCalls": [{"id": "call_1", "name": "read_file", "arguments": {"path": "a.txt"}},
+                               {"id": "call_2", "name": "read_file", "arguments": {"path": "a.txt"}}]}
+    config = scripted({"text": ["Cut"], "stopReason": "maxTokens"}, {"refusal": ["I can't."]}, two_reads, {"text": ["never"]})
+    config["acp"] = {"session": {"limits": {"maxToolCalls": 1}}}
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "long")).stop_reason == "max_tokens"
+        assert (await prompt(conn, session.session_id, "bad")).stop_reason == "refusal"
+        limited = await prompt(conn, session.session_id, "read twice")
+        assert limited.stop_reason == "max_turn_requests"
+        assert limited.field_meta["agentrpc"]["error"]["data"]["kind"] == "maxToolCallsExceeded"
+
+
+async def test_an_edit_is_undone_in_the_editor_when_the_turn_fails(tmp_path: Path) -> None:
+    editor = Editor({"/work/project/a.txt": "one\ntwo\n"})
+    config = scripted(
+        {"toolCalls": [{"id": "call_e", "name": "edit_file", "arguments": {"path": "a.txt", "old_text": "two", "new_text": "2"}}]},
+        {"error": {"code": "quotaExceeded", "httpStatus": 429}},
+    )
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        with pytest.raises(RequestError) as failure:
+            await prompt(conn, session.session_id, "edit, then fail")
+        assert failure.value.data["kind"] == "providerError"
+    # Written once by the edit, then back to the old text by the engine's tool/undo.
+    assert [w["content"] for w in editor.called("write_text_file")] == ["one\n2\n", "one\ntwo\n"]
+    assert editor.files["/work/project/a.txt"] == "one\ntwo\n"
+
+
+async def test_authenticate_and_audio(tmp_path: Path) -> None:
+    async with agent(tmp_path, scripted({"text": ["-"]}), Editor()) as (conn, cwd):
+        assert await asyncio.wait_for(conn._conn.send_request("authenticate", {"methodId": "agentrpc-json"}), WAIT) == {}
+        session = await new_session(conn, cwd)
+        with pytest.raises(RequestError) as audio:
+            await asyncio.wait_for(conn._conn.send_request("session/prompt", {"sessionId": session.session_id, "prompt": [
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}), WAIT)
+        assert audio.value.code == -32602 and audio.value.data["field"] == "prompt[0]"
+    bare = tmp_path / "bare"  # no ./agentrpc.json either
+    bare.mkdir()
+    async with agent(bare, None, Editor()) as (conn, cwd):
+        with pytest.raises(RequestError) as none:
+            await asyncio.wait_for(conn._conn.send_request("authenticate", {"methodId": "openai-api-key"}), WAIT)
+        assert none.value.code == -32000 and "OPENAI_API_KEY" in str(none.value)
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -857,7 +906,8 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "AGENTRPC_CONFIG")}
     env["AGENTRPC_LOCAL_MODEL_SCRIPT"] = str(LOCAL_MODEL_SCRIPT)
     editor = Editor()
-    async with spawn_agent_process(editor, REAL_BINARY, "acp", "--ephemeral", env=env, cwd=str(tmp_path)) as (conn, process):
+    check = FrameCheck()
+    async with spawn_agent_process(editor, REAL_BINARY, "acp", "--ephemeral", env=env, cwd=str(tmp_path), observers=[check.observe]) as (conn, process):
         await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities()), WAIT)
         session = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 240)
         assert [o.current_value for o in session.config_options or []] == ["local"]
@@ -869,6 +919,7 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
         if end == "signal":
             process.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(process.wait(), WAIT) == 128 + signal.SIGTERM
+    check.verify()
     # The agent stops its model server when the editor closes the pipe, or a signal ends it.
     for pid in children:
         async with asyncio.timeout(WAIT):
