@@ -373,13 +373,19 @@ final class ACPAgent: Sendable {
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities,
                                  model: nil, mode: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
         if replay {
-            let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
-            for update in ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd) {
-                // A long conversation goes out at the editor's pace, not into memory.
-                if editor.isBehind { await editor.waitUntilWritable() }
-                editor.notify("session/update", ["sessionId": .string(id), "update": update])
+            do {
+                let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
+                for update in ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd) {
+                    // A long conversation goes out at the editor's pace, not into memory.
+                    if editor.isBehind { await editor.waitUntilWritable() }
+                    editor.notify("session/update", ["sessionId": .string(id), "update": update])
+                }
+                _ = try await engine.call("session/resume", ["sessionId": .string(id)])
+            } catch {
+                // Not left loaded behind the editor's back: a retried load starts afresh.
+                if reloading { _ = try? await engine.call("session/close", ["sessionId": .string(id)]) }
+                throw error
             }
-            _ = try await engine.call("session/resume", ["sessionId": .string(id)])
         }
         sessions.add(session)
         // The model the user chose for the session is stored with it (a property).
