@@ -600,6 +600,7 @@ class RequestStarted(Event):
     profile: str = ""
     provider: str = ""
     round_trip: int = 0
+    context_window_tokens: int | None = None
 
     @classmethod
     def fields_from_wire(cls, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -609,6 +610,7 @@ class RequestStarted(Event):
             "profile": _str(obj.get("profile")),
             "provider": _str(obj.get("provider")),
             "round_trip": _int(obj.get("roundTrip")),
+            "context_window_tokens": _opt_int(obj.get("contextWindowTokens")),
         }
 
 
