@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// What the reader delivers to the dispatcher, in arrival order.
-public enum InboundItem: Sendable {
+package enum InboundItem: Sendable {
     case frame(IncomingFrame)
     /// A frame over the size limit was skipped; answer `messageTooLarge`.
     case oversized(byteCount: Int, id: RequestID?)
@@ -14,7 +14,7 @@ public enum InboundItem: Sendable {
 }
 
 /// Why a request the server sent to the client did not produce a result.
-public enum OutgoingRequestError: Error, Sendable, Equatable {
+package enum OutgoingRequestError: Error, Sendable, Equatable {
     /// The client answered with a JSON-RPC error.
     case rpc(RPCError)
     /// No answer within the timeout (the request was withdrawn).
@@ -29,8 +29,8 @@ public enum OutgoingRequestError: Error, Sendable, Equatable {
 /// `FrameParser`; a writer thread batches frames so callers never block on a
 /// slow peer. Answers to the server's own requests are matched by id on the
 /// reader thread, so they are never stuck behind other work.
-public final class Connection: Sendable {
-    public let maxMessageBytes: Int
+package final class Connection: Sendable {
+    package let maxMessageBytes: Int
     let logger: Logger
     private let inputFD: Int32
     private let writer: ByteSinkThread
@@ -46,7 +46,7 @@ public final class Connection: Sendable {
     /// Timeouts of outstanding server→client requests.
     private let deadlines = RequestDeadlines()
     /// Inbound items in arrival order; finishes at end of input.
-    public let inbound: AsyncStream<InboundItem>
+    package let inbound: AsyncStream<InboundItem>
     private let inboundContinuation: AsyncStream<InboundItem>.Continuation
 
     private struct PendingRequest: Sendable {
@@ -54,7 +54,7 @@ public final class Connection: Sendable {
         var method: String
     }
 
-    public init(
+    package init(
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
         recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
         cancelRequestMethod: String = "$/cancelRequest"
@@ -72,7 +72,7 @@ public final class Connection: Sendable {
     deinit { deadlines.stop() }
 
     /// Starts the reader thread. Call once.
-    public func start() {
+    package func start() {
         let thread = Thread { [self] in self.readLoop() }
         thread.name = "agentrpc.stdin"
         thread.stackSize = 1 << 20
@@ -180,15 +180,15 @@ public final class Connection: Sendable {
     // MARK: Writing
 
     /// The framing answers go out in: the client's, once known.
-    public var outputFraming: Framing { framing.withLock { $0 } ?? .newline }
+    var outputFraming: Framing { framing.withLock { $0 } ?? .newline }
 
     /// Queues one message. Never blocks on the peer.
-    public func send(_ message: Message) {
+    package func send(_ message: Message) {
         sendSerialized(message.json.serialized(), message: message)
     }
 
     /// Queues several messages as one write (a batch answer is a JSON array).
-    public func sendBatch(_ messages: [Message]) {
+    func sendBatch(_ messages: [Message]) {
         let array = JSONValue.array(messages.map(\.json))
         let bytes = array.serialized()
         recorder?.serverSent(array)
@@ -208,7 +208,7 @@ public final class Connection: Sendable {
     }
 
     /// Sends a notification whose params are already built (the event hot path).
-    public func notify(_ method: String, _ params: JSONValue) {
+    package func notify(_ method: String, _ params: JSONValue) {
         // The envelope is written directly, in the sorted-key order `Message.json`
         // serializes to, sparing a dictionary and a sort per event.
         var bytes: [UInt8] = []
@@ -224,7 +224,7 @@ public final class Connection: Sendable {
     /// Sends a request to the client and waits for its answer, at most `timeout`
     /// seconds. Cancelling the calling task withdraws the request with
     /// `$/cancelRequest` and throws `CancellationError`.
-    public func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+    package func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
         let id = RequestID.int(nextOutgoingID.withLock { id in
             defer { id &+= 1 }
             return id
@@ -268,29 +268,29 @@ public final class Connection: Sendable {
     }
 
     /// Outstanding server→client requests (for diagnostics and tests).
-    public var pendingRequestCount: Int { pending.withLock { $0.count } }
+    var pendingRequestCount: Int { pending.withLock { $0.count } }
 
     /// Waits (bounded) until everything queued has been written.
-    public func flush(timeoutSeconds: Double) { writer.flush(timeoutSeconds: timeoutSeconds) }
+    package func flush(timeoutSeconds: Double) { writer.flush(timeoutSeconds: timeoutSeconds) }
 
     // MARK: Back-pressure
 
     /// Output waiting for a slow reader beyond which a turn holds its deltas
     /// back and then waits (docs/protocol.md, "Every limit and its default").
-    public static let defaultOutputQueueBytes = 1 << 20
+    static let defaultOutputQueueBytes = 1 << 20
 
     /// The bound a producer should keep the output queue under.
-    public var outputQueueBytes: Int { writer.backPressureBytes ?? .max }
+    package var outputQueueBytes: Int { writer.backPressureBytes ?? .max }
 
     /// Whether the client reads slower than the server writes (the queue is over its bound).
-    public var isBehind: Bool { writer.isBehind }
+    package var isBehind: Bool { writer.isBehind }
 
     /// Suspends until the queue has drained to half its bound, the client is
     /// gone, or the calling task is cancelled.
-    public func waitUntilWritable() async { await writer.waitForRoom() }
+    package func waitUntilWritable() async { await writer.waitForRoom() }
 
     /// The most output ever queued at once, in bytes (logged at exit).
-    public var peakOutputQueueBytes: Int { writer.peakPending }
+    var peakOutputQueueBytes: Int { writer.peakPending }
 }
 
 /// Deadlines of the server's outstanding requests, watched by one thread.
@@ -381,7 +381,7 @@ final class RequestDeadlines: @unchecked Sendable {
 }
 
 /// Observes every frame read and written, for `--record`.
-public protocol ConnectionRecorder: Sendable {
+package protocol ConnectionRecorder: Sendable {
     func framingDetected(_ framing: Framing)
     func clientSent(frame: IncomingFrame, raw: [UInt8])
     func serverSent(_ message: JSONValue)
@@ -389,8 +389,8 @@ public protocol ConnectionRecorder: Sendable {
 }
 
 extension TranscriptRecorder: ConnectionRecorder {
-    public func framingDetected(_ framing: Framing) { connectionFraming(framing) }
-    public func clientSent(frame: IncomingFrame, raw: [UInt8]) {
+    package func framingDetected(_ framing: Framing) { connectionFraming(framing) }
+    package func clientSent(frame: IncomingFrame, raw: [UInt8]) {
         // The recorder wants what the client wrote: parse it again as plain JSON.
         if let value = try? JSONValue.parse(raw) {
             clientSent(value)
@@ -398,5 +398,5 @@ extension TranscriptRecorder: ConnectionRecorder {
             serverReadMalformed(raw)
         }
     }
-    public func inputClosed() { clientClosedInput() }
+    package func inputClosed() { clientClosedInput() }
 }

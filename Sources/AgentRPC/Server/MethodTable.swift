@@ -1,7 +1,7 @@
 import AgentRPCProtocol
 
 /// What a handler hands back to the dispatcher.
-public enum Reply<Result: Sendable>: Sendable {
+package enum Reply<Result: Sendable>: Sendable {
     /// Answered within the dispatch step: later requests see its effects.
     case now(Result)
     /// Long-running work (a turn): its ordered prefix already ran; the rest runs
@@ -10,10 +10,10 @@ public enum Reply<Result: Sendable>: Sendable {
 }
 
 /// Everything a handler may need about the request it is serving.
-public struct RequestContext: Sendable {
+struct RequestContext: Sendable {
     /// Nil for notifications.
-    public let requestID: RequestID?
-    public let method: String
+    let requestID: RequestID?
+    let method: String
 }
 
 /// The handler registry: one entry per method name, registered with its typed

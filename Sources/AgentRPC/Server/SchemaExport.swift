@@ -4,9 +4,9 @@ import Foundation
 /// Writes the JSON Schema of every method's params and result, every
 /// notification, and the error object, generated from the Swift types
 /// (`agentrpc schema --out DIR`). The committed copy lives in `schema/`.
-public enum SchemaExport {
+package enum SchemaExport {
     /// File name → schema document, deterministic.
-    public static func documents() throws -> [String: JSONValue] {
+    static func documents() throws -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         var index: [JSONValue] = []
         for m in MethodRegistry.requests {
@@ -45,10 +45,10 @@ public enum SchemaExport {
     }
 
     /// Pretty, stable text for a committed file.
-    public static func render(_ value: JSONValue) -> String { PrettyJSON.render(value) + "\n" }
+    package static func render(_ value: JSONValue) -> String { PrettyJSON.render(value) + "\n" }
 
     /// Writes every document into `directory`, removing stale `.json` files there.
-    public static func write(to directory: String) throws {
+    package static func write(to directory: String) throws {
         let fm = FileManager.default
         try fm.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let docs = try documents()
@@ -62,8 +62,8 @@ public enum SchemaExport {
 }
 
 /// Indented JSON with sorted keys, for files people read and diff.
-public enum PrettyJSON {
-    public static func render(_ value: JSONValue, indent: String = "") -> String {
+enum PrettyJSON {
+    static func render(_ value: JSONValue, indent: String = "") -> String {
         switch value {
         case .array(let a):
             if a.isEmpty { return "[]" }
