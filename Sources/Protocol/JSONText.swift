@@ -113,17 +113,22 @@ extension Result where Failure == JSONParseError {
     }
 }
 
-private struct JSONTextParser {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var index = 0
-    var depth = 0
+/// The parser, visible inside the package for decoders that read their own
+/// types straight from JSON text (the session journal's records) and take
+/// free-form values, strings and numbers from here, so the rules are the same.
+package struct JSONTextParser {
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var index = 0
+    /// Objects and arrays open around `index`; a decoder that opens one itself
+    /// calls `enter()` and `leave()` so the nesting bound counts it.
+    package var depth = 0
     let loneSurrogates: JSONValue.LoneSurrogates
     /// The members of the objects being parsed, innermost last: an object is
     /// built once its member count is known, at that capacity, instead of
     /// growing (and rehashing) its dictionary member by member.
     var members: [(String, JSONValue)] = []
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, loneSurrogates: JSONValue.LoneSurrogates) {
+    package init(_ bytes: UnsafeBufferPointer<UInt8>, loneSurrogates: JSONValue.LoneSurrogates) {
         self.bytes = bytes
         self.loneSurrogates = loneSurrogates
     }
@@ -134,7 +139,7 @@ private struct JSONTextParser {
         return JSONValue.loneSurrogateMarkerBase + (unit - 0xD800)
     }
 
-    func fail(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
+    package func fail(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         skipWhitespace()
@@ -144,7 +149,7 @@ private struct JSONTextParser {
         return value
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -153,7 +158,7 @@ private struct JSONTextParser {
         }
     }
 
-    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    package mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -177,10 +182,12 @@ private struct JSONTextParser {
         index += count
     }
 
-    mutating func enter() throws(JSONParseError) {
+    package mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > JSONValue.maximumNestingDepth { throw fail("nesting too deep") }
     }
+
+    package mutating func leave() { depth -= 1 }
 
     mutating func parseMembersDocument() throws(JSONParseError) -> JSONMembers {
         skipWhitespace()
@@ -255,7 +262,7 @@ private struct JSONTextParser {
         return .array(array)
     }
 
-    mutating func parseString() throws(JSONParseError) -> String {
+    package mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes; validate UTF-8 once when building the String,

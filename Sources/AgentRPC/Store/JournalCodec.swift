@@ -104,21 +104,24 @@ enum JournalCodec {
     /// without its newline is torn and ignored; the first line that does not
     /// load stops loading there, with a warning.
     static func load(_ bytes: [UInt8]) throws -> JournalContents {
+        try bytes.withUnsafeBufferPointer { try load(buffer: $0) }
+    }
+
+    private static func load(buffer: UnsafeBufferPointer<UInt8>) throws -> JournalContents {
         var lines: [Range<Int>] = []
         var start = 0
-        bytes.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
+        if let base = buffer.baseAddress {
             while start < buffer.count, let found = memchr(base + start, 0x0A, buffer.count - start) {
                 let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
                 lines.append(start..<i)
                 start = i + 1
             }
         }
-        let torn = bytes.count - start
+        let torn = buffer.count - start
         guard let first = lines.first else {
             throw RPCError(.journalUnreadable, "the journal has no complete first line")
         }
-        let header = try decodeHeader(bytes[first])
+        let header = try decodeHeader(buffer[first])
         let config: SessionConfig
         do { config = try header.config.decode(as: SessionConfig.self) } catch {
             throw RPCError(.journalUnreadable, "the session configuration in the journal's first line does not load: \(error)")
@@ -131,13 +134,11 @@ enum JournalCodec {
         var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
-                let value = try JSONValue.parseMembers(bytes[range])
-                let type = try field(value, "type", \.stringValue)
-                if type == "snapshot" {
-                    transcript = try decodeSnapshot(value)
+                switch try decodeRecord(UnsafeBufferPointer(rebasing: buffer[range])) {
+                case .snapshot(let state):
+                    transcript = state
                     records = 0
-                } else {
-                    let (change, at) = try decodeChange(value, type: type)
+                case .change(let change, let at):
                     try transcript.replay(change, at: at)
                     records += 1
                 }
@@ -153,7 +154,65 @@ enum JournalCodec {
         }
         return JournalContents(
             header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength,
-            fileLength: bytes.count, recordsSinceSnapshot: records)
+            fileLength: buffer.count, recordsSinceSnapshot: records)
+    }
+
+    /// Counters above this are refused: the state adds to them (the next
+    /// entry, turn and revision), which must never overflow, and clients read
+    /// them as JSON numbers, exact up to 2^53.
+    static let maxCounter = 1 << 53
+
+    /// One record line (after the header) as its record type. The records a
+    /// journal is mostly made of are read straight from the bytes
+    /// (`JournalRecordReader`); any line that reader declines goes through the
+    /// general path here, which alone decides what loads and why a line does
+    /// not, so both read every line alike.
+    static func decodeRecord(_ line: UnsafeBufferPointer<UInt8>) throws(JournalRecordError) -> JournalRecord {
+        var reader = JournalRecordReader(line)
+        let record: JournalRecord
+        if let direct = try? reader.record() {
+            record = direct
+        } else {
+            record = try decodeRecordInGeneral(line)
+        }
+        try checkCounters(record)
+        return record
+    }
+
+    static func decodeRecord(_ line: [UInt8]) throws(JournalRecordError) -> JournalRecord {
+        try line.withUnsafeBufferPointer { buffer throws(JournalRecordError) in try decodeRecord(buffer) }
+    }
+
+    /// The general path of `decodeRecord`: the line parsed into its members, then read.
+    static func decodeRecordInGeneral(_ line: UnsafeBufferPointer<UInt8>) throws(JournalRecordError) -> JournalRecord {
+        let value: JSONMembers
+        do { value = try JSONValue.parseMembers(line) } catch {
+            throw JournalRecordError(kind: .syntax, message: error.message, offset: error.offset)
+        }
+        do {
+            let type = try field(value, "type", \.stringValue)
+            if type == "snapshot" { return .snapshot(try decodeSnapshot(value)) }
+            let (change, at) = try decodeChange(value, type: type)
+            return .change(change, at: at)
+        } catch {
+            throw JournalRecordError(kind: .record, message: "\(error)")
+        }
+    }
+
+    static func checkCounters(_ record: JournalRecord) throws(JournalRecordError) {
+        func check(_ name: String, _ value: Int) throws(JournalRecordError) {
+            if value > maxCounter { throw JournalRecordError(kind: .record, message: "'\(name)' is larger than \(maxCounter)") }
+        }
+        switch record {
+        case .change(.entryAppended(_, let next), _): try check("nextEntry", next)
+        case .change(.entriesMutated(_, let revision), _): try check("revision", revision)
+        case .change(.turnStarted(_, let number), _): try check("number", number)
+        case .change: break
+        case .snapshot(let t):
+            try check("revision", t.revision)
+            try check("nextEntry", t.nextEntryNumber)
+            try check("nextTurn", t.nextTurnNumber)
+        }
     }
 
     static func decodeHeader<Bytes: Collection>(_ bytes: Bytes) throws -> JournalHeader where Bytes.Element == UInt8 {
@@ -217,7 +276,7 @@ enum JournalCodec {
         }
     }
 
-    private static func decodeUndo(_ value: JSONValue) throws -> UndoRecord {
+    static func decodeUndo(_ value: JSONValue) throws -> UndoRecord {
         UndoRecord(
             turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue),
             name: try field(value, "name", \.stringValue), undo: try field(value, "undo") { $0 })
@@ -232,13 +291,16 @@ enum JournalCodec {
             committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
-        if let open = value["openTurn"] {
-            let turnID = try field(open, "turnId", \.stringValue)
-            let before = try field(open, "entriesBefore", \.arrayValue).map(TranscriptEntry.init(json:))
-            let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
-            transcript.restoreOpenTurn(OpenTurn(id: turnID, entriesBefore: before, undo: undo))
-        }
+        if let open = value["openTurn"] { transcript.restoreOpenTurn(try decodeOpenTurn(open)) }
         return transcript
+    }
+
+    /// A snapshot's `openTurn`.
+    static func decodeOpenTurn(_ open: JSONValue) throws -> OpenTurn {
+        let turnID = try field(open, "turnId", \.stringValue)
+        let before = try field(open, "entriesBefore", \.arrayValue).map(TranscriptEntry.init(json:))
+        let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
+        return OpenTurn(id: turnID, entriesBefore: before, undo: undo)
     }
 }
 

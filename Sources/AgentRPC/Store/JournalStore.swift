@@ -33,12 +33,17 @@ final class JournalStore: SessionStore {
     /// The summaries `session/list` pages through (see `SessionIndex`).
     let index: SessionIndex
 
+    /// Journals being read now (see `SharedJournalReads`).
+    let reads: SharedJournalReads
+
     init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
         self.directory = directory
         self.logger = logger
         self.summaryInterval = summaryInterval
+        let reads = SharedJournalReads()
+        self.reads = reads
         self.index = SessionIndex(directory: directory, logger: logger) { id in
-            JournalStore.indexedSummary(directory: directory, id: id, logger: logger)
+            JournalStore.indexedSummary(directory: directory, id: id, logger: logger, reads: reads)
         }
     }
 
@@ -120,13 +125,12 @@ final class JournalStore: SessionStore {
         guard FileManager.default.fileExists(atPath: journalPath) else { throw RPCError.sessionNotFound(id) }
         let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         do {
-            let bytes = try readAll(journalPath, id: id)
-            var contents = try JournalCodec.load(bytes)
+            var contents = try reads.load(journalPath).contents
             guard contents.header.sessionID == id else {
                 throw RPCError(.journalUnreadable, "the journal \(journalPath) belongs to session '\(contents.header.sessionID)'", data: ["sessionId": .string(id)])
             }
             let journal = FileJournal(
-                store: self, header: contents.header, config: contents.config, fd: nil, length: bytes.count, lock: lock,
+                store: self, header: contents.header, config: contents.config, fd: nil, length: contents.fileLength, lock: lock,
                 records: contents.recordsSinceSnapshot)
             defer { journal.releaseDescriptor() }
             if !contents.warnings.isEmpty {
@@ -168,7 +172,7 @@ final class JournalStore: SessionStore {
             return withLockState(entry.summary)
         }
         // Never trusted over the journal.
-        guard let fresh = Self.indexedSummary(directory: directory, id: id, logger: logger) else { return nil }
+        guard let fresh = Self.indexedSummary(directory: directory, id: id, logger: logger, reads: reads) else { return nil }
         index.update(fresh)
         return withLockState(fresh.summary)
     }
@@ -184,11 +188,10 @@ final class JournalStore: SessionStore {
 
     /// A journal's summary as the index keeps it; nil when it does not load
     /// (logged: one bad journal must not break the listing of the others).
-    static func indexedSummary(directory: String, id: String, logger: Logger) -> IndexedSession? {
+    static func indexedSummary(directory: String, id: String, logger: Logger, reads: SharedJournalReads) -> IndexedSession? {
         let journalPath = directory + "/" + id + ".jsonl"
         do {
-            let (bytes, info) = try readAllWithStat(journalPath)
-            let contents = try JournalCodec.load(bytes)
+            let (contents, info) = try reads.load(journalPath)
             let summary = summary(of: contents.header, config: contents.config, transcript: contents.transcript)
             return IndexedSession(summary: summary, journalLength: Int(info.st_size), journalModified: SessionIndex.nanos(info))
         } catch {
@@ -297,7 +300,7 @@ final class JournalStore: SessionStore {
             throw StoreError.posix("cannot store \(target)")
         }
         try fsyncDirectory()
-        if let entry = Self.indexedSummary(directory: directory, id: id, logger: logger) { index.update(entry) }
+        if let entry = Self.indexedSummary(directory: directory, id: id, logger: logger, reads: reads) { index.update(entry) }
         return id
     }
 
@@ -340,6 +343,13 @@ final class JournalStore: SessionStore {
     /// journal would be copied once more).
     private func readAll(_ path: String, id: String) throws -> [UInt8] {
         try Self.readAllWithStat(path).bytes
+    }
+
+    /// Whether two `stat`s are of the same file with the same contents: same
+    /// device and inode (a rewrite renames a new file over the journal), same
+    /// length and modification time (every append changes both).
+    static func sameFile(_ a: stat, _ b: stat) -> Bool {
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size && SessionIndex.nanos(a) == SessionIndex.nanos(b)
     }
 
     /// The whole file, and its `stat` as it was opened.
@@ -632,3 +642,61 @@ final class FileJournal: SessionJournal {
 private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 private func posixClose(_ fd: Int32) { _ = close(fd) }
 private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
+
+/// Journals being read and loaded now, by path. A second reader of a journal
+/// while it is being read (the index checking the journals at start while a
+/// client resumes one of them, a journal a crash left ahead of the index)
+/// waits for the first and takes its result when the file is still the one
+/// that was read, instead of loading it again. Nothing is kept once a read
+/// is done.
+final class SharedJournalReads: Sendable {
+    private final class Read: Sendable {
+        let done = DispatchGroup()
+        let result = Mutex<(contents: JournalContents, info: stat)?>(nil)
+        let waiting = Atomic<Int>(0)
+    }
+
+    private let inFlight = Mutex<[String: Read]>([:])
+    /// How long a second reader waits for the first before reading itself.
+    static let waitLimit: DispatchTimeInterval = .seconds(10)
+    private let readAndLoad: @Sendable (String) throws -> (contents: JournalContents, info: stat)
+
+    init(readAndLoad: @escaping @Sendable (String) throws -> (contents: JournalContents, info: stat) = SharedJournalReads.readAndLoad) {
+        self.readAndLoad = readAndLoad
+    }
+
+    /// How many readers wait for the read of `path` now (tests).
+    func waiting(_ path: String) -> Int {
+        inFlight.withLock { $0[path]?.waiting.load(ordering: .relaxed) ?? 0 }
+    }
+
+    func load(_ path: String) throws -> (contents: JournalContents, info: stat) {
+        let (read, first) = inFlight.withLock { reads -> (Read, Bool) in
+            if let running = reads[path] { return (running, false) }
+            let read = Read()
+            read.done.enter()
+            reads[path] = read
+            return (read, true)
+        }
+        guard first else {
+            read.waiting.add(1, ordering: .relaxed)
+            if read.done.wait(timeout: .now() + Self.waitLimit) == .success, let shared = read.result.withLock({ $0 }) {
+                var now = stat()
+                if stat(path, &now) == 0, JournalStore.sameFile(now, shared.info) { return shared }
+            }
+            return try readAndLoad(path)
+        }
+        defer {
+            inFlight.withLock { $0[path] = nil }
+            read.done.leave()
+        }
+        let loaded = try readAndLoad(path)
+        read.result.withLock { $0 = loaded }
+        return loaded
+    }
+
+    @Sendable static func readAndLoad(_ path: String) throws -> (contents: JournalContents, info: stat) {
+        let (bytes, info) = try JournalStore.readAllWithStat(path)
+        return (try JournalCodec.load(bytes), info)
+    }
+}

@@ -1,0 +1,432 @@
+import AgentRPCProtocol
+import Foundation
+
+/// One journal line after the header, as read back.
+enum JournalRecord: Sendable {
+    /// A change to replay onto the state before it.
+    case change(TranscriptChange, at: Date)
+    /// The whole state: what came before it no longer matters.
+    case snapshot(Transcript)
+}
+
+/// Why a journal line does not load. The line is not JSON (`syntax`, with the
+/// byte in the line where it stops being JSON), or is JSON but not a record
+/// this version reads (`record`: a missing member, a member of the wrong
+/// type, an unknown record type, a counter out of range).
+struct JournalRecordError: Error, Sendable, Equatable, CustomStringConvertible {
+    enum Kind: Sendable, Equatable {
+        case syntax
+        case record
+    }
+
+    var kind: Kind
+    var message: String
+    /// For `syntax`: the byte offset in the line.
+    var offset: Int?
+
+    var description: String { offset.map { "\(message) at byte \($0)" } ?? message }
+}
+
+/// Reads the records a journal is mostly made of (`turnStarted`,
+/// `entryAppended`, `turnEnded`, `snapshot`) from the line's bytes straight
+/// into their types, with no `JSONValue` in between except for free-form
+/// members (tool arguments and output, properties).
+///
+/// It takes a line only when it is sure: any other record type, a member name
+/// it does not know or that is escaped, a value of another type than the one
+/// written, or text that is not JSON makes it decline (throw), and the line
+/// goes through `JournalCodec`'s general path, which reads every line and
+/// decides alone what loads and what error a line that does not load gives.
+/// So this reader must never take a line the general path refuses, nor read
+/// one differently; the tests compare the two on every line they load.
+struct JournalRecordReader {
+    private var p: JSONTextParser
+
+    init(_ line: UnsafeBufferPointer<UInt8>) {
+        p = JSONTextParser(line, loneSurrogates: .reject)
+    }
+
+    /// A member name as bytes of the line (plain ASCII, no escapes).
+    private struct Name {
+        var start: Int
+        var count: Int
+    }
+
+    private func decline() -> JSONParseError { p.fail("not read directly") }
+
+    private var atEnd: Bool { p.index >= p.bytes.count }
+    private var current: UInt8 { p.bytes[p.index] }
+
+    // MARK: Records
+
+    mutating func record() throws(JSONParseError) -> JournalRecord {
+        p.skipWhitespace()
+        var type: String?
+        var at: Int?
+        var entry: TranscriptEntry?
+        var nextEntry: Int?
+        var turnID: String?
+        var number: Int?
+        var status: String?
+        var stopReason: JSONValue?
+        var usage: Usage?
+        var undo: JSONValue?
+        // A snapshot's members.
+        var entries: [TranscriptEntry]?
+        var revision: Int?
+        var properties: [String: JSONValue]?
+        var nextTurn: Int?
+        var activeProfile: JSONValue?
+        var committedUndo: JSONValue?
+        var openTurn: JSONValue?
+        var updatedAt: Int?
+
+        try openObject()
+        var first = true
+        while let name = try nextName(&first) {
+            if named(name, "type") {
+                type = try string()
+            } else if named(name, "at") {
+                at = try int()
+            } else if named(name, "entry") {
+                entry = try self.entry()
+            } else if named(name, "nextEntry") {
+                nextEntry = try int()
+            } else if named(name, "turnId") {
+                turnID = try string()
+            } else if named(name, "number") {
+                number = try int()
+            } else if named(name, "status") {
+                status = try string()
+            } else if named(name, "stopReason") {
+                stopReason = try p.parseValue()
+            } else if named(name, "usage") {
+                usage = try self.usage()
+            } else if named(name, "undo") {
+                undo = try p.parseValue()
+            } else if named(name, "entries") {
+                entries = try entryArray()
+            } else if named(name, "revision") {
+                revision = try int()
+            } else if named(name, "properties") {
+                guard case .object(let o) = try p.parseValue() else { throw decline() }
+                properties = o
+            } else if named(name, "nextTurn") {
+                nextTurn = try int()
+            } else if named(name, "activeProfile") {
+                activeProfile = try p.parseValue()
+            } else if named(name, "committedUndo") {
+                committedUndo = try p.parseValue()
+            } else if named(name, "openTurn") {
+                openTurn = try p.parseValue()
+            } else if named(name, "updatedAt") {
+                updatedAt = try int()
+            } else {
+                // Another record type's member, or one this version does not write.
+                throw decline()
+            }
+        }
+        p.skipWhitespace()
+        guard atEnd, let type else { throw decline() }
+
+        if type == "snapshot" {
+            guard let entries, let revision, let nextEntry, let properties, let nextTurn, let usage, let updatedAt else { throw decline() }
+            do {
+                let snapshot = TranscriptSnapshot(
+                    entries: entries, revision: revision, nextEntryNumber: nextEntry, properties: properties,
+                    activeProfile: activeProfile?.stringValue, nextTurnNumber: nextTurn, usage: usage,
+                    committedUndo: try (committedUndo?.arrayValue ?? []).map(JournalCodec.decodeUndo),
+                    updatedAt: JournalCodec.date(millis: updatedAt))
+                var transcript = Transcript(snapshot: snapshot)
+                if let openTurn { transcript.restoreOpenTurn(try JournalCodec.decodeOpenTurn(openTurn)) }
+                return .snapshot(transcript)
+            } catch {
+                throw decline()
+            }
+        }
+        guard let at else { throw decline() }
+        let date = JournalCodec.date(millis: at)
+        switch type {
+        case "entryAppended":
+            guard let entry, let nextEntry else { throw decline() }
+            return .change(.entryAppended(entry, nextEntryNumber: nextEntry), at: date)
+        case "turnStarted":
+            guard let turnID, let number else { throw decline() }
+            return .change(.turnStarted(turnId: turnID, number: number), at: date)
+        case "turnEnded":
+            guard let turnID, let status = status.flatMap(TurnEnd.Status.init(rawValue:)), let usage else { throw decline() }
+            let end = TurnEnd(
+                turnId: turnID, status: status, stopReason: stopReason?.stringValue.flatMap(StopReason.init(rawValue:)), usage: usage,
+                undo: undo?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
+            return .change(.turnEnded(end), at: date)
+        default:
+            throw decline()
+        }
+    }
+
+    // MARK: Entries
+
+    private mutating func entryArray() throws(JSONParseError) -> [TranscriptEntry] {
+        var entries: [TranscriptEntry] = []
+        try openArray()
+        var first = true
+        while try nextItem(&first) {
+            entries.append(try entry())
+        }
+        return entries
+    }
+
+    /// What `TranscriptEntry(json:)` reads, with the same rules.
+    private mutating func entry() throws(JSONParseError) -> TranscriptEntry {
+        var id: String?
+        var turnID: String?
+        var type: TranscriptEntryType?
+        var text: String?
+        var images: JSONValue?
+        var profile: String?
+        var incomplete = false
+        var stopReason: String?
+        var signature: String?
+        var calls: [ToolCallRecord]?
+        var callID: String?
+        var toolName: String?
+        var outcome: String?
+        var content: JSONValue?
+        var approved: JSONValue?
+
+        try openObject()
+        var first = true
+        while let name = try nextName(&first) {
+            if named(name, "id") {
+                id = try string()
+            } else if named(name, "turnId") {
+                turnID = try optionalString()
+            } else if named(name, "type") {
+                guard let known = TranscriptEntryType(rawValue: try string()) else { throw decline() }
+                type = known
+            } else if named(name, "text") {
+                text = try optionalString()
+            } else if named(name, "profile") {
+                profile = try optionalString()
+            } else if named(name, "incomplete") {
+                switch try p.parseValue() {
+                case .null: incomplete = false
+                case .bool(let b): incomplete = b
+                default: throw decline()
+                }
+            } else if named(name, "stopReason") {
+                stopReason = try optionalString()
+            } else if named(name, "signature") {
+                signature = try optionalString()
+            } else if named(name, "calls") {
+                calls = try toolCalls()
+            } else if named(name, "callId") {
+                callID = try optionalString()
+            } else if named(name, "name") {
+                toolName = try optionalString()
+            } else if named(name, "outcome") {
+                outcome = try optionalString()
+            } else if named(name, "content") {
+                content = try p.parseValue()
+            } else if named(name, "approvedArguments") {
+                approved = try p.parseValue()
+            } else if named(name, "images") {
+                images = try p.parseValue()
+            } else {
+                // Ignored, as `TranscriptEntry(json:)` ignores it.
+                _ = try p.parseValue()
+            }
+        }
+        guard let id, let type else { throw decline() }
+        let entryContent: TranscriptContent
+        switch type {
+        case .prompt:
+            guard let text else { throw decline() }
+            var attachments: [ImageAttachment]?
+            if let images, images != .null {
+                guard let decoded = try? images.decode(as: [ImageAttachment].self) else { throw decline() }
+                attachments = decoded
+            }
+            entryContent = .prompt(text: text, images: attachments)
+        case .response:
+            guard let text else { throw decline() }
+            var reason: StopReason?
+            if let stopReason {
+                guard let known = StopReason(rawValue: stopReason) else { throw decline() }
+                reason = known
+            }
+            entryContent = .response(text: text, profile: profile, incomplete: incomplete, stopReason: reason)
+        case .reasoning:
+            guard let text else { throw decline() }
+            entryContent = .reasoning(text: text, profile: profile, signature: signature)
+        case .toolCalls:
+            guard let calls else { throw decline() }
+            entryContent = .toolCalls(calls: calls, profile: profile, text: text)
+        case .toolOutput:
+            guard let callID, let toolName, let outcome = outcome.flatMap(ToolOutcome.init(rawValue:)), let content else { throw decline() }
+            entryContent = .toolOutput(
+                callId: callID, name: toolName, outcome: outcome, content: content, profile: profile,
+                approvedArguments: approved == .null ? nil : approved)
+        }
+        return TranscriptEntry(id: id, turnId: turnID, entryContent)
+    }
+
+    private mutating func toolCalls() throws(JSONParseError) -> [ToolCallRecord] {
+        var calls: [ToolCallRecord] = []
+        try openArray()
+        var first = true
+        while try nextItem(&first) {
+            var callID: String?
+            var toolName: String?
+            var arguments: JSONValue?
+            try openObject()
+            var firstMember = true
+            while let name = try nextName(&firstMember) {
+                if named(name, "callId") {
+                    callID = try string()
+                } else if named(name, "name") {
+                    toolName = try string()
+                } else if named(name, "arguments") {
+                    arguments = try p.parseValue()
+                } else {
+                    _ = try p.parseValue()
+                }
+            }
+            guard let callID, let toolName, let arguments else { throw decline() }
+            calls.append(ToolCallRecord(callId: callID, name: toolName, arguments: arguments))
+        }
+        return calls
+    }
+
+    /// What `Usage(json:)` reads: absent or `null` counts stay nil.
+    private mutating func usage() throws(JSONParseError) -> Usage {
+        var usage = Usage()
+        try openObject()
+        var first = true
+        while let name = try nextName(&first) {
+            if named(name, "inputTokens") {
+                usage.inputTokens = try count()
+            } else if named(name, "outputTokens") {
+                usage.outputTokens = try count()
+            } else if named(name, "cachedInputTokens") {
+                usage.cachedInputTokens = try count()
+            } else if named(name, "reasoningTokens") {
+                usage.reasoningTokens = try count()
+            } else {
+                _ = try p.parseValue()
+            }
+        }
+        return usage
+    }
+
+    /// A token count: an integer, or nil for `null`.
+    private mutating func count() throws(JSONParseError) -> Int? {
+        let value = try p.parseValue()
+        if value == .null { return nil }
+        guard let i = value.intValue else { throw decline() }
+        return i
+    }
+
+    // MARK: Values
+
+    private mutating func string() throws(JSONParseError) -> String {
+        guard !atEnd, current == UInt8(ascii: "\"") else { throw decline() }
+        return try p.parseString()
+    }
+
+    /// A string, or nil for `null`.
+    private mutating func optionalString() throws(JSONParseError) -> String? {
+        guard !atEnd else { throw decline() }
+        if current == UInt8(ascii: "\"") { return try p.parseString() }
+        guard try p.parseValue() == .null else { throw decline() }
+        return nil
+    }
+
+    /// A number with an integer value (`JSONValue.intValue`'s rule).
+    private mutating func int() throws(JSONParseError) -> Int {
+        guard !atEnd, current == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(current) else { throw decline() }
+        guard let i = try p.parseValue().intValue else { throw decline() }
+        return i
+    }
+
+    // MARK: Structure
+
+    private mutating func openObject() throws(JSONParseError) {
+        guard !atEnd, current == UInt8(ascii: "{") else { throw decline() }
+        try p.enter()
+        p.index += 1
+    }
+
+    private mutating func openArray() throws(JSONParseError) {
+        guard !atEnd, current == UInt8(ascii: "[") else { throw decline() }
+        try p.enter()
+        p.index += 1
+    }
+
+    /// The next member's name, the parser then at its value; nil (and the
+    /// object closed) at its end.
+    private mutating func nextName(_ first: inout Bool) throws(JSONParseError) -> Name? {
+        p.skipWhitespace()
+        guard !atEnd else { throw decline() }
+        if current == UInt8(ascii: "}") {
+            p.index += 1
+            p.leave()
+            return nil
+        }
+        if first {
+            first = false
+        } else {
+            guard current == UInt8(ascii: ",") else { throw decline() }
+            p.index += 1
+            p.skipWhitespace()
+            guard !atEnd else { throw decline() }
+        }
+        guard current == UInt8(ascii: "\"") else { throw decline() }
+        p.index += 1
+        let start = p.index
+        while !atEnd {
+            let b = current
+            if b == UInt8(ascii: "\"") { break }
+            // Escaped or not ASCII: the general path compares such names.
+            guard b >= 0x20, b < 0x80, b != UInt8(ascii: "\\") else { throw decline() }
+            p.index += 1
+        }
+        guard !atEnd else { throw decline() }
+        let name = Name(start: start, count: p.index - start)
+        p.index += 1
+        p.skipWhitespace()
+        guard !atEnd, current == UInt8(ascii: ":") else { throw decline() }
+        p.index += 1
+        p.skipWhitespace()
+        return name
+    }
+
+    /// Whether there is a next array item (the parser then at it); false (and
+    /// the array closed) at its end.
+    private mutating func nextItem(_ first: inout Bool) throws(JSONParseError) -> Bool {
+        p.skipWhitespace()
+        guard !atEnd else { throw decline() }
+        if current == UInt8(ascii: "]") {
+            p.index += 1
+            p.leave()
+            return false
+        }
+        if first {
+            first = false
+        } else {
+            guard current == UInt8(ascii: ",") else { throw decline() }
+            p.index += 1
+            p.skipWhitespace()
+        }
+        return true
+    }
+
+    private func named(_ name: Name, _ expected: StaticString) -> Bool {
+        guard name.count == expected.utf8CodeUnitCount else { return false }
+        let e = expected.utf8Start
+        for i in 0..<name.count where p.bytes[name.start + i] != e[i] {
+            return false
+        }
+        return true
+    }
+}

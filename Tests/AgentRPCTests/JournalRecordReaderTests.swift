@@ -1,0 +1,335 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AgentRPC
+
+/// The journal's record decoder: lines read straight from bytes
+/// (`JournalRecordReader`) must read exactly as the general path reads them,
+/// and hostile lines give a `JournalRecordError`, never a trap.
+@Suite struct JournalRecordReaderTests {
+    private static let at = Date(timeIntervalSince1970: 1_700_000_000.123)
+
+    /// Lines as the store writes them, one of each kind of record and entry.
+    private static func writtenLines() throws -> [String] {
+        let turn = "t-1"
+        let entries: [TranscriptEntry] = [
+            TranscriptEntry(id: "e1", turnId: turn, .prompt(text: "Hello \"quoted\"\n\tand é ✓ 😀", images: [.url("https://example.com/a.png")])),
+            TranscriptEntry(id: "e2", turnId: turn, .reasoning(text: "thinking", profile: "default", signature: "sig")),
+            TranscriptEntry(id: "e3", turnId: turn, .toolCalls(
+                calls: [ToolCallRecord(callId: "c1", name: "read", arguments: ["path": "/a", "n": 3, "deep": [["x": [1.5, nil, true]]]])],
+                profile: "default", text: "calling")),
+            TranscriptEntry(id: "e4", turnId: turn, .toolOutput(
+                callId: "c1", name: "read", outcome: .ok, content: ["lines": ["a", "b"]], profile: nil, approvedArguments: ["path": "/b"])),
+            TranscriptEntry(id: "e5", turnId: turn, .toolOutput(callId: "c2", name: "x", outcome: .denied, content: nil, profile: "p", approvedArguments: nil)),
+            TranscriptEntry(id: "e6", turnId: turn, .response(text: "cut", profile: "default", incomplete: true, stopReason: .maxTokens)),
+            TranscriptEntry(id: "e7", turnId: nil, .response(text: "", profile: nil, incomplete: false)),
+        ]
+        let undo = UndoRecord(turnId: turn, callId: "c1", name: "write", undo: ["restore": "old"])
+        var changes: [TranscriptChange] = [.turnStarted(turnId: turn, number: 1)]
+        for (i, e) in entries.enumerated() { changes.append(.entryAppended(e, nextEntryNumber: i + 2)) }
+        changes += [
+            .undoRecorded(turnId: turn, undo),
+            .turnEnded(TurnEnd(turnId: turn, status: .completed, stopReason: .finalAnswer, usage: Usage(inputTokens: 5, outputTokens: 7, cachedInputTokens: 1, reasoningTokens: 2), undo: .committed)),
+            .turnEnded(TurnEnd(turnId: "t-2", status: .interrupted, stopReason: nil, usage: Usage(), undo: .none)),
+            .entriesMutated(operations: [.remove(ids: ["e7"])], revision: 9),
+            .propertiesChanged(set: ["k": "v", "n": 1], removed: ["old"]),
+            .profileActivated("fast"),
+            .undoRecordsKept([undo]),
+            .undoRecordsTaken([undo]),
+        ]
+        var lines = try changes.map { String(decoding: try JournalCodec.line(for: $0, at: at).dropLast(), as: UTF8.self) }
+
+        // Snapshots: with an open turn and committed undo records, and without.
+        var state = Transcript(properties: ["p": "q"])
+        try state.keepUndoRecords([undo])
+        let id = try state.beginTurn { "t-\($0)" }
+        for e in entries { try state.append(e.content, turn: id) }
+        lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
+        try state.endTurn(TurnEnd(turnId: id, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 1), undo: .none))
+        lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
+        return lines
+    }
+
+    /// Lines no writer of ours produces, that the general path still reads (or refuses).
+    private static let unusualLines: [String] = [
+        #"  { "type" : "turnStarted" , "at" : 1 , "turnId" : "t-1" , "number" : 1 }  "#,
+        #"{"type":"turnStarted","at":1.0,"turnId":"t-1","number":1e0}"#,
+        #"{"type":"turnStarted","at":1,"turnId":"t-1","number":1,"future":{"a":[1,2]}}"#,
+        #"{"type":"turnStarted","at":1,"turnId":"t-1","number":1,"number":2}"#,
+        #"{"type":"turnStarted","at":1,"turnId":"t-1","number":"1"}"#,
+        #"{"t\u0079pe":"turnStarted","at":1,"turnId":"t-1","number":1}"#,
+        #"{"type":"turnStarted","at":1,"turnId":"t-\u00e9","number":1}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":null}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":"a","turnId":null,"x":5}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":"a","stopReason":5}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"response","text":"a","stopReason":"nope"}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"response","text":"a","incomplete":null,"profile":null}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"response","text":"a","incomplete":1}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolCalls","calls":[{"callId":"c","name":"n","arguments":null,"z":1}]}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolCalls","calls":[{"callId":"c","name":"n"}]}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolOutput","callId":"c","name":"n","outcome":"ok","content":null}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolOutput","callId":"c","name":"n","outcome":"ok"}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolOutput","callId":"c","name":"n","outcome":"maybe","content":1}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":"a","images":[{"nope":1}]}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"other","text":"a"}}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":[]}"#,
+        #"{"type":"entryAppended","at":1,"nextEntry":2}"#,
+        #"{"type":"turnEnded","at":1,"turnId":"t","status":"completed","usage":{"inputTokens":null,"other":"x"},"stopReason":7,"undo":"weird"}"#,
+        #"{"type":"turnEnded","at":1,"turnId":"t","status":"completed","usage":{"inputTokens":1.5}}"#,
+        #"{"type":"turnEnded","at":1,"turnId":"t","status":"done","usage":{}}"#,
+        #"{"type":"turnEnded","at":1,"turnId":"t","status":"completed","usage":[]}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"committedUndo":"x","activeProfile":3}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":[],"nextTurn":1,"usage":{},"updatedAt":5}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"openTurn":{"turnId":"t"}}"#,
+        #"{"type":"nothing","at":1}"#,
+        #"{"at":1}"#,
+        #"{"type":5,"at":1}"#,
+        "{}", "[]", "5", #""turnStarted""#, "null",
+    ]
+
+    private static func same(_ a: JournalRecord, _ b: JournalRecord) -> Bool {
+        switch (a, b) {
+        case (.change(let c1, let d1), .change(let c2, let d2)): return c1 == c2 && d1 == d2
+        case (.snapshot(let t1), .snapshot(let t2)): return t1.snapshot == t2.snapshot && t1.openTurn == t2.openTurn
+        default: return false
+        }
+    }
+
+    private static func result(_ body: () throws(JournalRecordError) -> JournalRecord) -> Result<JournalRecord, JournalRecordError> {
+        do { return .success(try body()) } catch { return .failure(error) }
+    }
+
+    /// The decoder's answer equals the general path's: the same record, or the same error.
+    private static func expectSameAsGeneral(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+        let decoded = result { () throws(JournalRecordError) in try JournalCodec.decodeRecord(bytes) }
+        // The counter bound applies to both paths alike, after them.
+        let general = bytes.withUnsafeBufferPointer { buffer in
+            result { () throws(JournalRecordError) in
+                let record = try JournalCodec.decodeRecordInGeneral(buffer)
+                try JournalCodec.checkCounters(record)
+                return record
+            }
+        }
+        let text = String(decoding: bytes.prefix(200), as: UTF8.self)
+        switch (decoded, general) {
+        case (.success(let a), .success(let b)):
+            #expect(same(a, b), "read differently: \(text)", sourceLocation: sourceLocation)
+        case (.failure(let a), .failure(let b)):
+            #expect(a == b, "\(a) vs \(b): \(text)", sourceLocation: sourceLocation)
+        default:
+            Issue.record("one path loads and the other does not: \(decoded) / \(general): \(text)", sourceLocation: sourceLocation)
+        }
+    }
+
+    private static func readDirectly(_ line: String) -> JournalRecord? {
+        Array(line.utf8).withUnsafeBufferPointer { buffer in
+            var reader = JournalRecordReader(buffer)
+            return try? reader.record()
+        }
+    }
+
+    @Test func theCommonRecordsAreReadDirectlyAndEveryLineAsInGeneral() throws {
+        let written = try Self.writtenLines()
+        var direct = 0
+        for line in written {
+            Self.expectSameAsGeneral(Array(line.utf8))
+            guard let type = try JSONValue.parse(line)["type"]?.stringValue else { continue }
+            if ["turnStarted", "entryAppended", "turnEnded", "snapshot"].contains(type) {
+                #expect(Self.readDirectly(line) != nil, "not read directly: \(line.prefix(120))")
+                direct += 1
+            }
+        }
+        #expect(direct == 12)
+        for line in Self.unusualLines { Self.expectSameAsGeneral(Array(line.utf8)) }
+    }
+
+    /// Lines mutated at random (a seeded generator, so a failure repeats) are
+    /// read or refused exactly as the general path reads or refuses them.
+    @Test func mutatedLinesReadAsInGeneral() throws {
+        var rng = SplitMix64(state: 0x5EED_2026)
+        let lines = try Self.writtenLines() + Self.unusualLines
+        let alphabet = Array(#"{}[]":,\ -+.0123456789eEtrufalsn"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF0, 0xFF]
+        for _ in 0..<6000 {
+            var bytes = Array(lines[Int(rng.next() % UInt64(lines.count))].utf8)
+            for _ in 0..<(1 + Int(rng.next() % 3)) where !bytes.isEmpty {
+                let i = Int(rng.next() % UInt64(bytes.count))
+                switch rng.next() % 4 {
+                case 0: bytes[i] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: i)
+                case 2: bytes.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: i)
+                default: bytes.removeSubrange(i...)
+                }
+            }
+            Self.expectSameAsGeneral(bytes)
+        }
+    }
+
+    private static func error(_ line: String) -> JournalRecordError? {
+        error(Array(line.utf8))
+    }
+
+    private static func error(_ bytes: [UInt8]) -> JournalRecordError? {
+        do {
+            _ = try JournalCodec.decodeRecord(bytes)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func deepNestingIsASyntaxErrorNotACrash() {
+        for depth in [513, 100_000] {
+            for (open, close) in [("[", "]"), (#"{"a":"#, "}")] {
+                let nested = String(repeating: open, count: depth) + "1" + String(repeating: close, count: depth)
+                for line in [
+                    #"{"type":"turnStarted","at":1,"turnId":"t","number":1,"x":"# + nested + "}",
+                    #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"toolOutput","callId":"c","name":"n","outcome":"ok","content":"# + nested + "}}",
+                ] {
+                    let e = Self.error(line)
+                    #expect(e?.kind == .syntax && e?.message == "nesting too deep", "\(depth) \(open): \(String(describing: e))")
+                }
+            }
+        }
+        // 512 levels in all (the record is the first) still load.
+        let nested = String(repeating: "[", count: 511) + String(repeating: "]", count: 511)
+        #expect(Self.error(#"{"type":"turnStarted","at":1,"turnId":"t","number":1,"x":"# + nested + "}") == nil)
+    }
+
+    @Test func hugeNumbersAreRefusedOrReadAsInGeneral() {
+        for (member, value) in [
+            ("at", "1e400"), ("at", "-1e400"), ("at", "99999999999999999999999999"), ("at", "1.5"), ("at", String(repeating: "9", count: 5000)),
+            ("number", "9223372036854775807"), ("number", "9223372036854775808"), ("number", "9007199254740993"),
+        ] {
+            let line = #"{"type":"turnStarted","at":1,"turnId":"t","number":1,""# + member + #"":"# + value + "}"
+            let e = Self.error(line)
+            #expect(e?.kind == .record, "\(member)=\(value.prefix(30)): \(String(describing: e))")
+            Self.expectSameAsGeneral(Array(line.utf8))
+        }
+        // The largest counter accepted, and a negative time.
+        #expect(Self.error(#"{"type":"turnStarted","at":-5,"turnId":"t","number":9007199254740992}"#) == nil)
+        let snapshot = #"{"type":"snapshot","entries":[],"revision":9007199254740993,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5}"#
+        #expect(Self.error(snapshot)?.message == "'revision' is larger than 9007199254740992")
+    }
+
+    @Test func badUTF8IsASyntaxError() {
+        let prefix = Array(#"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":""#.utf8)
+        let suffix = Array(#""}}"#.utf8)
+        for bad: [UInt8] in [[0xFF], [0xC3, 0x28], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0x80]] {
+            let e = Self.error(prefix + bad + suffix)
+            #expect(e?.kind == .syntax && e?.message == "invalid UTF-8 in string", "\(bad): \(String(describing: e))")
+            Self.expectSameAsGeneral(prefix + bad + suffix)
+        }
+        // Outside a string, and in a member name.
+        #expect(Self.error([0x7B, 0xFF, 0x7D])?.kind == .syntax)
+        #expect(Self.error(Array(#"{""#.utf8) + [0xC3, 0x28] + Array(#"":1}"#.utf8))?.kind == .syntax)
+    }
+
+    @Test func truncatedEscapesAreASyntaxError() {
+        for text in [#"\"#, #"\u"#, #"\u12"#, #"\u12G4"#, #"\uD800"#, #"\uD800\u0041"#, #"\uDC00"#, #"\x"#, "\u{01}"] {
+            for line in [
+                #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":""# + text + #""}}"#,
+                #"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":""# + text,
+            ] {
+                #expect(Self.error(line)?.kind == .syntax, "\(line)")
+                Self.expectSameAsGeneral(Array(line.utf8))
+            }
+        }
+        // A line cut anywhere is refused, never read as a shorter record.
+        let whole = Array(#"{"type":"turnEnded","at":1,"turnId":"t-1","status":"completed","stopReason":"completed","undo":"none","usage":{"inputTokens":12}}"#.utf8)
+        for n in 0..<whole.count {
+            #expect(Self.error(Array(whole.prefix(n)))?.kind == .syntax, "cut at \(n)")
+        }
+    }
+
+    /// Through the whole load: a hostile line stops loading there with a
+    /// warning, and the session loads as it was before it.
+    @Test func aHostileLineStopsTheLoadWithAWarning() throws {
+        let header = JournalCodec.headerLine(JournalHeader(sessionID: "s-h", createdAt: Date(), config: [:]))
+        let good = try JournalCodec.line(for: .turnStarted(turnId: "t-1", number: 1), at: Self.at)
+        for hostile in [
+            #"{"type":"turnStarted","at":1,"turnId":"t-2","number":9223372036854775807}"#,
+            #"{"type":"entryAppended","at":1,"nextEntry":9223372036854775807,"entry":{"id":"e1","type":"prompt","text":"a"}}"#,
+            #"{"type":"turnStarted","at":1,"turnId":"t-2","x":"# + String(repeating: "[", count: 200_000),
+        ] {
+            let loaded = try JournalCodec.load(header + good + Array(hostile.utf8) + [0x0A] + good)
+            #expect(loaded.warnings.map(\.line) == [3], "\(hostile.prefix(60))")
+            #expect(loaded.transcript.openTurn?.id == "t-1" && loaded.transcript.nextTurnNumber == 2)
+        }
+    }
+}
+
+/// Two readers of one journal at once load it once.
+@Suite struct SharedJournalReadsTests {
+    /// Waits (bounded) until `condition` holds.
+    private func waitUntil(_ condition: () -> Bool) -> Bool {
+        let deadline = DispatchTime.now() + .seconds(30)
+        while !condition() {
+            if DispatchTime.now() > deadline { return false }
+            usleep(1000)
+        }
+        return true
+    }
+
+    private func line(_ id: Int) throws -> [UInt8] {
+        try JournalCodec.line(
+            for: .entryAppended(TranscriptEntry(id: "e\(id)", .prompt(text: "p\(id)", images: nil)), nextEntryNumber: id + 1), at: Date())
+    }
+
+    /// The first read is held until a second caller waits for it; `change`
+    /// runs on the file meanwhile. Returns both callers' entry counts and
+    /// how many times the file was read.
+    private func twoReaders(change: (String) throws -> Void) throws -> (first: Int?, second: Int?, reads: Int) {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-shared-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/s-x.jsonl"
+        let bytes = JournalCodec.headerLine(JournalHeader(sessionID: "s-x", createdAt: Date(), config: [:])) + (try line(1))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+
+        let calls = Atomic<Int>(0)
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let reads = SharedJournalReads { p in
+            let loaded = try SharedJournalReads.readAndLoad(p)
+            if calls.add(1, ordering: .relaxed).newValue == 1 {
+                started.signal()
+                _ = release.wait(timeout: .now() + 30)
+            }
+            return loaded
+        }
+        let counts = Mutex<[Int: Int]>([:])
+        let group = DispatchGroup()
+        for which in [1, 2] {
+            if which == 2 {
+                #expect(started.wait(timeout: .now() + 30) == .success)
+                try change(path)
+            }
+            DispatchQueue.global().async(group: group) {
+                if let loaded = try? reads.load(path) { counts.withLock { $0[which] = loaded.contents.transcript.count } }
+            }
+        }
+        #expect(waitUntil { reads.waiting(path) == 1 })
+        release.signal()
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        let result = counts.withLock { $0 }
+        return (result[1], result[2], calls.load(ordering: .relaxed))
+    }
+
+    @Test func aSecondReaderTakesTheFirstReadersResult() throws {
+        let r = try twoReaders { _ in }
+        #expect(r.first == 1 && r.second == 1 && r.reads == 1)
+    }
+
+    @Test func aJournalChangedMeanwhileIsReadAgain() throws {
+        let extra = try line(2)
+        let r = try twoReaders { path in
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(extra))
+            try handle.close()
+        }
+        #expect(r.first == 1 && r.second == 2 && r.reads == 2)
+    }
+}
