@@ -116,12 +116,12 @@ public struct EmbeddedCall: Sendable {
 /// The local model of `agentrpc chat --local`, for another front end that
 /// wants the same default: started only when it is already installed, never
 /// installed on the way (that takes minutes, and an editor waits for an answer).
-public final class LocalModelServer: Sendable {
+package final class LocalModelServer: Sendable {
     private let model: Mutex<ChatLocalModel?>
     /// The inline model configuration to give `session/create`.
-    public let modelConfig: JSONValue
+    package let modelConfig: JSONValue
     /// A line describing it.
-    public let description: String
+    package let description: String
 
     private init(model: sending ChatLocalModel?, config: JSONValue, description: String) {
         self.model = Mutex(model)
@@ -131,7 +131,7 @@ public final class LocalModelServer: Sendable {
 
     /// Starts the installed local model (nil when there is no checkout script or
     /// it is not installed); its progress lines go to `logger`.
-    public static func startIfInstalled(executable: String, environment: [String: String], logger: Logger) throws -> LocalModelServer? {
+    package static func startIfInstalled(executable: String, environment: [String: String], logger: Logger) throws -> LocalModelServer? {
         guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment),
               ChatLocalModel.isInstalled(script: script, environment: environment) else { return nil }
         let model: ChatLocalModel
@@ -153,7 +153,7 @@ public final class LocalModelServer: Sendable {
 
     /// Stops the model server: SIGTERM, then SIGKILL after `graceSeconds`
     /// (an editor gives its agent little time once it closed the pipe).
-    public func stop(graceSeconds: Double = 0.5) {
+    package func stop(graceSeconds: Double = 0.5) {
         model.withLock { m in
             m?.stop(graceSeconds: graceSeconds)
             m = nil
