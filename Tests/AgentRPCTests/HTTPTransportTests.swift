@@ -57,6 +57,14 @@ final class CountingServer {
                         state["stalls_ended"] += 1
                         lock.notify_all()
                 return
+            if p == "/close":
+                # An answer that closes its connection: the client must close its end.
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Length", "3")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                return self.wfile.write(b"bye")
             if p == "/redirect":
                 self.send_response(302)
                 self.send_header("Location", "/")
@@ -169,6 +177,17 @@ func nextEvent(_ iterator: inout AsyncStream<RecordingSink.Event>.Iterator) asyn
     await iterator.next()
 }
 
+/// The peer's TCP port of a connected IPv4 socket, if it is one.
+func peerPort(of fd: Int32) -> Int? {
+    var address = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let status = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+    }
+    guard status == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
 func threadNames() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
     return tasks.map { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "?" }
@@ -240,6 +259,28 @@ func httpThreadCount() -> Int {
         _ = CurlHTTPTransport.shared.start(try server.request("/count"), sink: sink)
         // Five requests and the count itself on one connection.
         #expect(await sink.collected().body == "1")
+    }
+
+    /// Quick acknowledgement reaches every socket libcurl opened (a kept-alive
+    /// connection included), and the close-socket callback that keeps that set
+    /// really closes them: twenty closed connections leave no descriptor behind.
+    @Test func socketsLibcurlOpensAreKnownAndClosedByTheirCallback() async throws {
+        let server = try CountingServer()
+        let keptAlive = RecordingSink()
+        _ = CurlHTTPTransport.shared.start(try server.request("/"), sink: keptAlive)
+        #expect(await keptAlive.collected().body == "hello")
+        let toServer = CurlHTTPTransport.openSockets.filter { peerPort(of: $0) == server.port }
+        #expect(toServer.count == 1)
+
+        func descriptors() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).count }
+        let before = descriptors()
+        for _ in 0..<20 {
+            let sink = RecordingSink()
+            _ = CurlHTTPTransport.shared.start(try server.request("/close"), sink: sink)
+            #expect(await sink.collected().body == "bye")
+        }
+        #expect(descriptors() < before + 5, "closed connections left descriptors open")
+        #expect(CurlHTTPTransport.openSockets.allSatisfy { fcntl($0, F_GETFD) != -1 })
     }
 
     @Test func manyConcurrentStreamsRunOnTheOneThread() async throws {

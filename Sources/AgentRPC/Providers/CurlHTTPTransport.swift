@@ -32,6 +32,9 @@ final class CurlHTTPTransport: HTTPTransport {
     private let driver: Mutex<Result<CurlDriver, CurlLibrary.LoadError>?>
     private let load: @Sendable () -> Result<CurlLibrary, CurlLibrary.LoadError>
 
+    /// The sockets libcurl has open now (what quick acknowledgement reaches).
+    static var openSockets: Set<Int32> { curlSockets.withLock { $0.open } }
+
     init(load: @escaping @Sendable () -> Result<CurlLibrary, CurlLibrary.LoadError>) {
         self.load = load
         self.driver = Mutex(nil)
@@ -138,6 +141,7 @@ final class CurlDriver: @unchecked Sendable {
             for command in inbox.withLock({ inbox in defer { inbox = [] }; return inbox }) { handle(command) }
             dropCancelled()
             _ = library.multiPerform(multi, &running)
+            if curlSockets.withLock({ $0.received }) { acknowledgeAll() }
             collectFinished()
             let wait = expireDeadlines()
             _ = library.multiPoll(multi, nil, 0, wait, &ready)
@@ -169,6 +173,22 @@ final class CurlDriver: @unchecked Sendable {
             }
         case .wake:
             break
+        }
+    }
+
+    /// Acknowledges what arrived at once: a server that writes its headers and
+    /// body (or two events) separately, without TCP_NODELAY, would otherwise
+    /// wait out our delayed ACK (~40 ms) on a kept-alive connection. Linux
+    /// clears quick-ACK mode, so it is set again after every read. libcurl does
+    /// not say which socket a transfer reads, so every open one gets it.
+    private func acknowledgeAll() {
+        let sockets = curlSockets.withLock { state in
+            state.received = false
+            return state.open
+        }
+        var one: Int32 = 1
+        for fd in sockets {
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
         }
     }
 
@@ -333,6 +353,8 @@ final class CurlTransfer {
         o.set(.writeData, pointer: me)
         o.set(.headerFunction, pointer: unsafeBitCast(curlHeader, to: UnsafeRawPointer.self))
         o.set(.headerData, pointer: me)
+        o.set(.sockoptFunction, pointer: unsafeBitCast(curlSocketOpened, to: UnsafeRawPointer.self))
+        o.set(.closeSocketFunction, pointer: unsafeBitCast(curlSocketClosed, to: UnsafeRawPointer.self))
         return o.failure
     }
 
@@ -354,9 +376,8 @@ final class CurlTransfer {
     fileprivate func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
         lastActivity = .now
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.isEmpty {
-            acknowledge()
-        } else if line.hasPrefix("HTTP/") {
+        curlSockets.withLock { $0.received = true }
+        if line.hasPrefix("HTTP/") {
             // A new response head (after an interim 1xx): start over.
             headers = [:]
         } else if !headSent, let colon = line.firstIndex(of: ":") {
@@ -370,24 +391,10 @@ final class CurlTransfer {
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if control.isCancelled { return false }
         lastActivity = .now
-        acknowledge()
+        curlSockets.withLock { $0.received = true }
         sendHead()
         sink?.body(Data(bytes))
         return true
-    }
-
-    /// Acknowledges what arrived at once: a server that writes its headers and
-    /// body (or two events) separately would otherwise wait out our delayed
-    /// ACK (~40 ms) on a kept-alive connection. Linux clears quick-ACK mode,
-    /// so it is set after every read.
-    private func acknowledge() {
-        // A curl_socket_t (an int) is written into the low half.
-        var socket = 0
-        guard library.getinfoInteger(easy, CurlLibrary.infoActiveSocket, &socket) == 0 else { return }
-        let fd = Int32(truncatingIfNeeded: socket)
-        guard fd >= 0 else { return }
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
     }
 }
 
@@ -407,6 +414,21 @@ enum HTTPHeaderPolicy {
             }
         }
     }
+}
+
+/// The sockets libcurl has open for agentrpc, and whether any of them
+/// delivered bytes since they were last acknowledged. Touched by the driver
+/// thread (libcurl's callbacks run on it); the lock only makes that checkable.
+private let curlSockets = Mutex<(open: Set<Int32>, received: Bool)>(([], false))
+
+private let curlSocketOpened: CurlLibrary.SockoptCallback = { _, fd, _ in
+    curlSockets.withLock { _ = $0.open.insert(fd) }
+    return 0  // CURL_SOCKOPT_OK
+}
+
+private let curlSocketClosed: CurlLibrary.CloseSocketCallback = { _, fd in
+    curlSockets.withLock { _ = $0.open.remove(fd) }
+    return close(fd)
 }
 
 private func transfer(_ user: UnsafeMutableRawPointer?) -> CurlTransfer? {

@@ -37,6 +37,10 @@ struct CurlLibrary: @unchecked Sendable {
 
     /// `size_t (*)(char *, size_t, size_t, void *)`: CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION.
     typealias DataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    /// `int (*)(void *, curl_socket_t, curlsocktype)`: CURLOPT_SOCKOPTFUNCTION.
+    typealias SockoptCallback = @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32
+    /// `int (*)(void *, curl_socket_t)`: CURLOPT_CLOSESOCKETFUNCTION.
+    typealias CloseSocketCallback = @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32
 
     /// The library's file name; errors name it.
     static let fileName = "libcurl.so.4"
@@ -162,6 +166,8 @@ struct CurlOption: Sendable {
     static let noSignal = CurlOption(name: "CURLOPT_NOSIGNAL", number: 99)
     static let postFieldSizeLarge = CurlOption(name: "CURLOPT_POSTFIELDSIZE_LARGE", number: 30_000 + 120)
     static let connectTimeoutMS = CurlOption(name: "CURLOPT_CONNECTTIMEOUT_MS", number: 156)
+    static let sockoptFunction = CurlOption(name: "CURLOPT_SOCKOPTFUNCTION", number: 20_000 + 148)
+    static let closeSocketFunction = CurlOption(name: "CURLOPT_CLOSESOCKETFUNCTION", number: 20_000 + 208)
 }
 
 /// Sets options on one easy handle and keeps the first failure.
