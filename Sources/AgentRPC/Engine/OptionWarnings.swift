@@ -5,7 +5,7 @@ extension TurnRunner {
     /// (docs/protocol.md, "Model options"): each goes to the client once per turn as
     /// a `contextDiagnostics` entry (source `modelOptions`), kept in
     /// `lastContextDiagnostics` (`contextDiagnostics`) like the turn's other diagnostics.
-    func reportOptionWarnings(_ warnings: [OptionWarning], turn: inout TurnState, session: isolated AgentSession) {
+    func reportOptionWarnings(_ warnings: [OptionWarning], session: isolated AgentSession) {
         let fresh = warnings.filter { turn.reportedOptionWarnings.insert($0).inserted }
         guard !fresh.isEmpty else { return }
         let diagnostics = fresh.map(\.diagnostic)

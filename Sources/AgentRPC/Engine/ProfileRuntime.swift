@@ -29,22 +29,22 @@ extension TurnRunner {
     /// profile the same way, without a previous one. A hook that changes
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
-    func enterProfile(turn: inout TurnState, session: isolated AgentSession) async throws -> ResolvedProfile {
-        try await session.withMCPTools(enterResolvedProfile(turn: &turn, session: session))
+    func enterProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
+        try await session.withMCPTools(enterResolvedProfile(session: session))
     }
 
-    private func enterResolvedProfile(turn: inout TurnState, session: isolated AgentSession) async throws -> ResolvedProfile {
+    private func enterResolvedProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
         var profile = try session.resolveProfile()
         for _ in 0..<2 {
             let previous = session.activeProfile
             if let previous, previous.name == profile.name { break }
             if let previous {
-                try await runHooks(.onDeactivate, profile: previous, turn: &turn, payload: ["next": .string(profile.name)], session: session)
+                try await runHooks(.onDeactivate, profile: previous, payload: ["next": .string(profile.name)], session: session)
             }
             try session.transcript.activateProfile(profile.name)
             session.activeProfile = profile
             session.emit(.profileActivated(profile: profile.name, previous: previous?.name), turn: turn.id)
-            try await runHooks(.onActivate, profile: profile, turn: &turn, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]), session: session)
+            try await runHooks(.onActivate, profile: profile, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]), session: session)
             profile = try session.resolveProfile()
         }
         session.activeProfile = profile
@@ -60,13 +60,13 @@ extension TurnRunner {
 
     /// Runs a hook's actions (defaults' then the case's, as resolved). Any action
     /// failing, or a client veto, ends the turn with `hookError`.
-    func runHooks(_ hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String? = nil, payload: JSONValue, session: isolated AgentSession) async throws {
+    func runHooks(_ hook: HookName, profile: ResolvedProfile, toolName: String? = nil, payload: JSONValue, session: isolated AgentSession) async throws {
         guard let actions = profile.hooks[hook], !actions.isEmpty else { return }
         session.emit(.hookFired(hook: hook, profile: profile.name), turn: turn.id)
-        try await runActions(actions, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload, session: session)
+        try await runActions(actions, hook: hook, profile: profile, toolName: toolName, payload: payload, session: session)
     }
 
-    private func runActions(_ actions: [HookAction], hook: HookName, profile: ResolvedProfile, turn: inout TurnState, toolName: String?, payload: JSONValue, session: isolated AgentSession) async throws {
+    private func runActions(_ actions: [HookAction], hook: HookName, profile: ResolvedProfile, toolName: String?, payload: JSONValue, session: isolated AgentSession) async throws {
         for action in actions {
             if let when = action.when, !ProfileResolver.condition(when, properties: session.properties, toolName: toolName) { continue }
             switch action.action {
@@ -75,10 +75,10 @@ extension TurnRunner {
             case .remove(let names):
                 _ = try session.setProperties(set: [:], remove: names)
             case .then(let nested):
-                try await runActions(nested, hook: hook, profile: profile, turn: &turn, toolName: toolName, payload: payload, session: session)
+                try await runActions(nested, hook: hook, profile: profile, toolName: toolName, payload: payload, session: session)
             case .summarizeHistory(let spec):
                 do {
-                    try await summarizeHistory(spec, profile: profile, turn: &turn, session: session)
+                    try await summarizeHistory(spec, profile: profile, session: session)
                 } catch let error as RPCError where error.kind == .invalidConfiguration {
                     throw error
                 } catch {
@@ -90,12 +90,12 @@ extension TurnRunner {
                     throw RPCError(.hookError, "the summarizeHistory action failed: \(Self.safeDescription(of: error))", data: data)
                 }
             case .client:
-                try await callClientHook(hook, profile: profile, turn: turn, payload: payload, session: session)
+                try await callClientHook(hook, profile: profile, payload: payload, session: session)
             }
         }
     }
 
-    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, turn: TurnState, payload: JSONValue, session: isolated AgentSession) async throws {
+    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, payload: JSONValue, session: isolated AgentSession) async throws {
         func hookError(_ message: String, _ extra: [String: JSONValue] = [:]) -> RPCError {
             var data = extra
             data["hook"] = .string(hook.rawValue)
@@ -145,7 +145,7 @@ extension TurnRunner {
     /// Lossy and global (docs/protocol.md §11): old entries are summarized by a model into
     /// a property and removed from the real transcript. The current turn's
     /// entries are never removed, and a tool exchange is never split.
-    private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws {
+    private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, session: isolated AgentSession) async throws {
         let threshold = spec.threshold ?? 20
         let keepLast = max(0, spec.keepLast ?? 6)
         guard session.entries.count > threshold else { return }
@@ -170,7 +170,7 @@ extension TurnRunner {
                 + (previous.isEmpty ? "" : "\n\nAn earlier summary to fold in:\n\(previous)"),
             messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
             tools: [], toolChoice: .none)
-        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, turn: &turn, session: session).text
+        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, session: session).text
         _ = try session.setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
         try session.transcript.mutate([.remove(ids: old.map(\.id))])
     }
@@ -178,7 +178,7 @@ extension TurnRunner {
     // MARK: Built-in orchestration tools
 
     /// Runs a built-in tool; returns the outcome and content to append.
-    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
+    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
         switch tool {
         case .client, .askUser:
             // Client tools go to the client, ask_user to the user (ToolExecution).
@@ -191,7 +191,7 @@ extension TurnRunner {
             return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
         case .consult(let target, _, _):
             let question = arguments["question"]?.stringValue ?? arguments.serializedString()
-            let answer = try await consult(target, question: question, turn: &turn, session: session)
+            let answer = try await consult(target, question: question, session: session)
             return (.ok, .string(answer))
         case .activateSkill(let skills):
             guard let name = arguments["name"]?.stringValue, let skill = skills.first(where: { $0.name == name }) else {
@@ -212,7 +212,7 @@ extension TurnRunner {
     /// transcript (the parent's history is never shown), prompted with the
     /// question; its answer becomes the tool output. Usage counts in the parent
     /// turn; it runs inside the parent's task, so cancelling the parent cancels it.
-    private func consult(_ target: String, question: String, turn: inout TurnState, session: isolated AgentSession) async throws -> String {
+    private func consult(_ target: String, question: String, session: isolated AgentSession) async throws -> String {
         var childProperties = session.properties
         if let selector = session.config.profiles?.selector { childProperties[selector] = .string(target) }
         let child = try ProfileResolver.resolve(config: session.config, properties: childProperties, activeSkills: [])
@@ -223,14 +223,14 @@ extension TurnRunner {
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: session.personaPrefix() + child.instructions,
             messages: [.user(text: question, images: [])], tools: [], toolChoice: .none,
             options: GenerationOptions(temperature: child.options.temperature, maxOutputTokens: child.options.maxOutputTokens, reasoningLevel: child.options.reasoningLevel))
-        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, turn: &turn, session: session).text
+        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, session: session).text
     }
 
     // MARK: Router
 
     /// Picks the agent for this turn (docs/protocol.md §11) by setting the selector.
     /// No router: nothing happens and no model is called.
-    func routeTurn(input: TurnInput, turn: inout TurnState, session: isolated AgentSession) async throws {
+    func routeTurn(input: TurnInput, session: isolated AgentSession) async throws {
         guard let router = session.config.router, let profiles = session.config.profiles, let selector = profiles.selector else { return }
         let agents = profiles.cases.keys.sorted()
         let fallback = ProfileResolver.fallbackCaseName(profiles) ?? agents.first ?? ProfileResolver.defaultProfileName
@@ -258,7 +258,7 @@ extension TurnRunner {
             }
         case .llm:
             do {
-                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, parent: span?.context, turn: &turn, session: session)
+                let picked = try await classify(input: input, router: router, agents: agents, profiles: profiles, parent: span?.context, session: session)
                 if let picked, agents.contains(picked) {
                     chosen = picked
                 } else {
@@ -297,7 +297,7 @@ extension TurnRunner {
         }
     }
 
-    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, parent: SpanContext?, turn: inout TurnState, session: isolated AgentSession) async throws -> String? {
+    private func classify(input: TurnInput, router: Router, agents: [String], profiles: Profiles, parent: SpanContext?, session: isolated AgentSession) async throws -> String? {
         let reference = try router.model ?? session.resolveModelReference(options: turn.options)
         let provider = try session.provider(for: reference)
         let modelConfig = try session.context.catalog.resolve(reference, field: "router.model")
@@ -309,7 +309,7 @@ extension TurnRunner {
             model: modelConfig.model ?? modelConfig.provider.rawValue,
             instructions: (router.instructions ?? "Route the user's message to the best agent.") + "\n\nAgents:\n" + descriptions,
             messages: ModelHistory.messages(from: session.entries), tools: [tool], toolChoice: .tool("select_agent"))
-        let response = try await sideRequest(request, provider: provider, purpose: .router, profile: "router", parent: parent, turn: &turn, session: session)
+        let response = try await sideRequest(request, provider: provider, purpose: .router, profile: "router", parent: parent, session: session)
         // The last select_agent call counts; any text beside it is ignored.
         let selection = response.toolCalls.last { $0.name == "select_agent" }.flatMap { try? JSONValue.parse($0.argumentsJSON) }?["agent"]?.stringValue
         return selection

@@ -100,7 +100,7 @@ extension TurnRunner {
     /// converts only what was appended since the last request; `stablePrefix` then
     /// says which leading messages are known to be unchanged.
     func buildRequest(
-        turn: TurnState, profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession
+        profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession
     ) async throws -> (request: ModelRequest, entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?) {
         let modelConfig = try session.context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []

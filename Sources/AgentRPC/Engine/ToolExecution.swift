@@ -113,13 +113,13 @@ extension TurnRunner {
     /// Runs one tool call the model made: validation, guards, confirmation, the
     /// client's execution, and the `toolOutput` entry. Outcomes are values fed
     /// back to the model; only a thrown executor error ends the turn.
-    func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws {
+    func runToolCall(_ call: ModelToolCall, profile: ResolvedProfile, session: isolated AgentSession) async throws {
         let span = turn.spanParent.flatMap { session.context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
         span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
         turn.toolSpan = span?.context
         defer { turn.toolSpan = nil }
         do {
-            if let outcome = try await executeToolCall(call, profile: profile, turn: &turn, session: session) {
+            if let outcome = try await executeToolCall(call, profile: profile, session: session) {
                 span?.recordToolOutcome(outcome)
                 if let span, span.includesPayloads, let output = lastToolOutputContent(callId: call.id, session: session) {
                     span.setPayload(SpanAttributeKey.toolOutput, output.stringValue ?? output.serializedString())
@@ -133,7 +133,7 @@ extension TurnRunner {
     }
 
     /// Returns the outcome appended for the call.
-    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, turn: inout TurnState, session: isolated AgentSession) async throws -> ToolOutcome? {
+    private func executeToolCall(_ call: ModelToolCall, profile: ResolvedProfile, session: isolated AgentSession) async throws -> ToolOutcome? {
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
         session.emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: session.mcpSource(of: call.name)))
@@ -142,11 +142,11 @@ extension TurnRunner {
         guard let resolved = profile.tool(named: call.name) else {
             let available = profile.tools.map(\.name).sorted()
             let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
-            try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), turn: turn, session: session)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), session: session)
             return .failed
         }
         guard let arguments = parsedArguments else {
-            try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), turn: turn, session: session)
+            try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"), session: session)
             return .failed
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
@@ -163,13 +163,13 @@ extension TurnRunner {
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
-                try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), turn: turn, session: session)
+                try finishToolCall(call, profile: profile, outcome: .failed, content: .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"), session: session)
                 return .failed
             }
         }
 
         // Hooks see every valid call before it runs; a veto ends the turn.
-        try await runHooks(.onToolCall, profile: profile, turn: &turn, toolName: call.name, payload: [
+        try await runHooks(.onToolCall, profile: profile, toolName: call.name, payload: [
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ], session: session)
 
@@ -178,27 +178,27 @@ extension TurnRunner {
 
         // From here on every call ends with its toolOutput entry and onToolOutput,
         // whatever the outcome, so the two hooks always come in pairs.
-        func output(_ outcome: ToolOutcome, _ content: JSONValue, turn: inout TurnState) async throws -> ToolOutcome {
-            try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, turn: turn, session: session)
-            try await runHooks(.onToolOutput, profile: profile, turn: &turn, toolName: call.name, payload: [
+        func output(_ outcome: ToolOutcome, _ content: JSONValue) async throws -> ToolOutcome {
+            try finishToolCall(call, profile: profile, outcome: outcome, content: content, approvedArguments: approvedArguments, session: session)
+            try await runHooks(.onToolOutput, profile: profile, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
             ], session: session)
             return outcome
         }
 
         if case .askUser = resolved {
-            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, turn: turn, session: session)
-            return try await output(outcome, content, turn: &turn)
+            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, session: session)
+            return try await output(outcome, content)
         }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
-            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, turn: &turn, session: session)
-            return try await output(outcome, content, turn: &turn)
+            let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, session: session)
+            return try await output(outcome, content)
         }
         if tool.final == true {
             // A final tool ends the turn: its arguments are the answer. The client never runs it.
             turn.finalAnswer = arguments
-            return try await output(.ok, "Final answer recorded.", turn: &turn)
+            return try await output(.ok, "Final answer recorded.")
         }
 
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
@@ -206,14 +206,14 @@ extension TurnRunner {
         if case .deny(let reason) = verdict {
             // A policy settled it: no question was asked, but clients still see who decided.
             session.emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy))
-            return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")), turn: &turn)
+            return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")))
         }
         if case .confirm(let reason) = verdict {
             if session.approvalRules.approving(tool: call.name, arguments: arguments) != nil {
                 // A standing rule answers for the user; guards already had their say.
                 session.emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule))
             } else {
-                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, turn: turn, session: session)
+                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, session: session)
                 // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
                 // the denial it forced is not the user's and is not recorded as an outcome.
                 if control.reason != nil { throw CancellationError() }
@@ -226,12 +226,12 @@ extension TurnRunner {
                     case .timeout: text = "The call was not run: " + (answer.reason ?? "no confirmation arrived in time") + "."
                     default: text = "The user declined this call\(why)"
                     }
-                    return try await output(.denied, .string(text), turn: &turn)
+                    return try await output(.denied, .string(text))
                 case .denyAndStop:
                     // The refusal is recorded (the next turn's model learns why it stopped),
                     // then the turn ends as a cancel does.
                     let why = answer.reason.map { ": \($0)" } ?? "."
-                    _ = try await output(.denied, .string("The user declined this call and stopped the turn\(why)"), turn: &turn)
+                    _ = try await output(.denied, .string("The user declined this call and stopped the turn\(why)"))
                     throw TurnStop.deniedAndStopped(callId: call.id)
                 case .approve, .approveForSession:
                     if let edited = answer.arguments, edited != arguments { approvedArguments = edited }
@@ -246,7 +246,7 @@ extension TurnRunner {
         defer { activeToolCalls.removeAll { $0.callId == call.id } }
         // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
         if let (outcome, content) = try await session.runMCPTool(named: call.name, arguments: runArguments, timeout: turn.limits.toolTimeoutSeconds, control: control) {
-            return try await output(outcome, content, turn: &turn)
+            return try await output(outcome, content)
         }
         let params = ToolCallParams(sessionId: session.id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: session.revision)
         let result: ToolCallResult
@@ -254,14 +254,14 @@ extension TurnRunner {
         case .finished(let finished):
             result = finished
         case .timedOut(let seconds):
-            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."), turn: &turn)
+            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."))
         }
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
             turn.undoLog.append((callId: call.id, name: call.name, undo: undo))
             // Kept on disk too, so a turn cut by a crash can still be rolled back.
             try session.transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
         }
-        return try await output(result.outcome, result.content, turn: &turn)
+        return try await output(result.outcome, result.content)
     }
 
 
@@ -274,13 +274,13 @@ extension TurnRunner {
     }
 
 
-    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, turn: TurnState, session: isolated AgentSession) throws {
+    private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, session: isolated AgentSession) throws {
         try session.append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
         session.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: session.mcpSource(of: call.name)))
     }
 
 
-    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, turn: TurnState, session: isolated AgentSession) async throws -> ConfirmationAnswer {
+    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, session: isolated AgentSession) async throws -> ConfirmationAnswer {
         let timeout = turn.limits.confirmationTimeoutSeconds
         if session.context.clientCapabilities.confirmations == .request {
             // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
@@ -343,7 +343,7 @@ extension TurnRunner {
 
     /// Asks the client for fresh context values; failures become diagnostics and
     /// the last good value stays.
-    func refreshContextSources(turn: TurnState, session: isolated AgentSession) async {
+    func refreshContextSources(session: isolated AgentSession) async {
         let sources = session.config.contextSources ?? []
         guard !sources.isEmpty else {
             contextDiagnostics = []
@@ -387,7 +387,7 @@ extension TurnRunner {
     /// Like a built-in confirmation, `session/cancel` settles it at once: the
     /// question is withdrawn, the output says so, and the turn stops at its next
     /// checkpoint. An immediate stop withdraws it and records nothing.
-    private func askUser(callId: String, arguments: JSONValue, turn: TurnState, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
+    private func askUser(callId: String, arguments: JSONValue, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
         guard session.context.clientCapabilities.askUser == true else {
             return (.failed, "The user cannot be asked: the client does not answer user/ask.")
         }

@@ -164,7 +164,7 @@ extension AgentSession {
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
             startedAt: ContinuousClock.now, entryCountBefore: entries.count)
-        let runner = TurnRunner(id: id, events: events, schemaWarnings: warnings, previous: self.runner)
+        let runner = TurnRunner(turn: turn, events: events, schemaWarnings: warnings, previous: self.runner)
         self.runner = runner
         let control = runner.control
         emit(.turnStarted(input: input), turn: id)
@@ -180,9 +180,8 @@ extension AgentSession {
             throw rpc
         }
 
-        let task = Task { [self, turn] () async throws -> TurnOutcome in
-            var state = turn
-            return try await runner.runTurn(&state, input: input, session: self)
+        let task = Task { [self] () async throws -> TurnOutcome in
+            try await runner.runTurn(input: input, session: self)
         }
         control.attach(task)
         return control
@@ -225,14 +224,14 @@ extension TurnRunner {
 
     /// The checkpoint before a round trip: steering that arrived meanwhile joins
     /// the transcript as prompt entries, so the next request carries it.
-    private func applySteering(turn: TurnState, session: isolated AgentSession) throws {
+    private func applySteering(session: isolated AgentSession) throws {
         for input in takeSteering() {
             let entry = try session.append(.prompt(text: input.text, images: input.images), turn: turn.id)
             session.emit(.steeringApplied(entryId: entry.id, input: input), turn: turn.id)
         }
     }
 
-    func runTurn(_ turn: inout TurnState, input: TurnInput, session: isolated AgentSession) async throws -> TurnOutcome {
+    func runTurn(input: TurnInput, session: isolated AgentSession) async throws -> TurnOutcome {
         let control = self.control
         let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
             try? await Task.sleep(for: .clampedSeconds(limit))
@@ -242,21 +241,21 @@ extension TurnRunner {
         turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
         do {
-            await refreshContextSources(turn: turn, session: session)
+            await refreshContextSources(session: session)
             // A stop during the refresh must not go on to route (a model call).
             try control.checkpoint()
-            try await routeTurn(input: input, turn: &turn, session: session)
-            let first = try await enterProfile(turn: &turn, session: session)
-            try await runHooks(.onPrompt, profile: first, turn: &turn, payload: ["input": input.json], session: session)
-            let outcome = try await loop(&turn, session: session)
+            try await routeTurn(input: input, session: session)
+            let first = try await enterProfile(session: session)
+            try await runHooks(.onPrompt, profile: first, payload: ["input": input.json], session: session)
+            let outcome = try await loop(session: session)
             turn.agentSpan?.end()
             turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(outcome.turnResult.stopReason.rawValue))
             turn.turnSpan?.recordUsage(outcome.turnResult.usage)
             turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
-            let rpc = turnError(from: error, turn: turn)
-            await finishFailed(&turn, error: rpc, cancelled: rpc.code == .cancelled, session: session)
+            let rpc = turnError(from: error)
+            await finishFailed(error: rpc, cancelled: rpc.code == .cancelled, session: session)
             turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
             turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
             turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
@@ -264,23 +263,23 @@ extension TurnRunner {
         }
     }
 
-    private func loop(_ turn: inout TurnState, session: isolated AgentSession) async throws -> TurnOutcome {
+    private func loop(session: isolated AgentSession) async throws -> TurnOutcome {
         while true {
             try control.checkpoint()
-            try applySteering(turn: turn, session: session)
+            try applySteering(session: session)
             if turn.roundTrips >= turn.limits.maxRoundTrips {
                 throw RPCError(.maxRoundTripsExceeded, "the turn needed more than \(turn.limits.maxRoundTrips) round trips", data: ["limit": .int(turn.limits.maxRoundTrips)])
             }
             turn.roundTrips += 1
             // The profile is resolved before every round trip, so a change by the
             // client, a hook or a tool takes effect now, mid-turn included.
-            let profile = try await enterProfile(turn: &turn, session: session)
+            let profile = try await enterProfile(session: session)
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try session.resolveModelReference(options: turn.options, profile: profile)
             let provider = try session.provider(for: modelRef)
-            var (request, entryIDs, stablePrefix) = try await buildRequest(turn: turn, profile: profile, modelRef: modelRef, provider: provider, session: session)
+            var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
             if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
-            reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn, session: session)
+            reportOptionWarnings(provider.optionWarnings(for: request), session: session)
             if let change = session.prefixTracker.observe(
                 model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
                 stablePrefix: stablePrefix) {
@@ -295,7 +294,7 @@ extension TurnRunner {
             completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
             let output: RoundTripOutput
             do {
-                output = try await streamWithRetries(request, provider: provider, turn: &turn, session: session)
+                output = try await streamWithRetries(request, provider: provider, session: session)
             } catch {
                 completionSpan?.end(status: .error("\(error)"))
                 throw error
@@ -321,7 +320,7 @@ extension TurnRunner {
                     continue
                 }
                 finishing = true
-                return try await finishCompleted(&turn, output: output, profile: profile, session: session)
+                return try await finishCompleted(output: output, profile: profile, session: session)
             }
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
@@ -338,12 +337,12 @@ extension TurnRunner {
                     throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
                 }
                 turn.toolCallCount += 1
-                try await runToolCall(call, profile: profile, turn: &turn, session: session)
+                try await runToolCall(call, profile: profile, session: session)
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
                 finishing = true
-                return try await finishCompleted(&turn, output: output, profile: profile, session: session)
+                return try await finishCompleted(output: output, profile: profile, session: session)
             }
             // Text streamed before tool calls belongs to that round trip; the next
             // round trip's text starts a fresh answer.
@@ -357,7 +356,7 @@ extension TurnRunner {
     /// (`shown`: its text streams to the client and becomes `currentText`), or a
     /// side request of the engine's own (router, consult, summary), whose text
     /// only its caller sees. Usage is announced and counted the same way for both.
-    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool = true, turn: inout TurnState, session: isolated AgentSession) async throws -> RoundTripOutput {
+    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool = true, session: isolated AgentSession) async throws -> RoundTripOutput {
         var attempt = 0
         while true {
             attempt += 1
@@ -372,7 +371,7 @@ extension TurnRunner {
                 guard let providerError = error as? ProviderError else { throw error }
                 // A side request's reasoning is shown to no one: it does not count as output.
                 let hadOutput = shown ? output.hadOutput : !output.text.isEmpty || !output.toolCalls.isEmpty
-                try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: hadOutput, turn: turn, session: session)
+                try await waitBeforeRetry(providerError, attempt: attempt, hadOutput: hadOutput, session: session)
             }
         }
     }
@@ -385,16 +384,16 @@ extension TurnRunner {
     /// turn add up to its `TurnResult.usage`.
     func sideRequest(
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
-        parent: SpanContext?, turn: inout TurnState, session: isolated AgentSession
+        parent: SpanContext?, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
-        reportOptionWarnings(provider.optionWarnings(for: request), turn: &turn, session: session)
+        reportOptionWarnings(provider.optionWarnings(for: request), session: session)
         session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
                                body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         let output: RoundTripOutput
         do {
-            output = try await streamWithRetries(request, provider: provider, shown: false, turn: &turn, session: session)
+            output = try await streamWithRetries(request, provider: provider, shown: false, session: session)
         } catch {
             span?.end(status: .error(TurnRunner.safeDescription(of: error)))
             throw error
@@ -412,7 +411,7 @@ extension TurnRunner {
     /// this returns after the backoff when another attempt is due, and rethrows
     /// the error when it is not retryable, output already streamed, attempts are
     /// used up, or the wait would outlast the turn's wall clock.
-    private func waitBeforeRetry(_ error: ProviderError, attempt: Int, hadOutput: Bool, turn: TurnState, session: isolated AgentSession) async throws {
+    private func waitBeforeRetry(_ error: ProviderError, attempt: Int, hadOutput: Bool, session: isolated AgentSession) async throws {
         // A provider failing because the turn was stopped is not a provider error.
         try control.checkpoint()
         guard error.retryGuidance.kind == .retryWithBackoff, !hadOutput, attempt < ProviderRetryPolicy.maxAttempts else { throw error }
@@ -420,7 +419,7 @@ extension TurnRunner {
         let elapsed = turn.startedAt.duration(to: .now)
         let remaining = turn.limits.wallClockSeconds - elapsed.secondsValue
         guard delay < remaining else { throw error }
-        session.emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error, turn: turn)))
+        session.emit(.retrying(attempt: attempt, afterSeconds: delay, error: providerRPCError(error)))
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
         do { try await Task.sleep(for: .clampedSeconds(delay)) } catch {
@@ -486,7 +485,7 @@ extension TurnRunner {
 
     // MARK: Ending
 
-    private func finishCompleted(_ turn: inout TurnState, output: RoundTripOutput, profile: ResolvedProfile, session: isolated AgentSession) async throws -> TurnOutcome {
+    private func finishCompleted(output: RoundTripOutput, profile: ResolvedProfile, session: isolated AgentSession) async throws -> TurnOutcome {
         var structured: JSONValue? = nil
         let endedHow = turn.finalAnswer == nil ? output.endedHow : nil
         switch turn.mode {
@@ -520,7 +519,7 @@ extension TurnRunner {
         }
         let response = try session.append(
             .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
-        try await runHooks(.onResponse, profile: profile, turn: &turn, payload: ["text": .string(text), "entryId": .string(response.id)], session: session)
+        try await runHooks(.onResponse, profile: profile, payload: ["text": .string(text), "entryId": .string(response.id)], session: session)
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
         try session.transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
         let result = TurnResult(
@@ -568,7 +567,7 @@ extension TurnRunner {
 
     /// The failure contract: roll back undo records newest first, apply the
     /// transcript policy, then report.
-    private func finishFailed(_ turn: inout TurnState, error: RPCError, cancelled: Bool, session: isolated AgentSession) async {
+    private func finishFailed(error: RPCError, cancelled: Bool, session: isolated AgentSession) async {
         // The turn's own task is cancelled now; rollback must not be, so it runs
         // in a fresh task that does not inherit the cancellation.
         let undoLog = turn.undoLog
@@ -585,7 +584,7 @@ extension TurnRunner {
         // in-memory transcript must stay well-formed for the next turn.
         switch policy {
         case .keepCompleted:
-            if let trim = trimIncompleteToolCalls(turn, session: session) { session.transcript.mutateEvenIfUnjournaled(trim) }
+            if let trim = trimIncompleteToolCalls(session: session) { session.transcript.mutateEvenIfUnjournaled(trim) }
         case .revert:
             // A turn whose end was already recorded (and whose sync then failed) is no
             // longer open: the entries before it are then the first ones.
@@ -610,19 +609,19 @@ extension TurnRunner {
 
     /// Under `keepCompleted`, only completed tool exchanges stay: calls of the
     /// interrupted round trip that never got an output are dropped.
-    private func trimIncompleteToolCalls(_ turn: TurnState, session: isolated AgentSession) -> [TranscriptOperation]? {
+    private func trimIncompleteToolCalls(session: isolated AgentSession) -> [TranscriptOperation]? {
         guard let entryID = turn.openToolCallsEntryID, let index = session.entries.firstIndex(where: { $0.id == entryID }) else { return nil }
         return AgentSession.unansweredCallsTrim(session.entries, toolCallsAt: index)
     }
 
     /// Maps whatever ended the turn to its protocol error, with `turnId` and `partialText`.
-    private func turnError(from error: any Error, turn: TurnState) -> RPCError {
+    private func turnError(from error: any Error) -> RPCError {
         var rpc: RPCError
         switch error {
         case let e as RPCError:
             rpc = e
         case let e as ProviderError:
-            rpc = providerRPCError(e, turn: turn)
+            rpc = providerRPCError(e)
         case let e as ProviderContractViolation:
             rpc = RPCError(.providerContractViolation, "the model's provider broke its protocol: \(e.message)")
         case TurnStop.cooperativeCancel:
@@ -652,7 +651,7 @@ extension TurnRunner {
         return rpc
     }
 
-    func providerRPCError(_ e: ProviderError, turn: TurnState) -> RPCError {
+    func providerRPCError(_ e: ProviderError) -> RPCError {
         RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(currentText)])
     }
 }

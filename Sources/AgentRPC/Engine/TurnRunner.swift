@@ -1,8 +1,8 @@
 import AgentRPCProtocol
 
-/// Everything that lives for one turn and is not the turn loop's own
-/// `TurnState`: what `getState` shows of the turn, the switches it is stopped
-/// with (`TurnControl`), and its mailbox. Steering, confirmation answers and
+/// Everything that lives for one turn: the turn loop's own `TurnState`, what
+/// `getState` shows of the turn, the switches it is stopped with
+/// (`TurnControl`), and its mailbox. Steering, confirmation answers and
 /// cancels reach the running turn as messages to it (`steer`, `resolveConfirmation`,
 /// `cancel`, `abort`); the loop takes them in at its checkpoints.
 ///
@@ -15,6 +15,9 @@ final class TurnRunner {
     let id: String
     let control: TurnControl
     private let events: SessionEvents
+    /// Limits, counters, usage, the undo log and spans: read and changed only by
+    /// the turn's task (the loop, its tool calls and hooks).
+    var turn: TurnState
 
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true
@@ -40,13 +43,14 @@ final class TurnRunner {
 
     /// `previous`: the session's last turn, whose context diagnostics stay
     /// visible until this turn refreshes its context sources.
-    init(id: String, events: SessionEvents, schemaWarnings: [SchemaWarning], previous: TurnRunner?) {
-        self.id = id
-        self.control = TurnControl(turnId: id)
+    init(turn: TurnState, events: SessionEvents, schemaWarnings: [SchemaWarning], previous: TurnRunner?) {
+        self.id = turn.id
+        self.turn = turn
+        self.control = TurnControl(turnId: turn.id)
         self.events = events
         self.schemaWarnings = schemaWarnings
         self.contextDiagnostics = previous?.contextDiagnostics ?? []
-        events.runningTurnId = id
+        events.runningTurnId = turn.id
     }
 
     /// The turn ended: nothing is pending any more. Steering that no checkpoint
