@@ -205,6 +205,324 @@ actor AgentSession {
         if !sources.isEmpty { parts.append("Context:\n" + sources.joined(separator: "\n\n")) }
         return parts.joined(separator: "\n\n")
     }
+
+    // MARK: Profiles
+
+    var activeSkillNames: [String] { Self.skillNames(properties) }
+
+    static func skillNames(_ properties: [String: JSONValue]) -> [String] {
+        (properties[activeSkillsProperty]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
+
+    /// Resolves the profile for the coming round trip from the current properties.
+    func resolveProfile() throws -> ResolvedProfile {
+        try ProfileResolver.resolve(config: config, properties: properties, activeSkills: activeSkillNames)
+    }
+
+    // MARK: Models, providers and schema validators (cached for the session)
+
+    /// Call site > profile case > session > the config file's default model.
+    func resolveModelReference(options: TurnOptions, profile: ResolvedProfile? = nil) throws -> ModelReference {
+        if let m = options.model { return m }
+        if let m = profile?.model { return m }
+        if let m = config.model { return m }
+        if let m = context.catalog.defaultReference { return m }
+        throw RPCError.invalidConfiguration("no model is configured: give the session a \"model\" (or set defaultModel in agentrpc.json)", field: "model")
+    }
+
+    /// The provider for a model reference, created once per session.
+    func provider(for reference: ModelReference) throws -> any ModelProvider {
+        try providers.provider(for: reference) {
+            try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment)
+        }
+    }
+
+    /// A compiled validator for a tool's input schema, compiled once per schema.
+    func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {
+        if let cached = inputValidators[tool], cached.schema == schema { return cached.validator }
+        let validator = try JSONSchemaValidator(schema: schema)
+        inputValidators[tool] = (schema, validator)
+        return validator
+    }
+
+    // MARK: Turns
+
+    /// Pre-flight and setup, run in request order: on failure nothing changed.
+    /// Returns the control of the started turn; the loop runs in its own task.
+    func startTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) async throws -> TurnControl {
+        // A queued send is next in line: a plain send must not overtake it.
+        if !isRunning && !sendQueue.isEmpty { startNextQueuedSend() }
+        return try beginTurn(input: input, options: options, mode: mode)
+    }
+
+    /// `startTurn` without suspension points, so the turn after a queued send's
+    /// predecessor can start before any other request runs.
+    func beginTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) throws -> TurnControl {
+        // 1. Pre-flight, no mutation on failure.
+        if isRunning {
+            throw RPCError(.alreadyRunning, "a turn is already running in this session", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        if rewindingUndos {
+            throw RPCError(.sessionBusy, "a rewind is still undoing tool calls; send again when it has answered")
+        }
+        let profile = try resolveProfile()
+        let modelRef = try resolveModelReference(options: options, profile: profile)
+        let provider = try provider(for: modelRef)
+        let tools = profile.tools
+        let toolChoice = options.toolChoice ?? profile.options.toolChoice ?? config.toolChoice ?? .auto
+        switch toolChoice {
+        case .required where tools.isEmpty:
+            throw RPCError.invalidConfiguration("toolChoice 'required' needs at least one tool", field: "toolChoice")
+        case .tool(let name) where !tools.contains(where: { $0.name == name }):
+            throw RPCError.invalidConfiguration("toolChoice names the tool '\(name)', which is not among the active tools", field: "toolChoice")
+        default: break
+        }
+        if case .generate = mode {
+            if !provider.capabilities.supportsStructuredOutput {
+                throw RPCError(.structuredOutput, "the model's provider cannot produce structured output", data: ["reason": "unsupported"])
+            }
+        } else if toolChoice != .auto && toolChoice != ToolChoice.none && !provider.capabilities.supportsToolChoice {
+            throw RPCError(.toolChoiceUnsupported, "the model's provider does not support forcing a tool choice", data: ["toolChoice": toolChoice.json])
+        }
+        if case .generate(let schema, _) = mode {
+            do { _ = try JSONSchemaValidator(schema: schema) } catch {
+                throw RPCError.invalidParams("schema is not a usable JSON Schema: \(error)", field: "schema")
+            }
+        }
+        try PreFlight.images(input.images ?? [], provider: provider)
+        try PreFlight.limitOverrides(options.limits)
+
+        // 2. Schema validation of the active tools against the provider: warnings only.
+        let warnings = PreFlight.schemaWarnings(for: profile, provider: provider)
+
+        // 3. The turn begins.
+        // Journaled first: a turn the store refuses has not begun.
+        let sessionID = self.id
+        let id = try transcript.beginTurn { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
+        let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
+        let turn = TurnState(
+            id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
+            startedAt: ContinuousClock.now, entryCountBefore: entries.count)
+        let runner = TurnRunner(turn: turn, events: events, schemaWarnings: warnings, previous: self.runner)
+        self.runner = runner
+        let control = runner.control
+        emit(.turnStarted(input: input), turn: id)
+        if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
+        do {
+            try append(.prompt(text: input.text, images: input.images), turn: id)
+        } catch {
+            // The store refused the prompt: the turn ends before it ran, announced as failed.
+            let rpc = (error as? RPCError) ?? RPCError(.storeUnavailable, "the session's journal could not be written: \(error)")
+            transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: id, status: .failed, stopReason: nil, usage: Usage(), undo: UndoOutcome.none))
+            runner.end()
+            emit(.turnEnded(status: .failed, undo: UndoOutcome.none, error: rpc), turn: id)
+            throw rpc
+        }
+
+        let task = Task { [self] () async throws -> TurnOutcome in
+            try await runner.runTurn(input: input, session: self)
+        }
+        control.attach(task)
+        return control
+    }
+
+    /// Stops a running turn from outside (close, shutdown) and waits for it to wind down.
+    func abortRunningTurn(reason: AbortReason) async {
+        dropQueuedSends(source: reason == .closed ? "close" : "shutdown")
+        guard let runner, runner.isRunning else { return }
+        runner.abort(reason)
+        let control = runner.control
+        _ = try? await control.result()
+    }
+
+    /// `session/cancel`: cooperative. Drops queued sends first (so none starts when
+    /// the turn ends) and denies a built-in pending confirmation at once.
+    func cancelCooperatively() -> SessionCancelResult {
+        let dropped = dropQueuedSends(source: "session/cancel")
+        guard let runner, runner.isRunning else { return SessionCancelResult(wasRunning: false, droppedQueued: dropped > 0 ? dropped : nil) }
+        runner.cancel()
+        return SessionCancelResult(wasRunning: true, droppedQueued: dropped > 0 ? dropped : nil)
+    }
+
+    /// Operations that turn `current` back into `before`: a truncation when the
+    /// turn only appended, else the whole list. Nil when they are equal.
+    static func revertOperations(from current: [TranscriptEntry], to before: [TranscriptEntry]) -> [TranscriptOperation]? {
+        if current == before { return nil }
+        if before.count <= current.count, Array(current.prefix(before.count)) == before {
+            return [.truncateAfter(id: before.last?.id)]
+        }
+        return [.set(entries: before)]
+    }
+
+    // MARK: Messages to the running turn, the send queue, approval rules
+
+    /// `session/steer`: queued for the running turn's next checkpoint.
+    func steer(input: TurnInput, expectedTurnId: String?) throws -> SessionSteerResult {
+        guard let runner, runner.takesSteering else {
+            var data: [String: JSONValue] = [:]
+            if let expectedTurnId { data["expectedTurnId"] = .string(expectedTurnId) }
+            throw RPCError(.noRunningTurn, "no turn is running that could take this input; start one with session/send", data: data)
+        }
+        if let expectedTurnId, expectedTurnId != runner.id {
+            throw RPCError(.turnMismatch, "the turn named by expectedTurnId is not the running turn; it has ended", data: [
+                "expectedTurnId": .string(expectedTurnId), "turnId": .string(runner.id),
+            ])
+        }
+        if runner.steeringWaiting >= HumanInTheLoopLimits.maxPendingSteering {
+            throw RPCError(.overloaded, "\(HumanInTheLoopLimits.maxPendingSteering) steering inputs are already waiting for the next checkpoint")
+        }
+        if let provider = providers.last?.provider { try PreFlight.images(input.images ?? [], provider: provider) }
+        runner.steer(input)
+        return SessionSteerResult(turnId: runner.id)
+    }
+
+    // MARK: Queued sends
+
+    /// `session/send` with `queue: true`: starts now when the session is idle,
+    /// else takes the next place in the queue (in request order).
+    func startOrEnqueue(input: TurnInput, options: TurnOptions, mode: TurnMode) throws -> QueueTicket {
+        if !isRunning && sendQueue.isEmpty { return .started(try beginTurn(input: input, options: options, mode: mode)) }
+        return .queued(id: try sendQueue.enqueue(input: input, options: options, mode: mode))
+    }
+
+    /// Waits until the queued send's turn has started; withdrawing the request
+    /// (`$/cancelRequest`) takes it out of the queue.
+    func awaitQueuedTurn(_ id: Int) async throws -> TurnControl {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TurnControl, any Error>) in
+                sendQueue.attach(id, continuation)
+            }
+        } onCancel: {
+            Task { await self.dropQueuedSend(id, source: "$/cancelRequest") }
+        }
+    }
+
+    private func dropQueuedSend(_ id: Int, source: String) {
+        sendQueue.drop(id, source: source)
+    }
+
+    /// Drops every queued send (cancel, close, shutdown); returns how many.
+    @discardableResult
+    func dropQueuedSends(source: String) -> Int {
+        sendQueue.dropAll(source: source)
+    }
+
+    /// After a turn ended: the first queued send whose pre-flight passes starts now,
+    /// before any other request can run a turn in between.
+    func startNextQueuedSend() {
+        while !isRunning, let entry = sendQueue.next() {
+            let outcome = Result { try beginTurn(input: entry.input, options: entry.options, mode: entry.mode) }
+            sendQueue.settle(entry, outcome)
+        }
+    }
+
+    // MARK: Approval rules
+
+    /// Adds a rule (from `approveForSession` or `session/setApprovalRules`) and announces the change.
+    func addApprovalRules(_ specs: [ApprovalRuleSpec], removing ids: [String] = [], field: String) throws -> [ApprovalRule] {
+        let (added, changed) = try approvalRules.change(adding: specs, removing: ids, field: field)
+        if changed { emit(.approvalRulesChanged(rules: approvalRules.rules)) }
+        return added
+    }
+
+    /// `session/setApprovalRules`.
+    func setApprovalRules(add: [ApprovalRuleSpec], remove: [String]) throws -> SetApprovalRulesResult {
+        _ = try addApprovalRules(add, removing: remove, field: "add")
+        return SetApprovalRulesResult(rules: approvalRules.rules)
+    }
+
+    /// Checks edited arguments against the tool's input schema; nil when they fit.
+    func schemaProblem(tool name: String, schema: JSONValue?, arguments: JSONValue) -> [JSONSchemaViolation]? {
+        guard let schema else { return nil }
+        guard let validator = try? inputValidator(for: name, schema: schema) else { return nil }
+        let violations = validator.validate(arguments)
+        return violations.isEmpty ? nil : violations
+    }
+
+    // MARK: Tool execution and confirmation
+
+    /// Where a tool call runs, once it passed validation, hooks, guards and
+    /// confirmation: the one place that hands a call to its executor (today the
+    /// client, with `tool/call`) and returns its result. `timeout` bounds the
+    /// wait; cancelling the calling task withdraws the call. A failing executor
+    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
+    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
+        let answer: JSONValue
+        do {
+            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
+        } catch OutgoingRequestError.rpc(let clientError) {
+            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
+                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
+            ])
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            return .timedOut(seconds: seconds)
+        } catch OutgoingRequestError.disconnected {
+            throw clientGone()
+        }
+        do {
+            return .finished(try answer.decode(as: ToolCallResult.self))
+        } catch {
+            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
+        }
+    }
+
+    /// The client's input closed while the turn waited on it: the turn ends as
+    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
+    func clientGone() -> CancellationError {
+        control?.abort(.shutdown)
+        return CancellationError()
+    }
+
+    // MARK: Confirmation
+
+    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
+    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
+        runner?.resolveConfirmation(answer, callId: callId)
+    }
+
+    /// `session/confirm`. A decision that cannot be honoured (edited arguments that
+    /// break the schema, a bad rule) is refused and the confirmation stays pending.
+    func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
+        let callId = params.callId
+        guard let runner, let pending = runner.pendingConfirmation, runner.confirmationIsOpen(callId: callId) else {
+            let pending = runner?.pendingConfirmation
+            let message = pending == nil ? "no confirmation is pending"
+                : pending?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
+            throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
+        }
+        let answer = try acceptDecision(
+            params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
+            tool: pending.name, schema: runner.pendingConfirmationSchema, source: .client)
+        guard runner.resolveConfirmation(answer, callId: callId) else {
+            throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
+        }
+        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.rules.last : nil)
+    }
+
+    /// Checks a decision's extras and, for `approveForSession`, adds the rule.
+    /// Throws `invalidParams` (nothing changed) when they cannot be honoured.
+    func acceptDecision(
+        _ decision: ConfirmationDecision, reason: String?, arguments edited: JSONValue?, rule: ApprovalScope?,
+        tool: String, schema: JSONValue?, source: ConfirmationSource
+    ) throws -> ConfirmationAnswer {
+        let approves = decision == .approve || decision == .approveForSession
+        if edited != nil && !approves {
+            throw RPCError.invalidParams("arguments can only come with an approve decision", field: "arguments")
+        }
+        if rule != nil && decision != .approveForSession {
+            throw RPCError.invalidParams("rule can only come with approveForSession", field: "rule")
+        }
+        if let edited, let violations = schemaProblem(tool: tool, schema: schema, arguments: edited) {
+            throw RPCError(.invalidParams, "the edited arguments do not match the input schema of '\(tool)': \(violations.map(\.description).joined(separator: "; "))", data: [
+                "field": "arguments",
+                "violations": .array(violations.map { ["path": .string($0.path), "message": .string($0.message)] }),
+            ])
+        }
+        if decision == .approveForSession {
+            _ = try addApprovalRules([ApprovalRuleSpec(tool: tool, arguments: rule?.arguments)], field: "rule")
+        }
+        return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
+    }
 }
 
 /// How a confirmation was settled.

@@ -4,21 +4,6 @@ import Foundation
 /// The session property that records activated skills (docs/protocol.md §11: "activations live in a session property").
 let activeSkillsProperty = "activeSkills"
 
-extension AgentSession {
-    // MARK: Resolution
-
-    var activeSkillNames: [String] { Self.skillNames(properties) }
-
-    static func skillNames(_ properties: [String: JSONValue]) -> [String] {
-        (properties[activeSkillsProperty]?.arrayValue ?? []).compactMap(\.stringValue)
-    }
-
-    /// Resolves the profile for the coming round trip from the current properties.
-    func resolveProfile() throws -> ResolvedProfile {
-        try ProfileResolver.resolve(config: config, properties: properties, activeSkills: activeSkillNames)
-    }
-}
-
 /// Profiles at run time: entering a profile before each round trip, hooks,
 /// the built-in orchestration tools and the router. Like the loop, it runs in
 /// the turn's task on the session's actor (`session` is isolated).

@@ -1,32 +1,6 @@
 import AgentRPCProtocol
 import Foundation
 
-extension AgentSession {
-    /// Call site > profile case > session > the config file's default model.
-    func resolveModelReference(options: TurnOptions, profile: ResolvedProfile? = nil) throws -> ModelReference {
-        if let m = options.model { return m }
-        if let m = profile?.model { return m }
-        if let m = config.model { return m }
-        if let m = context.catalog.defaultReference { return m }
-        throw RPCError.invalidConfiguration("no model is configured: give the session a \"model\" (or set defaultModel in agentrpc.json)", field: "model")
-    }
-
-    /// The provider for a model reference, created once per session.
-    func provider(for reference: ModelReference) throws -> any ModelProvider {
-        try providers.provider(for: reference) {
-            try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment)
-        }
-    }
-
-    /// A compiled validator for a tool's input schema, compiled once per schema.
-    func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {
-        if let cached = inputValidators[tool], cached.schema == schema { return cached.validator }
-        let validator = try JSONSchemaValidator(schema: schema)
-        inputValidators[tool] = (schema, validator)
-        return validator
-    }
-}
-
 /// Checks a send or steer passes before anything changes (they read no session state).
 enum PreFlight {
     /// Call-site limits (`options.limits`) get the same checks as the session's

@@ -1,91 +1,6 @@
 import AgentRPCProtocol
 import Foundation
 
-extension AgentSession {
-    /// Where a tool call runs, once it passed validation, hooks, guards and
-    /// confirmation: the one place that hands a call to its executor (today the
-    /// client, with `tool/call`) and returns its result. `timeout` bounds the
-    /// wait; cancelling the calling task withdraws the call. A failing executor
-    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
-    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
-        let answer: JSONValue
-        do {
-            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
-        } catch OutgoingRequestError.rpc(let clientError) {
-            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
-                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
-            ])
-        } catch OutgoingRequestError.timedOut(let seconds) {
-            return .timedOut(seconds: seconds)
-        } catch OutgoingRequestError.disconnected {
-            throw clientGone()
-        }
-        do {
-            return .finished(try answer.decode(as: ToolCallResult.self))
-        } catch {
-            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
-        }
-    }
-
-    /// The client's input closed while the turn waited on it: the turn ends as
-    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
-    func clientGone() -> CancellationError {
-        control?.abort(.shutdown)
-        return CancellationError()
-    }
-
-    // MARK: Confirmation
-
-    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
-    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
-        runner?.resolveConfirmation(answer, callId: callId)
-    }
-
-    /// `session/confirm`. A decision that cannot be honoured (edited arguments that
-    /// break the schema, a bad rule) is refused and the confirmation stays pending.
-    func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {
-        let callId = params.callId
-        guard let runner, let pending = runner.pendingConfirmation, runner.confirmationIsOpen(callId: callId) else {
-            let pending = runner?.pendingConfirmation
-            let message = pending == nil ? "no confirmation is pending"
-                : pending?.callId != callId ? "the pending confirmation is for another call" : "the confirmation was already settled"
-            throw RPCError(.noPendingConfirmation, message, data: ["callId": .string(callId)])
-        }
-        let answer = try acceptDecision(
-            params.decision, reason: params.reason, arguments: params.arguments, rule: params.rule,
-            tool: pending.name, schema: runner.pendingConfirmationSchema, source: .client)
-        guard runner.resolveConfirmation(answer, callId: callId) else {
-            throw RPCError(.noPendingConfirmation, "the confirmation was already settled", data: ["callId": .string(callId)])
-        }
-        return SessionConfirmResult(rule: answer.decision == .approveForSession ? approvalRules.rules.last : nil)
-    }
-
-    /// Checks a decision's extras and, for `approveForSession`, adds the rule.
-    /// Throws `invalidParams` (nothing changed) when they cannot be honoured.
-    func acceptDecision(
-        _ decision: ConfirmationDecision, reason: String?, arguments edited: JSONValue?, rule: ApprovalScope?,
-        tool: String, schema: JSONValue?, source: ConfirmationSource
-    ) throws -> ConfirmationAnswer {
-        let approves = decision == .approve || decision == .approveForSession
-        if edited != nil && !approves {
-            throw RPCError.invalidParams("arguments can only come with an approve decision", field: "arguments")
-        }
-        if rule != nil && decision != .approveForSession {
-            throw RPCError.invalidParams("rule can only come with approveForSession", field: "rule")
-        }
-        if let edited, let violations = schemaProblem(tool: tool, schema: schema, arguments: edited) {
-            throw RPCError(.invalidParams, "the edited arguments do not match the input schema of '\(tool)': \(violations.map(\.description).joined(separator: "; "))", data: [
-                "field": "arguments",
-                "violations": .array(violations.map { ["path": .string($0.path), "message": .string($0.message)] }),
-            ])
-        }
-        if decision == .approveForSession {
-            _ = try addApprovalRules([ApprovalRuleSpec(tool: tool, arguments: rule?.arguments)], field: "rule")
-        }
-        return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: edited)
-    }
-}
-
 /// Running one tool call: checks, hooks, guards, confirmation, execution
 /// (`AgentSession.executeTool`) and the output entry. Like the loop, it runs in
 /// the turn's task on the session's actor.
@@ -264,7 +179,6 @@ extension TurnRunner {
         return try await output(result.outcome, result.content)
     }
 
-
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
     private func lastToolOutputContent(callId: String, session: isolated AgentSession) -> JSONValue? {
         for entry in session.entries.reversed() {
@@ -273,12 +187,10 @@ extension TurnRunner {
         return nil
     }
 
-
     private func finishToolCall(_ call: ModelToolCall, profile: ResolvedProfile, outcome: ToolOutcome, content: JSONValue, approvedArguments: JSONValue? = nil, session: isolated AgentSession) throws {
         try session.append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turn.id)
         session.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: session.mcpSource(of: call.name)))
     }
-
 
     private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, session: isolated AgentSession) async throws -> ConfirmationAnswer {
         let timeout = turn.limits.confirmationTimeoutSeconds
@@ -337,7 +249,6 @@ extension TurnRunner {
         session.emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source))
         return answer
     }
-
 
     // MARK: Context sources
 

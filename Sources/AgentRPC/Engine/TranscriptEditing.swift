@@ -18,6 +18,80 @@ extension AgentSession {
         try transcript.sync()
         return MutateTranscriptResult(revision: revision, entryCount: entries.count)
     }
+
+    // MARK: Rewind
+
+    /// `session/rewind`, the ordered part: cuts the transcript and takes the undo
+    /// records of the removed tool calls (newest first). The undos themselves are
+    /// sent by `sendRewindUndos`, outside the request order, since they wait on the client.
+    func rewindTranscript(_ params: SessionRewindParams) throws -> (result: SessionRewindResult, undos: [UndoRecord]) {
+        if isRunning {
+            throw RPCError(.sessionBusy, "the transcript cannot be rewound while a turn is running", data: ["turnId": turnId.map { .string($0) } ?? .null])
+        }
+        if rewindingUndos {
+            throw RPCError(.sessionBusy, "an earlier rewind is still undoing tool calls")
+        }
+        let cut: Int
+        switch (params.toEntryId, params.turnId) {
+        case (let entryId?, nil):
+            guard let index = entries.firstIndex(where: { $0.id == entryId }) else {
+                throw RPCError(.invalidParams, "the transcript has no entry with this id", data: ["field": "toEntryId", "entryId": .string(entryId)])
+            }
+            cut = index + 1
+        case (nil, let turn?):
+            guard let index = entries.firstIndex(where: { $0.turnId == turn }) else {
+                throw RPCError(.invalidParams, "the transcript has no entry of this turn", data: ["field": "turnId", "turnId": .string(turn)])
+            }
+            cut = index
+        default:
+            throw RPCError.invalidParams("give exactly one of toEntryId and turnId", field: params.toEntryId == nil ? "toEntryId" : "turnId")
+        }
+        let removed = Array(entries[cut...])
+        // A call is identified by its turn and call id: models reuse call ids across turns.
+        let removedCalls = Set(removed.compactMap { entry -> UndoKey? in
+            guard case .toolOutput(let callId, _, _, _, _, _) = entry.content, let turn = entry.turnId else { return nil }
+            return UndoKey(turnId: turn, callId: callId)
+        })
+        if !removed.isEmpty { try transcript.mutate([.truncateAfter(id: cut == 0 ? nil : entries[cut - 1].id)]) }
+        let taken = try transcript.takeUndoRecords { removedCalls.contains(UndoKey(turnId: $0.turnId, callId: $0.callId)) }
+        let undos = params.undo ? Array(taken.reversed()) : []
+        if !undos.isEmpty { rewindingUndos = true }
+        let result = SessionRewindResult(revision: revision, entryCount: entries.count, removedEntries: removed.map(\.id), undos: [])
+        return (result, undos)
+    }
+
+    /// Sends `tool/undo` for each record in order; a failure does not stop the rest.
+    func sendRewindUndos(_ records: [UndoRecord]) async -> [RewindUndo] {
+        defer { rewindingUndos = false }
+        var done: [RewindUndo] = []
+        let channel = context.channel
+        for record in records {
+            let params = ToolUndoParams(sessionId: id, turnId: record.turnId, callId: record.callId, name: record.name, undo: record.undo)
+            let timeout = HumanInTheLoopLimits.rewindUndoTimeoutSeconds
+            var status = RewindUndoStatus.undone
+            var failure: String?
+            do {
+                _ = try await channel.request(ToolUndoRequest.name, try JSONValue(encoding: params), timeout: timeout)
+            } catch OutgoingRequestError.rpc(let e) {
+                status = .failed
+                failure = e.message
+            } catch OutgoingRequestError.timedOut(let seconds) {
+                status = .failed
+                failure = "no answer within \(seconds) seconds"
+            } catch {
+                status = .failed
+                failure = "the undo could not be sent: \(error)"
+            }
+            done.append(RewindUndo(turnId: record.turnId, callId: record.callId, name: record.name, status: status, error: failure))
+        }
+        return done
+    }
+}
+
+/// A tool call across the session's turns.
+private struct UndoKey: Hashable {
+    let turnId: String
+    let callId: String
 }
 
 /// What makes a history well-formed: unique entry ids, unique call ids within
