@@ -68,5 +68,8 @@ struct MCPMappingTests {
         #expect(clash.contains { $0.path == "tools[0].name" && $0.message.contains("mcp__kit__echo") && $0.message.contains("'kit'") })
         let bad = SessionConfig(mcpServers: [.inline(MCPServerSpec(name: "a__b")), .inline(MCPServerSpec(name: "h", type: .http, url: "ftp://x"))]).validate()
         #expect(bad.map(\.path).sorted() == ["mcpServers[0].command", "mcpServers[0].name", "mcpServers[1].url"])
+        let headers = SessionConfig(mcpServers: [.inline(MCPServerSpec(
+            name: "h", type: .http, url: "https://x/mcp", headers: ["Bad Name": "v", "X-Split": "a\r\nInjected: 1", "Authorization": "Bearer ${T}"]))]).validate()
+        #expect(headers.map(\.path).sorted() == ["mcpServers[0].headers.Bad Name", "mcpServers[0].headers.X-Split"])
     }
 }

@@ -192,6 +192,7 @@ actor MCPClient {
     private func abandon(_ id: Int, error: any Error, notify: Bool) {
         guard let waiter = pending.removeValue(forKey: id) else { return }
         waiter.resume(throwing: error)
+        transport.abandoned(.int(id))
         if notify, closedReason == nil {
             let note = Message.notification(method: "notifications/cancelled", params: ["requestId": .int(id), "reason": .string("\(error)")]).json
             let transport = self.transport
@@ -221,6 +222,7 @@ actor MCPClient {
         protocolVersion = version
         transport.negotiated(protocolVersion: version)
         await notify("notifications/initialized")
+        transport.initialized()
         return version
     }
 

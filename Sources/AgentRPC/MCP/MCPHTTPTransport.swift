@@ -1,13 +1,442 @@
 import AgentRPCProtocol
 import Foundation
+import Synchronization
 
-/// Streamable HTTP (not yet wired): creating one fails, and the server is reported failed.
+/// Streamable HTTP: every message is a POST to the server's endpoint through the
+/// project's one HTTP seam (`HTTPTransports.current`); a request's answer comes
+/// back as one JSON object or as an SSE stream, which may carry the server's own
+/// requests and notifications before the answer. After `initialize`, a GET
+/// stream carries what the server sends outside any request (`list_changed`,
+/// `ping`). `Mcp-Session-Id` is echoed, `MCP-Protocol-Version` sent once
+/// negotiated; a 404 on a session ends the connection (the runner
+/// re-initializes); closing DELETEs the session.
+///
+/// Every sink callback runs on the HTTP driver thread that all of the process's
+/// requests share, so nothing here may block: messages go to the inbox with
+/// `offer`, never `put`.
 final class MCPHTTPTransport: MCPTransport {
-    init(spec: MCPServerSpec, environment: [String: String], inbox: MCPInbox, logger: Logger) throws {
-        throw MCPTransportError(description: "the streamable HTTP transport is not available in this build")
+    /// The longest silence on the GET stream before it is opened again (the
+    /// python SDK's server sends a keep-alive comment every 15 s).
+    static let eventStreamIdleSeconds: Double = 300
+    /// The wait before the GET stream is opened again; it doubles after a stream
+    /// that ended without delivering anything, up to `eventStreamMaxBackoffSeconds`.
+    static let eventStreamBackoffSeconds: Double = 1
+    static let eventStreamMaxBackoffSeconds: Double = 30
+    /// A request's POST has no idle bound of its own: the client's deadline for
+    /// the request (the tool timeout) abandons it, which cancels the POST.
+    static let requestIdleSeconds: Double = 86_400
+
+    private let url: URL
+    private let headers: [String: String]
+    private let inbox: MCPInbox
+    private let logger: Logger
+    private let serverName: String
+    private struct State {
+        var sessionID: String?
+        var version: String?
+        var closed = false
+        /// Open POSTs, with the request each one carries (nil: a notification or an answer).
+        var posts: [UUID: (handle: MCPHTTPHandleSlot, request: RequestID?)] = [:]
+        /// Who waits for a notification's or answer's POST to end.
+        var waiting: [UUID: @Sendable () -> Void] = [:]
+        var eventStream: HTTPRequestHandle?
+        var lastEventID: String?
+        var eventStreamBackoff = MCPHTTPTransport.eventStreamBackoffSeconds
     }
-    func send(_ message: JSONValue) async throws {}
-    func close() async {}
+    private let state = Mutex(State())
+
+    init(spec: MCPServerSpec, environment: [String: String], inbox: MCPInbox, logger: Logger) throws {
+        guard let url = URL(string: spec.url ?? ""), url.scheme == "http" || url.scheme == "https" else {
+            throw MCPTransportError(description: "the url is not an http(s) URL")
+        }
+        self.url = url
+        var expanded: [String: String] = [:]
+        for (k, v) in spec.headers ?? [:] {
+            let value = MCPSecrets.expand(v, environment: environment)
+            // A variable's value is checked here, after expansion (the spec was checked at create).
+            if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) {
+                throw MCPTransportError(description: "the value of header '\(k)' holds a line break after ${NAME} expansion")
+            }
+            expanded[k] = value
+        }
+        self.headers = expanded
+        self.inbox = inbox
+        self.logger = logger
+        self.serverName = spec.name
+    }
+
+    func negotiated(protocolVersion: String) {
+        state.withLock { $0.version = protocolVersion }
+    }
+
     var stderrTail: [String] { [] }
-    func negotiated(protocolVersion: String) {}
+
+    private func request(method: String, body: Data, idleSeconds: Double) -> HTTPRequest {
+        var h = headers
+        h["Accept"] = method == "GET" ? "text/event-stream" : "application/json, text/event-stream"
+        if method == "POST" { h["Content-Type"] = "application/json" }
+        let (session, version, lastEvent) = state.withLock { ($0.sessionID, $0.version, $0.lastEventID) }
+        if let session { h["Mcp-Session-Id"] = session }
+        if let version { h["MCP-Protocol-Version"] = version }
+        if method == "GET", let lastEvent { h["Last-Event-ID"] = lastEvent }
+        return HTTPRequest(
+            url: url, method: method, headers: h, body: body,
+            connectTimeoutSeconds: 10, idleTimeoutSeconds: idleSeconds)
+    }
+
+    /// A request returns once its POST started (the answer comes through the
+    /// inbox); a notification or an answer returns once the server accepted it,
+    /// so `notifications/initialized` arrives before the requests that follow it.
+    func send(_ message: JSONValue) async throws {
+        if state.withLock({ $0.closed }) { throw MCPTransportError(description: "the connection is closed") }
+        let id: RequestID? = message["method"] != nil ? message["id"].flatMap(RequestID.init(json:)) : nil
+        let body = Data(message.serialized())
+        guard id == nil else {
+            post(body, purpose: id.map { .request($0) } ?? .oneWay, idleSeconds: Self.requestIdleSeconds, then: nil)
+            return
+        }
+        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            done.withLock { $0 = c }
+            post(body, purpose: .oneWay, idleSeconds: MCPBounds.requestTimeoutSeconds) { done.withLock { $0.take() }?.resume() }
+        }
+    }
+
+    private func post(_ body: Data, purpose: MCPHTTPResponseSink.Purpose, idleSeconds: Double, then: (@Sendable () -> Void)?) {
+        let key = UUID()
+        let slot = MCPHTTPHandleSlot()
+        // Registered before the request starts: its response may end before `start` returns.
+        let open = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            if case .request(let id) = purpose { s.posts[key] = (slot, id) } else { s.posts[key] = (slot, nil) }
+            if let then { s.waiting[key] = then }
+            return true
+        }
+        guard open else {
+            then?()
+            return
+        }
+        let sink = MCPHTTPResponseSink(transport: self, purpose: purpose, key: key)
+        slot.fill(HTTPTransports.current.start(request(method: "POST", body: body, idleSeconds: idleSeconds), sink: sink))
+    }
+
+    /// Opens the GET stream once the session is initialized.
+    func initialized() {
+        openEventStream()
+    }
+
+    /// The client stopped waiting for `id` (cancelled, timed out): its POST is not read any more.
+    func abandoned(_ id: RequestID) {
+        let handle = state.withLock { s -> MCPHTTPHandleSlot? in
+            guard let key = s.posts.first(where: { $0.value.request == id })?.key else { return nil }
+            return s.posts.removeValue(forKey: key)?.handle
+        }
+        handle?.cancel()
+    }
+
+    private func openEventStream() {
+        let key = UUID()
+        let sink = MCPHTTPResponseSink(transport: self, purpose: .eventStream, key: key)
+        let r = request(method: "GET", body: Data(), idleSeconds: Self.eventStreamIdleSeconds)
+        guard state.withLock({ !$0.closed }) else { return }
+        let handle = HTTPTransports.current.start(r, sink: sink)
+        let keep = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            s.eventStream = handle
+            return true
+        }
+        if !keep { handle.cancel() }
+    }
+
+    /// The GET stream ended: opened again after a pause, unless the server
+    /// offers none (any status but 2xx) or the connection is closing.
+    fileprivate func eventStreamEnded(status: Int?, delivered: Bool) {
+        let delay: Double? = state.withLock { s in
+            s.eventStream = nil
+            guard !s.closed else { return nil }
+            if let status, !(200..<300).contains(status) { return nil }
+            if delivered { s.eventStreamBackoff = Self.eventStreamBackoffSeconds }
+            let now = s.eventStreamBackoff
+            s.eventStreamBackoff = min(s.eventStreamBackoff * 2, Self.eventStreamMaxBackoffSeconds)
+            return now
+        }
+        if let status, !(200..<300).contains(status) {
+            logger.debug("mcp \(serverName): no GET stream (HTTP \(status)); messages arrive only with answers")
+        }
+        guard let delay else { return }
+        Task { [weak self] in
+            try? await Task.sleep(for: .clampedSeconds(delay))
+            self?.openEventStream()
+        }
+    }
+
+    fileprivate func sawEventID(_ id: String) {
+        guard id.utf8.count <= 1024 else { return }
+        state.withLock { $0.lastEventID = id }
+    }
+
+    fileprivate func finished(_ key: UUID) {
+        let then = state.withLock { s -> (@Sendable () -> Void)? in
+            s.posts.removeValue(forKey: key)
+            return s.waiting.removeValue(forKey: key)
+        }
+        then?()
+    }
+
+    fileprivate func linger(_ key: UUID) {
+        state.withLock { $0.posts[key]?.handle }?.linger()
+    }
+
+    /// True when the body is to be read.
+    fileprivate func sawHead(_ head: ResponseHead, purpose: MCPHTTPResponseSink.Purpose) -> Bool {
+        let value = head.headers["mcp-session-id"]
+        let hadSession = state.withLock { s -> Bool in
+            let had = s.sessionID != nil
+            // Only initialize's answer hands out the session id; later ones repeat it.
+            if !had, let value, !value.isEmpty, value.utf8.count <= 1024,
+               value.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value <= 0x7E }) {
+                s.sessionID = value
+            }
+            return had
+        }
+        if head.status == 404 && hadSession {
+            // The server ended our session: the runner starts over with a new initialize.
+            state.withLock { $0.sessionID = nil }
+            deliver(.closed(reason: "the server ended the MCP session (HTTP 404)"), essential: true)
+            return false
+        }
+        guard (200..<300).contains(head.status) else {
+            switch purpose {
+            case .request(let id):
+                deliver(.message(Message.failure(id, RPCError(.internalError, "the server answered HTTP \(head.status)")).json), essential: true)
+            case .oneWay:
+                logger.debug("mcp \(serverName): a notification or answer was refused with HTTP \(head.status)")
+            case .eventStream:
+                break
+            }
+            return false
+        }
+        return true
+    }
+
+    /// Hands `item` to the client without blocking the HTTP thread. Answers and
+    /// failures of our own requests always go through; under a flood, the
+    /// server's own notifications and requests are dropped (with a note).
+    fileprivate func deliver(_ item: MCPIncoming, essential: Bool) {
+        if !inbox.offer(item, essential: essential) {
+            logger.warning("mcp \(serverName): the client is \(MCPInbox.defaultCapacity) messages behind; a message of the server was dropped")
+        }
+    }
+
+    func close() async {
+        let (handles, waiting, session) = state.withLock { s -> ([MCPHTTPHandleSlot], [@Sendable () -> Void], String?) in
+            // Idempotent: the session is deleted once.
+            if s.closed { return ([], [], nil) }
+            s.closed = true
+            var h = s.posts.values.map(\.handle)
+            if let e = s.eventStream {
+                let slot = MCPHTTPHandleSlot()
+                slot.fill(e)
+                h.append(slot)
+            }
+            let w = Array(s.waiting.values)
+            s.posts = [:]
+            s.waiting = [:]
+            s.eventStream = nil
+            return (h, w, s.sessionID)
+        }
+        for h in handles { h.cancel() }
+        for release in waiting { release() }
+        inbox.put(.closed(reason: "the connection was closed"))
+        guard session != nil else { return }
+        // DELETE ends the session on the server; bounded, and its answer does not matter.
+        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let r = request(method: "DELETE", body: Data(), idleSeconds: 5)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            done.withLock { $0 = c }
+            var delete = r
+            delete.connectTimeoutSeconds = 5
+            _ = HTTPTransports.current.start(delete, sink: MCPHTTPDoneSink { done.withLock { $0.take() }?.resume() })
+        }
+    }
+}
+
+/// One response: a POST's answer (JSON or SSE) or the GET stream; each message
+/// handed to the inbox, bounded in size.
+private final class MCPHTTPResponseSink: HTTPResponseSink {
+    enum Purpose {
+        /// A request of ours: its answer must come, else the client is told why not.
+        case request(RequestID)
+        /// A notification or an answer to the server: 202 and no body, normally.
+        case oneWay
+        /// The GET stream: the server's messages outside any request.
+        case eventStream
+    }
+    private struct State {
+        var status: Int?
+        var read = false
+        var sse = false
+        var parser = SSEParser(maximumBufferedBytes: MCPBounds.maxMessageBytes, maximumStreamBytes: Int.max)
+        var body: [UInt8] = []
+        var tooLarge = false
+        var answered = false
+        var delivered = false
+        var lingering = false
+    }
+    private let transport: MCPHTTPTransport
+    private let purpose: Purpose
+    private let key: UUID
+    private let state = Mutex(State())
+
+    init(transport: MCPHTTPTransport, purpose: Purpose, key: UUID) {
+        self.transport = transport
+        self.purpose = purpose
+        self.key = key
+    }
+
+    private var requestID: RequestID? {
+        if case .request(let id) = purpose { return id }
+        return nil
+    }
+
+    func head(_ head: ResponseHead) {
+        let read = transport.sawHead(head, purpose: purpose)
+        let type = head.headers["content-type"]?.lowercased() ?? ""
+        state.withLock {
+            $0.status = head.status
+            $0.read = read
+            $0.sse = type.hasPrefix("text/event-stream")
+        }
+    }
+
+    func body(_ bytes: Data) {
+        var out: [MCPIncoming] = []
+        var eventID: String?
+        state.withLock { s in
+            guard s.read else { return }
+            if s.sse {
+                do {
+                    for event in try s.parser.feed(bytes) {
+                        eventID = event.id ?? eventID
+                        // The SDK's priming events carry an id and no data.
+                        if !event.data.isEmpty { out.append(parse(Array(event.data.utf8), &s)) }
+                    }
+                } catch {
+                    // A line over the bound: the rest of the stream cannot be read.
+                    s.read = false
+                    if let id = requestID {
+                        s.answered = true
+                        out.append(.oversized(bytes: MCPBounds.maxMessageBytes + 1, id: id))
+                    } else {
+                        out.append(.badFrame("an SSE stream the client cannot read: \(error)"))
+                    }
+                }
+            } else if s.body.count + bytes.count > MCPBounds.maxMessageBytes {
+                s.tooLarge = true
+                s.read = false
+                s.body = []
+            } else {
+                s.body.append(contentsOf: bytes)
+            }
+        }
+        if case .eventStream = purpose, let eventID { transport.sawEventID(eventID) }
+        for item in out { transport.deliver(item, essential: isEssential(item)) }
+        // The answer is in: the server should end the stream now, and may not hold it long.
+        let linger = state.withLock { s -> Bool in
+            guard s.answered, !s.lingering else { return false }
+            s.lingering = true
+            return true
+        }
+        if linger { transport.linger(key) }
+    }
+
+    func end(_ error: (any Error)?) {
+        var out: [MCPIncoming] = []
+        let (status, delivered) = state.withLock { s -> (Int?, Bool) in
+            if s.sse, s.read {
+                for event in s.parser.finish() where !event.data.isEmpty { out.append(parse(Array(event.data.utf8), &s)) }
+            } else if s.tooLarge {
+                out.append(.oversized(bytes: MCPBounds.maxMessageBytes + 1, id: requestID))
+                s.answered = true
+            } else if s.read, !s.body.isEmpty {
+                out.append(parse(s.body, &s))
+            }
+            if let id = requestID, s.read || s.status == nil, !s.answered {
+                if let lost = Self.serverGone(error) {
+                    // The server crashed or is down: the connection ends, every call in flight with it.
+                    out.append(.closed(reason: lost))
+                } else {
+                    let why = error.map { "the HTTP request failed: \($0)" } ?? "the server ended its answer without a response"
+                    out.append(.message(Message.failure(id, RPCError(.internalError, why)).json))
+                }
+            }
+            return (s.status, s.delivered)
+        }
+        for item in out { transport.deliver(item, essential: isEssential(item)) }
+        switch purpose {
+        case .eventStream: transport.eventStreamEnded(status: status, delivered: delivered)
+        case .request, .oneWay: transport.finished(key)
+        }
+    }
+
+    /// Why the server counts as gone after a request failed with `error`, or nil.
+    private static func serverGone(_ error: (any Error)?) -> String? {
+        guard let error = error as? HTTPTransportError else { return nil }
+        switch error.kind {
+        case .connectFailed, .connectionLost, .resolveFailed:
+            return "the server cannot be reached (\(error))"
+        case .connectTimedOut, .idleTimedOut, .badResponse, .tlsFailed, .unavailable:
+            return nil
+        }
+    }
+
+    private func isEssential(_ item: MCPIncoming) -> Bool {
+        switch item {
+        case .message(let value): return value["method"] == nil
+        case .oversized, .badFrame, .closed: return true
+        }
+    }
+
+    private func parse(_ bytes: [UInt8], _ s: inout State) -> MCPIncoming {
+        s.delivered = true
+        do {
+            let value = try JSONValue.parse(bytes)
+            if let id = requestID, value["method"] == nil, value["id"].flatMap(RequestID.init(json:)) == id { s.answered = true }
+            return .message(value)
+        } catch {
+            return .badFrame("\(error) in \(bytes.count) bytes")
+        }
+    }
+}
+
+/// A POST's handle, registered before the request starts; a cancel that comes
+/// before the handle does cancels it as soon as it is there.
+private final class MCPHTTPHandleSlot: Sendable {
+    private let state = Mutex<(handle: HTTPRequestHandle?, cancelled: Bool)>((nil, false))
+
+    func fill(_ handle: HTTPRequestHandle) {
+        let cancel = state.withLock { s -> Bool in
+            s.handle = handle
+            return s.cancelled
+        }
+        if cancel { handle.cancel() }
+    }
+
+    func cancel() {
+        state.withLock { s -> HTTPRequestHandle? in
+            s.cancelled = true
+            return s.handle
+        }?.cancel()
+    }
+
+    func linger() { state.withLock { $0.handle }?.linger() }
+}
+
+/// Calls `done` when the response ends, whatever it was.
+private final class MCPHTTPDoneSink: HTTPResponseSink {
+    private let done: @Sendable () -> Void
+    init(_ done: @escaping @Sendable () -> Void) { self.done = done }
+    func head(_ head: ResponseHead) {}
+    func body(_ bytes: Data) {}
+    func end(_ error: (any Error)?) { done() }
 }

@@ -78,21 +78,25 @@ actor MCPServerRunner {
         while !stopped {
             let outcome = await connectOnce()
             if stopped { break }
+            let why: String
             switch outcome {
-            case .failedToStart(let why):
-                await setStatus(.failed, reason: why)
+            case .failedToStart(let firstWhy) where restarts == 0:
+                await setStatus(.failed, reason: firstWhy)
                 return
-            case .ended(let why):
-                guard restarts < MCPBounds.maxRestarts else {
-                    await setStatus(.failed, reason: "\(why); gave up after \(restarts) restarts")
-                    return
-                }
-                restarts += 1
-                reason = why
-                await setStatus(.restarting, reason: why)
-                try? await Task.sleep(for: .clampedSeconds(backoff))
-                backoff *= 2
+            case .failedToStart(let w), .ended(let w):
+                // A restart that cannot start yet is tried again (an HTTP server
+                // being restarted, say), within the same bound.
+                why = w
             }
+            guard restarts < MCPBounds.maxRestarts else {
+                await setStatus(.failed, reason: "\(why); gave up after \(restarts) restarts")
+                return
+            }
+            restarts += 1
+            reason = why
+            await setStatus(.restarting, reason: why)
+            try? await Task.sleep(for: .clampedSeconds(backoff))
+            backoff *= 2
         }
     }
 

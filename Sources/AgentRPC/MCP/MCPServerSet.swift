@@ -52,10 +52,6 @@ final class MCPServerSet: Sendable {
                 names.insert(name)
             }
         }
-        if let http = specs.first(where: { $0.transport == .http }) {
-            throw RPCError.invalidConfiguration(
-                "MCP server '\(http.name)': the streamable HTTP transport is not implemented yet; use a stdio server", field: "mcpServers")
-        }
         if specs.count > MCPBounds.maxServersPerSession {
             throw RPCError.invalidConfiguration("a session may use at most \(MCPBounds.maxServersPerSession) MCP servers", field: "mcpServers")
         }

@@ -26,6 +26,15 @@ protocol MCPTransport: Sendable {
     var stderrTail: [String] { get }
     /// Called by the client once `initialize` was answered (HTTP sends the version on every request).
     func negotiated(protocolVersion: String)
+    /// Called once `notifications/initialized` was sent (HTTP opens its GET stream).
+    func initialized()
+    /// The client no longer waits for the answer to `id` (HTTP stops reading its POST).
+    func abandoned(_ id: RequestID)
+}
+
+extension MCPTransport {
+    func initialized() {}
+    func abandoned(_ id: RequestID) {}
 }
 
 struct MCPTransportError: Error, CustomStringConvertible {
@@ -36,7 +45,7 @@ struct MCPTransportError: Error, CustomStringConvertible {
 /// `capacity` at a time: a server that floods us (a `list_changed` storm) is
 /// slowed down to our pace instead of filling memory.
 ///
-/// `@unchecked Sendable`: `room` and `finished` are only touched under `condition`.
+/// `@unchecked Sendable`: `room`, `overdraft` and `finished` are only touched under `condition`.
 final class MCPInbox: @unchecked Sendable {
     private let stream: AsyncStream<MCPIncoming>
     private let continuation: AsyncStream<MCPIncoming>.Continuation
@@ -46,8 +55,11 @@ final class MCPInbox: @unchecked Sendable {
     /// Messages that may still be put before the client consumes one.
     private var room: Int
     private var finished = false
+    /// Items `offer` let in beyond the capacity; consuming them frees no room.
+    private var overdraft = 0
+    static let defaultCapacity = 256
 
-    init(capacity: Int = 256) {
+    init(capacity: Int = MCPInbox.defaultCapacity) {
         (stream, continuation) = AsyncStream.makeStream(of: MCPIncoming.self)
         room = capacity
     }
@@ -72,11 +84,45 @@ final class MCPInbox: @unchecked Sendable {
         if open { continuation.yield(item) }
     }
 
+    /// From a thread that must not block (the HTTP driver): false when there was
+    /// no room and `item` was dropped. An `essential` item (an answer to one of
+    /// our requests, whose number our own requests bound) is let in regardless.
+    func offer(_ item: MCPIncoming, essential: Bool) -> Bool {
+        condition.lock()
+        if finished {
+            condition.unlock()
+            return true
+        }
+        let admitted: Bool
+        switch item {
+        case .closed:
+            // The end always goes through, as with `put`.
+            admitted = true
+        case .message, .badFrame, .oversized:
+            if room > 0 {
+                room -= 1
+                admitted = true
+            } else if essential {
+                overdraft += 1
+                admitted = true
+            } else {
+                admitted = false
+            }
+        }
+        condition.unlock()
+        if admitted { continuation.yield(item) }
+        return admitted
+    }
+
     /// Frees the place of one consumed message.
     func consumed() {
         condition.lock()
-        room += 1
-        condition.signal()
+        if overdraft > 0 {
+            overdraft -= 1
+        } else {
+            room += 1
+            condition.signal()
+        }
         condition.unlock()
     }
 

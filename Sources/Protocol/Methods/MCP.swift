@@ -68,11 +68,25 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
             }
             if args != nil { out.append(ConfigProblem(path: path + ".args", message: "args belong to a stdio server")) }
             if env != nil { out.append(ConfigProblem(path: path + ".env", message: "env belongs to a stdio server")) }
+            for (key, value) in (headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+                if let p = Self.headerProblem(name: key, value: value) { out.append(ConfigProblem(path: "\(path).headers.\(key)", message: p)) }
+            }
         }
         if let t = startupTimeoutSeconds, !MCPBounds.startupTimeoutSeconds.contains(t) {
             out.append(ConfigProblem(path: path + ".startupTimeoutSeconds", message: MCPBounds.startupTimeoutSeconds.requirement))
         }
         return out
+    }
+
+    /// Why a header cannot be sent as written, or nil: the name must be an HTTP
+    /// token, the value one line (a line break would start a header of its own).
+    static func headerProblem(name: String, value: String) -> String? {
+        let token = !name.isEmpty && name.unicodeScalars.allSatisfy { s in
+            (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || "!#$%&'*+-.^_`|~".unicodeScalars.contains(s)
+        }
+        if !token { return "'\(name.prefix(64))' is not a valid HTTP header name" }
+        if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) { return "a header value must not contain a line break" }
+        return nil
     }
 
     /// Why `name` cannot name a server, or nil.

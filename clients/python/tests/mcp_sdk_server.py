@@ -97,7 +97,6 @@ if __name__ == "__main__":
         with open(pid_file, "w") as f:
             f.write(str(os.getpid()))
     if len(sys.argv) > 2 and sys.argv[1] == "http":
-        server.settings.port = int(sys.argv[2]) if hasattr(server, "settings") and hasattr(server.settings, "port") else None
         if SDK == "MCPServer":
             server.run("streamable-http", port=int(sys.argv[2]))
         else:

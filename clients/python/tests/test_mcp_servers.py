@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import json
 import signal
 import subprocess
 import sys
@@ -354,3 +355,252 @@ async def test_closing_the_session_stops_a_server_that_ignores_sigterm(tmp_path:
         server_pid = int(pid_file.read_text())
         await session.close()
         assert not Path(f"/proc/{server_pid}").exists() or "zombie" in _proc_state(server_pid)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def _http_server(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    """Starts an MCP server on streamable HTTP and waits (bounded) until it accepts connections."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    async with asyncio.timeout(REAL_TIMEOUT):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return process
+            except OSError:
+                await asyncio.sleep(0.05)
+
+
+def _sdk_http(python: str, port: int) -> list[str]:
+    return [python, SDK_SERVER, "http", str(port)]
+
+
+def http_server(port: int, name: str = "web", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": "http", "url": f"http://127.0.0.1:{port}/mcp", **extra}
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    process.wait(timeout=REAL_TIMEOUT)
+
+
+async def turn_events(events: Any) -> list[dict[str, Any]]:
+    """Every event up to the turn's end."""
+    out: list[dict[str, Any]] = []
+    async with asyncio.timeout(REAL_TIMEOUT):
+        async for note in events:
+            out.append(dict(note.params["event"]))
+            if out[-1]["type"] == "turnEnded":
+                return out
+    raise AssertionError("no turnEnded")
+
+
+def lists(event: dict[str, Any], server: str, tool: str) -> bool:
+    return event["type"] == "mcpServerStatus" and event["server"] == server and tool in event.get("tools", [])
+
+
+async def wait_tools(events: Any, server: str, tool: str) -> dict[str, Any]:
+    """The first ``ready`` status of ``server`` whose tools include ``tool`` (a re-listing)."""
+    async with asyncio.timeout(REAL_TIMEOUT):
+        async for note in events:
+            event = note.params["event"]
+            if event["type"] == "mcpServerStatus" and event["server"] == server and tool in event.get("tools", []):
+                return dict(event)
+    raise AssertionError(f"{server} never listed {tool}")
+
+
+@pytest.mark.parametrize(("python", "sdk"), SDKS)
+async def test_streamable_http_list_call_structured_is_error_and_list_changed(tmp_path: Path, python: str, sdk: str) -> None:
+    port = _free_port()
+    server = await _http_server(_sdk_http(python, port), port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__web__add", a=1, b=2), call("mcp__web__fail", why="nope"),
+                               call("mcp__web__sdk"), call("mcp__web__grow")]},
+                {"text": ["done"]},
+                {"toolCalls": [call("mcp__web__extra")]}, {"text": ["again"]},
+                servers=[http_server(port)]))
+            ready = await wait_status(events, "web", "ready")
+            assert "mcp__web__add" in ready["tools"] and "mcp__web__extra" not in ready["tools"]
+            [web] = (await get_state(client, session))["mcpServers"]
+            assert web["transport"] == "http" and web["protocolVersion"] in {"2025-11-25", "2025-06-18"}
+            result = await session.send("go")
+            assert result.message.text == "done"
+            seen = await turn_events(events)
+            calls = [e for e in seen if e["type"] == "toolCallFinished"]
+            assert calls[0]["content"] == {"total": 3} and calls[0]["source"] == {"mcp": "web"}
+            assert calls[1]["outcome"] == "failed" and "fail" in str(calls[1]["content"])
+            assert sdk in str(calls[2]["content"])
+            # The SDK may send list_changed outside the request (its GET stream): the
+            # re-listing shows in a status event, and the next turn may call the new tool.
+            if not any(lists(e, "web", "mcp__web__extra") for e in seen):
+                await wait_tools(events, "web", "mcp__web__extra")
+            result = await session.send("again")
+            assert result.message.text == "again"
+            calls = await finished_calls(events)
+            assert calls[0]["outcome"] == "ok" and "extra ran" in str(calls[0]["content"])
+            await session.close()
+    finally:
+        _stop(server)
+
+
+async def test_streamable_http_cancel_during_a_slow_tool(tmp_path: Path) -> None:
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    port = _free_port()
+    server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__web__slow", seconds=60)]}, {"toolCalls": [call("mcp__web__echo", text="again")]}, {"text": ["ok"]},
+                servers=[http_server(port)]))
+            await wait_status(events, "web", "ready")
+            turn = asyncio.create_task(session.send("slow"))
+            async with asyncio.timeout(REAL_TIMEOUT):
+                async for note in events:
+                    if note.params["event"]["type"] == "toolCallStarted":
+                        break
+            assert (await session.cancel()) is True
+            async with asyncio.timeout(10):
+                async for note in events:
+                    event = note.params["event"]
+                    if event["type"] == "turnEnded":
+                        assert event["status"] == "cancelled"
+                        break
+            with pytest.raises(Exception):
+                await turn
+            await session.send("again")
+            calls = await finished_calls(events)
+            assert calls[-1]["name"] == "mcp__web__echo" and calls[-1]["outcome"] == "ok"
+    finally:
+        _stop(server)
+
+
+async def test_streamable_http_server_gone_mid_call(tmp_path: Path) -> None:
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    port = _free_port()
+    server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__web__crash")]}, {"text": ["it crashed"]},
+                {"text": ["still here"]},
+                servers=[http_server(port)]))
+            await wait_status(events, "web", "ready")
+            result = await session.send("crash")
+            assert result.message.text == "it crashed"
+            seen = await turn_events(events)
+            calls = [e for e in seen if e["type"] == "toolCallFinished"]
+            assert calls[0]["outcome"] == "failed" and "went away" in calls[0]["content"]
+            # Nothing listens any more: each restart (a new initialize) fails, then the
+            # server is failed; the turn's next round trip waited for that (bounded).
+            failed = [e for e in seen if e["type"] == "mcpServerStatus" and e["status"] == "failed"]
+            assert failed and "cannot" in failed[0]["reason"] and "gave up after 3 restarts" in failed[0]["reason"]
+            result = await session.send("more")
+            assert result.message.text == "still here"
+    finally:
+        server.wait(timeout=REAL_TIMEOUT)
+
+
+async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path) -> None:
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    port = _free_port()
+    server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__web__add", a=1, b=2)]},
+                {"toolCalls": [call("mcp__web__add", a=2, b=2)]}, {"text": ["done"]},
+                servers=[http_server(port)]))
+            await wait_status(events, "web", "ready")
+            # A new server process knows nothing of our MCP session: it answers 404
+            # (to the call, or to the GET stream opened again, whichever comes first).
+            _stop(server)
+            server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+            await session.send("go")
+            seen: list[dict[str, Any]] = []
+            async with asyncio.timeout(REAL_TIMEOUT):
+                async for note in events:
+                    seen.append(note.params["event"])
+                    if seen[-1]["type"] == "turnEnded":
+                        break
+            restarting = [e for e in seen if e["type"] == "mcpServerStatus" and e["status"] == "restarting"]
+            assert restarting and "404" in restarting[0]["reason"]
+            calls = [e for e in seen if e["type"] == "toolCallFinished"]
+            assert calls[0]["outcome"] == "ok" or "404" in calls[0]["content"]
+            assert calls[-1]["outcome"] == "ok" and calls[-1]["content"] == {"total": 4}
+            state = await get_state(client, session)
+            assert state["mcpServers"][0]["status"] == "ready" and state["mcpServers"][0]["restarts"] == 1
+    finally:
+        _stop(server)
+
+
+async def test_streamable_http_wire_ping_delete_and_no_secret_anywhere(tmp_path: Path) -> None:
+    """Against a fake that answers plain JSON and logs what it receives."""
+    port = _free_port()
+    log = tmp_path / "requests.jsonl"
+    fake = await _http_server([sys.executable, str(HERE / "mcp_http_fake.py"), str(port), str(log)], port)
+    token, literal = "tok-7f3a9c-from-env", "literal-5be1d2-secret"
+    args = ["--store", str(tmp_path / "store"), "--log-level", "trace", "--trace-file", str(tmp_path / "trace.jsonl"),
+            "--trace-payloads", "--dump-requests", str(tmp_path / "dump.jsonl")]
+    try:
+        async with spawn_real(tmp_path, args=args, env={"FAKE_TOKEN": token}) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__fake__echo", text="hi"), call("mcp__fake__grow")]}, {"text": ["one"]},
+                {"toolCalls": [call("mcp__fake__extra")]}, {"text": ["two"]},
+                servers=[http_server(port, "fake", headers={"Authorization": "Bearer ${FAKE_TOKEN}", "X-Literal": literal})]))
+            await wait_status(events, "fake", "ready")
+            assert (await session.send("go")).message.text == "one"
+            seen = await turn_events(events)
+            calls = [e for e in seen if e["type"] == "toolCallFinished"]
+            assert calls[0]["content"] == "echo: hi" and calls[1]["outcome"] == "ok"
+            # list_changed came on the GET stream.
+            if not any(lists(e, "fake", "mcp__fake__extra") for e in seen):
+                await wait_tools(events, "fake", "mcp__fake__extra")
+            assert (await session.send("again")).message.text == "two"
+            assert (await finished_calls(events))[0]["content"] == "extra ran"
+            await session.close()
+            stderr = client.stderr_tail
+        received = [json.loads(line) for line in log.read_text().splitlines()]
+    finally:
+        _stop(fake)
+    posts = [r for r in received if r["method"] == "POST"]
+    assert posts[0]["body"]["method"] == "initialize" and "mcp-session-id" not in posts[0]["headers"]
+    for r in posts:
+        assert r["headers"]["accept"] == "application/json, text/event-stream"
+        assert r["headers"]["authorization"] == f"Bearer {token}" and r["headers"]["x-literal"] == literal
+    for r in received[1:]:
+        assert r["headers"]["mcp-session-id"] == "fake-session-1" and r["headers"]["mcp-protocol-version"] == "2025-06-18"
+    assert posts[1]["body"] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    # The server's ping on the GET stream was answered with a POST.
+    assert {"jsonrpc": "2.0", "id": "fake-ping-1", "result": {}} in [r["body"] for r in posts]
+    assert any(r["method"] == "GET" and r["headers"]["accept"] == "text/event-stream" for r in received)
+    assert received[-1]["method"] == "DELETE"
+    # Neither the expanded token nor the literal header reaches the journal, the log, a trace or a dump.
+    assert stderr and "fake" in stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path != log:
+            text = path.read_text(errors="replace")
+            assert token not in text and literal not in text, path
+    # At trace level every frame is logged as received: the client's own literal
+    # value shows there and nowhere else; a ${NAME} value never shows.
+    assert [line for line in stderr.splitlines() if token in line] == []
+    assert [line for line in stderr.splitlines() if literal in line and not line.startswith("agentrpc[trace] <- ")] == []
+    journal = "".join(p.read_text() for p in (tmp_path / "store").rglob("*") if p.is_file())
+    assert "${FAKE_TOKEN}" in journal
