@@ -217,8 +217,8 @@ final class ACPAgent: Sendable {
             "agentCapabilities": [
                 "loadSession": true,
                 "promptCapabilities": ["image": true, "audio": false, "embeddedContext": true],
-                // stdio MCP servers only: the engine has no MCP transport over HTTP yet.
-                "mcpCapabilities": ["http": false, "sse": false],
+                // stdio and streamable HTTP MCP servers; the deprecated HTTP+SSE transport is not offered.
+                "mcpCapabilities": ["http": true, "sse": false],
                 "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:], "additionalDirectories": [:]],
             ],
             "agentInfo": ["name": "agentrpc", "title": "agentrpc", "version": .string(Server.version)],

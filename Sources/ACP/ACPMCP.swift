@@ -4,9 +4,6 @@ import AgentRPCProtocol
 /// `session/create` server specs. A server agentrpc cannot start is never
 /// dropped silently: it is named, with the reason, in the answer's `_meta`.
 enum ACPMCP {
-    /// Whether this build reaches MCP servers over streamable HTTP.
-    static let supportsHTTP = false
-
     struct Conversion {
         var specs: [JSONValue] = []
         var notStarted: [(name: String, reason: String)] = []
@@ -33,7 +30,7 @@ enum ACPMCP {
                 }
                 if !env.isEmpty { spec["env"] = .object(env) }
                 out.specs.append(.object(spec))
-            case "http" where supportsHTTP:
+            case "http":
                 guard let url = server["url"]?.stringValue else {
                     out.notStarted.append((shown, "an http server needs a url"))
                     continue
@@ -46,7 +43,7 @@ enum ACPMCP {
                 if !headers.isEmpty { spec["headers"] = .object(headers) }
                 out.specs.append(.object(spec))
             case let other:
-                out.notStarted.append((shown, "the \(other) transport is not available in this build (mcpCapabilities says which are)"))
+                out.notStarted.append((shown, "the \(other) transport is not supported (mcpCapabilities says which are)"))
             }
         }
         return out

@@ -244,6 +244,7 @@ async def test_initialize_answers_version_1_and_the_capabilities(tmp_path: Path)
         assert answer.protocol_version == 1
         caps = answer.agent_capabilities
         assert caps is not None and caps.load_session is True
+        assert caps.mcp_capabilities is not None and caps.mcp_capabilities.http is True and caps.mcp_capabilities.sse is False
         assert caps.prompt_capabilities is not None and caps.prompt_capabilities.image and caps.prompt_capabilities.embedded_context
         assert caps.session_capabilities is not None
         for name in ("list", "delete", "resume", "close"):
@@ -304,24 +305,55 @@ for line in sys.stdin:
 
 
 async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_named(tmp_path: Path) -> None:
+    import socket
+    import subprocess
     import sys
 
-    from acp.schema import HttpMcpServer, McpServerStdio
+    from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
-    editor = Editor()
-    config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__my_calc__add", "arguments": {"a": 2, "b": 3}}]}, {"text": ["5."]})
-    async with agent(tmp_path, config, editor) as (conn, cwd):
-        calc = McpServerStdio(name="my calc", command=sys.executable, args=["-c", CALC_MCP_SERVER], env=[])
-        remote = HttpMcpServer(type="http", name="remote", url="https://mcp.example.com/mcp", headers=[])
-        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[calc, remote]), WAIT)
-        assert (await prompt(conn, session.session_id, "2 + 3?")).stop_reason == "end_turn"
-    # The http server is not started (this build has no MCP HTTP transport) and says so.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "http-requests.jsonl"
+    # The tests' plain-JSON streamable HTTP MCP server (tests/mcp_http_fake.py), which logs what it receives.
+    fake = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_http_fake.py"), str(port), str(log)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async with asyncio.timeout(WAIT):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+        editor = Editor()
+        config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__my_calc__add", "arguments": {"a": 2, "b": 3}},
+                                         {"id": "call_h", "name": "mcp__remote__echo", "arguments": {"text": "over http"}}]},
+                          {"text": ["5."]})
+        async with agent(tmp_path, config, editor) as (conn, cwd):
+            calc = McpServerStdio(name="my calc", command=sys.executable, args=["-c", CALC_MCP_SERVER], env=[])
+            remote = HttpMcpServer(type="http", name="remote", url=f"http://127.0.0.1:{port}/mcp",
+                                   headers=[HttpHeader(name="X-Editor", value="from the editor")])
+            old = SseMcpServer(type="sse", name="old", url="https://mcp.example.com/sse", headers=[])
+            session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[calc, remote, old]), WAIT)
+            assert (await prompt(conn, session.session_id, "2 + 3?")).stop_reason == "end_turn"
+    finally:
+        fake.terminate()
+        fake.wait(timeout=WAIT)
+    # The sse server is not started (mcpCapabilities.sse is false) and says so.
     (not_started,) = session.field_meta["agentrpc"]["mcpServersNotStarted"]
-    assert not_started["name"] == "remote" and "http" in not_started["reason"]
-    # The stdio one ran the model's call, through the engine's tool path.
+    assert not_started["name"] == "old" and "sse" in not_started["reason"]
+    # The stdio and http ones ran the model's calls, through the engine's tool path.
     updates = editor.tool_updates("call_m")
     assert updates[0]["title"] == "add (my_calc)"
     assert updates[-1]["status"] == "completed" and "5" in json.dumps(updates[-1]["rawOutput"])
+    remote_updates = editor.tool_updates("call_h")
+    assert remote_updates[0]["title"] == "echo (remote)"
+    assert remote_updates[-1]["status"] == "completed" and "echo: over http" in json.dumps(remote_updates[-1]["rawOutput"])
+    # The editor's header went with every request.
+    received = [json.loads(line) for line in log.read_text().splitlines()]
+    assert received and all(r["headers"].get("x-editor") == "from the editor" for r in received)
     assert editor.text() == "5."
 
 
