@@ -43,6 +43,11 @@ let usage = """
                               sessions, else ~/.local/state/agentrpc/sessions). See docs/protocol.md,
                               "Durable sessions".
       --ephemeral             Keep no sessions on disk: they end with this process.
+      --model-cassette FILE   Record or replay every model provider's HTTP traffic in FILE (see
+                              docs/testing.md).
+      --cassette-mode MODE    record | replay | auto (default replay: nothing goes to the network;
+                              auto replays what FILE holds and records what it lacks).
+      --cassette-pace PACE    fast | recorded (default fast): how replayed responses arrive.
 
     SCHEMA OPTIONS
       --out DIR               Directory to write into (created if missing; stale .json files removed).
@@ -69,6 +74,9 @@ let usage = """
     REPLAY OPTIONS
       --timeout S             Seconds to wait for each expected message (default 5).
       --verbose               Print every step.
+      --model-cassette FILE   Answer every model request from this cassette (the server runs with
+                              --cassette-mode replay): protocol and model both offline.
+      --cassette-pace PACE    fast | recorded, as for serve.
 
     Exit status: 0 on a clean exit (end of input, or shutdown then exit), 1 for exit without
     shutdown, 2 for a usage error.
@@ -110,6 +118,28 @@ struct Arguments {
     }
 }
 
+/// The model cassette options of serve, chat and replay (docs/testing.md).
+let cassetteOptions: Set<String> = ["model-cassette", "cassette-mode", "cassette-pace"]
+
+func modelCassette(_ args: Arguments) -> ModelCassetteConfig? {
+    var mode: CassetteMode?
+    var pace: CassettePace?
+    if let v = args.values["cassette-mode"] {
+        guard let m = CassetteMode(rawValue: v) else { fail("--cassette-mode is record, replay or auto") }
+        mode = m
+    }
+    if let v = args.values["cassette-pace"] {
+        guard let p = CassettePace(rawValue: v) else { fail("--cassette-pace is fast or recorded") }
+        pace = p
+    }
+    guard let path = args.values["model-cassette"] else {
+        if mode != nil || pace != nil { fail("--cassette-mode and --cassette-pace need --model-cassette FILE") }
+        return nil
+    }
+    if path.isEmpty { fail("--model-cassette needs a file") }
+    return ModelCassetteConfig(path: path, mode: mode, pace: pace)
+}
+
 var argv = CommandLine.arguments.dropFirst()
 // `agentrpc sessions --help` is the subcommand's own.
 if (argv.contains("--help") || argv.contains("-h")) && argv.first != "sessions" {
@@ -126,7 +156,7 @@ if argv.first == command { argv = argv.dropFirst() }
 
 switch command {
 case "serve":
-    let args = Arguments(argv, valued: ["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions", "trace-file", "store"], flags: ["trace-payloads", "ephemeral"])
+    let args = Arguments(argv, valued: Set(["max-message-bytes", "log-level", "config", "dump-requests", "record", "client-timeout", "max-sessions", "trace-file", "store"]).union(cassetteOptions), flags: ["trace-payloads", "ephemeral"])
     if let extra = args.positional.first { fail("unexpected argument '\(extra)'") }
     var options = ServerOptions()
     if let v = args.values["max-message-bytes"] {
@@ -154,6 +184,7 @@ case "serve":
     options.ephemeral = args.flags.contains("ephemeral")
     if options.ephemeral && options.storeDirectory != nil { fail("--store and --ephemeral exclude each other") }
     if let dir = options.storeDirectory, dir.isEmpty { fail("--store needs a directory") }
+    options.modelCassette = modelCassette(args)
     // A closed stdout must surface as a write error, not kill the process.
     signal(SIGPIPE, SIG_IGN)
     options.handleTerminationSignals = true

@@ -233,7 +233,9 @@ actor AgentSession {
     /// The provider for a model reference, created once per session.
     func provider(for reference: ModelReference) throws -> any ModelProvider {
         try providers.provider(for: reference) {
-            try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment)
+            // The session's own cassette, else the server's (docs/testing.md).
+            let cassette = try config.modelCassette.map { try context.cassettes.cassette($0) } ?? context.cassette
+            return try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment, cassette: cassette)
         }
     }
 

@@ -13,6 +13,9 @@ struct EngineContext: Sendable {
     let clientCapabilities: ClientCapabilities
     /// Nil when no one listens (no trace file, client did not ask): spans cost nothing then.
     let tracer: Tracer?
+    /// The model cassettes open in this server, and the server's own (docs/testing.md).
+    let cassettes: ModelCassettes
+    let cassette: ModelCassette?
 }
 
 /// Owns the loaded sessions and serves the `session/*` methods.
@@ -30,6 +33,8 @@ final class Engine: Sendable {
     private let client = Mutex<(ClientCapabilities, ClientInfo?)>((ClientCapabilities(), nil))
     private let shuttingDown = Mutex(false)
     let tracer: Tracer
+    private let cassettes: ModelCassettes
+    private let cassette: ModelCassette?
 
     init(options: ServerOptions, connection: any ClientChannel, logger: Logger) throws {
         self.channel = connection
@@ -45,6 +50,16 @@ final class Engine: Sendable {
             }
         }
         self.dumper = try options.dumpRequestsPath.map { try RequestDumper(path: $0) }
+        self.cassettes = ModelCassettes(logger: logger)
+        // `--model-cassette` is relative to the working directory, agentrpc.json's to the file.
+        if let config = options.modelCassette {
+            self.cassette = try cassettes.cassette(config)
+        } else if let config = catalog.modelCassette {
+            let directory = catalog.sourcePath.map { ($0 as NSString).deletingLastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
+            self.cassette = try cassettes.cassette(config, relativeTo: directory)
+        } else {
+            self.cassette = nil
+        }
         self.tracer = Tracer(includesPayloads: options.tracePayloads)
         if options.ephemeral {
             self.store = nil
@@ -83,7 +98,8 @@ final class Engine: Sendable {
     private var context: EngineContext {
         EngineContext(
             channel: channel, logger: logger, options: options, catalog: catalog, dumper: dumper,
-            clientCapabilities: client.withLock { $0.0 }, tracer: tracer.hasExporters ? tracer : nil)
+            clientCapabilities: client.withLock { $0.0 }, tracer: tracer.hasExporters ? tracer : nil,
+            cassettes: cassettes, cassette: cassette)
     }
 
     func session(_ id: String) throws -> AgentSession {
@@ -351,6 +367,8 @@ final class Engine: Sendable {
         // Resolving once now reports unknown tool names, blocks and cases at create time.
         _ = try ProfileResolver.resolve(config: config, properties: config.properties ?? [:])
         _ = try MCPServerSet.specs(config: config, catalog: catalog)
+        // Opening the session's cassette now reports a missing or unreadable file at create time.
+        if let cassette = config.modelCassette { _ = try cassettes.cassette(cassette) }
         return try await start(config: config, initial: nil, forkedFrom: nil)
     }
 

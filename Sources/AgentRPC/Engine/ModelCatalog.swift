@@ -14,6 +14,8 @@ struct ModelCatalog: Sendable {
     var store: StoreRetention? = nil
     /// Named MCP servers (`"mcpServers": {"name": {...}}`) sessions and profiles refer to.
     var mcpServers: [String: MCPServerSpec] = [:]
+    /// The file's `modelCassette`: records or replays every session's model traffic.
+    var modelCassette: ModelCassetteConfig? = nil
 
     struct File: Codable, Sendable {
         var models: [String: ModelConfig]?
@@ -22,6 +24,7 @@ struct ModelCatalog: Sendable {
         var store: StoreRetention?
         /// Each value is an `MCPServerSpec` whose `name` defaults to its key.
         var mcpServers: [String: JSONValue]?
+        var modelCassette: ModelCassetteConfig?
     }
 
     static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
@@ -78,6 +81,7 @@ struct ModelCatalog: Sendable {
             }
             var catalog = ModelCatalog(models: file.models ?? [:], defaultModel: file.defaultModel, sourcePath: path, environment: environment, acp: file.acp, store: file.store)
             catalog.mcpServers = servers
+            catalog.modelCassette = file.modelCassette
             return withEnvironmentDefaults(catalog)
         }
         return withEnvironmentDefaults(ModelCatalog(models: [:], defaultModel: nil, sourcePath: nil, environment: environment))

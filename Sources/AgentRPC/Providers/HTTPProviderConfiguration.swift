@@ -34,6 +34,8 @@ public struct HTTPProviderConfiguration: Sendable, Hashable {
     public var capabilities: ProviderCapabilities
     /// The model's `options`: its default generation options and the keys passed through.
     public var modelOptions = ModelOptions()
+    /// Records or replays this provider's HTTP exchanges (docs/testing.md).
+    public var cassette: ModelCassette?
 
     public init(
         baseURL: URL, apiKey: String?, model: String, headers: [String: String] = [:], timeoutSeconds: Double = 600,

@@ -51,7 +51,8 @@ public struct OpenAIProvider: ModelProvider {
             wholeBodyDecoder: { try OpenAIChatStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
             timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+            cassette: configuration.cassetteBinding(.openai))
     }
 }
 
@@ -96,7 +97,8 @@ public struct AnthropicProvider: ModelProvider {
             wholeBodyDecoder: nil,
             secrets: secrets,
             timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+            cassette: configuration.cassetteBinding(.anthropic))
     }
 }
 

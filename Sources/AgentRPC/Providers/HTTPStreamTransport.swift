@@ -25,13 +25,16 @@ enum HTTPStreamTransport {
 
     static func stream(
         _ urlRequest: URLRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?,
-        secrets: [String], timeoutSeconds: Double, connectTimeoutSeconds: Double = HTTPProviderConfiguration.defaultConnectTimeoutSeconds
+        secrets: [String], timeoutSeconds: Double, connectTimeoutSeconds: Double = HTTPProviderConfiguration.defaultConnectTimeoutSeconds,
+        cassette: CassetteBinding? = nil
     ) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let request = HTTPRequest(urlRequest, connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: timeoutSeconds)
+        // A model cassette decorates the transport: it replays, records or refuses (docs/testing.md).
+        let transport = cassette.map { CassetteTransport($0, secrets: secrets, wrapping: HTTPTransports.current) } ?? HTTPTransports.current
         return AsyncThrowingStream { continuation in
             let delegate = StreamingDataDelegate(
                 decoder: decoder, wholeBodyDecoder: wholeBodyDecoder, secrets: secrets, continuation: continuation)
-            let handle = HTTPTransports.current.start(request, sink: delegate)
+            let handle = transport.start(request, sink: delegate)
             delegate.attach(handle)
             continuation.onTermination = { @Sendable termination in
                 if case .cancelled = termination { handle.cancel() }

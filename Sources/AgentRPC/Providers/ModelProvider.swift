@@ -199,6 +199,8 @@ public struct ProviderError: Error, Sendable, Hashable {
     public var shouldRetry: Bool?
     public var safeDescription: String
     public var unsafeMessage: String
+    /// `cassetteMiss`: why the model cassette had no answer.
+    public var cassette: CassetteMiss?
 
     public init(code: ProviderErrorCode, httpStatus: Int? = nil, retryAfterSeconds: Double? = nil, safeDescription: String, unsafeMessage: String = "") {
         self.code = code
@@ -212,7 +214,7 @@ public struct ProviderError: Error, Sendable, Hashable {
     public var info: ProviderErrorInfo {
         ProviderErrorInfo(
             code: code, httpStatus: httpStatus, retryAfter: retryAfterSeconds, shouldRetry: shouldRetry,
-            safeDescription: safeDescription, unsafeMessage: unsafeMessage)
+            safeDescription: safeDescription, unsafeMessage: unsafeMessage, cassette: cassette)
     }
     public var retryGuidance: RetryGuidance { info.retryGuidance }
     public var isRetryable: Bool { info.isRetryable }

@@ -65,6 +65,8 @@ public enum ProviderErrorMapper {
     /// `network`. The system's text (which may hold the URL, and with it a key
     /// put in a query string) goes through the same scrubber as server prose.
     public static func map(transportError error: any Error, secrets: [String] = []) -> ProviderError {
+        // A replayed cassette's recorded failure is already mapped (and scrubbed).
+        if let replayed = error as? ProviderError { return replayed }
         var detail = "transport error"
         if let urlError = error as? URLError {
             detail = "URLError \(urlError.code.rawValue)"
@@ -168,6 +170,7 @@ public enum ProviderErrorMapper {
         case .contextLengthExceeded: sentence = "The conversation is longer than the model's context window."
         case .contentFiltered: sentence = "The provider's content filter blocked the request or response."
         case .network: sentence = "The connection to the model provider failed."
+        case .cassetteMiss: sentence = "The model cassette has no recorded answer for this request."
         }
         if let status { return "\(sentence) (HTTP \(status))" }
         return sentence

@@ -20,8 +20,9 @@ protocol ProviderDefinition: Sendable {
     static var optionRules: GenerationOptionRules { get }
     /// The model an API key in the environment brings, named as in the catalog.
     static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)?
-    /// Builds the provider for `config` with the merged `capabilities`.
-    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider
+    /// Builds the provider for `config` with the merged `capabilities`; an HTTP
+    /// provider's requests go through `cassette` when there is one (docs/testing.md).
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider
 }
 
 extension ProviderDefinition {
@@ -75,7 +76,8 @@ enum ProviderFactory {
     /// The declaration of `kind`; a test checks that every kind has one.
     static func definition(for kind: ProviderKind) -> (any ProviderDefinition.Type)? { byKind[kind] }
 
-    static func make(_ config: ModelConfig, environment: [String: String]) throws -> any ModelProvider {
+    /// `cassette`, when given, records or replays the HTTP providers' exchanges.
+    static func make(_ config: ModelConfig, environment: [String: String], cassette: ModelCassette? = nil) throws -> any ModelProvider {
         guard let definition = definition(for: config.provider) else {
             throw RPCError.invalidConfiguration("no provider implements '\(config.provider.rawValue)'", field: "model.provider")
         }
@@ -88,7 +90,7 @@ enum ProviderFactory {
             supportsStructuredOutput: config.supportsStructuredOutput ?? defaults.supportsStructuredOutput,
             contextWindowTokens: config.contextWindowTokens ?? defaults.contextWindowTokens)
         capabilities.requiresToolsWithToolHistory = defaults.requiresToolsWithToolHistory
-        return try definition.make(config, environment: environment, capabilities: capabilities)
+        return try definition.make(config, environment: environment, capabilities: capabilities, cassette: cassette)
     }
 
     /// A model's `options`, read for its provider.
@@ -101,7 +103,7 @@ enum ProviderFactory {
     /// the environment, timeouts and the options it reads.
     static func httpConfiguration(
         _ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities,
-        defaultBaseURL: String, officialBaseURL: String, defaultKeyEnv: String
+        defaultBaseURL: String, officialBaseURL: String, defaultKeyEnv: String, cassette: ModelCassette?
     ) throws -> HTTPProviderConfiguration {
         guard let model = config.model, !model.isEmpty else {
             throw RPCError.invalidConfiguration("a \(config.provider.rawValue) model needs \"model\" (the provider's model id)", field: "model.model")
@@ -112,8 +114,9 @@ enum ProviderFactory {
         }
         let keyEnv = config.apiKeyEnv ?? defaultKeyEnv
         let key = environment[keyEnv].flatMap { $0.isEmpty ? nil : $0 }
-        // The official endpoints always need a key; a local compatible server may not.
-        if key == nil && (config.apiKeyEnv != nil || base == officialBaseURL) {
+        // The official endpoints always need a key; a local compatible server may not,
+        // nor does a cassette that answers every request from its recording.
+        if key == nil && (config.apiKeyEnv != nil || base == officialBaseURL) && cassette?.mode != .replay {
             throw RPCError.invalidConfiguration(
                 "the \(config.provider.rawValue) model '\(model)' needs an API key: set the environment variable \(keyEnv)",
                 field: "model.apiKeyEnv")
@@ -127,6 +130,7 @@ enum ProviderFactory {
             useMaxCompletionTokens: options.settings["useMaxCompletionTokens"]?.boolValue ?? false,
             capabilities: capabilities)
         http.modelOptions = options
+        http.cassette = cassette
         if let connect = config.connectTimeoutSeconds { http.connectTimeoutSeconds = connect }
         return http
     }

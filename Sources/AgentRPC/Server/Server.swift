@@ -25,6 +25,9 @@ public struct ServerOptions: Sendable {
     public var storeDirectory: String?
     /// No store at all (`--ephemeral`): sessions live only in this process.
     public var ephemeral = false
+    /// Records or replays every session's model traffic (`--model-cassette`,
+    /// docs/testing.md); wins over agentrpc.json's `modelCassette`.
+    public var modelCassette: ModelCassetteConfig?
     /// Whether SIGTERM, SIGINT and SIGHUP end the server like the end of input
     /// (the `agentrpc` binary); a library host keeps its own signal handling.
     public var handleTerminationSignals = false

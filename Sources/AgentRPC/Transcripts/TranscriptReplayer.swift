@@ -25,6 +25,9 @@ public struct TranscriptReplayer: Sendable {
     public var defaultTimeout: Double
     /// Collect a trace of every step and message in `TranscriptResult.trace`.
     public var verbose: Bool
+    /// Options added after each transcript's own (`replay --model-cassette FILE`
+    /// adds `--model-cassette FILE --cassette-mode replay`).
+    public var extraServerArguments: [String] = []
 
     /// How long the server gets to exit after the transcript closes its stdin.
     static let exitGraceSeconds = 2.0
@@ -73,7 +76,7 @@ public struct TranscriptReplayer: Sendable {
         }
         let run = TranscriptRun(
             name: name, script: script, executable: executable,
-            defaultTimeout: script.header.timeoutSeconds ?? defaultTimeout, verbose: verbose)
+            defaultTimeout: script.header.timeoutSeconds ?? defaultTimeout, verbose: verbose, extraArguments: extraServerArguments)
         return run.run()
     }
 
@@ -87,8 +90,10 @@ public struct TranscriptReplayer: Sendable {
     ///   - executable: the server to start, normally the running binary's own path.
     ///   - output: receives each line of output, without a trailing newline.
     public static func runCommandLine(arguments: [String], executable: String, output: (String) -> Void) async -> Int32 {
-        let usage = "usage: agentrpc replay [--timeout SECONDS] [--verbose] [--server PATH] FILE_OR_DIR..."
+        let usage = "usage: agentrpc replay [--timeout SECONDS] [--verbose] [--server PATH] [--model-cassette FILE [--cassette-pace PACE]] FILE_OR_DIR..."
         var timeout = 5.0
+        var cassette: [String] = []
+        var pace: [String] = []
         var verbose = false
         var server = executable
         var inputs: [String] = []
@@ -109,6 +114,18 @@ public struct TranscriptReplayer: Sendable {
                     return 2
                 }
                 server = arguments[i + 1]
+                i += 1
+            case "--model-cassette", "--cassette-pace":
+                guard i + 1 < arguments.count, !arguments[i + 1].isEmpty else {
+                    output("\(argument) needs a value\n\(usage)")
+                    return 2
+                }
+                // The model's side of the conversation comes from the cassette, never the network.
+                if argument == "--model-cassette" {
+                    cassette = ["--model-cassette", arguments[i + 1], "--cassette-mode", "replay"]
+                } else {
+                    pace = ["--cassette-pace", arguments[i + 1]]
+                }
                 i += 1
             case "--verbose", "-v":
                 verbose = true
@@ -147,7 +164,12 @@ public struct TranscriptReplayer: Sendable {
             }
         }
 
-        let replayer = TranscriptReplayer(executable: server, defaultTimeout: timeout, verbose: verbose)
+        if cassette.isEmpty && !pace.isEmpty {
+            output("--cassette-pace needs --model-cassette FILE\n\(usage)")
+            return 2
+        }
+        var replayer = TranscriptReplayer(executable: server, defaultTimeout: timeout, verbose: verbose)
+        replayer.extraServerArguments = cassette + pace
         var passed = 0
         var failed = 0
         for file in files {
@@ -194,6 +216,7 @@ final class TranscriptRun {
     let executable: String
     let defaultTimeout: Double
     let verbose: Bool
+    let extraArguments: [String]
 
     private var matcher = TranscriptMatcher()
     private var trace: [String] = []
@@ -207,7 +230,8 @@ final class TranscriptRun {
     /// How often `expectFile` looks at its file again while waiting for lines.
     static let filePollInterval = 0.01
 
-    init(name: String, script: TranscriptScript, executable: String, defaultTimeout: Double, verbose: Bool) {
+    init(name: String, script: TranscriptScript, executable: String, defaultTimeout: Double, verbose: Bool, extraArguments: [String] = []) {
+        self.extraArguments = extraArguments
         self.name = name
         self.script = script
         self.executable = executable
@@ -243,7 +267,7 @@ final class TranscriptRun {
         // The server keeps sessions under $XDG_STATE_HOME by default: a replay gets
         // a private store, never the user's, and parallel replays never share one.
         if script.header.env["XDG_STATE_HOME"] == nil { environment["XDG_STATE_HOME"] = expand("$tmpdir/state") }
-        let arguments = [script.header.command] + script.header.args.map(expand)
+        let arguments = [script.header.command] + script.header.args.map(expand) + extraArguments
 
         let server = TranscriptServerProcess(
             executable: executable, arguments: arguments, environment: environment, framing: script.header.framing)

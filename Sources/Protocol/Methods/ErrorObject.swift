@@ -97,11 +97,14 @@ public struct ProviderErrorInfo: Codable, Sendable, Hashable {
     public var safeDescription: String
     /// The provider's own text; log it, never parse it.
     public var unsafeMessage: String
+    /// `cassetteMiss` only: why the model cassette had no answer.
+    public var cassette: CassetteMiss?
 
     public init(
         code: ProviderErrorCode, httpStatus: Int? = nil, retryGuidance: RetryGuidance, isRetryable: Bool,
-        requiresUserAction: Bool, safeDescription: String, unsafeMessage: String
+        requiresUserAction: Bool, safeDescription: String, unsafeMessage: String, cassette: CassetteMiss? = nil
     ) {
+        self.cassette = cassette
         self.code = code
         self.httpStatus = httpStatus
         self.retryGuidance = retryGuidance
@@ -117,14 +120,14 @@ public struct ProviderErrorInfo: Codable, Sendable, Hashable {
     /// provider's `x-should-retry: false`: no retry, whatever the code.
     public init(
         code: ProviderErrorCode, httpStatus: Int? = nil, retryAfter: Double? = nil, shouldRetry: Bool? = nil,
-        safeDescription: String, unsafeMessage: String
+        safeDescription: String, unsafeMessage: String, cassette: CassetteMiss? = nil
     ) {
         let kind = shouldRetry == false ? .none : code.retryGuidanceKind
         self.init(
             code: code, httpStatus: httpStatus,
             retryGuidance: RetryGuidance(kind: kind, afterSeconds: kind == .retryWithBackoff ? retryAfter : nil),
             isRetryable: kind != .none, requiresUserAction: code.requiresUserAction,
-            safeDescription: safeDescription, unsafeMessage: unsafeMessage)
+            safeDescription: safeDescription, unsafeMessage: unsafeMessage, cassette: cassette)
     }
 }
 
@@ -145,6 +148,8 @@ public enum ProviderErrorCode: String, Codable, Sendable, Hashable, JSONSchemaSt
     case contextLengthExceeded
     case contentFiltered
     case network
+    /// A model cassette in replay had no recorded answer for the request (`data.provider.cassette` says why).
+    case cassetteMiss
 
     /// `retryWithBackoff` for the transient codes (`quotaExceeded` through
     /// `streamTruncated`, and `network`), `refreshAuthThenRetry` for `authExpired`.
@@ -154,7 +159,7 @@ public enum ProviderErrorCode: String, Codable, Sendable, Hashable, JSONSchemaSt
         case .rateLimited, .modelUnavailable, .providerError, .providerUnavailable,
             .serviceUnavailable, .internalError, .streamTruncated, .network:
             return .retryWithBackoff
-        case .quotaExceeded, .authUserInvalid, .entitlementRequired, .badRequest, .contextLengthExceeded, .contentFiltered:
+        case .quotaExceeded, .authUserInvalid, .entitlementRequired, .badRequest, .contextLengthExceeded, .contentFiltered, .cassetteMiss:
             // quotaExceeded (insufficient_quota, billing): waiting does not refill an account.
             return .none
         }

@@ -29,6 +29,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var askUser: Bool?
     /// MCP servers whose tools the session offers as `mcp__<server>__<tool>` (docs/protocol.md, "MCP tool servers").
     public var mcpServers: [MCPServerEntry]?
+    /// Records or replays this session's model traffic (docs/testing.md); overrides the server's.
+    public var modelCassette: ModelCassetteConfig?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,

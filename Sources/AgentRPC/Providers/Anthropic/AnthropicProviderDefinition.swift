@@ -34,10 +34,10 @@ enum AnthropicProviderDefinition: ProviderDefinition {
         return ("anthropic", ModelConfig(provider: .anthropic, model: environment["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5"))
     }
 
-    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider {
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         let http = try ProviderFactory.httpConfiguration(
             config, environment: environment, capabilities: capabilities,
-            defaultBaseURL: defaultBaseURL, officialBaseURL: defaultBaseURL, defaultKeyEnv: "ANTHROPIC_API_KEY")
+            defaultBaseURL: defaultBaseURL, officialBaseURL: defaultBaseURL, defaultKeyEnv: "ANTHROPIC_API_KEY", cassette: cassette)
         return AnthropicProvider(configuration: http)
     }
 }

@@ -45,7 +45,8 @@ public struct OpenAIResponsesProvider: ModelProvider {
             wholeBodyDecoder: { try OpenAIResponsesStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
             timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+            cassette: configuration.cassetteBinding(.openaiResponses))
     }
 
     public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {

@@ -24,10 +24,10 @@ enum OpenAIResponsesProviderDefinition: ProviderDefinition {
             }
         })
 
-    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider {
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         let http = try ProviderFactory.httpConfiguration(
             config, environment: environment, capabilities: capabilities,
-            defaultBaseURL: environment["OPENAI_BASE_URL"] ?? defaultBaseURL, officialBaseURL: defaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY")
+            defaultBaseURL: environment["OPENAI_BASE_URL"] ?? defaultBaseURL, officialBaseURL: defaultBaseURL, defaultKeyEnv: "OPENAI_API_KEY", cassette: cassette)
         return OpenAIResponsesProvider(configuration: http, settings: OpenAIResponsesSettings(options: http.modelOptions.settings))
     }
 }

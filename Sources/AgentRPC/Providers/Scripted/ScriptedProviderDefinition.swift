@@ -7,7 +7,7 @@ enum ScriptedProviderDefinition: ProviderDefinition {
     static let defaultCapabilities = ProviderCapabilities()
     static let isLanguageModel = false
 
-    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities) throws -> any ModelProvider {
+    static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         ScriptedProvider(script: config.script ?? [], capabilities: capabilities)
     }
 }

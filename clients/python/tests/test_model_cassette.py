@@ -1,0 +1,308 @@
+"""Model cassettes (docs/testing.md): record a provider's HTTP traffic against a
+local fake model server, stop the server, replay it offline, and get the same
+conversation back, byte for byte (ids and times aside)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrpc import Client, ProviderError
+
+from conftest import real_binary
+from fake_provider import FIXTURES, Canned, FakeProvider
+
+BINARY = real_binary()
+SECRET = "sk-test-CASSETTE-SECRET-0123456789abcdef"
+TIMEOUT = 30.0
+RESPONSES = Path(__file__).resolve().parents[3] / "Tests" / "Fixtures" / "openai-responses"
+
+pytestmark = [
+    pytest.mark.skipif(BINARY is None, reason="no agentrpc binary: run `swift build` or set AGENTRPC_BIN"),
+    pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the repository"),
+]
+
+TOOLS = [
+    {"name": "get_weather", "inputSchema": {"type": "object", "properties": {"location": {"type": "string"}, "city": {"type": "string"}}}},
+    {"name": "GetWeatherArgs", "inputSchema": {"type": "object"}},
+    {"name": "get_stock_price", "inputSchema": {"type": "object"}},
+]
+
+
+def sse(path: Path) -> Canned:
+    return Canned(200, {"Content-Type": "text/event-stream"}, path.read_bytes())
+
+
+def stream(*events: dict[str, Any]) -> Canned:
+    """An Anthropic SSE stream of these events."""
+    return Canned(200, {"Content-Type": "text/event-stream"}, "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode())
+
+
+def chat_chunks(*deltas: dict[str, Any], finish: str = "stop") -> Canned:
+    """An OpenAI chat stream of these deltas, then the finish reason and [DONE]."""
+    lines = [{"choices": [{"index": 0, "delta": d}]} for d in deltas]
+    lines.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+    body = "".join(f"data: {json.dumps(x)}\n\n" for x in lines) + "data: [DONE]\n\n"
+    return Canned(200, {"Content-Type": "text/event-stream"}, body.encode())
+
+
+RATE_LIMITED = Canned.error(429, {"error": {"message": "slow down", "type": "rate_limit_error"}}, {"Retry-After": "0", "x-request-id": "req_123"})
+KEY_ECHO = Canned.error(401, {"error": {"message": f"Incorrect API key provided: {SECRET}.", "type": "invalid_request_error", "code": "invalid_api_key"}})
+
+
+def cut(canned: Canned, marker: bytes) -> Canned:
+    """The response closed mid-way: a few bytes into the event after the first
+    one holding `marker` (so some text was streamed and the turn is not retried)."""
+    start = canned.body.index(marker)
+    return Canned(canned.status, canned.headers, canned.body, cut_after=canned.body.index(b"\n\n", start) + 12)
+
+
+ANTHROPIC_THINKING = stream(
+    {"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Let me think "}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "about it."}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig-abc"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Forty-two."}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}},
+    {"type": "message_stop"},
+)
+
+# Per provider: the turns of one conversation, each a prompt and the responses
+# the fake server gives (text, reasoning, parallel tool calls, a 429 with
+# Retry-After then success, a stream cut mid-way, an error that echoes the key).
+SCENARIOS: dict[str, list[tuple[str, list[Canned]]]] = {
+    "openai": [
+        ("hello", [sse(FIXTURES / "openai-chat/text.sse")]),
+        ("think first", [chat_chunks({"reasoning_content": "Hmm, "}, {"reasoning_content": "yes."}, {"content": "Done."})]),
+        ("two cities", [sse(FIXTURES / "openai-chat/parallel-tool-calls.sse"), sse(FIXTURES / "openai-chat/text.sse")]),
+        ("busy?", [RATE_LIMITED, sse(FIXTURES / "openai-chat/text.sse")]),
+        ("key?", [KEY_ECHO]),
+        ("cut", [cut(sse(FIXTURES / "openai-chat/text.sse"), b'"content":"I')]),
+    ],
+    "anthropic": [
+        ("hello", [sse(FIXTURES / "anthropic/text.sse")]),
+        ("think first", [ANTHROPIC_THINKING]),
+        ("weather in Paris", [sse(FIXTURES / "anthropic/tool-use.sse"), sse(FIXTURES / "anthropic/text.sse")]),
+        ("busy?", [RATE_LIMITED, sse(FIXTURES / "anthropic/text.sse")]),
+        ("cut", [cut(sse(FIXTURES / "anthropic/text.sse"), b"text_delta")]),
+    ],
+    "openai-responses": [
+        ("hello", [sse(RESPONSES / "text.sse")]),
+        ("think, then call", [sse(RESPONSES / "reasoning-function-call.sse"), sse(RESPONSES / "text.sse")]),
+        ("two calls", [sse(RESPONSES / "parallel-function-calls.sse"), sse(RESPONSES / "text.sse")]),
+        ("busy?", [RATE_LIMITED, sse(RESPONSES / "text.sse")]),
+        ("cut", [cut(sse(RESPONSES / "text.sse"), b"output_text.delta")]),
+    ],
+}
+
+
+def without_ids(value: Any) -> Any:
+    """`value` with the ids a server makes up per run (sessions, turns) left out."""
+    if isinstance(value, dict):
+        return {k: without_ids(v) for k, v in value.items() if k not in ("turnId", "sessionId")}
+    if isinstance(value, list):
+        return [without_ids(v) for v in value]
+    return value
+
+
+def steps(transcript: str) -> list[str]:
+    return [line for line in transcript.splitlines() if line != '{"closeStdin":true}']
+
+
+def model(provider: str, base_url: str, **extra: Any) -> dict[str, Any]:
+    return {"provider": provider, "model": f"{provider}-test-model", "baseURL": base_url + "/v1", "apiKeyEnv": "TEST_PROVIDER_KEY", **extra}
+
+
+async def converse(
+    tmp_path: Path, name: str, cassette: Path, mode: str, model_config: dict[str, Any], prompts: list[str], *,
+    key: bool = True, pace: str | None = None,
+) -> tuple[list[Any], str]:
+    """One server run: a session, `prompts` sent in turn. Returns each send's
+    answer (or its error data) and the run's recorded RPC transcript."""
+    transcript = tmp_path / f"{name}.transcript.jsonl"
+    args = ["--ephemeral", "--record", str(transcript), "--model-cassette", str(cassette), "--cassette-mode", mode]
+    if pace:
+        args += ["--cassette-pace", pace]
+    env = {"TEST_PROVIDER_KEY": SECRET} if key else {}
+    outcomes: list[Any] = []
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=args, env=env, request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT) as client:
+        client.on_request("tool/call", lambda params: {"outcome": "ok", "content": {"celsius": 18, "for": params["name"]}})
+        session = await client.open_session(model=model_config, tools=TOOLS)
+        for prompt in prompts:
+            try:
+                outcomes.append(dict((await session.send(prompt)).raw))
+            except ProviderError as error:
+                outcomes.append({"error": error.data})
+    return outcomes, transcript.read_text()
+
+
+@pytest.mark.parametrize("provider", sorted(SCENARIOS))
+async def test_replay_without_the_server_is_the_recorded_conversation(tmp_path: Path, provider: str) -> None:
+    scenario = SCENARIOS[provider]
+    prompts = [prompt for prompt, _ in scenario]
+    cassette = tmp_path / "model.cassette.jsonl"
+    fake = FakeProvider()
+    try:
+        for _, responses in scenario:
+            fake.queue(*responses)
+        config = model(provider, fake.base_url)
+        recorded, recorded_transcript = await converse(tmp_path, "recorded", cassette, "record", config, prompts)
+        assert len(fake.received) == sum(len(responses) for _, responses in scenario)
+    finally:
+        fake.close()
+    # What the scenario is meant to show did happen in the recording.
+    assert '"retrying"' in recorded_transcript
+    assert "error" in recorded[-1]
+    assert any(r.get("toolCalls", 0) >= 1 for r in recorded if "error" not in r)
+
+    # The server is gone and no key is given: everything comes from the cassette.
+    replayed, replayed_transcript = await converse(tmp_path, "replayed", cassette, "replay", config, prompts, key=False)
+    assert without_ids(replayed) == without_ids(recorded)
+    # (When the client closes the server's input around `exit` is its own race, not the model's.)
+    assert steps(replayed_transcript) == steps(recorded_transcript)
+
+    text = cassette.read_text()
+    assert SECRET not in text and "Bearer" not in text and "x-api-key" not in text.lower()
+    header = json.loads(text.splitlines()[0])["agentrpcCassette"]
+    assert header["formatVersion"] == 1 and header["providers"] == [provider] and header["agentrpcVersion"]
+    exchanges = [json.loads(line) for line in text.splitlines()[1:]]
+    assert len(exchanges) == len(fake.received)
+    rate_limited = next(e for e in exchanges if e["response"].get("status") == 429)
+    assert rate_limited["response"]["headers"] == {"content-type": "application/json", "retry-after": "0", "x-request-id": "req_123"}
+    # SSE bodies are kept as text, chunk by chunk, with their times.
+    assert all("text" in chunk and isinstance(chunk["ms"], int) for e in exchanges for chunk in e["response"]["chunks"])
+
+    # The recorded RPC transcript replays against the recorded model traffic.
+    transcript = tmp_path / "recorded.transcript.jsonl"
+    run = subprocess.run([str(BINARY), "replay", str(transcript), "--model-cassette", str(cassette)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def first_user_message_index(body: dict[str, Any], key: str = "messages") -> int:
+    return next(i for i, m in enumerate(body[key]) if m.get("role") == "user")
+
+
+async def record_one(tmp_path: Path, cassette: Path, provider: str, prompts: list[str], responses: list[Canned]) -> dict[str, Any]:
+    fake = FakeProvider()
+    try:
+        fake.queue(*responses)
+        config = model(provider, fake.base_url)
+        await converse(tmp_path, "record", cassette, "record", config, prompts)
+    finally:
+        fake.close()
+    return config
+
+
+async def test_a_drifted_request_is_a_cassette_miss_naming_the_first_difference(tmp_path: Path) -> None:
+    cassette = tmp_path / "drift.jsonl"
+    config = await record_one(tmp_path, cassette, "openai", ["hello"], [sse(FIXTURES / "openai-chat/text.sse")])
+    recorded_body = json.loads(cassette.read_text().splitlines()[1])["request"]["body"]
+    index = first_user_message_index(recorded_body)
+
+    outcomes, _ = await converse(tmp_path, "drifted", cassette, "replay", config, ["hullo"], key=False)
+    error = outcomes[0]["error"]
+    provider = error["provider"]
+    assert provider["code"] == "cassetteMiss" and provider["isRetryable"] is False
+    miss = provider["cassette"]
+    assert miss["reason"] == "noMatch"
+    assert miss["request"] == {"provider": "openai", "path": "/v1/chat/completions"}
+    assert miss["nearest"] == {"provider": "openai", "path": "/v1/chat/completions", "line": 2}
+    assert miss["difference"] == {"part": "body", "pointer": f"/messages/{index}/content", "recorded": '"hello"', "sent": '"hullo"'}
+    assert miss["file"] == str(cassette)
+
+    # The same request twice (two sessions of one server): the one recorded answer was already used.
+    args = ["--ephemeral", "--model-cassette", str(cassette)]
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=args, request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT) as client:
+        first = await client.open_session(model=config, tools=TOOLS)
+        assert (await first.send("hello")).message.text
+        second = await client.open_session(model=config, tools=TOOLS)
+        with pytest.raises(ProviderError) as raised:
+            await second.send("hello")
+    assert raised.value.provider_code == "cassetteMiss"
+    assert raised.value.provider["cassette"]["reason"] == "exhausted"
+    assert raised.value.provider["cassette"]["nearest"]["line"] == 2
+
+
+async def test_a_cassette_never_answers_another_provider(tmp_path: Path) -> None:
+    cassette = tmp_path / "openai.jsonl"
+    config = await record_one(tmp_path, cassette, "openai", ["hello"], [sse(FIXTURES / "openai-chat/text.sse")])
+    other = {**config, "provider": "openai-responses"}
+    outcomes, _ = await converse(tmp_path, "other", cassette, "replay", other, ["hello"], key=False)
+    miss = outcomes[0]["error"]["provider"]["cassette"]
+    assert miss["request"]["provider"] == "openai-responses"
+    assert miss["difference"]["part"] == "provider"
+
+
+async def test_auto_replays_what_it_has_and_records_what_it_lacks(tmp_path: Path) -> None:
+    cassette = tmp_path / "partial.jsonl"
+    await record_one(tmp_path, cassette, "openai", ["one"], [sse(FIXTURES / "openai-chat/text.sse")])
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "Second answer."}))
+        config = model("openai", fake.base_url)
+        filled, _ = await converse(tmp_path, "auto", cassette, "auto", config, ["one", "two"])
+        # "one" came from the cassette; only "two" reached the server.
+        assert len(fake.received) == 1 and fake.received[0].body["messages"][-1]["content"] == "two"
+    finally:
+        fake.close()
+    assert len(cassette.read_text().splitlines()) == 3
+    replayed, _ = await converse(tmp_path, "replay", cassette, "replay", config, ["one", "two"], key=False)
+    assert [r["message"]["text"] for r in replayed] == [r["message"]["text"] for r in filled]
+    assert replayed[1]["message"]["text"] == "Second answer."
+
+
+async def test_recorded_pace_reproduces_a_timeout(tmp_path: Path) -> None:
+    """A model that paused 1.5 s mid-answer: replayed fast, the answer is whole;
+    at the recorded pace, a 0.5 s idle timeout fires where it would have live."""
+    cassette = tmp_path / "slow.jsonl"
+    first = b'data: {"choices":[{"index":0,"delta":{"content":"Slow "}}]}\n\n'
+    rest = [b'data: {"choices":[{"index":0,"delta":{"content":"answer."},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
+    config = await record_one(tmp_path, cassette, "openai", ["slowly"], [Canned(200, {"Content-Type": "text/event-stream"}, first, slow_chunks=rest, pause=1.5)])
+    impatient = {**config, "timeoutSeconds": 0.5}
+    fast, _ = await converse(tmp_path, "fast", cassette, "replay", impatient, ["slowly"], key=False)
+    assert fast[0]["message"]["text"] == "Slow answer."
+    paced, _ = await converse(tmp_path, "paced", cassette, "replay", impatient, ["slowly"], key=False, pace="recorded")
+    error = paced[0]["error"]
+    assert error["provider"]["code"] == "network" and error["partialText"] == "Slow "
+    assert "timed out waiting for data" in error["provider"]["safeDescription"]
+
+
+async def test_a_torn_last_line_loads_what_is_intact(tmp_path: Path) -> None:
+    cassette = tmp_path / "torn.jsonl"
+    config = await record_one(
+        tmp_path, cassette, "openai", ["one", "two"], [sse(FIXTURES / "openai-chat/text.sse"), chat_chunks({"content": "Two."})])
+    lines = cassette.read_bytes().split(b"\n")
+    assert len(lines) == 4 and lines[-1] == b""
+    # Killed while writing the last exchange: half a line, no newline.
+    cassette.write_bytes(b"\n".join(lines[:2]) + b"\n" + lines[2][: len(lines[2]) // 2])
+    outcomes, _ = await converse(tmp_path, "torn", cassette, "replay", config, ["one", "two"], key=False)
+    assert "error" not in outcomes[0]
+    assert outcomes[1]["error"]["provider"]["code"] == "cassetteMiss"
+
+    # auto cuts the torn line off before it appends.
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "Two again."}))
+        await converse(tmp_path, "mend", cassette, "auto", model("openai", fake.base_url), ["one", "two"])
+    finally:
+        fake.close()
+    mended = cassette.read_text().splitlines()
+    assert len(mended) == 3 and all(json.loads(line) for line in mended)
+
+
+async def test_replay_needs_the_cassette(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        str(BINARY), "serve", "--model-cassette", str(tmp_path / "missing.jsonl"), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path)
+    _, stderr = await asyncio.wait_for(process.communicate(b""), TIMEOUT)
+    assert process.returncode == 2
+    assert b"missing.jsonl does not exist" in stderr
