@@ -190,15 +190,16 @@ final class StreamingDataDelegate: HTTPResponseSink {
         case .yield(let events, let finish):
             for event in events { continuation.yield(event) }
             if finish {
-                continuation.finish()
                 // The answer is whole: let the response end by itself, so its
-                // connection stays reusable, rather than cancel it.
+                // connection stays reusable, rather than cancel it. Said before
+                // the consumer sees the end, so a cassette has written the exchange by then.
                 state.withLock { $0.handle }?.linger()
+                continuation.finish()
             }
         case .fail(let error, let events):
             for event in events { continuation.yield(event) }
-            continuation.finish(throwing: error)
             state.withLock { $0.handle }?.cancel()
+            continuation.finish(throwing: error)
         case .nothing:
             break
         }

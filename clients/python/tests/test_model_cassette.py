@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentrpc import Client, ProviderError
+from agentrpc import Cassette, Client, ProviderError
 
 from conftest import real_binary
 from fake_provider import FIXTURES, Canned, FakeProvider
@@ -306,3 +308,67 @@ async def test_replay_needs_the_cassette(tmp_path: Path) -> None:
     _, stderr = await asyncio.wait_for(process.communicate(b""), TIMEOUT)
     assert process.returncode == 2
     assert b"missing.jsonl does not exist" in stderr
+
+
+async def test_client_spawn_takes_a_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "spawned.jsonl"
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "From the model."}))
+        config = model("openai", fake.base_url)
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--ephemeral"], env={"TEST_PROVIDER_KEY": SECRET},
+                                cassette=Cassette(path, mode="record"), request_timeout=TIMEOUT) as client:
+            recorded = await (await client.open_session(model=config)).send("hi")
+    finally:
+        fake.close()
+    # A bare path replays.
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--ephemeral"], cassette=path, request_timeout=TIMEOUT) as client:
+        replayed = await (await client.open_session(model=config)).send("hi")
+    assert replayed.message.text == recorded.message.text == "From the model."
+    assert Cassette(path, mode="auto", pace="recorded").server_args() == [
+        "--model-cassette", str(path), "--cassette-mode", "auto", "--cassette-pace", "recorded"]
+    with pytest.raises(ValueError):
+        Cassette(path, mode="rewind")  # type: ignore[arg-type]
+
+
+INNER_TEST = '''
+import os
+
+from agentrpc.sync import Client
+
+
+def test_hello(model_cassette):
+    model = {"provider": "openai", "model": "m", "baseURL": os.environ["FAKE_URL"] + "/v1"}
+    with Client.spawn(binary=os.environ["AGENTRPC_BIN"], args=["--ephemeral"], cassette=model_cassette, request_timeout=20) as client:
+        answer = client.open_session(model=model).send("hello")
+    assert answer.message.text == "Pinned."
+    print("cassette mode:", model_cassette.mode)
+'''
+
+
+def test_the_pytest_fixture_records_when_missing_and_replays_when_present(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["agentrpc.testing"]\n')
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    fake = FakeProvider()
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": src, "FAKE_URL": fake.base_url, "AGENTRPC_BIN": str(BINARY)}
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *extra, "test_inner.py"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    try:
+        fake.queue(chat_chunks({"content": "Pinned."}))
+        first = run()
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "cassette mode: record" in first.stdout and len(fake.received) == 1
+    finally:
+        fake.close()
+    assert (tmp_path / "cassettes" / "test_inner" / "test_hello.jsonl").is_file()
+    # The model is gone: the test replays.
+    second = run()
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "cassette mode: replay" in second.stdout
+    # --model-cassette-mode=record forces a new recording, which needs the model.
+    forced = run("--model-cassette-mode=record")
+    assert forced.returncode != 0 and "cassette mode: record" not in forced.stdout

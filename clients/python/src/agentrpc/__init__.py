@@ -29,6 +29,7 @@ from .client import (
     NotificationStream,
     RequestHandler,
 )
+from .cassette import Cassette, CassetteMode, CassettePace
 from .config import MCPServer, scripted
 from .discovery import ENV_VAR, find_binary
 # Spelled out, not `import *`: type checkers only see names listed statically
@@ -226,6 +227,9 @@ __all__ = [
     "JournalUnreadable",
     # </generated>
     "__version__",
+    "Cassette",
+    "CassetteMode",
+    "CassettePace",
     "DEFAULT",
     "DEFAULT_CAPABILITIES",
     "PROTOCOL_VERSION",

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, TypeAlias
 
 from ._version import __version__
+from .cassette import Cassette, cassette_args
 from .discovery import find_binary
 from .config import MCPServer, session_config
 from .errors import (
@@ -329,6 +330,7 @@ class Client:
         stderr_tail_lines: int = 200,
         inherit_env: bool = True,
         tool_exceptions: ToolExceptionPolicy = "fail_turn",
+        cassette: Cassette | str | os.PathLike[str] | None = None,
     ) -> _SpawnContext:
         """Start a server and (by default) run the ``initialize`` handshake.
 
@@ -359,7 +361,12 @@ class Client:
         ``on_ask_user(question) -> str`` (sync or async) answers the model's
         ``ask_user`` tool (:class:`~agentrpc.UserQuestion`): the client then
         declares ``askUser`` and answers ``user/ask`` with the returned text.
+
+        ``cassette`` records or replays the server's model traffic
+        (:class:`~agentrpc.Cassette`; a bare path replays): ``--model-cassette``,
+        see docs/testing.md.
         """
+        args = [*args, *cassette_args(cassette)]
         if on_confirm is not None:
             capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES),
                             "confirmations": "request"}
