@@ -6,7 +6,7 @@ import Foundation
 /// JSON-RPC on stdin/stdout) in front of the same engine, store, configuration
 /// file and providers as `agentrpc serve` (docs/acp.md).
 public enum ACPCommand {
-    public static let usage = "usage: agentrpc acp [--config FILE] [--store DIR | --ephemeral] [--model NAME] [--log-level LEVEL] [--record FILE]"
+    public static let usage = "usage: agentrpc acp [--config FILE] [--store DIR | --ephemeral] [--model NAME] [--log-level LEVEL] [--record FILE] " + CassetteCommandLine.usage
 
     /// What the command line asked for.
     struct Options {
@@ -18,6 +18,7 @@ public enum ACPCommand {
     static func parse(_ arguments: [String], environment: [String: String]) -> Result<Options, ACPUsageError> {
         var options = Options()
         options.server.environment = environment
+        var cassette = CassetteCommandLine()
         var i = 0
         while i < arguments.count {
             var name = arguments[i]
@@ -31,7 +32,7 @@ public enum ACPCommand {
                 i += 1
                 continue
             }
-            guard ["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"].contains(name) else {
+            guard ["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"].contains(name) || CassetteCommandLine.options.contains(name) else {
                 return .failure(ACPUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
             }
             if value == nil {
@@ -47,6 +48,8 @@ public enum ACPCommand {
                 options.server.storeDirectory = v
             case "--model": options.model = v
             case "--record": options.server.recordPath = v
+            case _ where CassetteCommandLine.options.contains(name):
+                if let problem = cassette.take(name, v) { return .failure(ACPUsageError(message: problem)) }
             case "--max-message-bytes":
                 guard let n = Int(v), n > 0 else { return .failure(ACPUsageError(message: "--max-message-bytes needs a positive integer")) }
                 options.server.maxMessageBytes = n
@@ -58,6 +61,10 @@ public enum ACPCommand {
         }
         if options.server.logLevel == .off, let name = environment["AGENTRPC_LOG"], let level = LogLevel(name: name) {
             options.server.logLevel = level
+        }
+        switch cassette.config() {
+        case .success(let config): options.server.modelCassette = config
+        case .failure(let error): return .failure(ACPUsageError(message: error.message))
         }
         if options.server.ephemeral && options.server.storeDirectory != nil {
             return .failure(ACPUsageError(message: "--store and --ephemeral exclude each other"))

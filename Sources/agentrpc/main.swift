@@ -60,6 +60,7 @@ let usage = """
       --config PATH           Model configuration file, as for serve (passed on to the server).
       --session FILE          A session configuration (JSON, as for session/create) to start from:
                               instructions, profiles, limits... The chat adds its own tools.
+      --model-cassette FILE, --cassette-mode MODE, --cassette-pace PACE   As for serve.
 
     ACP OPTIONS
       --config PATH           Model configuration file, as for serve; its "acp" section configures the
@@ -70,6 +71,7 @@ let usage = """
                               local model).
       --log-level LEVEL       As for serve (stderr only).
       --record FILE           Record the ACP conversation as a replayable transcript.
+      --model-cassette FILE, --cassette-mode MODE, --cassette-pace PACE   As for serve.
 
     REPLAY OPTIONS
       --timeout S             Seconds to wait for each expected message (default 5).
@@ -118,26 +120,18 @@ struct Arguments {
     }
 }
 
-/// The model cassette options of serve, chat and replay (docs/testing.md).
-let cassetteOptions: Set<String> = ["model-cassette", "cassette-mode", "cassette-pace"]
+/// The model cassette options of serve (docs/testing.md).
+let cassetteOptions = Set(CassetteCommandLine.options.map { String($0.dropFirst(2)) })
 
 func modelCassette(_ args: Arguments) -> ModelCassetteConfig? {
-    var mode: CassetteMode?
-    var pace: CassettePace?
-    if let v = args.values["cassette-mode"] {
-        guard let m = CassetteMode(rawValue: v) else { fail("--cassette-mode is record, replay or auto") }
-        mode = m
+    var cassette = CassetteCommandLine()
+    for name in cassetteOptions.sorted() {
+        if let value = args.values[name], let problem = cassette.take("--" + name, value) { fail(problem) }
     }
-    if let v = args.values["cassette-pace"] {
-        guard let p = CassettePace(rawValue: v) else { fail("--cassette-pace is fast or recorded") }
-        pace = p
+    switch cassette.config() {
+    case .success(let config): return config
+    case .failure(let error): fail(error.message)
     }
-    guard let path = args.values["model-cassette"] else {
-        if mode != nil || pace != nil { fail("--cassette-mode and --cassette-pace need --model-cassette FILE") }
-        return nil
-    }
-    if path.isEmpty { fail("--model-cassette needs a file") }
-    return ModelCassetteConfig(path: path, mode: mode, pace: pace)
 }
 
 var argv = CommandLine.arguments.dropFirst()

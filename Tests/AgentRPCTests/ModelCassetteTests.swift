@@ -113,3 +113,26 @@ import Testing
         #expect(difference.part == "provider")
     }
 }
+
+/// The cassette options of `chat` (and the parser `serve` and `acp` share).
+@Suite struct CassetteCommandLineTests {
+    @Test func chatPassesTheCassetteOptionsToItsServer() throws {
+        let options = try ChatCommand.parse(["--model-cassette", "c.jsonl", "--cassette-mode=auto", "--cassette-pace", "recorded"]).get()
+        #expect(options.cassette.serverArguments == ["--model-cassette", "c.jsonl", "--cassette-mode", "auto", "--cassette-pace", "recorded"])
+        #expect(try options.cassette.config().get() == ModelCassetteConfig(path: "c.jsonl", mode: .auto, pace: .recorded))
+    }
+
+    @Test(arguments: [["--cassette-mode", "rewind"], ["--cassette-pace", "slow"], ["--cassette-mode", "auto"], ["--model-cassette", ""]])
+    func refusesCassetteOptionsThatCannotWork(_ arguments: [String]) {
+        guard case .failure(let error) = ChatCommand.parse(arguments) else {
+            Issue.record("\(arguments) was accepted")
+            return
+        }
+        #expect(error.message.contains("cassette"))
+    }
+
+    @Test func noCassetteOptionsIsNoCassette() throws {
+        #expect(try CassetteCommandLine().config().get() == nil)
+        #expect(CassetteCommandLine().serverArguments.isEmpty)
+    }
+}

@@ -13,7 +13,7 @@ import Darwin
 /// starts this same binary as `agentrpc serve` and talks to it as an ordinary
 /// JSON-RPC client, so it exercises exactly what every other client gets.
 public enum ChatCommand {
-    static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE]"
+    static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE] " + CassetteCommandLine.usage
 
     /// What the command line asked for.
     struct Options: Equatable {
@@ -22,6 +22,8 @@ public enum ChatCommand {
         var sessionPath: String?
         /// `--local`: start the repository's local model for this chat.
         var local = false
+        /// Passed on to the server (docs/testing.md).
+        var cassette = CassetteCommandLine()
     }
 
     /// Parses `chat`'s arguments; the error is a message for the person.
@@ -40,7 +42,7 @@ public enum ChatCommand {
                 i += 1
                 continue
             }
-            guard ["--model", "--config", "--session"].contains(name) else {
+            guard ["--model", "--config", "--session"].contains(name) || CassetteCommandLine.options.contains(name) else {
                 return .failure(ChatUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
             }
             if value == nil {
@@ -51,10 +53,13 @@ public enum ChatCommand {
             switch name {
             case "--model": options.model = value
             case "--config": options.configPath = value
-            default: options.sessionPath = value
+            case "--session": options.sessionPath = value
+            default:
+                if let problem = options.cassette.take(name, value ?? "") { return .failure(ChatUsageError(message: problem)) }
             }
             i += 1
         }
+        if case .failure(let error) = options.cassette.config() { return .failure(ChatUsageError(message: error.message)) }
         if options.local && options.model != nil {
             return .failure(ChatUsageError(message: "--local and --model name different models; give one"))
         }
@@ -176,6 +181,7 @@ public enum ChatCommand {
 
         var serverArguments = ["serve"]
         if let path = options.configPath { serverArguments += ["--config", path] }
+        serverArguments += options.cassette.serverArguments
         let server = TranscriptServerProcess(executable: executable, arguments: serverArguments, environment: environment, framing: .newline)
         do {
             try server.start()

@@ -372,3 +372,18 @@ def test_the_pytest_fixture_records_when_missing_and_replays_when_present(tmp_pa
     # --model-cassette-mode=record forces a new recording, which needs the model.
     forced = run("--model-cassette-mode=record")
     assert forced.returncode != 0 and "cassette mode: record" not in forced.stdout
+
+
+@pytest.mark.parametrize("command", ["serve", "chat", "acp"])
+def test_every_command_takes_the_cassette_options(tmp_path: Path, command: str) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BINARY), command, *args], cwd=tmp_path, input="", capture_output=True, text=True, timeout=60)
+
+    wrong = run("--model-cassette", "c.jsonl", "--cassette-mode", "rewind")
+    assert wrong.returncode == 2 and "--cassette-mode is record, replay or auto" in wrong.stderr + wrong.stdout
+    alone = run("--cassette-pace", "recorded")
+    assert alone.returncode == 2 and "need --model-cassette FILE" in alone.stderr + alone.stdout
+    if command != "chat":
+        # The server opens the cassette at start: a replay of a file that is not there stops it.
+        missing = run("--model-cassette", "missing.jsonl")
+        assert missing.returncode == 2 and "missing.jsonl does not exist" in missing.stderr
