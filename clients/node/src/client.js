@@ -97,11 +97,13 @@ export class Client {
    * @returns {Promise<Client>}
    */
   static async spawn(options = {}) {
+    let { args = [] } = options;
     const {
-      binary, args = [], env, inheritEnv = true, cwd, stderr = 'collect', stderrTailLines = 200,
-      maxFrameBytes = 256 * 1024 * 1024, capabilities, clientInfo, initialize = true, ...rest
+      binary, env, inheritEnv = true, cwd, stderr = 'collect', stderrTailLines = 200,
+      maxFrameBytes = 256 * 1024 * 1024, capabilities, clientInfo, initialize = true, cassette, ...rest
     } = options;
     const command = findBinary(binary);
+    args = [...args, ...cassetteArgs(cassette)];
     const environment = inheritEnv ? { ...process.env, ...(env ?? {}) } : { ...(env ?? {}) };
     /** @type {Client} */
     let client;
@@ -615,4 +617,22 @@ export function decisionOf(answer) {
     return { decision: approve ? 'approve' : 'deny', ...rest };
   }
   throw new TypeError(`onConfirm must return true, false, a decision or {decision, reason}, not ${JSON.stringify(answer)}`);
+}
+
+const CASSETTE_MODES = ['record', 'replay', 'auto'];
+const CASSETTE_PACES = ['fast', 'recorded'];
+
+/**
+ * The server options of a model cassette (docs/testing.md): none without one,
+ * a bare path replays, `{ path, mode, pace }` says how.
+ * @param {import('./index.js').CassetteOption | undefined} cassette
+ * @returns {string[]}
+ */
+export function cassetteArgs(cassette) {
+  if (cassette === undefined || cassette === null) return [];
+  const { path, mode = 'replay', pace = 'fast' } = typeof cassette === 'string' ? { path: cassette } : cassette;
+  if (typeof path !== 'string' || path === '') throw new TypeError('cassette needs a path');
+  if (!CASSETTE_MODES.includes(mode)) throw new TypeError(`cassette mode must be one of ${CASSETTE_MODES.join(', ')}, not ${mode}`);
+  if (!CASSETTE_PACES.includes(pace)) throw new TypeError(`cassette pace must be one of ${CASSETTE_PACES.join(', ')}, not ${pace}`);
+  return ['--model-cassette', path, '--cassette-mode', mode, ...(pace === 'fast' ? [] : ['--cassette-pace', pace])];
 }

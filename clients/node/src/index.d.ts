@@ -194,7 +194,14 @@ export interface SpawnOptions {
   onConfirm?: ConfirmHandler;
   /** Answers `user/ask` for sessions without their own onAsk; also declares `capabilities.askUser`. */
   onAsk?: AskHandler;
+  /** Records or replays the server's model traffic (`--model-cassette`, docs/testing.md); a bare path replays. */
+  cassette?: CassetteOption;
 }
+
+/** A model cassette: `replay` (default) answers from the file, `record` writes a new one, `auto` fills in what is missing. */
+export type CassetteOption = string | { path: string; mode?: 'record' | 'replay' | 'auto'; pace?: 'fast' | 'recorded' };
+/** The server options `Client.spawn({ cassette })` adds. */
+export declare function cassetteArgs(cassette: CassetteOption | undefined): string[];
 
 export interface RequestOptions {
   signal?: AbortSignalLike;

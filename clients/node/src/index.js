@@ -1,7 +1,7 @@
 // agentrpc for Node: spawn the agentrpc server and drive it over JSON-RPC on
 // stdio (docs/node.md). Standard library only.
 
-export { Client, DEFAULT_CAPABILITIES, VERSION, decisionOf } from './client.js';
+export { Client, DEFAULT_CAPABILITIES, VERSION, cassetteArgs, decisionOf } from './client.js';
 export { Session, TurnStream } from './session.js';
 export { tool, isTool, ok, failed, denied, conflict } from './tools.js';
 export { ops, newId } from './ops.js';
