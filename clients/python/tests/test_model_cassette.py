@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Cassette, Client, ProviderError
+from agentrpc import AgentRPCError, Cassette, Client, ProviderError
 
 from conftest import real_binary
 from fake_provider import FIXTURES, Canned, FakeProvider
@@ -387,3 +387,39 @@ def test_every_command_takes_the_cassette_options(tmp_path: Path, command: str) 
         # The server opens the cassette at start: a replay of a file that is not there stops it.
         missing = run("--model-cassette", "missing.jsonl")
         assert missing.returncode == 2 and "missing.jsonl does not exist" in missing.stderr
+
+
+async def test_a_session_or_the_config_file_names_the_cassette_and_side_requests_go_through_it(tmp_path: Path) -> None:
+    """`modelCassette` in session/create and in agentrpc.json (relative to the
+    file), and a side request (structured output) recorded and replayed like a turn."""
+    cassette = tmp_path / "cassettes" / "session.jsonl"
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    structured = chat_chunks({"content": '{"city": "Paris"}'})
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "Per session."}), structured)
+        config = model("openai", fake.base_url)
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--ephemeral"], env={"TEST_PROVIDER_KEY": SECRET}, request_timeout=TIMEOUT) as client:
+            session = await client.open_session({"model": config, "modelCassette": {"path": "cassettes/session.jsonl", "mode": "record"}})
+            assert (await session.send("hi")).message.text == "Per session."
+            assert await session.generate("Which city?", schema) == {"city": "Paris"}
+        assert len(fake.received) == 2
+    finally:
+        fake.close()
+    assert len(cassette.read_text().splitlines()) == 3
+
+    # The config file's cassette, its path relative to the file; the server's cwd is elsewhere.
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "agentrpc.json").write_text(json.dumps({"modelCassette": {"path": "../cassettes/session.jsonl"}, "models": {"m": config}}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with Client.spawn(binary=BINARY, cwd=elsewhere, args=["--ephemeral", "--config", str(tmp_path / "conf" / "agentrpc.json")], request_timeout=TIMEOUT) as client:
+        session = await client.open_session(model="m")
+        assert (await session.send("hi")).message.text == "Per session."
+        assert await session.generate("Which city?", schema) == {"city": "Paris"}
+
+    # A session naming a cassette that is not there is refused at create time.
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--ephemeral"], request_timeout=TIMEOUT) as client:
+        with pytest.raises(AgentRPCError) as raised:
+            await client.open_session({"model": config, "modelCassette": {"path": "nowhere.jsonl"}})
+    assert raised.value.kind == "invalidConfiguration" and raised.value.data.get("field") == "modelCassette.path"
