@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { AgentRPCError, Client, errorClassFor, errorFromWire } from '../src/index.js';
 import { BINARY, REPO } from '../test-support/helpers.js';
@@ -151,7 +151,8 @@ const SERVER_REQUESTS = ['tool/call', 'tool/undo', 'confirmation/request', 'hook
 
 async function replay(path, { header, steps }) {
   const dir = mkdtempSync(join(tmpdir(), 'agentrpc-node-replay-'));
-  const expand = (v) => (typeof v === 'string' ? v.replaceAll('$tmpdir', dir) : v);
+  // As `agentrpc replay` does: $tmpdir a fresh directory, $transcriptdir the transcript's own.
+  const expand = (v) => (typeof v === 'string' ? v.replaceAll('$tmpdir', dir).replaceAll('$transcriptdir', dirname(resolve(path))) : v);
   const client = await Client.spawn({
     binary: BINARY, initialize: false, args: ['serve', ...(header.args ?? []).map(expand)],
     // A store of its own per transcript, as `agentrpc replay` gives each one.
