@@ -230,8 +230,8 @@ async def test_a_drifted_request_is_a_cassette_miss_naming_the_first_difference(
         with pytest.raises(ProviderError) as raised:
             await second.send("hello")
     assert raised.value.provider_code == "cassetteMiss"
-    assert raised.value.provider["cassette"]["reason"] == "exhausted"
-    assert raised.value.provider["cassette"]["nearest"]["line"] == 2
+    miss = raised.value.cassette
+    assert miss is not None and miss["reason"] == "exhausted" and miss["nearest"]["line"] == 2
 
 
 async def test_a_cassette_never_answers_another_provider(tmp_path: Path) -> None:

@@ -447,6 +447,13 @@ class _ProviderErrorBase(_KnownError):
         return _opt_int(self.provider.get("httpStatus"))
 
     @property
+    def cassette(self) -> dict[str, Any] | None:
+        """``cassetteMiss`` only: why the model cassette had no answer (``reason``,
+        ``nearest``, ``difference.pointer``: where the request drifted; docs/testing.md)."""
+        value = self.provider.get("cassette")
+        return dict(value) if isinstance(value, Mapping) else None
+
+    @property
     def retry_guidance(self) -> RetryGuidance:
         """What to do next; ``RetryGuidance("none")`` when the server gave none."""
         from ._wire import RetryGuidance
