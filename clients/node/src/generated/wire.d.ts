@@ -57,6 +57,27 @@ export interface CancelRequestParams {
   id: number | string;
 }
 
+export interface CassetteDifference {
+  part: string;
+  pointer: string;
+  recorded?: string;
+  sent?: string;
+}
+
+export interface CassetteMiss {
+  difference?: CassetteDifference;
+  file: string;
+  nearest?: CassetteRequestRef;
+  reason: "noMatch" | "exhausted";
+  request: CassetteRequestRef;
+}
+
+export interface CassetteRequestRef {
+  line?: number;
+  path: string;
+  provider: string;
+}
+
 export interface ClientCapabilities {
   askUser?: boolean;
   confirmations?: "notify" | "request";
@@ -286,6 +307,12 @@ export interface MCPServerState {
 
 export type MCPServerStatus = "starting" | "ready" | "failed" | "restarting" | "stopped";
 
+export interface ModelCassetteConfig {
+  mode?: "record" | "replay" | "auto";
+  pace?: "fast" | "recorded";
+  path: string;
+}
+
 export interface ModelConfig {
   apiKeyEnv?: string;
   baseURL?: string;
@@ -386,7 +413,8 @@ export interface Profiles {
 }
 
 export interface ProviderErrorInfo {
-  code: "authExpired" | "authUserInvalid" | "entitlementRequired" | "quotaExceeded" | "rateLimited" | "modelUnavailable" | "providerError" | "providerUnavailable" | "serviceUnavailable" | "internalError" | "streamTruncated" | "badRequest" | "contextLengthExceeded" | "contentFiltered" | "network";
+  cassette?: CassetteMiss;
+  code: "authExpired" | "authUserInvalid" | "entitlementRequired" | "quotaExceeded" | "rateLimited" | "modelUnavailable" | "providerError" | "providerUnavailable" | "serviceUnavailable" | "internalError" | "streamTruncated" | "badRequest" | "contextLengthExceeded" | "contentFiltered" | "network" | "cassetteMiss";
   httpStatus?: number;
   isRetryable: boolean;
   requiresUserAction: boolean;
@@ -445,7 +473,7 @@ export interface SchemaWarning {
 
 export interface ScriptError {
   afterSeconds?: number;
-  code: "authExpired" | "authUserInvalid" | "entitlementRequired" | "quotaExceeded" | "rateLimited" | "modelUnavailable" | "providerError" | "providerUnavailable" | "serviceUnavailable" | "internalError" | "streamTruncated" | "badRequest" | "contextLengthExceeded" | "contentFiltered" | "network";
+  code: "authExpired" | "authUserInvalid" | "entitlementRequired" | "quotaExceeded" | "rateLimited" | "modelUnavailable" | "providerError" | "providerUnavailable" | "serviceUnavailable" | "internalError" | "streamTruncated" | "badRequest" | "contextLengthExceeded" | "contentFiltered" | "network" | "cassetteMiss";
   httpStatus?: number;
   message?: string;
 }
@@ -510,6 +538,7 @@ export interface SessionConfig {
   limits?: Limits;
   mcpServers?: (string | MCPServerSpec)[];
   model?: string | ModelConfig;
+  modelCassette?: ModelCassetteConfig;
   profiles?: Profiles;
   properties?: {
     [key: string]: unknown;
