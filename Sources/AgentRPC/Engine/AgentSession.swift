@@ -32,10 +32,8 @@ actor AgentSession {
     var inputValidators: [String: (schema: JSONValue, validator: JSONSchemaValidator)] = [:]
     /// The profile the last round trip resolved (nil before the first, with profiles).
     var activeProfile: ResolvedProfile?
-    /// What was sent last per model, for `cacheInvalidated`.
-    var prefixTracker = PrefixTracker()
-    /// The transcript's messages, converted incrementally from round trip to round trip.
-    var historyCache = ModelHistoryCache()
+    /// What the round trips sent, kept from turn to turn (`RequestCache`).
+    var requestCache = RequestCache()
 
     // The human in the loop (HumanInTheLoop.swift)
     var sendQueue = SendQueue()

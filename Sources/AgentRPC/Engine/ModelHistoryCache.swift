@@ -1,5 +1,14 @@
 import AgentRPCProtocol
 
+/// What a session's round trips sent, kept from turn to turn: the transcript's
+/// messages converted incrementally (`history`), and what was sent last per
+/// model (`prefix`, for `cacheInvalidated`), which the conversion's stable
+/// prefix lets skip comparing again.
+struct RequestCache {
+    var history = ModelHistoryCache()
+    var prefix = PrefixTracker()
+}
+
 /// A session's transcript converted into provider messages, kept between
 /// requests so that a round trip converts only the entries appended since the
 /// previous one: rebuilding every message each round trip made the cost of a
