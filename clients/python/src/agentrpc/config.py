@@ -139,8 +139,10 @@ def session_config(
 class MCPServer(TypedDict, total=False):
     """One MCP server of ``open_session(mcp_servers=...)`` (docs/protocol.md,
     "MCP tool servers"): ``{name, command, args?, env?, cwd?}`` for a stdio
-    server; a plain ``str`` in the list names one configured in agentrpc.json.
-    ``env`` values may name agentrpc's environment variables as ``${NAME}``."""
+    server, ``{name, type: "http", url, headers?}`` for one over streamable
+    HTTP; a plain ``str`` in the list names one configured in agentrpc.json.
+    ``env`` and ``headers`` values may name agentrpc's environment variables
+    as ``${NAME}``."""
 
     name: Required[str]
     type: Literal["stdio", "http"]
