@@ -242,6 +242,14 @@ export async function main(binary: string): Promise<string[]> {
       expectType<'invalidParams' | 'invalidTranscript' | 'invalidConfiguration'>()(InvalidParamsError.kind);
       seen.push(`decoded: ${decoded.constructor.name}, kind ${decoded.kind}, also InvalidParamsError`);
     }
+    // A kind this client does not know arrives as the class of its code with the
+    // wire's kind, which is why that class's instances may carry any string.
+    const newer = errorFromWire({ code: -32602, message: 'from a newer server', data: { kind: 'someNewerKind' } });
+    if (newer instanceof InvalidParamsError) {
+      expectType<'invalidParams' | 'invalidTranscript' | 'invalidConfiguration' | (string & {}) | undefined>()(newer.kind);
+      seen.push(`newer kind: ${newer.constructor.name}, kind ${String(newer.kind)}`);
+    }
+    expectType<'invalidTranscript'>()(new InvalidTranscriptError('bad history').kind);
     expectType<'invalidTranscript'>()(InvalidTranscriptError.kind);
     expectType<'invalidConfiguration'>()(InvalidConfigurationError.kind);
     const anyError: unknown = decoded;
@@ -370,6 +378,7 @@ export const EXPECTED: readonly string[] = [
   'error: sessionNotFound (-32010), an AgentRPCError: true',
   'error: revisionMismatch, expected 0',
   'decoded: InvalidTranscriptError, kind invalidTranscript, also InvalidParamsError',
+  'newer kind: InvalidParamsError, kind someNewerKind',
   'families: client false, exception true',
   'tables: cancelled is a kind true, textDelta an event true',
   'cancelled: "Once upon a time"',
