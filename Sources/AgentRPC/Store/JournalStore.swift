@@ -650,15 +650,18 @@ private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: 
 /// that was read, instead of loading it again. Nothing is kept once a read
 /// is done.
 final class SharedJournalReads: Sendable {
-    private final class Read: Sendable {
-        let done = DispatchGroup()
-        let result = Mutex<(contents: JournalContents, info: stat)?>(nil)
-        let waiting = Atomic<Int>(0)
+    /// `@unchecked Sendable`: `finished`, `result` and `waiting` are only touched under `condition`.
+    private final class Read: @unchecked Sendable {
+        // A condition, not a Mutex: a second reader's thread must block until the first read is done.
+        let condition = NSCondition()
+        var finished = false
+        var result: (contents: JournalContents, info: stat)?
+        var waiting = 0
     }
 
     private let inFlight = Mutex<[String: Read]>([:])
-    /// How long a second reader waits for the first before reading itself.
-    static let waitLimit: DispatchTimeInterval = .seconds(10)
+    /// How long a second reader waits for the first before reading itself, in seconds.
+    static let waitLimit = 10.0
     private let readAndLoad: @Sendable (String) throws -> (contents: JournalContents, info: stat)
 
     init(readAndLoad: @escaping @Sendable (String) throws -> (contents: JournalContents, info: stat) = SharedJournalReads.readAndLoad) {
@@ -667,20 +670,28 @@ final class SharedJournalReads: Sendable {
 
     /// How many readers wait for the read of `path` now (tests).
     func waiting(_ path: String) -> Int {
-        inFlight.withLock { $0[path]?.waiting.load(ordering: .relaxed) ?? 0 }
+        guard let read = inFlight.withLock({ $0[path] }) else { return 0 }
+        read.condition.lock()
+        defer { read.condition.unlock() }
+        return read.waiting
     }
 
     func load(_ path: String) throws -> (contents: JournalContents, info: stat) {
         let (read, first) = inFlight.withLock { reads -> (Read, Bool) in
             if let running = reads[path] { return (running, false) }
             let read = Read()
-            read.done.enter()
             reads[path] = read
             return (read, true)
         }
         guard first else {
-            read.waiting.add(1, ordering: .relaxed)
-            if read.done.wait(timeout: .now() + Self.waitLimit) == .success, let shared = read.result.withLock({ $0 }) {
+            read.condition.lock()
+            read.waiting += 1
+            let deadline = Date(timeIntervalSinceNow: Self.waitLimit)
+            while !read.finished && read.condition.wait(until: deadline) {}
+            // Nil when the first read failed or is still under way.
+            let shared = read.finished ? read.result : nil
+            read.condition.unlock()
+            if let shared {
                 var now = stat()
                 if stat(path, &now) == 0, JournalStore.sameFile(now, shared.info) { return shared }
             }
@@ -688,10 +699,15 @@ final class SharedJournalReads: Sendable {
         }
         defer {
             inFlight.withLock { $0[path] = nil }
-            read.done.leave()
+            read.condition.lock()
+            read.finished = true
+            read.condition.broadcast()
+            read.condition.unlock()
         }
         let loaded = try readAndLoad(path)
-        read.result.withLock { $0 = loaded }
+        read.condition.lock()
+        read.result = loaded
+        read.condition.unlock()
         return loaded
     }
 
