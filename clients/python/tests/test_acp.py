@@ -304,18 +304,18 @@ for line in sys.stdin:
 """
 
 
-async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_named(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def http_mcp_fake(tmp_path: Path) -> AsyncIterator[tuple[int, Path]]:
+    """The tests' plain-JSON streamable HTTP MCP server (tests/mcp_http_fake.py), which
+    logs what it receives: yields (port, log), once it accepts connections."""
     import socket
     import subprocess
     import sys
-
-    from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tmp_path / "http-requests.jsonl"
-    # The tests' plain-JSON streamable HTTP MCP server (tests/mcp_http_fake.py), which logs what it receives.
     fake = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_http_fake.py"), str(port), str(log)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -327,6 +327,18 @@ async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_
                     break
                 except OSError:
                     await asyncio.sleep(0.05)
+        yield port, log
+    finally:
+        fake.terminate()
+        fake.wait(timeout=WAIT)
+
+
+async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_named(tmp_path: Path) -> None:
+    import sys
+
+    from acp.schema import HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+
+    async with http_mcp_fake(tmp_path) as (port, log):
         editor = Editor()
         config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__my_calc__add", "arguments": {"a": 2, "b": 3}},
                                          {"id": "call_h", "name": "mcp__remote__echo", "arguments": {"text": "over http"}}]},
@@ -338,9 +350,6 @@ async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_
             old = SseMcpServer(type="sse", name="old", url="https://mcp.example.com/sse", headers=[])
             session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[calc, remote, old]), WAIT)
             assert (await prompt(conn, session.session_id, "2 + 3?")).stop_reason == "end_turn"
-    finally:
-        fake.terminate()
-        fake.wait(timeout=WAIT)
     # The sse server is not started (mcpCapabilities.sse is false) and says so.
     (not_started,) = session.field_meta["agentrpc"]["mcpServersNotStarted"]
     assert not_started["name"] == "old" and "sse" in not_started["reason"]
@@ -699,6 +708,27 @@ async def test_load_replays_everything_before_an_mcp_server_starts_and_runs_the_
     assert at_first_update == [(1, 0)]
     assert starts(old_marker) == 1 and starts(new_marker) == 1
     assert second.tool_updates("call_m")[-1]["status"] == "completed"
+
+
+async def test_a_load_runs_the_editors_http_server_with_its_headers(tmp_path: Path) -> None:
+    from acp.schema import HttpHeader, HttpMcpServer, SseMcpServer
+
+    editor = Editor()
+    config = scripted({"toolCalls": [{"id": "call_h", "name": "mcp__remote__echo", "arguments": {"text": "after the load"}}]}, {"text": ["Echoed."]})
+    async with http_mcp_fake(tmp_path) as (port, log):
+        async with agent(tmp_path, config, editor, store=tmp_path / "store") as (conn, cwd):
+            session = await new_session(conn, cwd)
+            # The editor now has an http server (headers are never stored: they come with each load) and an sse one.
+            remote = HttpMcpServer(type="http", name="remote", url=f"http://127.0.0.1:{port}/mcp",
+                                   headers=[HttpHeader(name="X-Editor", value="sent with the load")])
+            old = SseMcpServer(type="sse", name="old", url="https://mcp.example.com/sse", headers=[])
+            loaded = await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[remote, old]), WAIT)
+            assert (await prompt(conn, session.session_id, "echo")).stop_reason == "end_turn"
+    (not_started,) = loaded.field_meta["agentrpc"]["mcpServersNotStarted"]
+    assert not_started["name"] == "old" and "sse" in not_started["reason"]
+    assert editor.tool_updates("call_h")[-1]["status"] == "completed"
+    received = [json.loads(line) for line in log.read_text().splitlines()]
+    assert received and all(r["headers"].get("x-editor") == "sent with the load" for r in received)
 
 
 async def test_a_loaded_session_keeps_the_model_chosen_for_it(tmp_path: Path) -> None:
