@@ -24,15 +24,18 @@ let package = Package(
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
         .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol"], path: "Sources/AgentRPC", swiftSettings: strict),
+        // The tools around the engine: the terminal chat, and recording and replaying
+        // client/server conversations. Not part of the library an embedder links.
+        .target(name: "AgentTools", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Sources/AgentTools", swiftSettings: strict),
         // `agentrpc acp`: the Agent Client Protocol front end, which talks to the
         // engine only through the library's embedding API (docs/acp.md).
-        .target(name: "AgentRPCACP", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Sources/ACP", swiftSettings: strict),
-        .executableTarget(name: "agentrpc", dependencies: ["AgentRPC", "AgentRPCACP"], path: "Sources/agentrpc", swiftSettings: strict),
+        .target(name: "AgentRPCACP", dependencies: ["AgentRPC", "AgentRPCProtocol", "AgentTools"], path: "Sources/ACP", swiftSettings: strict),
+        .executableTarget(name: "agentrpc", dependencies: ["AgentRPC", "AgentRPCACP", "AgentTools"], path: "Sources/agentrpc", swiftSettings: strict),
         .executableTarget(name: "agentrpc-bench", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Benchmarks/agentrpc-bench", swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["AgentRPCProtocol"], path: "Tests/ProtocolTests", swiftSettings: strict),
         .testTarget(
             name: "AgentRPCTests",
-            dependencies: ["AgentRPC", "AgentRPCProtocol", "agentrpc"],
+            dependencies: ["AgentRPC", "AgentRPCProtocol", "AgentTools", "agentrpc"],
             path: "Tests/AgentRPCTests",
             resources: [],
             swiftSettings: strict

@@ -1,5 +1,6 @@
 import AgentRPC
 import AgentRPCProtocol
+import AgentTools
 import Foundation
 
 /// `agentrpc acp`: the Agent Client Protocol (version 1, newline-delimited

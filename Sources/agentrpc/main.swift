@@ -1,6 +1,7 @@
 // Entry point: argument handling and wiring only. The server lives in AgentRPC.
 import AgentRPC
 import AgentRPCACP
+import AgentTools
 import AgentRPCProtocol
 import Foundation
 
@@ -184,6 +185,7 @@ case "serve":
     options.handleTerminationSignals = true
     let server: Server
     do {
+        if let path = options.recordPath { options.recorder = try TranscriptRecorder.serving(options, at: path) }
         server = try Server(options: options)
     } catch {
         fail("\(error)")

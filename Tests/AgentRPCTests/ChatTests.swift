@@ -2,6 +2,7 @@ import AgentRPCProtocol
 import Foundation
 import Testing
 @testable import AgentRPC
+@testable import AgentTools
 
 /// The parts of `agentrpc chat` that need no terminal: arguments, the model
 /// choice, the session it creates, its tools and how it words things. The

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AgentRPC
+@testable import AgentTools
 
 /// Tracing end to end through the built `agentrpc` binary: a routed turn with a
 /// handoff and two client tool calls, read back from `--trace-file` and from the

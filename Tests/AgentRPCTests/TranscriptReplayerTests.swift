@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AgentRPC
+@testable import AgentTools
 
 private func json(_ text: String) -> JSONValue {
     do {

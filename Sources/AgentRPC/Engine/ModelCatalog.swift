@@ -3,11 +3,11 @@ import Foundation
 
 /// Named models from `agentrpc.json` (docs/protocol.md §15): `{"models": {"name": ModelConfig}, "defaultModel": "name"}`.
 /// Looked up at `--config PATH`, else `$AGENTRPC_CONFIG`, else `./agentrpc.json`.
-struct ModelCatalog: Sendable {
-    var models: [String: ModelConfig]
-    var defaultModel: String?
-    var sourcePath: String?
-    var environment: [String: String]
+package struct ModelCatalog: Sendable {
+    package var models: [String: ModelConfig]
+    package var defaultModel: String?
+    package var sourcePath: String?
+    package var environment: [String: String]
     /// The file's `acp` section, read by `agentrpc acp` (docs/acp.md); the engine ignores it.
     var acp: JSONValue? = nil
     /// The file's `store` section: retention of stored sessions.
@@ -27,7 +27,7 @@ struct ModelCatalog: Sendable {
         var modelCassette: ModelCassetteConfig?
     }
 
-    static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
+    package static func load(explicitPath: String?, environment: [String: String]) throws -> ModelCatalog {
         let candidates: [(String, Bool)] = [
             explicitPath.map { ($0, true) },
             environment["AGENTRPC_CONFIG"].map { ($0, true) },
@@ -91,7 +91,7 @@ struct ModelCatalog: Sendable {
     /// in the environment (`ProviderDefinition.environmentModel`: `openai` with
     /// `OPENAI_API_KEY`, `anthropic` with `ANTHROPIC_API_KEY`). Names in the file
     /// win; the first available becomes the default model when the file names none.
-    static func withEnvironmentDefaults(_ catalog: ModelCatalog) -> ModelCatalog {
+    package static func withEnvironmentDefaults(_ catalog: ModelCatalog) -> ModelCatalog {
         var c = catalog
         var added: [String] = []
         for definition in ProviderFactory.definitions {
@@ -104,7 +104,7 @@ struct ModelCatalog: Sendable {
     }
 
     /// The configuration a reference names; `field` says where the reference was.
-    func resolve(_ reference: ModelReference, field: String) throws -> ModelConfig {
+    package func resolve(_ reference: ModelReference, field: String) throws -> ModelConfig {
         switch reference {
         case .inline(let config):
             return config
@@ -122,4 +122,14 @@ struct ModelCatalog: Sendable {
 
     /// The reference a turn uses when neither the call nor the profile names one.
     var defaultReference: ModelReference? { defaultModel.map { .named($0) } }
+}
+
+extension ModelCatalog {
+    /// A catalog of `models` alone (the chat starts from the environment's defaults).
+    package init(models: [String: ModelConfig], defaultModel: String?, sourcePath: String?, environment: [String: String]) {
+        self.models = models
+        self.defaultModel = defaultModel
+        self.sourcePath = sourcePath
+        self.environment = environment
+    }
 }

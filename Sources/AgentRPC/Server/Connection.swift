@@ -380,23 +380,13 @@ final class RequestDeadlines: @unchecked Sendable {
     }
 }
 
-/// Observes every frame read and written, for `--record`.
+/// Observes every frame read and written, for `--record` (the recording tools'
+/// `TranscriptRecorder`, handed in through `ServerOptions.recorder`).
 package protocol ConnectionRecorder: Sendable {
     func framingDetected(_ framing: Framing)
     func clientSent(frame: IncomingFrame, raw: [UInt8])
     func serverSent(_ message: JSONValue)
     func inputClosed()
-}
-
-extension TranscriptRecorder: ConnectionRecorder {
-    package func framingDetected(_ framing: Framing) { connectionFraming(framing) }
-    package func clientSent(frame: IncomingFrame, raw: [UInt8]) {
-        // The recorder wants what the client wrote: parse it again as plain JSON.
-        if let value = try? JSONValue.parse(raw) {
-            clientSent(value)
-        } else {
-            serverReadMalformed(raw)
-        }
-    }
-    package func inputClosed() { clientClosedInput() }
+    /// The server is about to exit with `code`.
+    func serverExiting(code: Int32)
 }

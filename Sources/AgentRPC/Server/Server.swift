@@ -8,8 +8,11 @@ public struct ServerOptions: Sendable {
     public var logLevel: LogLevel = .off
     /// Where every provider request is appended as one JSON line (`--dump-requests`).
     public var dumpRequestsPath: String?
-    /// Where the conversation is recorded as a replayable transcript (`--record`).
-    public var recordPath: String?
+    /// Where the front end (`agentrpc serve`, `agentrpc acp`) records the conversation
+    /// as a replayable transcript (`--record`); it hands the server its `recorder`.
+    package var recordPath: String?
+    /// Observes the conversation to record it (the recording tools' `TranscriptRecorder`).
+    package var recorder: (any ConnectionRecorder)?
     /// The model configuration file (`--config`, `AGENTRPC_CONFIG`, `./agentrpc.json`).
     public var configPath: String?
     /// Default for timeouts of server→client requests that have no limit of their own.
@@ -52,7 +55,7 @@ public final class Server: Sendable {
     let engine: Engine
     /// Lifecycle, exit and signal state, shared with the method handlers.
     private let shared = ServerState()
-    private let recorder: TranscriptRecorder?
+    private let recorder: (any ConnectionRecorder)?
 
     enum Lifecycle: Sendable, Equatable {
         case awaitingInitialize
@@ -67,16 +70,7 @@ public final class Server: Sendable {
         let logger = Logger(level: options.logLevel)
         self.logger = logger
         FileLimit.raiseSoftLimit(logger: logger)
-        var recorder: TranscriptRecorder? = nil
-        if let path = options.recordPath {
-            // Record the options that change behaviour, so a replay runs the same server.
-            var args: [String] = []
-            if options.maxMessageBytes != ServerOptions().maxMessageBytes { args += ["--max-message-bytes", String(options.maxMessageBytes)] }
-            if let c = options.configPath { args += ["--config", c] }
-            // Where the store is differs per machine; a replay gets a fresh one. Its absence does not.
-            if options.ephemeral { args += ["--ephemeral"] }
-            recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc \(Server.version)", args: args)
-        }
+        let recorder = options.recorder
         self.recorder = recorder
         let connection = Connection(inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder)
         self.connection = connection

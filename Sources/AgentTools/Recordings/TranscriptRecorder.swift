@@ -1,3 +1,4 @@
+import AgentRPC
 import AgentRPCProtocol
 import Foundation
 import Synchronization
@@ -13,13 +14,13 @@ import Synchronization
 ///
 /// Safe to call from any thread; each line is written (and so flushed) as one
 /// unit, in call order.
-public final class TranscriptRecorder: Sendable {
+package final class TranscriptRecorder: Sendable {
     private let state: Mutex<TranscriptRecorderState>
 
     /// Records into the file at `path`, replacing it. `args` are the server
     /// options a replay should start with (written into the header); `command`
     /// the subcommand that serves (nil: `serve`, the default of a replay).
-    public convenience init(fileAt path: String, description: String? = nil, command: String? = nil, args: [String] = []) throws {
+    package convenience init(fileAt path: String, description: String? = nil, command: String? = nil, args: [String] = []) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
         }
@@ -30,38 +31,38 @@ public final class TranscriptRecorder: Sendable {
     }
 
     /// Records by handing each finished line (newline included) to `writeLine`.
-    public init(description: String? = nil, command: String? = nil, args: [String] = [], writeLine: @escaping @Sendable (String) -> Void) {
+    package init(description: String? = nil, command: String? = nil, args: [String] = [], writeLine: @escaping @Sendable (String) -> Void) {
         state = Mutex(TranscriptRecorderState(description: description, command: command, args: args, writeLine: writeLine))
     }
 
     /// Tells the recorder which framing the connection settled on, so the header
     /// replays it the same way. Call before the first message to take effect.
-    public func connectionFraming(_ framing: Framing) {
+    func connectionFraming(_ framing: Framing) {
         state.withLock { $0.framing = framing }
     }
 
     /// A message (or batch) the server read from the client.
-    public func clientSent(_ message: JSONValue) {
+    func clientSent(_ message: JSONValue) {
         state.withLock { $0.recordClient(message) }
     }
 
     /// A message (or batch) the server wrote to the client.
-    public func serverSent(_ message: JSONValue) {
+    package func serverSent(_ message: JSONValue) {
         state.withLock { $0.recordServer(message) }
     }
 
     /// A frame the server read that was not JSON; replayed as `sendRaw`.
-    public func serverReadMalformed(_ bytes: [UInt8]) {
+    func serverReadMalformed(_ bytes: [UInt8]) {
         state.withLock { $0.recordMalformed(bytes) }
     }
 
     /// The client closed the server's stdin.
-    public func clientClosedInput() {
+    func clientClosedInput() {
         state.withLock { $0.emit(["closeStdin": true]) }
     }
 
     /// The server is about to exit with `code`.
-    public func serverExiting(code: Int32) {
+    package func serverExiting(code: Int32) {
         state.withLock { $0.emit(["expectExit": ["code": .int(Int(code))]]) }
     }
 }

@@ -1,21 +1,22 @@
+import AgentRPC
 import AgentRPCProtocol
 
 /// A problem in a transcript's pattern or template itself (not a mismatch with
 /// the server's output): an unknown placeholder, a bad regex, a misplaced `$absent`.
-public struct TranscriptPatternError: Error, Sendable, Hashable, CustomStringConvertible {
+struct TranscriptPatternError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where in the pattern, e.g. `$.params.sessionId`.
-    public var path: String
-    public var message: String
-    public var description: String { "at \(path): \(message)" }
+    var path: String
+    var message: String
+    var description: String { "at \(path): \(message)" }
 }
 
 /// The first place where a message differs from its pattern.
-public struct TranscriptMismatch: Sendable, Hashable, CustomStringConvertible {
+struct TranscriptMismatch: Sendable, Hashable, CustomStringConvertible {
     /// JSON path of the difference, e.g. `$.error.data.kind`.
-    public var path: String
+    var path: String
     /// One line: `expected "parseError", got "invalidRequest"`.
-    public var reason: String
-    public var description: String { "at \(path): \(reason)" }
+    var reason: String
+    var description: String { "at \(path): \(reason)" }
 }
 
 /// What a string inside a pattern stands for.
@@ -100,17 +101,17 @@ enum TranscriptPathComponent: Sendable, Hashable {
 /// Matching is strict by default: objects must have exactly the pattern's keys
 /// (unless `"$partial": true`), arrays the same length, and numbers compare by
 /// value (`1` equals `1.0`). Captures made by a failed match are discarded.
-public struct TranscriptMatcher: Sendable {
+struct TranscriptMatcher: Sendable {
     /// Values bound by `$capture:<name>` so far.
-    public private(set) var captures: [String: JSONValue]
+    private(set) var captures: [String: JSONValue]
 
-    public init(captures: [String: JSONValue] = [:]) {
+    init(captures: [String: JSONValue] = [:]) {
         self.captures = captures
     }
 
     /// Checks `actual` against `pattern`; returns nil and commits new captures on
     /// success, or the first difference (in sorted-key, depth-first order).
-    public mutating func match(_ pattern: JSONValue, against actual: JSONValue) -> TranscriptMismatch? {
+    mutating func match(_ pattern: JSONValue, against actual: JSONValue) -> TranscriptMismatch? {
         var bindings = captures
         var path: [TranscriptPathComponent] = []
         if let mismatch = Self.walk(pattern, actual, &path, &bindings) { return mismatch }
@@ -120,7 +121,7 @@ public struct TranscriptMatcher: Sendable {
 
     /// Replaces `$ref:<name>` strings anywhere in a client message with the
     /// captured values and unescapes `$$`; other placeholders are refused.
-    public func substitute(_ template: JSONValue) throws(TranscriptPatternError) -> JSONValue {
+    func substitute(_ template: JSONValue) throws(TranscriptPatternError) -> JSONValue {
         var path: [TranscriptPathComponent] = []
         return try substitute(template, &path)
     }

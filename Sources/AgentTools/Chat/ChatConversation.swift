@@ -1,3 +1,4 @@
+import AgentRPC
 import AgentRPCProtocol
 import Foundation
 

@@ -1,3 +1,4 @@
+import AgentRPC
 import AgentRPCProtocol
 
 /// What the chat runs when no model is configured: the offline scripted

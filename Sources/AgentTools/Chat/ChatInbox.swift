@@ -1,3 +1,4 @@
+import AgentRPC
 import Dispatch
 import Foundation
 

@@ -1,3 +1,4 @@
+import AgentRPC
 import AgentRPCProtocol
 import Foundation
 
@@ -12,7 +13,7 @@ import Darwin
 /// `agentrpc chat`: an interactive terminal conversation for a person. It
 /// starts this same binary as `agentrpc serve` and talks to it as an ordinary
 /// JSON-RPC client, so it exercises exactly what every other client gets.
-public enum ChatCommand {
+package enum ChatCommand {
     static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE] " + CassetteCommandLine.usage
 
     /// What the command line asked for.
@@ -84,7 +85,7 @@ public enum ChatCommand {
         func describe(_ name: String, _ config: ModelConfig) -> String {
             let origin = catalog.sourcePath.map { fromEnvironment[name] == config ? "the environment" : $0 } ?? "the environment"
             var text = "Model: \(name) (\(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "")) from \(origin)."
-            if !(ProviderFactory.definition(for: config.provider)?.isLanguageModel ?? true) {
+            if !config.provider.isLanguageModel {
                 text += " It is the scripted provider: a fixed script, not a language model."
             }
             return text
@@ -97,7 +98,7 @@ public enum ChatCommand {
             let config = try catalog.resolve(reference, field: "model")
             if case .named(let name) = reference { return ModelChoice(reference: reference, isDemo: false, banner: describe(name, config)) }
             var banner = "Model: inline \(config.provider.rawValue)\(config.model.map { " \($0)" } ?? "") from the session file."
-            if !(ProviderFactory.definition(for: config.provider)?.isLanguageModel ?? true) { banner += " It is the scripted provider: a fixed script, not a language model." }
+            if !config.provider.isLanguageModel { banner += " It is the scripted provider: a fixed script, not a language model." }
             return ModelChoice(reference: reference, isDemo: false, banner: banner)
         }
         if let name = catalog.defaultModel, let config = catalog.models[name] {
@@ -132,7 +133,7 @@ public enum ChatCommand {
     /// Runs the chat on this process's terminal (or pipes): `write` prints to
     /// stdout; problems before the chat starts go to stderr. Returns the exit
     /// status: 0 after `/exit` or Ctrl-D, 1 when the server failed, 2 for a usage error.
-    public static func runCommandLine(arguments: [String], executable: String, write: @escaping (String) -> Void) -> Int32 {
+    package static func runCommandLine(arguments: [String], executable: String, write: @escaping (String) -> Void) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let options: Options
         switch parse(arguments) {

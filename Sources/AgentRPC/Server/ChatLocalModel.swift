@@ -13,11 +13,11 @@ import Darwin
 /// llama-cpp-python's OpenAI-compatible server), started for this chat on a free
 /// port and stopped when the chat ends. The script says which model it serves
 /// and how to reach it (`model-config PORT`), so that is declared in one place.
-final class ChatLocalModel {
+package final class ChatLocalModel {
     /// The inline model the chat's session uses.
-    let config: ModelConfig
+    package let config: ModelConfig
     /// What the banner says about it.
-    let banner: String
+    package let banner: String
     private let server: Process
     private let logPath: String
 
@@ -35,7 +35,7 @@ final class ChatLocalModel {
     /// `scripts/local-model`: env `AGENTRPC_LOCAL_MODEL_SCRIPT`, else found by
     /// walking up from this executable (`.build/debug/agentrpc` in a checkout),
     /// else from the working directory.
-    static func locateScript(executable: String, environment: [String: String]) -> String? {
+    package static func locateScript(executable: String, environment: [String: String]) -> String? {
         if let path = environment["AGENTRPC_LOCAL_MODEL_SCRIPT"], !path.isEmpty { return path }
         let starts = [
             URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent(),
@@ -62,7 +62,7 @@ final class ChatLocalModel {
 
     /// Installs the model if needed (its progress shown), starts its server and
     /// waits until it accepts connections. `say` prints a line for the person.
-    static func start(script: String, environment: [String: String], say: (String) -> Void) throws -> ChatLocalModel {
+    package static func start(script: String, environment: [String: String], say: (String) -> Void) throws -> ChatLocalModel {
         if !isInstalled(script: script, environment: environment) {
             say("The local model is not installed yet: installing it now (once; several minutes).")
             let install = try run(script, ["install"], environment: environment, capture: false)
@@ -122,7 +122,7 @@ final class ChatLocalModel {
     }
 
     /// Stops the model server: SIGTERM, then SIGKILL if it has not exited after 5 s.
-    func stop(graceSeconds: Double = 5) {
+    package func stop(graceSeconds: Double = 5) {
         guard server.isRunning else { return }
         server.terminate()
         let deadline = Date().addingTimeInterval(graceSeconds)
@@ -192,6 +192,6 @@ final class ChatLocalModel {
 }
 
 /// The local model could not be installed or started (exit status 1, not a usage error).
-struct ChatLocalModelError: Error {
-    var message: String
+package struct ChatLocalModelError: Error {
+    package var message: String
 }

@@ -1,40 +1,41 @@
+import AgentRPC
 import AgentRPCProtocol
 import Foundation
 
 /// The outcome of replaying one transcript file.
-public struct TranscriptResult: Sendable {
+struct TranscriptResult: Sendable {
     /// The transcript file as given.
-    public var path: String
+    var path: String
     /// Steps that ran (comments not counted); on failure, including the failed one.
-    public var steps: Int
+    var steps: Int
     /// nil when the transcript passed; otherwise a readable multi-line report
     /// starting with `path:line:`.
-    public var failureReport: String?
+    var failureReport: String?
     /// Every step and server message in order, when the replayer is verbose.
-    public var trace: [String]
+    var trace: [String]
 
-    public var passed: Bool { failureReport == nil }
+    var passed: Bool { failureReport == nil }
 }
 
 /// Replays recorded transcripts (`*.jsonl`, see docs/transcripts.md) against a
 /// real server binary over stdio and reports the first divergence.
-public struct TranscriptReplayer: Sendable {
+package struct TranscriptReplayer: Sendable {
     /// The server binary; it is started as `executable <header command> <header args...>`.
-    public var executable: String
+    package var executable: String
     /// Seconds each expectation waits unless the transcript says otherwise.
-    public var defaultTimeout: Double
+    var defaultTimeout: Double
     /// Collect a trace of every step and message in `TranscriptResult.trace`.
-    public var verbose: Bool
+    package var verbose: Bool
     /// Options added after each transcript's own (`replay --model-cassette FILE`
     /// adds `--model-cassette FILE --cassette-mode replay`).
-    public var extraServerArguments: [String] = []
+    var extraServerArguments: [String] = []
 
     /// How long the server gets to exit after the transcript closes its stdin.
     static let exitGraceSeconds = 2.0
     /// How many stderr lines a failure report shows.
     static let stderrTailLines = 20
 
-    public init(executable: String, defaultTimeout: Double = 5, verbose: Bool = false) {
+    package init(executable: String, defaultTimeout: Double = 5, verbose: Bool = false) {
         self.executable = executable
         self.defaultTimeout = defaultTimeout
         self.verbose = verbose
@@ -45,7 +46,7 @@ public struct TranscriptReplayer: Sendable {
     ///
     /// Ignores SIGPIPE process-wide, so writing to a server that died is
     /// reported instead of killing the caller.
-    public func replay(fileAt path: String) async -> TranscriptResult {
+    func replay(fileAt path: String) async -> TranscriptResult {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -56,7 +57,7 @@ public struct TranscriptReplayer: Sendable {
     }
 
     /// Replays transcript text; `name` stands for the file in reports.
-    public func replay(text: String, name: String) async -> TranscriptResult {
+    func replay(text: String, name: String) async -> TranscriptResult {
         // The run blocks on pipes and conditions, so it gets its own thread
         // rather than holding a cooperative-pool thread for seconds.
         await withCheckedContinuation { (continuation: CheckedContinuation<TranscriptResult, Never>) in
@@ -89,7 +90,7 @@ public struct TranscriptReplayer: Sendable {
     ///   - arguments: the words after `replay`.
     ///   - executable: the server to start, normally the running binary's own path.
     ///   - output: receives each line of output, without a trailing newline.
-    public static func runCommandLine(arguments: [String], executable: String, output: (String) -> Void) async -> Int32 {
+    package static func runCommandLine(arguments: [String], executable: String, output: (String) -> Void) async -> Int32 {
         let usage = "usage: agentrpc replay [--timeout SECONDS] [--verbose] [--server PATH] [--model-cassette FILE [--cassette-pace PACE]] FILE_OR_DIR..."
         var timeout = 5.0
         var cassette: [String] = []

@@ -1,3 +1,4 @@
+import AgentRPC
 /// Writes the conversation for a person. It remembers whether the cursor is at
 /// the start of a line, so a status line never lands glued to streamed text,
 /// and styles text only when the output is a terminal that wants colour.
