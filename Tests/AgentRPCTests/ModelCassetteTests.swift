@@ -2,6 +2,7 @@ import AgentRPCProtocol
 import Foundation
 import Testing
 @testable import AgentRPC
+@testable import AgentTools
 
 /// The cassette file format, scrubbing and the first-difference search, in
 /// process. Recording and replaying through the real binary is tested in
