@@ -3,18 +3,18 @@ import AgentRPCProtocol
 /// The model cassette options of `serve`, `chat` and `acp`
 /// (`--model-cassette FILE --cassette-mode MODE --cassette-pace PACE`), read
 /// the same way by each.
-public struct CassetteCommandLine: Sendable, Equatable {
-    public static let options: Set<String> = ["--model-cassette", "--cassette-mode", "--cassette-pace"]
-    public static let usage = "[--model-cassette FILE [--cassette-mode record|replay|auto] [--cassette-pace fast|recorded]]"
+package struct CassetteCommandLine: Sendable, Equatable {
+    package static let options: Set<String> = ["--model-cassette", "--cassette-mode", "--cassette-pace"]
+    package static let usage = "[--model-cassette FILE [--cassette-mode record|replay|auto] [--cassette-pace fast|recorded]]"
 
-    public var path: String?
-    public var mode: CassetteMode?
-    public var pace: CassettePace?
+    package var path: String?
+    package var mode: CassetteMode?
+    package var pace: CassettePace?
 
-    public init() {}
+    package init() {}
 
     /// Takes one of `options` and its value; a message for the person when the value is wrong.
-    public mutating func take(_ name: String, _ value: String) -> String? {
+    package mutating func take(_ name: String, _ value: String) -> String? {
         switch name {
         case "--model-cassette":
             guard !value.isEmpty else { return "--model-cassette needs a file" }
@@ -32,7 +32,7 @@ public struct CassetteCommandLine: Sendable, Equatable {
     }
 
     /// The configuration the options give; a message when a mode or pace came without a file.
-    public func config() -> Result<ModelCassetteConfig?, CassetteUsageError> {
+    package func config() -> Result<ModelCassetteConfig?, CassetteUsageError> {
         guard let path else {
             if mode != nil || pace != nil { return .failure(CassetteUsageError(message: "--cassette-mode and --cassette-pace need --model-cassette FILE")) }
             return .success(nil)
@@ -41,13 +41,13 @@ public struct CassetteCommandLine: Sendable, Equatable {
     }
 
     /// The same options, for a server started as a child (`chat`).
-    public var serverArguments: [String] {
+    package var serverArguments: [String] {
         guard let path else { return [] }
         return ["--model-cassette", path] + (mode.map { ["--cassette-mode", $0.rawValue] } ?? []) + (pace.map { ["--cassette-pace", $0.rawValue] } ?? [])
     }
 }
 
 /// A model cassette option that cannot work.
-public struct CassetteUsageError: Error, Sendable, Equatable {
-    public var message: String
+package struct CassetteUsageError: Error, Sendable, Equatable {
+    package var message: String
 }

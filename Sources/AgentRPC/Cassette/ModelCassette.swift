@@ -17,13 +17,13 @@ import FoundationNetworking
 /// (keys sorted, secrets scrubbed). Nothing in the bodies agentrpc sends is
 /// volatile (no ids, dates or nonces), so nothing is left out of the key.
 /// Equal requests are answered in recorded order, each exchange once.
-public final class ModelCassette: Sendable, Hashable {
+package final class ModelCassette: Sendable, Hashable {
     /// The path as configured (what errors name).
-    public let file: String
+    let file: String
     /// The absolute path.
     let path: String
-    public let mode: CassetteMode
-    public let pace: CassettePace
+    let mode: CassetteMode
+    let pace: CassettePace
     private let logger: Logger?
     private let state: Mutex<State>
 
@@ -87,8 +87,8 @@ public final class ModelCassette: Sendable, Hashable {
         state = Mutex(s)
     }
 
-    public static func == (a: ModelCassette, b: ModelCassette) -> Bool { a === b }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    package static func == (a: ModelCassette, b: ModelCassette) -> Bool { a === b }
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     private static func add(_ exchange: CassetteExchange, to s: inout State) {
         let canonical = exchange.body.serializedString()

@@ -3,41 +3,41 @@ import Foundation
 /// How to reach one HTTP model provider. Built by the caller from `agentrpc.json`
 /// and the environment: `apiKey` is already resolved. The key is never part of a
 /// description, a mirror (`dump`) or a request body; it goes only into headers.
-public struct HTTPProviderConfiguration: Sendable, Hashable {
+package struct HTTPProviderConfiguration: Sendable, Hashable {
     /// Endpoint prefix; the provider appends `chat/completions` (OpenAI) or
     /// `messages` (Anthropic). E.g. `https://api.openai.com/v1`,
     /// `http://127.0.0.1:11434/v1`, `https://api.anthropic.com/v1`.
-    public var baseURL: URL
-    public var apiKey: String?
+    package var baseURL: URL
+    package var apiKey: String?
     /// Used when a `ModelRequest` leaves `model` empty.
-    public var model: String
+    package var model: String
     /// Extra request headers (e.g. `anthropic-beta`, OpenRouter's `HTTP-Referer`).
-    public var headers: [String: String]
+    package var headers: [String: String]
     /// Idle timeout: the longest wait for the next bytes of a response.
-    public var timeoutSeconds: Double
+    package var timeoutSeconds: Double
     /// The longest wait for a connection to open (over https including the TLS
     /// handshake; on platforms where https goes through URLSession, its own applies).
-    public var connectTimeoutSeconds: Double = Self.defaultConnectTimeoutSeconds
-    public static let defaultConnectTimeoutSeconds = 10.0
+    var connectTimeoutSeconds: Double = Self.defaultConnectTimeoutSeconds
+    static let defaultConnectTimeoutSeconds = 10.0
     /// OpenAI: when false, requests that carry tools are sent with `stream: false`
     /// and the whole JSON response is decoded (for servers whose streamed tool
     /// calls are broken). Anthropic always streams.
-    public var streamTools: Bool
+    var streamTools: Bool
     /// OpenAI: send tools (and the response schema) with `strict: true`, after
     /// down-converting their schemas to the strict subset.
-    public var strictTools: Bool
+    var strictTools: Bool
     /// OpenAI: send `max_completion_tokens` instead of `max_tokens` (reasoning models).
-    public var useMaxCompletionTokens: Bool
+    var useMaxCompletionTokens: Bool
     /// Anthropic requires `max_tokens`; this is used when neither the request
     /// nor the model's options set one.
-    public var defaultMaxOutputTokens: Int
-    public var capabilities: ProviderCapabilities
+    var defaultMaxOutputTokens: Int
+    package var capabilities: ProviderCapabilities
     /// The model's `options`: its default generation options and the keys passed through.
-    public var modelOptions = ModelOptions()
+    var modelOptions = ModelOptions()
     /// Records or replays this provider's HTTP exchanges (docs/testing.md).
-    public var cassette: ModelCassette?
+    package var cassette: ModelCassette?
 
-    public init(
+    package init(
         baseURL: URL, apiKey: String?, model: String, headers: [String: String] = [:], timeoutSeconds: Double = 600,
         streamTools: Bool = true, strictTools: Bool = false, useMaxCompletionTokens: Bool = false,
         defaultMaxOutputTokens: Int = 4096, capabilities: ProviderCapabilities = ProviderCapabilities()
@@ -70,13 +70,13 @@ public struct HTTPProviderConfiguration: Sendable, Hashable {
 }
 
 extension HTTPProviderConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    public var description: String {
+    package var description: String {
         let headerNames = headers.keys.sorted().joined(separator: ",")
         return "HTTPProviderConfiguration(baseURL: \(baseURL.absoluteString), model: \(model), apiKey: \(apiKey == nil ? "none" : "[REDACTED]"), headers: [\(headerNames)])"
     }
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
     /// `dump()` and debuggers see this instead of the stored key.
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["baseURL": baseURL, "model": model, "apiKey": apiKey == nil ? "none" : "[REDACTED]",
                                 "headers": headers.keys.sorted()], displayStyle: .struct)
     }

@@ -7,15 +7,15 @@ import FoundationNetworking
 /// OpenAI Chat Completions (`POST {baseURL}/chat/completions`), streamed over SSE.
 /// Works with any compatible server: OpenAI, Ollama `/v1`, llama.cpp, vLLM,
 /// LM Studio, OpenRouter.
-public struct OpenAIProvider: ModelProvider {
-    public let name: String
-    public let configuration: HTTPProviderConfiguration
-    public var capabilities: ProviderCapabilities { configuration.capabilities }
+package struct OpenAIProvider: ModelProvider {
+    package let name: String
+    package let configuration: HTTPProviderConfiguration
+    package var capabilities: ProviderCapabilities { configuration.capabilities }
     /// The previous request's serialized messages, reused by the next (`bodyBytes(for:)`).
     let serializedMessages = SerializedMessageCache()
 
     /// `name` is what events report (`"openai"` unless the caller names the profile's provider otherwise).
-    public init(configuration: HTTPProviderConfiguration, name: String = "openai") {
+    package init(configuration: HTTPProviderConfiguration, name: String = "openai") {
         self.configuration = configuration
         self.name = name
     }
@@ -26,13 +26,13 @@ public struct OpenAIProvider: ModelProvider {
     }
 
     /// The exact body that would be sent, without headers: safe for `--dump-requests`.
-    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+    package func requestBody(for request: ModelRequest) -> BuiltRequestBody {
         OpenAIRequestBuilder.build(request, configuration: configuration, stream: streams(request))
     }
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
     /// the previous request of this provider serialized reused.
-    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    package func bodyBytes(for request: ModelRequest) -> [UInt8] {
         OpenAIRequestBuilder.encode(request, configuration: configuration, stream: streams(request), cache: serializedMessages)
     }
 
@@ -43,7 +43,7 @@ public struct OpenAIProvider: ModelProvider {
             body: bodyBytes(for: request))
     }
 
-    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
             urlRequest(for: request),
@@ -57,29 +57,29 @@ public struct OpenAIProvider: ModelProvider {
 }
 
 /// Anthropic Messages (`POST {baseURL}/messages`), streamed over SSE.
-public struct AnthropicProvider: ModelProvider {
+package struct AnthropicProvider: ModelProvider {
     /// The API version header value this code was written against.
-    public static let apiVersion = "2023-06-01"
+    static let apiVersion = "2023-06-01"
 
-    public let name: String
-    public let configuration: HTTPProviderConfiguration
-    public var capabilities: ProviderCapabilities { configuration.capabilities }
+    package let name: String
+    package let configuration: HTTPProviderConfiguration
+    package var capabilities: ProviderCapabilities { configuration.capabilities }
     /// The previous request's serialized messages, reused by the next (`bodyBytes(for:)`).
     let serializedMessages = SerializedMessageCache()
 
-    public init(configuration: HTTPProviderConfiguration, name: String = "anthropic") {
+    package init(configuration: HTTPProviderConfiguration, name: String = "anthropic") {
         self.configuration = configuration
         self.name = name
     }
 
     /// The exact body that would be sent, without headers: safe for `--dump-requests`.
-    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+    package func requestBody(for request: ModelRequest) -> BuiltRequestBody {
         AnthropicRequestBuilder.build(request, configuration: configuration)
     }
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the messages
     /// the previous request of this provider serialized reused.
-    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    package func bodyBytes(for request: ModelRequest) -> [UInt8] {
         AnthropicRequestBuilder.encode(request, configuration: configuration, cache: serializedMessages)
     }
 
@@ -89,7 +89,7 @@ public struct AnthropicProvider: ModelProvider {
         return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: bodyBytes(for: request))
     }
 
-    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
             urlRequest(for: request),
@@ -119,22 +119,22 @@ extension HTTPProviderConfiguration {
 }
 
 extension OpenAIProvider {
-    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
-    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+    func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
         configuration.optionWarnings(request.options, provider: .openai)
     }
 }
 
 extension AnthropicProvider {
-    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
-    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+    func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
         configuration.optionWarnings(request.options, provider: .anthropic)
     }
 }
 
 extension OpenAIResponsesProvider {
-    public func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
-    public func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+    func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
         configuration.optionWarnings(request.options, provider: .openaiResponses)
     }
 }

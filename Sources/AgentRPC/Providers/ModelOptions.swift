@@ -3,19 +3,19 @@ import AgentRPCProtocol
 /// One generation option that was not sent as given, and why
 /// (docs/protocol.md, "Model options"). Clients see it as a
 /// `contextDiagnostics` entry with `source: "modelOptions"`.
-public struct OptionWarning: Sendable, Hashable {
+struct OptionWarning: Sendable, Hashable {
     /// The option's key as the user wrote it (`seed`, `temperature`, `top_p`, ...).
-    public var key: String
-    public var message: String
+    var key: String
+    var message: String
 
-    public init(key: String, message: String) {
+    init(key: String, message: String) {
         self.key = key
         self.message = message
     }
 
-    public static let diagnosticSource = "modelOptions"
+    static let diagnosticSource = "modelOptions"
 
-    public var diagnostic: ContextDiagnostic {
+    var diagnostic: ContextDiagnostic {
         ContextDiagnostic(source: Self.diagnosticSource, message: "options.\(key): \(message)")
     }
 }
@@ -29,24 +29,24 @@ public struct OptionWarning: Sendable, Hashable {
 /// * every other key, passed through into the request body as written.
 /// A value that cannot be used is a warning and is not sent; nothing here
 /// ever throws, so a bad option never stops a model from answering.
-public struct ModelOptions: Sendable, Hashable {
-    public var temperature: Double?
-    public var maxOutputTokens: Int?
-    public var topP: Double?
+struct ModelOptions: Sendable, Hashable {
+    var temperature: Double?
+    var maxOutputTokens: Int?
+    var topP: Double?
     /// A string or an array of strings, as written.
-    public var stop: JSONValue?
-    public var seed: Int?
-    public var reasoningLevel: String?
+    var stop: JSONValue?
+    var seed: Int?
+    var reasoningLevel: String?
     /// agentrpc's settings this provider reads, values already checked.
-    public var settings: [String: JSONValue] = [:]
+    var settings: [String: JSONValue] = [:]
     /// Keys sent as written, below everything agentrpc sets itself.
-    public var passThrough: [String: JSONValue] = [:]
+    var passThrough: [String: JSONValue] = [:]
     /// Values that could not be read; none of them is sent.
-    public var warnings: [OptionWarning] = []
+    var warnings: [OptionWarning] = []
 
     /// The most output tokens any request may ask for (2^31 − 1): the APIs take
     /// 32-bit counts, and the thinking budget arithmetic stays far from overflow.
-    public static let maximumOutputTokens = Int(Int32.max)
+    static let maximumOutputTokens = Int(Int32.max)
 
     /// agentrpc's own settings, the providers that read them, and the type each
     /// takes: gathered from the providers' declarations (`ProviderDefinition.settings`).
@@ -60,12 +60,12 @@ public struct ModelOptions: Sendable, Hashable {
         return kinds
     }()
 
-    public init() {}
+    init() {}
 
     /// Reads `options` for a model of `provider`; `protectedKeys` are the body
     /// members that carry the conversation and the streaming contract, which
     /// no option may replace.
-    public init(_ options: [String: JSONValue], provider: ProviderKind, protectedKeys: Set<String>) {
+    init(_ options: [String: JSONValue], provider: ProviderKind, protectedKeys: Set<String>) {
         for (key, value) in options.sorted(by: { $0.key < $1.key }) {
             // An explicit null means "not set" (`reasoningSummary: null` means no summary).
             if value == .null && key != "reasoningSummary" { continue }

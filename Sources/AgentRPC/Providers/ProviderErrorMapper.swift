@@ -15,13 +15,13 @@ import FoundationNetworking
 /// the error code says the credential *expired* (`token_expired`,
 /// `expired_token`, `expired_api_key`, `invalid_token_expired`), which is
 /// `authExpired` so a client can refresh and retry.
-public enum ProviderErrorMapper {
+enum ProviderErrorMapper {
     /// Longest server message we keep; the rest is cut off.
     static let maximumMessageLength = 2_000
 
     /// Maps a non-2xx HTTP response. `headers` are matched case-insensitively.
     /// `secrets` (the API key) are scrubbed from the server's message.
-    public static func map(
+    static func map(
         status: Int, headers: [String: String], body: [UInt8], secrets: [String] = [], now: Date = Date()
     ) -> ProviderError {
         let info = ErrorBody(parsing: body)
@@ -46,7 +46,7 @@ public enum ProviderErrorMapper {
     /// Maps an error payload that arrived inside a 200 stream: OpenAI's
     /// `{"error": {...}}` chunk or Anthropic's `event: error`. There is no status,
     /// so the error `type`/`code` decide; unknown ones are `providerError`.
-    public static func mapInStream(_ payload: JSONValue, secrets: [String] = []) -> ProviderError {
+    static func mapInStream(_ payload: JSONValue, secrets: [String] = []) -> ProviderError {
         let info = ErrorBody(payload)
         var code = info.flatMap { classify(errorType: $0.type, code: $0.code) } ?? .providerError
         // OpenAI-compatible servers sometimes put an HTTP-like status in `code`.
@@ -64,7 +64,7 @@ public enum ProviderErrorMapper {
     /// Maps a transport failure (DNS, connection refused, reset, idle timeout) to
     /// `network`. The system's text (which may hold the URL, and with it a key
     /// put in a query string) goes through the same scrubber as server prose.
-    public static func map(transportError error: any Error, secrets: [String] = []) -> ProviderError {
+    static func map(transportError error: any Error, secrets: [String] = []) -> ProviderError {
         // A replayed cassette's recorded failure is already mapped (and scrubbed).
         if let replayed = error as? ProviderError { return replayed }
         var detail = "transport error"
@@ -193,7 +193,7 @@ public enum ProviderErrorMapper {
     /// `retry-after-ms` (milliseconds) wins over `retry-after` (delta-seconds or
     /// an HTTP date). Negative or unparseable values are ignored; a date in the
     /// past gives 0.
-    public static func retryAfterSeconds(headers: [String: String], now: Date = Date()) -> Double? {
+    static func retryAfterSeconds(headers: [String: String], now: Date = Date()) -> Double? {
         var lower: [String: String] = [:]
         for (k, v) in headers { lower[k.lowercased()] = v.trimmingCharacters(in: .whitespaces) }
         if let ms = lower["retry-after-ms"].flatMap(Double.init), ms.isFinite, ms >= 0 {
@@ -224,7 +224,7 @@ public enum ProviderErrorMapper {
 
     /// Removes the given secrets and anything shaped like a provider API key.
     /// OpenAI echoes a masked key in 401 messages; other servers may echo it whole.
-    public static func scrub(_ text: String, secrets: [String]) -> String {
+    static func scrub(_ text: String, secrets: [String]) -> String {
         var out = String(text.prefix(maximumMessageLength))
         for secret in secrets where secret.count >= 4 {
             out = out.replacingOccurrences(of: secret, with: "[REDACTED]")

@@ -2,7 +2,7 @@ import AgentRPCProtocol
 /// Turns a provider's SSE events into `ProviderEvent`s. Pure and incremental:
 /// the HTTP transport feeds it events as they arrive, tests feed it fixtures.
 /// Methods throw `ProviderError` or `ProviderContractViolation`.
-public protocol ProviderStreamDecoder: Sendable {
+protocol ProviderStreamDecoder: Sendable {
     /// Events produced by one SSE event. After `.end` has been returned, the
     /// decoder ignores anything else.
     mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent]
@@ -17,13 +17,13 @@ public protocol ProviderStreamDecoder: Sendable {
 }
 
 extension ProviderStreamDecoder {
-    public var unreportedUsage: ModelUsage? { nil }
+    var unreportedUsage: ModelUsage? { nil }
 }
 
 extension ProviderStreamDecoder {
     /// Runs a whole body, already split into chunks, through an SSE parser and
     /// this decoder. Used by tests and by the non-streaming fallback path.
-    public mutating func decodeAll(chunks: [[UInt8]]) throws -> [ProviderEvent] {
+    mutating func decodeAll(chunks: [[UInt8]]) throws -> [ProviderEvent] {
         var parser = SSEParser()
         var events: [ProviderEvent] = []
         for chunk in chunks {

@@ -3,9 +3,9 @@ import Foundation
 
 /// A request body ready to send, with the schema changes made to produce it.
 /// The body never contains credentials, so it is what `--dump-requests` prints.
-public struct BuiltRequestBody: Sendable, Hashable {
-    public var body: JSONValue
-    public var warnings: [SchemaWarning]
+package struct BuiltRequestBody: Sendable, Hashable {
+    package var body: JSONValue
+    var warnings: [SchemaWarning]
 }
 
 /// Keys that request extras (`GenerationOptions.extra`) may not replace: they
@@ -35,9 +35,9 @@ extension ModelImage {
 // MARK: - OpenAI Chat Completions
 
 /// Builds OpenAI Chat Completions request bodies.
-public enum OpenAIRequestBuilder {
+enum OpenAIRequestBuilder {
     /// The JSON body for `POST {baseURL}/chat/completions`.
-    public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
+    static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
         var built = buildAllButMessages(request, configuration: configuration, stream: stream)
         built.body[messagesKey] = .array(messages(request))
         return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
@@ -195,9 +195,9 @@ enum AnthropicRole: String, Sendable {
 /// off. The API needs `max_tokens` above the budget, so `max_tokens` is raised to
 /// budget + 1024 when it is not, and `temperature` is left out (thinking accepts
 /// only the default).
-public enum AnthropicRequestBuilder {
+enum AnthropicRequestBuilder {
     /// The JSON body for `POST {baseURL}/messages`.
-    public static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
+    static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
         var built = buildAllButMessages(request, configuration: configuration)
         built.body[messagesKey] = .array(messages(request.messages))
         return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)

@@ -1,13 +1,13 @@
 /// One dispatched Server-Sent Event.
-public struct SSEEvent: Sendable, Hashable {
+struct SSEEvent: Sendable, Hashable {
     /// The `event:` field, `nil` when the event had none (the WHATWG default type "message").
-    public var event: String?
+    var event: String?
     /// The `data:` lines joined with "\n".
-    public var data: String
+    var data: String
     /// The last event ID seen so far (it persists across events, as WHATWG says).
-    public var id: String?
+    var id: String?
 
-    public init(event: String? = nil, data: String, id: String? = nil) {
+    init(event: String? = nil, data: String, id: String? = nil) {
         self.event = event
         self.data = data
         self.id = id
@@ -15,8 +15,8 @@ public struct SSEEvent: Sendable, Hashable {
 }
 
 /// The SSE stream broke a limit we set to protect memory.
-public struct SSEParserError: Error, Sendable, Hashable {
-    public var message: String
+struct SSEParserError: Error, Sendable, Hashable {
+    var message: String
 }
 
 /// Incremental `text/event-stream` parser following the WHATWG rules. It is fed
@@ -30,15 +30,15 @@ public struct SSEParserError: Error, Sendable, Hashable {
 /// blank line. WHATWG would discard it, but recorded Anthropic streams end
 /// with `message_stop` and no trailing blank line, and dropping it would make
 /// every such stream look truncated.
-public struct SSEParser: Sendable {
+struct SSEParser: Sendable {
     /// A single line or event larger than this is refused: a server streaming an
     /// endless line must not grow our memory without bound.
-    public var maximumBufferedBytes: Int
+    var maximumBufferedBytes: Int
     /// A whole stream larger than this is refused: a model that never stops
     /// (text, reasoning or tool-argument fragments, each line small) must not
     /// grow the turn's memory without bound either. 100 times any real reply.
-    public var maximumStreamBytes: Int
-    public static let defaultMaximumStreamBytes = 64 * 1024 * 1024
+    var maximumStreamBytes: Int
+    static let defaultMaximumStreamBytes = 64 * 1024 * 1024
     private var streamBytes = 0
 
     private var line: [UInt8] = []
@@ -51,13 +51,13 @@ public struct SSEParser: Sendable {
     private var lastEventId: String?
     private var bufferedBytes = 0
 
-    public init(maximumBufferedBytes: Int = 16 * 1024 * 1024, maximumStreamBytes: Int = SSEParser.defaultMaximumStreamBytes) {
+    init(maximumBufferedBytes: Int = 16 * 1024 * 1024, maximumStreamBytes: Int = SSEParser.defaultMaximumStreamBytes) {
         self.maximumBufferedBytes = maximumBufferedBytes
         self.maximumStreamBytes = maximumStreamBytes
     }
 
     /// Consumes one chunk and returns the events it completed, in order.
-    public mutating func feed<Bytes: Sequence>(_ bytes: Bytes) throws(SSEParserError) -> [SSEEvent]
+    mutating func feed<Bytes: Sequence>(_ bytes: Bytes) throws(SSEParserError) -> [SSEEvent]
     where Bytes.Element == UInt8 {
         var events: [SSEEvent] = []
         for byte in bytes {
@@ -88,7 +88,7 @@ public struct SSEParser: Sendable {
 
     /// Call at end of stream: processes an unterminated last line and flushes a
     /// pending event (see the EOF policy above).
-    public mutating func finish() -> [SSEEvent] {
+    mutating func finish() -> [SSEEvent] {
         var events: [SSEEvent] = []
         if !line.isEmpty, let e = endLine() { events.append(e) }
         if let e = dispatch() { events.append(e) }

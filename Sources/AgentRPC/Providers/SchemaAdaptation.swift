@@ -24,7 +24,7 @@ import Foundation
 ///
 /// The engine still validates arguments against the *original* schema, so
 /// dropping a constraint loosens what the model is told, never what we accept.
-public func adaptToolSchemas(_ tools: [ModelToolDefinition], strict: Bool)
+func adaptToolSchemas(_ tools: [ModelToolDefinition], strict: Bool)
     -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])
 {
     var warnings: [SchemaWarning] = []
@@ -40,7 +40,7 @@ public func adaptToolSchemas(_ tools: [ModelToolDefinition], strict: Bool)
 }
 
 /// Adapts one schema (a structured-output response schema) the same way.
-public func adaptSchema(_ schema: JSONValue, name: String, strict: Bool) -> (schema: JSONValue, warnings: [SchemaWarning]) {
+func adaptSchema(_ schema: JSONValue, name: String, strict: Bool) -> (schema: JSONValue, warnings: [SchemaWarning]) {
     let result = adaptToolSchemas([ModelToolDefinition(name: name, description: "", inputSchema: schema)], strict: strict)
     return (result.tools.first?.inputSchema ?? schema, result.warnings)
 }

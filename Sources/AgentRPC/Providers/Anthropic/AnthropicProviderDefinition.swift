@@ -43,7 +43,7 @@ enum AnthropicProviderDefinition: ProviderDefinition {
 }
 
 extension AnthropicProvider {
-    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+    func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
         let adapted = adaptToolSchemas(tools, strict: false)
         return (adapted.tools, adapted.warnings)
     }

@@ -20,7 +20,7 @@ import AgentRPCProtocol
 /// not a violation: the model was cut off. No call is produced from partial input,
 /// and the round trip ends with `.maxTokens` (the engine then runs none of its
 /// calls, as for OpenAI's `finish_reason: length`).
-public struct AnthropicStreamDecoder: ProviderStreamDecoder {
+struct AnthropicStreamDecoder: ProviderStreamDecoder {
     enum BlockKind: Sendable, Equatable {
         case text, thinking, redactedThinking, ignored
         case toolUse(id: String, name: String)
@@ -42,16 +42,16 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// Invalid tool input seen at a block stop; reported once the stop reason is
     /// known, since `max_tokens` changes what it means.
     private var pendingBadTool: (name: String, id: String, parseError: String)?
-    public private(set) var isComplete = false
-    public var unreportedUsage: ModelUsage? { isComplete || !sawUsage ? nil : usage }
+    private(set) var isComplete = false
+    var unreportedUsage: ModelUsage? { isComplete || !sawUsage ? nil : usage }
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 
-    public init(secrets: [String] = []) {
+    init(secrets: [String] = []) {
         self.secrets = secrets
     }
 
-    public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
         stitcher.process(try decodeEvent(event))
     }
 
@@ -89,7 +89,7 @@ public struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// A stream whose `message_delta` gave the stop reason and then closed without
     /// `message_stop` is complete (as the official SDKs treat it); one that never
     /// said why it stopped is truncated.
-    public mutating func finish() throws -> [ProviderEvent] {
+    mutating func finish() throws -> [ProviderEvent] {
         stitcher.process(try finishStream())
     }
 

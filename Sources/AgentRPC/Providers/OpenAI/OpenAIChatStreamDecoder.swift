@@ -21,7 +21,7 @@ import Foundation
 /// `tool_calls`/`function_call`→toolUse, `length`→maxTokens,
 /// `content_filter`→contentFilter. No finish reason at all → toolUse if calls
 /// were made, else endTurn.
-public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
+struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     struct PartialCall: Sendable {
         var index: Int?
         var id = ""
@@ -34,17 +34,17 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     private var usage: ModelUsage?
     private var sawContent = false
     private var sawRefusal = false
-    public private(set) var isComplete = false
-    public var unreportedUsage: ModelUsage? { isComplete ? nil : usage }
+    private(set) var isComplete = false
+    var unreportedUsage: ModelUsage? { isComplete ? nil : usage }
     /// Scrubbed from in-stream error messages.
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 
-    public init(secrets: [String] = []) {
+    init(secrets: [String] = []) {
         self.secrets = secrets
     }
 
-    public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
         stitcher.process(try decodeEvent(event))
     }
 
@@ -65,7 +65,7 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
 
     /// A stream that gave its `finish_reason` and then closed without `[DONE]` is
     /// complete (as the official SDKs treat it); one that never said it finished is not.
-    public mutating func finish() throws -> [ProviderEvent] {
+    mutating func finish() throws -> [ProviderEvent] {
         stitcher.process(try finishStream())
     }
 
@@ -191,7 +191,7 @@ public struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     /// Decodes a non-streaming Chat Completions response (used when tools are
     /// not streamed, `streamTools: false`, or a server ignored `stream: true`)
     /// into the same events a stream would have produced.
-    public static func decodeResponse(_ body: [UInt8], secrets: [String] = []) throws -> [ProviderEvent] {
+    static func decodeResponse(_ body: [UInt8], secrets: [String] = []) throws -> [ProviderEvent] {
         let value: JSONValue
         do {
             value = try JSONValue.parse(body)

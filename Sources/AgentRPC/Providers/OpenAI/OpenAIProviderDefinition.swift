@@ -26,7 +26,7 @@ enum OpenAIProviderDefinition: ProviderDefinition {
 }
 
 extension OpenAIProvider {
-    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+    func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
         let adapted = adaptToolSchemas(tools, strict: configuration.strictTools)
         return (adapted.tools, adapted.warnings)
     }

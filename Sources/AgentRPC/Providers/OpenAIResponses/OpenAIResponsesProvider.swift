@@ -5,28 +5,28 @@ import FoundationNetworking
 #endif
 
 /// OpenAI Responses (`POST {baseURL}/responses`), streamed over SSE.
-public struct OpenAIResponsesProvider: ModelProvider {
-    public let name: String
-    public let configuration: HTTPProviderConfiguration
-    public let settings: OpenAIResponsesSettings
-    public var capabilities: ProviderCapabilities { configuration.capabilities }
+package struct OpenAIResponsesProvider: ModelProvider {
+    package let name: String
+    package let configuration: HTTPProviderConfiguration
+    let settings: OpenAIResponsesSettings
+    package var capabilities: ProviderCapabilities { configuration.capabilities }
     /// The previous request's serialized input items, reused by the next (`bodyBytes(for:)`).
     let serializedMessages = SerializedMessageCache()
 
-    public init(configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings(), name: String = "openai-responses") {
+    package init(configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings(), name: String = "openai-responses") {
         self.configuration = configuration
         self.settings = settings
         self.name = name
     }
 
     /// The exact body that would be sent, without headers: safe for `--dump-requests`.
-    public func requestBody(for request: ModelRequest) -> BuiltRequestBody {
+    package func requestBody(for request: ModelRequest) -> BuiltRequestBody {
         OpenAIResponsesRequestBuilder.build(request, configuration: configuration, settings: settings)
     }
 
     /// The bytes sent: `requestBody(for:).body.serialized()`, with the items
     /// the previous request of this provider serialized reused.
-    public func bodyBytes(for request: ModelRequest) -> [UInt8] {
+    package func bodyBytes(for request: ModelRequest) -> [UInt8] {
         OpenAIResponsesRequestBuilder.encode(request, configuration: configuration, settings: settings, cache: serializedMessages)
     }
 
@@ -37,7 +37,7 @@ public struct OpenAIResponsesProvider: ModelProvider {
             body: bodyBytes(for: request))
     }
 
-    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
             urlRequest(for: request),
@@ -49,7 +49,7 @@ public struct OpenAIResponsesProvider: ModelProvider {
             cassette: configuration.cassetteBinding(.openaiResponses))
     }
 
-    public func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
+    func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
         let adapted = adaptToolSchemas(tools, strict: configuration.strictTools)
         return (adapted.tools, adapted.warnings)
     }

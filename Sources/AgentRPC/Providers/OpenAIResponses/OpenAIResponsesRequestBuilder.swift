@@ -3,14 +3,14 @@ import Foundation
 
 /// What the Responses provider reads from a model's `options` besides what
 /// every HTTP provider reads (docs/protocol.md, "The OpenAI Responses API").
-public struct OpenAIResponsesSettings: Sendable, Hashable {
+package struct OpenAIResponsesSettings: Sendable, Hashable {
     /// `store`: whether OpenAI keeps the response. Off by default: agentrpc keeps
     /// the conversation itself and sends it whole, reasoning included.
-    public var store: Bool
+    var store: Bool
     /// `reasoning.summary` (`auto`, `concise`, `detailed`); nil sends none.
-    public var reasoningSummary: String?
+    var reasoningSummary: String?
 
-    public init(store: Bool = false, reasoningSummary: String? = "auto") {
+    init(store: Bool = false, reasoningSummary: String? = "auto") {
         self.store = store
         self.reasoningSummary = reasoningSummary
     }
@@ -46,13 +46,13 @@ public struct OpenAIResponsesSettings: Sendable, Hashable {
 /// reasons (`supportsReasoning`), `reasoning` carries the effort and the summary
 /// setting, and `include: ["reasoning.encrypted_content"]` asks for the items
 /// that are sent back.
-public enum OpenAIResponsesRequestBuilder {
+enum OpenAIResponsesRequestBuilder {
     /// Keys that request extras may not replace: the conversation and the streaming contract.
     static let protectedKeys: Set<String> = ["model", "input", "stream", "instructions", "tools", "include"]
     static let encryptedReasoning = "reasoning.encrypted_content"
 
     /// The JSON body for `POST {baseURL}/responses`.
-    public static func build(
+    static func build(
         _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings()
     ) -> BuiltRequestBody {
         var built = buildAllButInput(request, configuration: configuration, settings: settings)

@@ -10,26 +10,26 @@ import Foundation
 /// `signature` seals it; for this provider that signature is this value,
 /// encoded as JSON under one marker key, so no other provider mistakes it for
 /// its own seal (see `AnthropicRequestBuilder`).
-public struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
-    public struct Item: Sendable, Hashable {
+struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
+    struct Item: Sendable, Hashable {
         /// The item id (`rs_…`). Kept for reference; not sent back, because with
         /// `store: false` the id names nothing on the server.
-        public var id: String
+        var id: String
         /// The summary parts, in order.
-        public var summary: [String]
-        public var encryptedContent: String
+        var summary: [String]
+        var encryptedContent: String
     }
 
-    public var items: [Item]
+    var items: [Item]
 
     static let markerKey = "openaiResponsesReasoning"
 
-    public init(items: [Item]) {
+    init(items: [Item]) {
         self.items = items
     }
 
     /// The transcript form: `{"openaiResponsesReasoning":[{"id","summary":[…],"encrypted_content"}]}`.
-    public var signature: String {
+    var signature: String {
         let list: [JSONValue] = items.map { item in
             ["id": .string(item.id), "summary": .array(item.summary.map { .string($0) }),
              "encrypted_content": .string(item.encryptedContent)]
@@ -39,7 +39,7 @@ public struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
 
     /// Reads a signature written by `signature`; nil for anything else (an
     /// Anthropic thinking signature, a damaged value).
-    public init?(signature: String) {
+    init?(signature: String) {
         // Cheap test first: Anthropic signatures are base64 and never start with `{`.
         guard signature.utf8.first == UInt8(ascii: "{"),
               let value = try? JSONValue.parse(signature),
@@ -96,7 +96,7 @@ public struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
 /// `incomplete`, never done, or not valid JSON) is dropped: no call is produced
 /// from partial arguments, and the round trip ends `maxTokens` (the engine then
 /// runs none of its calls, as for the other providers).
-public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
+struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     struct PartialCall: Sendable {
         var itemId: String
         var outputIndex: Int?
@@ -116,17 +116,17 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     private var sawRefusal = false
     /// Any output item event seen; when none was, the terminal event's `output` is read instead.
     private var sawItemEvents = false
-    public private(set) var isComplete = false
+    private(set) var isComplete = false
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 
     static let providerLabel = "OpenAI Responses"
 
-    public init(secrets: [String] = []) {
+    init(secrets: [String] = []) {
         self.secrets = secrets
     }
 
-    public mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
         stitcher.process(try decodeEvent(event))
     }
 
@@ -183,7 +183,7 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         }
     }
 
-    public mutating func finish() throws -> [ProviderEvent] {
+    mutating func finish() throws -> [ProviderEvent] {
         stitcher.process(try finishStream())
     }
 
@@ -371,7 +371,7 @@ public struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
 
     /// Decodes a non-streamed Response object (a server that ignored
     /// `stream: true`) into the events its stream would have produced.
-    public static func decodeResponse(_ body: [UInt8], secrets: [String] = []) throws -> [ProviderEvent] {
+    static func decodeResponse(_ body: [UInt8], secrets: [String] = []) throws -> [ProviderEvent] {
         let value: JSONValue
         do {
             value = try JSONValue.parse(body)

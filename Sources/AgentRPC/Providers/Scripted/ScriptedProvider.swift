@@ -8,21 +8,21 @@ import Synchronization
 /// `providerError` (code `badRequest`) instead of inventing text; but when the
 /// item it ran out after was an error, that error is met again, so the engine's
 /// automatic retries of a scripted `rateLimited` end in `rateLimited`.
-public final class ScriptedProvider: ModelProvider {
-    public let name = "scripted"
-    public let capabilities: ProviderCapabilities
+final class ScriptedProvider: ModelProvider {
+    let name = "scripted"
+    let capabilities: ProviderCapabilities
     private let script: [ScriptItem]
     private let cursor = Mutex(0)
 
-    public init(script: [ScriptItem], capabilities: ProviderCapabilities = ProviderCapabilities()) {
+    init(script: [ScriptItem], capabilities: ProviderCapabilities = ProviderCapabilities()) {
         self.script = script
         self.capabilities = capabilities
     }
 
     /// Script items consumed so far.
-    public var consumed: Int { cursor.withLock { $0 } }
+    var consumed: Int { cursor.withLock { $0 } }
 
-    public func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let item: ScriptItem? = cursor.withLock { index in
             guard index < script.count else {
                 // A retry of a final error item must show that error, not
