@@ -225,10 +225,20 @@ final class ServerProcess {
         return (rss, hwm, anon)
     }
 
-    /// CPU time the server has used so far, all threads, in nanoseconds: the sum
-    /// of the first field of `/proc/<pid>/task/*/schedstat`. Unlike wall time it
-    /// does not grow when other processes compete for the CPUs.
+    /// CPU time the server has used so far, all threads, in nanoseconds: the
+    /// kernel's CPU-time clock of the whole process (`clock_getcpuclockid`),
+    /// which keeps the time of threads that have already exited. Unlike wall
+    /// time it does not grow when other processes compete for the CPUs.
+    ///
+    /// Summing `/proc/<pid>/task/*/schedstat` instead misses every thread
+    /// that ended before the second reading: a server that parses each
+    /// response on a thread of its own then looks cheaper than it is.
     func cpuNanos() throws -> UInt64 {
+        var clock = clockid_t()
+        var ts = timespec()
+        if clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &ts) == 0 {
+            return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+        }
         let dir = "/proc/\(pid)/task"
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: dir) else {
             throw BenchError("cannot list \(dir)")
