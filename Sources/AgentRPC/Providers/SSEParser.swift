@@ -59,31 +59,79 @@ struct SSEParser: Sendable {
     /// Consumes one chunk and returns the events it completed, in order.
     mutating func feed<Bytes: Sequence>(_ bytes: Bytes) throws(SSEParserError) -> [SSEEvent]
     where Bytes.Element == UInt8 {
+        // Data, arrays and native strings hand over their bytes in one piece:
+        // scanned there, a line's bytes are copied as a run rather than one at
+        // a time through the sequence's iterator (Data's is not inlined, and it
+        // was most of a streamed response's parsing cost).
+        var outcome: Result<[SSEEvent], SSEParserError>?
+        _ = bytes.withContiguousStorageIfAvailable { buffer in
+            outcome = Result { () throws(SSEParserError) in try self.feedContiguous(buffer) }
+        }
+        if let outcome { return try outcome.get() }
         var events: [SSEEvent] = []
-        for byte in bytes {
-            streamBytes += 1
-            if streamBytes > maximumStreamBytes {
-                throw SSEParserError(message: "the model's response exceeds \(maximumStreamBytes) bytes")
+        for byte in bytes { try feedByte(byte, into: &events) }
+        return events
+    }
+
+    private mutating func feedByte(_ byte: UInt8, into events: inout [SSEEvent]) throws(SSEParserError) {
+        streamBytes += 1
+        if streamBytes > maximumStreamBytes { throw streamTooLong }
+        if lastWasCR {
+            lastWasCR = false
+            // The LF of a CRLF pair whose CR already ended the line.
+            if byte == 0x0A { return }
+        }
+        switch byte {
+        case 0x0D:
+            lastWasCR = true
+            if let e = endLine() { events.append(e) }
+        case 0x0A:
+            if let e = endLine() { events.append(e) }
+        default:
+            line.append(byte)
+            if line.count + bufferedBytes > maximumBufferedBytes { throw eventTooLong }
+        }
+    }
+
+    /// What `feedByte` does for each byte, with the bytes between line ends
+    /// taken as one run: the same events, the same limits, the same error.
+    private mutating func feedContiguous(_ buffer: UnsafeBufferPointer<UInt8>) throws(SSEParserError) -> [SSEEvent] {
+        var events: [SSEEvent] = []
+        var i = 0
+        while i < buffer.count {
+            let byte = buffer[i]
+            if byte == 0x0D || byte == 0x0A || lastWasCR {
+                try feedByte(byte, into: &events)
+                i += 1
+                continue
             }
-            if lastWasCR {
-                lastWasCR = false
-                // The LF of a CRLF pair whose CR already ended the line.
-                if byte == 0x0A { continue }
+            var end = i + 1
+            while end < buffer.count, buffer[end] != 0x0D, buffer[end] != 0x0A { end += 1 }
+            let run = end - i
+            // Byte k of the run (from 1) breaks the stream limit when k > streamRoom,
+            // the event limit when k > lineRoom; byte by byte the stream is checked first.
+            let streamRoom = maximumStreamBytes - streamBytes
+            let lineRoom = maximumBufferedBytes - line.count - bufferedBytes
+            if run > streamRoom || run > lineRoom {
+                let streamFirst = streamRoom <= lineRoom
+                let taken = streamFirst ? max(0, streamRoom) : max(1, lineRoom + 1)
+                streamBytes += streamFirst ? taken + 1 : taken
+                line.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i..<(i + min(taken, run))]))
+                throw streamFirst ? streamTooLong : eventTooLong
             }
-            switch byte {
-            case 0x0D:
-                lastWasCR = true
-                if let e = endLine() { events.append(e) }
-            case 0x0A:
-                if let e = endLine() { events.append(e) }
-            default:
-                line.append(byte)
-                if line.count + bufferedBytes > maximumBufferedBytes {
-                    throw SSEParserError(message: "server-sent event exceeds \(maximumBufferedBytes) bytes")
-                }
-            }
+            streamBytes += run
+            line.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i..<end]))
+            i = end
         }
         return events
+    }
+
+    private var streamTooLong: SSEParserError {
+        SSEParserError(message: "the model's response exceeds \(maximumStreamBytes) bytes")
+    }
+
+    private var eventTooLong: SSEParserError {
+        SSEParserError(message: "server-sent event exceeds \(maximumBufferedBytes) bytes")
     }
 
     /// Call at end of stream: processes an unterminated last line and flushes a
