@@ -80,15 +80,16 @@ async def ask(cassette: Cassette, port: int) -> str:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--record", action="store_true", help="record the cassette again with the local model")
+    parser.add_argument("--cassette", type=Path, default=CASSETTE, help="the cassette file (default: %(default)s)")
     args = parser.parse_args()
     if args.record:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
         with local_model_server(port):
-            print(await ask(Cassette(CASSETTE, mode="record"), port))
+            print(await ask(Cassette(args.cassette, mode="record"), port))
         return 0
-    print(await ask(Cassette(CASSETTE), DEFAULT_PORT))
+    print(await ask(Cassette(args.cassette), DEFAULT_PORT))
     return 0
 
 

@@ -7,7 +7,13 @@
 import { fileURLToPath } from 'node:url';
 import { Client, tool } from '../../clients/node/src/index.js';
 
-const cassette = fileURLToPath(new URL('../cassettes/weather-node.jsonl', import.meta.url));
+// `--cassette PATH` and `--port N` (where the local model listens while recording) change the defaults.
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+};
+const cassette = option('--cassette', fileURLToPath(new URL('../cassettes/weather-node.jsonl', import.meta.url)));
+const port = Number(option('--port', '8642'));
 const record = process.argv.includes('--record');
 
 const getWeather = tool({
@@ -19,7 +25,7 @@ const getWeather = tool({
 
 // The local model as the session names it; a replay never connects to it.
 const model = {
-  provider: 'openai', model: 'smollm2', baseURL: 'http://127.0.0.1:8642/v1',
+  provider: 'openai', model: 'smollm2', baseURL: `http://127.0.0.1:${port}/v1`,
   options: { streamTools: false, maxOutputTokens: 48, temperature: 0 },
 };
 

@@ -78,6 +78,19 @@ ANTHROPIC_THINKING = stream(
     {"type": "message_stop"},
 )
 
+# Two tool calls in one answer (Anthropic's fixtures hold one at most).
+ANTHROPIC_PARALLEL = stream(
+    {"type": "message_start", "message": {"usage": {"input_tokens": 7, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_p1", "name": "get_weather", "input": {}}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"city": "Paris"}'}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_p2", "name": "get_weather", "input": {}}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"city": "Rome"}'}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 12}},
+    {"type": "message_stop"},
+)
+
 # Per provider: the turns of one conversation, each a prompt and the responses
 # the fake server gives (text, reasoning, parallel tool calls, a 429 with
 # Retry-After then success, a stream cut mid-way, an error that echoes the key).
@@ -94,6 +107,7 @@ SCENARIOS: dict[str, list[tuple[str, list[Canned]]]] = {
         ("hello", [sse(FIXTURES / "anthropic/text.sse")]),
         ("think first", [ANTHROPIC_THINKING]),
         ("weather in Paris", [sse(FIXTURES / "anthropic/tool-use.sse"), sse(FIXTURES / "anthropic/text.sse")]),
+        ("two cities", [ANTHROPIC_PARALLEL, sse(FIXTURES / "anthropic/text.sse")]),
         ("busy?", [RATE_LIMITED, sse(FIXTURES / "anthropic/text.sse")]),
         ("cut", [cut(sse(FIXTURES / "anthropic/text.sse"), b"text_delta")]),
     ],
@@ -164,7 +178,8 @@ async def test_replay_without_the_server_is_the_recorded_conversation(tmp_path: 
     # What the scenario is meant to show did happen in the recording.
     assert '"retrying"' in recorded_transcript
     assert "error" in recorded[-1]
-    assert any(r.get("toolCalls", 0) >= 1 for r in recorded if "error" not in r)
+    # Parallel tool calls: one answer of the model asked for two.
+    assert any(r.get("toolCalls", 0) >= 2 and r.get("roundTrips") == 2 for r in recorded if "error" not in r)
 
     # The server is gone and no key is given: everything comes from the cassette.
     replayed, replayed_transcript = await converse(tmp_path, "replayed", cassette, "replay", config, prompts, key=False)
@@ -423,3 +438,28 @@ async def test_a_session_or_the_config_file_names_the_cassette_and_side_requests
         with pytest.raises(AgentRPCError) as raised:
             await client.open_session({"model": config, "modelCassette": {"path": "nowhere.jsonl"}})
     assert raised.value.kind == "invalidConfiguration" and raised.value.data.get("field") == "modelCassette.path"
+
+
+async def test_agentrpc_acp_records_and_replays_through_the_cassette(tmp_path: Path) -> None:
+    """`agentrpc acp --model-cassette`: an editor's prompt is answered by the
+    model once, then by the cassette with the model gone, the same chunks."""
+    from test_acp import Editor, agent, new_session, prompt
+
+    cassette = tmp_path / "acp.jsonl"
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "Recorded "}, {"content": "for the editor."}))
+        config = {"models": {"m": {"provider": "openai", "model": "m", "baseURL": fake.base_url + "/v1"}}, "defaultModel": "m"}
+        recording = Editor()
+        async with agent(tmp_path, config, recording, "--model-cassette", str(cassette), "--cassette-mode", "record") as (conn, cwd):
+            session = await new_session(conn, cwd)
+            assert (await prompt(conn, session.session_id, "hello")).stop_reason == "end_turn"
+        assert len(fake.received) == 1
+    finally:
+        fake.close()
+    replaying = Editor()
+    async with agent(tmp_path, config, replaying, "--model-cassette", str(cassette)) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        assert (await prompt(conn, session.session_id, "hello")).stop_reason == "end_turn"
+    assert replaying.text() == recording.text() == "Recorded for the editor."
+    assert len(cassette.read_text().splitlines()) == 2
