@@ -1,6 +1,7 @@
 import AgentRPCProtocol
 import Foundation
 import Testing
+import Synchronization
 @testable import AgentRPC
 @testable import AgentTools
 
@@ -135,5 +136,55 @@ import Testing
     @Test func noCassetteOptionsIsNoCassette() throws {
         #expect(try CassetteCommandLine().config().get() == nil)
         #expect(CassetteCommandLine().serverArguments.isEmpty)
+    }
+}
+
+/// The cassette sits on the one HTTP seam: recording goes through whatever
+/// `HTTPTransports.current` is (and so through any decorator installed there),
+/// a replay never reaches it.
+@Suite struct ModelCassetteSeamTests {
+    /// Answers requests to `host` with one canned SSE stream and counts them;
+    /// every other request (other tests run at the same time) passes through.
+    final class CannedTransport: HTTPTransport {
+        static let host = "cassette-seam.invalid"
+        let inner: any HTTPTransport
+        let seen = Mutex<[HTTPRequest]>([])
+        init(inner: any HTTPTransport) { self.inner = inner }
+
+        func start(_ request: HTTPRequest, sink: any HTTPResponseSink) -> HTTPRequestHandle {
+            guard request.url.host == Self.host else { return inner.start(request, sink: sink) }
+            seen.withLock { $0.append(request) }
+            sink.head(ResponseHead(status: 200, headers: ["content-type": "text/event-stream", "x-request-id": "req_seam", "set-cookie": "c=1"]))
+            sink.body(Data(#"data: {"choices":[{"index":0,"delta":{"content":"Through "}}]}"#.utf8 + Data("\n\n".utf8)))
+            sink.body(Data(#"data: {"choices":[{"index":0,"delta":{"content":"the seam."},"finish_reason":"stop"}]}"#.utf8 + Data("\n\ndata: [DONE]\n\n".utf8)))
+            sink.end(nil)
+            return HTTPRequestHandle(cancel: {})
+        }
+    }
+
+    @Test func recordingGoesThroughTheInstalledTransportAndAReplayNeverDoes() async throws {
+        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-seam-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let canned = CannedTransport(inner: HTTPTransports.current)
+        let previous = HTTPTransports.current
+        HTTPTransports.current = canned
+        defer { HTTPTransports.current = previous }
+
+        func ask(_ mode: CassetteMode) async throws -> [ProviderEvent] {
+            var config = HTTPProviderConfiguration(
+                baseURL: try #require(URL(string: "http://\(CannedTransport.host)/v1")), apiKey: "sk-seam-SECRET-0123456789", model: "m", timeoutSeconds: 5)
+            config.cassette = try ModelCassette(file: path, path: path, mode: mode, pace: .fast, logger: nil)
+            let result = await collect(OpenAIProvider(configuration: config).stream(ModelRequest(model: "", instructions: "hi", messages: [.user(text: "hi", images: [])])))
+            #expect(result.error == nil)
+            return result.events
+        }
+        let recorded = try await ask(.record)
+        #expect(canned.seen.withLock { $0.count } == 1)
+        #expect(recorded.contains(.textDelta("Through ")))
+        let replayed = try await ask(.replay)
+        #expect(canned.seen.withLock { $0.count } == 1, "a replay reached the transport")
+        #expect(replayed == recorded)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!text.contains("sk-seam-SECRET") && !text.contains("set-cookie") && text.contains("req_seam"))
     }
 }
