@@ -145,6 +145,42 @@ extension Measurements {
             resumesAfterClose: Samples(closed.map(\.0)), resumeAfterCloseCPU: Samples(closed.map(\.1)), closedJournalBytes: closedBytes)
     }
 
+    /// What a turn's journal costs beside its records: the server opens the
+    /// journal (`O_WRONLY | O_APPEND`) at the turn's first record and closes it
+    /// after the turn's `fsync`. Measured here in the bench process, on a
+    /// journal in the same scratch directory: one `open` + `close` pair (median
+    /// of `rounds` rounds of `pairs`), and one one-line `write` + `fsync`, what
+    /// every turn already pays. Returns nanoseconds: (pair wall, pair thread
+    /// CPU, write + fsync wall).
+    func journalOpenClose(pairs: Int = 100_000, rounds: Int = 5, syncs: Int = 200) throws -> (wall: Double, cpu: Double, fsync: Double) {
+        let path = scratch + "/open-close.jsonl"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError("cannot create \(path)") }
+        defer { unlink(path) }
+        var walls: [Double] = []
+        var cpus: [Double] = []
+        for _ in 0..<rounds {
+            let w0 = nowNanos()
+            let c0 = threadCPUNanos()
+            for _ in 0..<pairs {
+                let f = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+                guard f >= 0 else { throw BenchError("cannot open \(path)") }
+                close(f)
+            }
+            cpus.append(Double(threadCPUNanos() - c0) / Double(pairs))
+            walls.append(Double(nowNanos() - w0) / Double(pairs))
+        }
+        let line = Array(#"{"type":"turnStarted","at":1,"turnId":"t-1","number":1}"#.utf8) + [0x0A]
+        let s0 = nowNanos()
+        for _ in 0..<syncs {
+            _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            fsync(fd)
+        }
+        let sync = Double(nowNanos() - s0) / Double(syncs)
+        close(fd)
+        return (walls.sorted()[rounds / 2], cpus.sorted()[rounds / 2], sync)
+    }
+
     /// One completed turn as journal lines: start, prompt, response, end.
     private static func turnLines(turn: Int, sessionID: String, firstEntry: Int, at: Int, prompt: String) -> [JSONValue] {
         let turnID = JSONValue.string("t-\(sessionID.dropFirst(2).prefix(8))-\(turn)")

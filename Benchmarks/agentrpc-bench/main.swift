@@ -310,6 +310,13 @@ do {
         json["resumeServerCPUMillis"] = .double(r.resumeCPU.median.millis.rounded(places: 2))
         json["resumeAfterCloseMillis"] = .double(r.resumesAfterClose.median.millis.rounded(places: 2))
         json["resumeAfterCloseServerCPUMillis"] = .double(r.resumeAfterCloseCPU.median.millis.rounded(places: 2))
+
+        progress("a journal opened and closed, as once per turn")
+        let oc = try bench.journalOpenClose()
+        rows.append(Row(label: "   journal open + close per turn: wall / CPU (median of 5 × 100,000); a line's write + fsync", value: "\((oc.wall / 1000).fixed(2)) / \((oc.cpu / 1000).fixed(2)) µs; \((oc.fsync / 1000).fixed(0)) µs"))
+        json["journalOpenCloseMicros"] = .double((oc.wall / 1000).rounded(places: 3))
+        json["journalOpenCloseCPUMicros"] = .double((oc.cpu / 1000).rounded(places: 3))
+        json["journalWriteFsyncMicros"] = .double((oc.fsync / 1000).rounded(places: 1))
     }
 
     if options.only.contains("encode") {

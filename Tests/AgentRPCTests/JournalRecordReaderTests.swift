@@ -333,3 +333,46 @@ import Testing
         #expect(r.first == 1 && r.second == 2 && r.reads == 2)
     }
 }
+
+/// Temporary files a crash leaves in the store are removed at start.
+@Suite struct StoreLeftoversTests {
+    @Test func temporaryFilesOfGoneProcessesAreRemovedAndOthersKept() throws {
+        let dir = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-leftovers-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A process that has exited: its pid is gone.
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let dead = gone.processIdentifier
+        let me = getpid()
+        let alive = getppid()
+        func touch(_ name: String, secondsAgo: Int = 0) {
+            let path = dir + "/" + name
+            #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
+            if secondsAgo > 0 {
+                let then = Date().addingTimeInterval(-Double(secondsAgo))
+                try? FileManager.default.setAttributes([.modificationDate: then], ofItemAtPath: path)
+            }
+        }
+        let removedNames = [
+            ".index.tmp-\(dead)", "s-a.jsonl.tmp-\(dead)", ".tmp.owner-\(dead)-123",
+            ".index.tmp-\(me)",  // this pid, but older than the store: an earlier process's
+            "s-b.jsonl.tmp-\(alive)",  // a live process's, but two hours old
+        ]
+        let keptNames = [
+            "s-a.jsonl", "s-a.lock", ".index", "s-a.jsonl.corrupt-\(dead)", "notes.tmp-\(dead)", ".index.tmp-x\(dead)",
+            ".index.tmp-\(alive)", "s-c.jsonl.tmp-\(alive)",  // a live process's, being written
+        ]
+        for name in removedNames { touch(name, secondsAgo: name.hasPrefix("s-b") ? 7200 : name.hasSuffix("-\(me)") ? 30 : 0) }
+        for name in keptNames { touch(name) }
+        let store = JournalStore(directory: dir, logger: Logger(level: .off))
+        // Written by this process after the store opened: in use.
+        touch("s-d.jsonl.tmp-\(me)")
+        let removed = store.removeLeftoverTemporaries()
+        #expect(Set(removed) == Set(removedNames))
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
+        #expect(left == Set(keptNames + ["s-d.jsonl.tmp-\(me)"]))
+    }
+}

@@ -5,8 +5,9 @@ import Foundation
 enum JournalRecord: Sendable {
     /// A change to replay onto the state before it.
     case change(TranscriptChange, at: Date)
-    /// The whole state: what came before it no longer matters.
-    case snapshot(Transcript)
+    /// The whole state: what came before it no longer matters. (Boxed: a
+    /// record is passed along once per line, and a `Transcript` is large.)
+    indirect case snapshot(Transcript)
 }
 
 /// Why a journal line does not load. The line is not JSON (`syntax`, with the

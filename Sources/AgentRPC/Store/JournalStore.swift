@@ -35,6 +35,9 @@ final class JournalStore: SessionStore {
 
     /// Journals being read now (see `SharedJournalReads`).
     let reads: SharedJournalReads
+    /// When this store was opened (seconds since 1970): a temporary file named
+    /// with this process's pid but older is an earlier process's.
+    private let openedAt = time(nil)
 
     init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
         self.directory = directory
@@ -212,6 +215,56 @@ final class JournalStore: SessionStore {
         unlink(path(id, ".lock"))
         try? fsyncDirectory()
         return true
+    }
+
+    // MARK: Leftovers
+
+    /// A temporary file older than this (seconds) is never one being written.
+    static let temporaryLifetime = 3600
+
+    /// Removes the temporary files a crash can leave in the store: a snapshot
+    /// or an import being written (`<id>.jsonl.tmp-<pid>`), the index being
+    /// rewritten (`.index.tmp-<pid>`), an owner file being made
+    /// (`.tmp.owner-<pid>-<nonce>`). One is removed when its process is gone,
+    /// when it has this process's pid but is older than this store (a pid
+    /// reused, as a container's often is), or when it is older than an hour.
+    /// Returns the names removed.
+    @discardableResult
+    func removeLeftoverTemporaries() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        let now = time(nil)
+        var removed: [String] = []
+        for name in names {
+            guard let pid = Self.temporaryOwnerPID(name) else { continue }
+            var info = stat()
+            guard lstat(directory + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = time_t(SessionIndex.nanos(info) / 1_000_000_000)
+            let leftover: Bool
+            if now - modified > Self.temporaryLifetime {
+                leftover = true
+            } else if pid == getpid() {
+                leftover = modified < openedAt
+            } else {
+                leftover = kill(pid, 0) != 0 && errno == ESRCH
+            }
+            if leftover, unlink(directory + "/" + name) == 0 { removed.append(name) }
+        }
+        if !removed.isEmpty { logger.info("store: removed \(removed.count) temporary file(s) left by a crash: \(removed.prefix(5).joined(separator: ", "))") }
+        return removed
+    }
+
+    /// The pid a store temporary file is named with, or nil for any other name.
+    static func temporaryOwnerPID(_ name: String) -> pid_t? {
+        let digits: Substring
+        if name.hasPrefix(".tmp" + StoreOwner.prefix) {
+            digits = name.dropFirst(4 + StoreOwner.prefix.count).prefix { $0 != "-" }
+        } else if let marker = name.range(of: ".tmp-", options: .backwards), name.hasSuffix(".jsonl" + name[marker.lowerBound...]) || name.hasPrefix(SessionIndex.fileName + ".tmp-") {
+            digits = name[marker.upperBound...]
+        } else {
+            return nil
+        }
+        guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let pid = pid_t(digits), pid > 0 else { return nil }
+        return pid
     }
 
     // MARK: For people and retention

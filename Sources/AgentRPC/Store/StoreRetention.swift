@@ -18,7 +18,8 @@ struct StoreRetention: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// At server start, on a background thread: reads the store's index (so
+    /// At server start, on a background thread: removes the temporary files
+    /// a crash left (`JournalStore.removeLeftoverTemporaries`), reads the store's index (so
     /// the first `session/list` does not wait for the journals to be checked),
     /// then prunes by `retention` if there is one. `isLoaded` says whether this
     /// process has a session loaded. Logs what it removed and skipped.
@@ -26,6 +27,7 @@ struct StoreRetention: Codable, Sendable, Equatable {
         // A store directory that does not exist yet has nothing to read or prune.
         guard FileManager.default.fileExists(atPath: store.directory) else { return }
         DispatchQueue.global(qos: .utility).async {
+            store.removeLeftoverTemporaries()
             store.index.refresh()
             if let retention, retention.maxAgeDays != nil || retention.maxSessions != nil {
                 retention.run(on: store, logger: logger, isLoaded: isLoaded)

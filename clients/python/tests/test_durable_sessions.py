@@ -442,3 +442,27 @@ async def test_list_pages_stored_sessions_newest_first(tmp_path: Path) -> None:
         assert all(not s.loaded for s in rest)
         assert page.sessions[0].title == ("prompt number 4 " + "y" * 100)[:80]
         assert page.sessions[0].entry_count == 2 and page.sessions[0].model == "scripted"
+
+
+async def test_temporary_files_a_crash_left_are_removed_at_start(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    async with spawn(store) as first:
+        session = await first.create_session(model=scripted({"text": ["a"]}))
+        await session.send("one")
+    # A process that is gone, as one killed in the middle of a rewrite would be.
+    gone = await asyncio.create_subprocess_exec("true")
+    await gone.wait()
+    left = [store / f".index.tmp-{gone.pid}", store / f"{session.id}.jsonl.tmp-{gone.pid}"]
+    live = store / f"s-other.jsonl.tmp-{os.getpid()}"  # a live process's: being written
+    for path in [*left, live]:
+        path.write_bytes(b'{"type":"sess')
+    async with spawn(store) as second:
+
+        async def cleaned() -> bool:
+            return not any(path.exists() for path in left)
+
+        await until(cleaned, "the leftovers to be removed")
+        assert live.exists()
+        resumed = await second.resume_session(session.id)
+        transcript = await second.get_transcript(session.id)
+        assert resumed.warnings == [] and len(transcript["entries"]) == 2
