@@ -134,14 +134,37 @@ enum JournalCodec {
         var records = 0
         for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
             do {
-                switch try decodeRecord(UnsafeBufferPointer(rebasing: buffer[range])) {
-                case .snapshot(let state):
-                    transcript = state
-                    records = 0
-                case .change(let change, let at):
-                    try transcript.replay(change, at: at)
-                    records += 1
+                let line = UnsafeBufferPointer(rebasing: buffer[range])
+                // The common records are replayed as they are read; a line the
+                // direct reader declines goes the general way (see `decodeRecord`).
+                var reader = JournalRecordReader(line)
+                var replayFailure: (any Error)?
+                let direct = try? reader.record(
+                    change: { change, at -> Bool in
+                        do { try transcript.replay(change, at: at) } catch { replayFailure = error }
+                        return false
+                    },
+                    snapshot: { state -> Bool in
+                        transcript = state
+                        return true
+                    })
+                if let replayFailure { throw replayFailure }
+                let isSnapshot: Bool
+                if let direct {
+                    isSnapshot = direct
+                } else {
+                    let record = try decodeRecordInGeneral(line)
+                    try checkCounters(record)
+                    switch record {
+                    case .snapshot(let state):
+                        transcript = state
+                        isSnapshot = true
+                    case .change(let change, let at):
+                        try transcript.replay(change, at: at)
+                        isSnapshot = false
+                    }
                 }
+                records = isSnapshot ? 0 : records + 1
             } catch {
                 let rest = lines.count - index - 1
                 warnings.append(JournalWarning(

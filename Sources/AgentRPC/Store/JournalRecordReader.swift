@@ -61,6 +61,14 @@ struct JournalRecordReader {
     // MARK: Records
 
     mutating func record() throws(JSONParseError) -> JournalRecord {
+        try record(change: { JournalRecord.change($0, at: $1) }, snapshot: { JournalRecord.snapshot($0) })
+    }
+
+    /// Reads the line and hands what it holds to `change` or `snapshot`
+    /// (loading a journal replays each change at once, which spares copying
+    /// every record through a return value). A counter above
+    /// `JournalCodec.maxCounter` declines, so the general path reports it.
+    mutating func record<R>(change: (TranscriptChange, Date) -> R, snapshot makeSnapshot: (Transcript) -> R) throws(JSONParseError) -> R {
         p.skipWhitespace()
         var type: String?
         var at: Int?
@@ -130,8 +138,11 @@ struct JournalRecordReader {
         p.skipWhitespace()
         guard atEnd, let type else { throw decline() }
 
+        let limit = JournalCodec.maxCounter
         if type == "snapshot" {
-            guard let entries, let revision, let nextEntry, let properties, let nextTurn, let usage, let updatedAt else { throw decline() }
+            guard let entries, let revision, let nextEntry, let properties, let nextTurn, let usage, let updatedAt,
+                revision <= limit, nextEntry <= limit, nextTurn <= limit
+            else { throw decline() }
             do {
                 let snapshot = TranscriptSnapshot(
                     entries: entries, revision: revision, nextEntryNumber: nextEntry, properties: properties,
@@ -140,7 +151,7 @@ struct JournalRecordReader {
                     updatedAt: JournalCodec.date(millis: updatedAt))
                 var transcript = Transcript(snapshot: snapshot)
                 if let openTurn { transcript.restoreOpenTurn(try JournalCodec.decodeOpenTurn(openTurn)) }
-                return .snapshot(transcript)
+                return makeSnapshot(transcript)
             } catch {
                 throw decline()
             }
@@ -149,17 +160,17 @@ struct JournalRecordReader {
         let date = JournalCodec.date(millis: at)
         switch type {
         case "entryAppended":
-            guard let entry, let nextEntry else { throw decline() }
-            return .change(.entryAppended(entry, nextEntryNumber: nextEntry), at: date)
+            guard let entry, let nextEntry, nextEntry <= limit else { throw decline() }
+            return change(.entryAppended(entry, nextEntryNumber: nextEntry), date)
         case "turnStarted":
-            guard let turnID, let number else { throw decline() }
-            return .change(.turnStarted(turnId: turnID, number: number), at: date)
+            guard let turnID, let number, number <= limit else { throw decline() }
+            return change(.turnStarted(turnId: turnID, number: number), date)
         case "turnEnded":
             guard let turnID, let status = status.flatMap(TurnEnd.Status.init(rawValue:)), let usage else { throw decline() }
             let end = TurnEnd(
                 turnId: turnID, status: status, stopReason: stopReason?.stringValue.flatMap(StopReason.init(rawValue:)), usage: usage,
                 undo: undo?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
-            return .change(.turnEnded(end), at: date)
+            return change(.turnEnded(end), date)
         default:
             throw decline()
         }
