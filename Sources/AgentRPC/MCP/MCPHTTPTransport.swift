@@ -91,8 +91,8 @@ final class MCPHTTPTransport: MCPTransport {
         if state.withLock({ $0.closed }) { throw MCPTransportError(description: "the connection is closed") }
         let id: RequestID? = message["method"] != nil ? message["id"].flatMap(RequestID.init(json:)) : nil
         let body = Data(message.serialized())
-        guard id == nil else {
-            post(body, purpose: id.map { .request($0) } ?? .oneWay, idleSeconds: Self.requestIdleSeconds, then: nil)
+        if let id {
+            post(body, purpose: .request(id), idleSeconds: Self.requestIdleSeconds, then: nil)
             return
         }
         let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
