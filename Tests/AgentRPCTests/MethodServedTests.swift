@@ -20,6 +20,7 @@ import Testing
         #expect(unservedNotifications.isEmpty, "declared notifications without a handler: \(unservedNotifications)")
         let undeclared = served.requests.filter { !requests.contains($0) } + served.notifications.filter { !notifications.contains($0) }
         #expect(undeclared.isEmpty, "handlers for methods MethodRegistry does not list: \(undeclared)")
+        #expect(server.dispatcher.methodsRegisteredTwice.isEmpty, "methods given two handlers: \(server.dispatcher.methodsRegisteredTwice)")
         withExtendedLifetime((input, output)) {}
     }
 

@@ -23,17 +23,12 @@ actor AgentSession {
     var isRunning: Bool { runner?.isRunning ?? false }
     /// The running turn, or the last one once no turn is running (docs/turns.md).
     var turnId: String? { runner?.id }
-    /// The running turn's switches; nil between turns.
-    var control: TurnControl? { runner.flatMap { $0.isRunning ? $0.control : nil } }
 
-    var lastContextValues: [String: String] = [:]
-    var providers = ProviderCache()
-    /// Compiled tool input schemas by tool name (recompiled if a profile's schema differs).
-    var inputValidators: [String: (schema: JSONValue, validator: JSONSchemaValidator)] = [:]
     /// The profile the last round trip resolved (nil before the first, with profiles).
     var activeProfile: ResolvedProfile?
-    /// What the round trips sent, kept from turn to turn (`RequestCache`).
-    var requestCache = RequestCache()
+    /// Providers, compiled tool schemas, context values and converted history,
+    /// kept from turn to turn (`SessionCaches`).
+    var caches = SessionCaches()
 
     // The human in the loop (HumanInTheLoop.swift)
     var sendQueue = SendQueue()
@@ -197,7 +192,7 @@ actor AgentSession {
         if !prefix.isEmpty { parts.append(String(prefix.dropLast(2))) }
         if let instructions = profile?.instructions, !instructions.isEmpty { parts.append(instructions) }
         let sources = (config.contextSources ?? []).compactMap { source -> String? in
-            guard let value = lastContextValues[source.name] else { return nil }
+            guard let value = caches.contextValues[source.name] else { return nil }
             return "## \(source.name)\n\(value)"
         }
         if !sources.isEmpty { parts.append("Context:\n" + sources.joined(separator: "\n\n")) }
@@ -230,7 +225,7 @@ actor AgentSession {
 
     /// The provider for a model reference, created once per session.
     func provider(for reference: ModelReference) throws -> any ModelProvider {
-        try providers.provider(for: reference) {
+        try caches.providers.provider(for: reference) {
             // The session's own cassette, else the server's (docs/testing.md).
             let cassette = try config.modelCassette.map { try context.cassettes.cassette($0) } ?? context.cassette
             return try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment, cassette: cassette)
@@ -239,10 +234,7 @@ actor AgentSession {
 
     /// A compiled validator for a tool's input schema, compiled once per schema.
     func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {
-        if let cached = inputValidators[tool], cached.schema == schema { return cached.validator }
-        let validator = try JSONSchemaValidator(schema: schema)
-        inputValidators[tool] = (schema, validator)
-        return validator
+        try caches.inputValidator(for: tool, schema: schema)
     }
 
     // MARK: Turns
@@ -371,7 +363,7 @@ actor AgentSession {
         if runner.steeringWaiting >= HumanInTheLoopLimits.maxPendingSteering {
             throw RPCError(.overloaded, "\(HumanInTheLoopLimits.maxPendingSteering) steering inputs are already waiting for the next checkpoint")
         }
-        if let provider = providers.last?.provider { try PreFlight.images(input.images ?? [], provider: provider) }
+        if let provider = caches.providers.last?.provider { try PreFlight.images(input.images ?? [], provider: provider) }
         runner.steer(input)
         return SessionSteerResult(turnId: runner.id)
     }
@@ -437,40 +429,6 @@ actor AgentSession {
         guard let validator = try? inputValidator(for: name, schema: schema) else { return nil }
         let violations = validator.validate(arguments)
         return violations.isEmpty ? nil : violations
-    }
-
-    // MARK: Tool execution and confirmation
-
-    /// Where a tool call runs, once it passed validation, hooks, guards and
-    /// confirmation: the one place that hands a call to its executor (today the
-    /// client, with `tool/call`) and returns its result. `timeout` bounds the
-    /// wait; cancelling the calling task withdraws the call. A failing executor
-    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
-    func executeTool(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
-        let answer: JSONValue
-        do {
-            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
-        } catch OutgoingRequestError.rpc(let clientError) {
-            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
-                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
-            ])
-        } catch OutgoingRequestError.timedOut(let seconds) {
-            return .timedOut(seconds: seconds)
-        } catch OutgoingRequestError.disconnected {
-            throw clientGone()
-        }
-        do {
-            return .finished(try answer.decode(as: ToolCallResult.self))
-        } catch {
-            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
-        }
-    }
-
-    /// The client's input closed while the turn waited on it: the turn ends as
-    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
-    func clientGone() -> CancellationError {
-        control?.abort(.shutdown)
-        return CancellationError()
     }
 
     // MARK: Confirmation

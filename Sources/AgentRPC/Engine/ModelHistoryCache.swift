@@ -1,12 +1,29 @@
 import AgentRPCProtocol
 
-/// What a session's round trips sent, kept from turn to turn: the transcript's
-/// messages converted incrementally (`history`), and what was sent last per
-/// model (`prefix`, for `cacheInvalidated`), which the conversion's stable
-/// prefix lets skip comparing again.
-struct RequestCache {
+/// What a session derives once and keeps from turn to turn so that a round
+/// trip does not redo it. None of it is journaled: a loaded session starts
+/// without it and rebuilds it as its requests need it.
+struct SessionCaches {
+    /// Providers by model reference, each made once (a scripted one keeps its place).
+    var providers = ProviderCache()
+    /// Compiled tool input schemas by tool name (recompiled if a profile's schema differs).
+    var inputValidators: [String: (schema: JSONValue, validator: JSONSchemaValidator)] = [:]
+    /// The context sources' last good values, which the instructions carry;
+    /// a failed refresh keeps them.
+    var contextValues: [String: String] = [:]
+    /// The transcript's messages, converted incrementally.
     var history = ModelHistoryCache()
+    /// What was sent last per model (for `cacheInvalidated`), which the
+    /// conversion's stable prefix lets skip comparing again.
     var prefix = PrefixTracker()
+
+    /// A compiled validator for a tool's input schema, compiled once per schema.
+    mutating func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {
+        if let cached = inputValidators[tool], cached.schema == schema { return cached.validator }
+        let validator = try JSONSchemaValidator(schema: schema)
+        inputValidators[tool] = (schema, validator)
+        return validator
+    }
 }
 
 /// A session's transcript converted into provider messages, kept between

@@ -100,7 +100,7 @@ extension TurnRunner {
         } catch OutgoingRequestError.timedOut(let s) {
             throw hookError("the client's \(hook.rawValue) hook did not answer within \(s) seconds")
         } catch OutgoingRequestError.disconnected {
-            throw session.clientGone()
+            throw clientGone()
         } catch let e as JSONDecodingFailure {
             throw hookError("the client's answer to hook/call is malformed: \(e)")
         }

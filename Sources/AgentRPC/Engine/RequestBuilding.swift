@@ -70,7 +70,7 @@ extension TurnRunner {
     /// its instructions, tools, options and history transforms (applied to a copy;
     /// the transcript itself never changes here).
     ///
-    /// Without history transforms the messages come from `RequestCache.history`, which
+    /// Without history transforms the messages come from `SessionCaches.history`, which
     /// converts only what was appended since the last request; `stablePrefix` then
     /// says which leading messages are known to be unchanged.
     func buildRequest(
@@ -131,7 +131,7 @@ extension TurnRunner {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let messages: [ModelMessage], entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?
         if profile.history.isEmpty {
-            let converted = session.requestCache.history.messages(for: session.transcript)
+            let converted = session.caches.history.messages(for: session.transcript)
             (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
         } else {
             (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile, session: session))

@@ -165,7 +165,7 @@ extension TurnRunner {
         }
         let params = ToolCallParams(sessionId: session.id, turnId: turn.id, callId: call.id, name: call.name, arguments: runArguments, revision: session.revision)
         let result: ToolCallResult
-        switch try await session.executeTool(params, timeout: turn.limits.toolTimeoutSeconds) {
+        switch try await executeTool(params, timeout: turn.limits.toolTimeoutSeconds, session: session) {
         case .finished(let finished):
             result = finished
         case .timedOut(let seconds):
@@ -177,6 +177,38 @@ extension TurnRunner {
             try session.transcript.recordUndo(UndoRecord(turnId: turn.id, callId: call.id, name: call.name, undo: undo), turn: turn.id)
         }
         return try await output(result.outcome, result.content)
+    }
+
+    /// Where a tool call runs, once it passed validation, hooks, guards and
+    /// confirmation: the one place that hands a call to its executor (today the
+    /// client, with `tool/call`) and returns its result. `timeout` bounds the
+    /// wait; cancelling the calling task withdraws the call. A failing executor
+    /// throws `toolExecutorError` (the turn fails); a client that is gone ends the turn.
+    private func executeTool(_ call: ToolCallParams, timeout: Double, session: isolated AgentSession) async throws -> ToolExecutionResult {
+        let answer: JSONValue
+        do {
+            answer = try await session.context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
+        } catch OutgoingRequestError.rpc(let clientError) {
+            throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
+                "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,
+            ])
+        } catch OutgoingRequestError.timedOut(let seconds) {
+            return .timedOut(seconds: seconds)
+        } catch OutgoingRequestError.disconnected {
+            throw clientGone()
+        }
+        do {
+            return .finished(try answer.decode(as: ToolCallResult.self))
+        } catch {
+            throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
+        }
+    }
+
+    /// The client's input closed while the turn waited on it: the turn ends as
+    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
+    func clientGone() -> CancellationError {
+        if isRunning { control.abort(.shutdown) }
+        return CancellationError()
     }
 
     /// The content of the newest `toolOutput` entry for `callId` (hooks may have appended after it).
@@ -215,7 +247,7 @@ extension TurnRunner {
             } catch OutgoingRequestError.rpc(let e) {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation handler failed: \(e.message)")
             } catch OutgoingRequestError.disconnected {
-                throw session.clientGone()
+                throw clientGone()
             } catch let e as JSONDecodingFailure {
                 answer = ConfirmationAnswer(decision: .deny, source: .client, reason: "the confirmation answer was malformed: \(e)")
             }
@@ -270,7 +302,7 @@ extension TurnRunner {
                 let result = try raw.decode(as: ContextRefreshResult.self)
                 for source in sources {
                     if let value = result.values[source.name] {
-                        session.lastContextValues[source.name] = value
+                        session.caches.contextValues[source.name] = value
                     } else {
                         diagnostics.append(ContextDiagnostic(source: source.name, message: "the client returned no value; the last good value is used"))
                     }
@@ -325,7 +357,7 @@ extension TurnRunner {
         } catch OutgoingRequestError.rpc(let e) {
             return (.failed, .string("The question could not be asked: \(e.message)"))
         } catch OutgoingRequestError.disconnected {
-            throw session.clientGone()
+            throw clientGone()
         } catch let e as JSONDecodingFailure {
             return (.failed, .string("The user's answer was malformed: \(e)"))
         }

@@ -169,7 +169,7 @@ extension TurnRunner {
             var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
             if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
             reportOptionWarnings(provider.optionWarnings(for: request), session: session)
-            if let change = session.requestCache.prefix.observe(
+            if let change = session.caches.prefix.observe(
                 model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
                 stablePrefix: stablePrefix) {
                 session.emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))

@@ -35,6 +35,9 @@ final class Dispatcher: Sendable {
         return (table?.methodNames ?? [], (table?.notificationNames ?? []) + Self.builtInNotifications)
     }
 
+    /// Methods the table was given two handlers for (`MethodTable.registeredTwice`).
+    var methodsRegisteredTwice: [String] { table.withLock { $0 }?.registeredTwice ?? [] }
+
     /// Stops dispatching: messages after the current one are neither run nor
     /// answered (`exit`, docs/protocol.md §2). Returns at once.
     func stop() { stopped.withLock { $0 = true } }

@@ -24,10 +24,13 @@ final class MethodTable: Sendable {
 
     private let handlers: [String: ErasedHandler]
     private let notificationHandlers: [String: ErasedNotificationHandler]
+    /// Names given a handler more than once (the last one wins); must be empty (a test checks).
+    let registeredTwice: [String]
 
-    init(handlers: [String: ErasedHandler], notificationHandlers: [String: ErasedNotificationHandler]) {
+    init(handlers: [String: ErasedHandler], notificationHandlers: [String: ErasedNotificationHandler], registeredTwice: [String] = []) {
         self.handlers = handlers
         self.notificationHandlers = notificationHandlers
+        self.registeredTwice = registeredTwice
     }
 
     func handler(for method: String) -> ErasedHandler? { handlers[method] }
@@ -76,7 +79,7 @@ final class MethodTable: Sendable {
             }
         }
 
-        func build() -> MethodTable { MethodTable(handlers: handlers, notificationHandlers: notificationHandlers) }
+        func build() -> MethodTable { MethodTable(handlers: handlers, notificationHandlers: notificationHandlers, registeredTwice: duplicates) }
     }
 }
 

@@ -1,6 +1,8 @@
 /// Every method and notification of the protocol, in one place: the server's
-/// dispatcher, the schema generator and the docs read this list, and a test
-/// checks it for duplicate names.
+/// dispatcher (its lifecycle checks), the schema generator and the docs table
+/// read this list. Tests check it for duplicate names, and that the server has
+/// exactly one handler for each client → server method and none for anything
+/// else (`MethodServedTests`).
 public enum MethodRegistry {
     /// All requests, both directions.
     public static let requests: [any RPCMethod.Type] = [
