@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 @testable import AgentRPC
 
@@ -177,13 +174,13 @@ import Testing
     }
 
     /// What goes over the wire is these bytes.
-    @Test func theURLRequestCarriesTheEncodedBody() throws {
+    @Test func theHTTPRequestCarriesTheEncodedBody() throws {
         let provider = AnthropicProvider(configuration: try configuration(passThrough: false, provider: .anthropic))
         let request = ModelRequest(model: "", instructions: "Hi.", messages: [.user(text: "hello", images: [])])
-        #expect(provider.urlRequest(for: request).httpBody == Data(provider.requestBody(for: request).body.serialized()))
+        #expect(provider.httpRequest(for: request).body == Data(provider.requestBody(for: request).body.serialized()))
         let openAI = OpenAIProvider(configuration: try configuration(passThrough: false, provider: .openai))
-        #expect(openAI.urlRequest(for: request).httpBody == Data(openAI.requestBody(for: request).body.serialized()))
+        #expect(openAI.httpRequest(for: request).body == Data(openAI.requestBody(for: request).body.serialized()))
         let responses = OpenAIResponsesProvider(configuration: try configuration(passThrough: false, provider: .openaiResponses))
-        #expect(responses.urlRequest(for: request).httpBody == Data(responses.requestBody(for: request).body.serialized()))
+        #expect(responses.httpRequest(for: request).body == Data(responses.requestBody(for: request).body.serialized()))
     }
 }

@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 @testable import AgentRPC
 
@@ -183,10 +180,10 @@ import Testing
         let request = ModelRequest(model: "m", instructions: "x", messages: [.user(text: "hi", images: [])])
         let openAI = OpenAIProvider(configuration: try config())
         let anthropic = AnthropicProvider(configuration: try config())
-        #expect(openAI.urlRequest(for: request).url?.absoluteString == "http://127.0.0.1:1/v1/chat/completions")
-        #expect(anthropic.urlRequest(for: request).url?.absoluteString == "http://127.0.0.1:1/v1/messages")
-        #expect(openAI.urlRequest(for: request).value(forHTTPHeaderField: "Authorization") == "Bearer sk-secret-never-in-body-123")
-        #expect(anthropic.urlRequest(for: request).value(forHTTPHeaderField: "x-api-key") == "sk-secret-never-in-body-123")
+        #expect(openAI.httpRequest(for: request).url.absoluteString == "http://127.0.0.1:1/v1/chat/completions")
+        #expect(anthropic.httpRequest(for: request).url.absoluteString == "http://127.0.0.1:1/v1/messages")
+        #expect(openAI.httpRequest(for: request).header("authorization") == "Bearer sk-secret-never-in-body-123")
+        #expect(anthropic.httpRequest(for: request).header("X-Api-Key") == "sk-secret-never-in-body-123")
         #expect(!openAI.requestBody(for: request).body.serializedString().contains("sk-secret"))
         #expect(!anthropic.requestBody(for: request).body.serializedString().contains("sk-secret"))
         // streamTools: false sends tool requests without streaming.
@@ -195,6 +192,24 @@ import Testing
         let withTools = ModelRequest(model: "m", instructions: "", messages: [], tools: [Self.weatherTool])
         #expect(OpenAIProvider(configuration: c).requestBody(for: withTools).body["stream"] == nil)
         #expect(OpenAIProvider(configuration: c).requestBody(for: request).body["stream"] == true)
+    }
+
+    /// Header names are case-insensitive: a configured header replaces the
+    /// provider's own of the same name in another case instead of going out
+    /// beside it; the request carries the configuration's two timeouts.
+    @Test func configuredHeadersReplaceTheProvidersOwnInAnyCaseAndTimeoutsGoAlong() throws {
+        var c = try config()
+        c.headers = ["accept": "application/x-ndjson", "X-Extra": "1"]
+        c.timeoutSeconds = 42
+        c.connectTimeoutSeconds = 3
+        let request = ModelRequest(model: "m", instructions: "", messages: [])
+        let built = OpenAIProvider(configuration: c).httpRequest(for: request)
+        #expect(built.headers.keys.filter { $0.lowercased() == "accept" } == ["accept"])
+        #expect(built.header("Accept") == "application/x-ndjson")
+        #expect(built.header("content-type") == "application/json")
+        #expect(built.header("x-extra") == "1")
+        #expect(built.method == "POST")
+        #expect(built.idleTimeoutSeconds == 42 && built.connectTimeoutSeconds == 3)
     }
 }
 

@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 @testable import AgentRPC
 
@@ -124,13 +121,13 @@ import Testing
         #expect(body["messages"]?.arrayValue?.last?["content"] == [["type": "text", "text": "ok"]])
     }
 
-    @Test func urlRequestPostsToResponsesWithBearerKeyOutsideTheBody() throws {
+    @Test func httpRequestPostsToResponsesWithBearerKeyOutsideTheBody() throws {
         let provider = OpenAIResponsesProvider(configuration: try config())
-        let r = provider.urlRequest(for: ModelRequest(model: "", instructions: "", messages: [.user(text: "hi", images: [])]))
-        #expect(r.url?.absoluteString == "http://127.0.0.1:1/v1/responses")
-        #expect(r.value(forHTTPHeaderField: "Authorization") == "Bearer sk-secret-never-in-body-123")
-        #expect(r.value(forHTTPHeaderField: "Accept") == "text/event-stream")
-        let body = String(decoding: r.httpBody ?? Data(), as: UTF8.self)
+        let r = provider.httpRequest(for: ModelRequest(model: "", instructions: "", messages: [.user(text: "hi", images: [])]))
+        #expect(r.url.absoluteString == "http://127.0.0.1:1/v1/responses")
+        #expect(r.header("Authorization") == "Bearer sk-secret-never-in-body-123")
+        #expect(r.header("Accept") == "text/event-stream")
+        let body = String(decoding: r.body, as: UTF8.self)
         #expect(!body.contains("sk-secret") && body.contains("\"default-model\""))
     }
 

@@ -4,9 +4,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A model cassette (docs/testing.md): the HTTP exchanges of model providers,
 /// recorded to a JSON Lines file and answered from it. It sits on the one

@@ -2,9 +2,11 @@
 import Foundation
 import Glibc
 
-/// libcurl, resolved at run time from `libcurl.so.4` (FoundationNetworking
-/// links it, so it is present wherever agentrpc's dynamic build runs; a static
-/// build still needs it installed).
+/// libcurl, resolved at run time from `libcurl.so.4`. Nothing in agentrpc links
+/// it (the engine does not import FoundationNetworking on Linux, and
+/// `scripts/package` fails when the release binary lists libcurl as needed), so
+/// a system without it starts agentrpc and every request of an http or https
+/// model provider ends with `HTTPTransportError.Kind.unavailable`.
 ///
 /// ABI: `curl_easy_setopt` and `curl_easy_getinfo` are C variadic functions.
 /// They are called here through fixed-arity `@convention(c)` pointers, which
@@ -113,7 +115,7 @@ struct CurlLibrary: @unchecked Sendable {
                 multiPoll: try symbol("curl_multi_poll", as: MultiPoll.self),
                 multiWakeup: try symbol("curl_multi_wakeup", as: MultiWakeup.self),
                 multiInfoRead: try symbol("curl_multi_info_read", as: MultiInfoRead.self))
-            // Reference-counted in libcurl and thread-safe since 7.84; FoundationNetworking calls it too.
+            // Reference-counted in libcurl and thread-safe since 7.84 (a test process's FoundationNetworking may call it too).
             let globalInit = try symbol("curl_global_init", as: GlobalInit.self)
             guard globalInit(globalAll) == 0 else { return .failure(LoadError(message: "curl_global_init of \(fileName) failed")) }
             try library.checkOptions()

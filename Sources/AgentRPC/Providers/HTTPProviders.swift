@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// OpenAI Chat Completions (`POST {baseURL}/chat/completions`), streamed over SSE.
 /// Works with any compatible server: OpenAI, Ollama `/v1`, llama.cpp, vLLM,
@@ -36,7 +33,7 @@ package struct OpenAIProvider: ModelProvider {
         OpenAIRequestBuilder.encode(request, configuration: configuration, stream: streams(request), cache: serializedMessages)
     }
 
-    func urlRequest(for request: ModelRequest) -> URLRequest {
+    func httpRequest(for request: ModelRequest) -> HTTPRequest {
         configuration.post(
             path: "chat/completions", accept: streams(request) ? "text/event-stream" : "application/json",
             auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
@@ -46,12 +43,10 @@ package struct OpenAIProvider: ModelProvider {
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
-            urlRequest(for: request),
+            httpRequest(for: request),
             decoder: OpenAIChatStreamDecoder(secrets: secrets),
             wholeBodyDecoder: { try OpenAIChatStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
             cassette: configuration.cassetteBinding(.openai))
     }
 }
@@ -83,7 +78,7 @@ package struct AnthropicProvider: ModelProvider {
         AnthropicRequestBuilder.encode(request, configuration: configuration, cache: serializedMessages)
     }
 
-    func urlRequest(for request: ModelRequest) -> URLRequest {
+    func httpRequest(for request: ModelRequest) -> HTTPRequest {
         var auth = ["anthropic-version": Self.apiVersion]
         if let key = configuration.apiKey { auth["x-api-key"] = key }
         return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: bodyBytes(for: request))
@@ -92,28 +87,26 @@ package struct AnthropicProvider: ModelProvider {
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
-            urlRequest(for: request),
+            httpRequest(for: request),
             decoder: AnthropicStreamDecoder(secrets: secrets),
             wholeBodyDecoder: nil,
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
             cassette: configuration.cassetteBinding(.anthropic))
     }
 }
 
 extension HTTPProviderConfiguration {
     /// A JSON POST to `baseURL/path` with this configuration's headers and
-    /// timeout. `auth` holds the provider's own headers; an empty key is left out.
-    func post(path: String, accept: String, auth: [String: String], body: [UInt8]) -> URLRequest {
-        var r = URLRequest(url: baseURL.appendingPathComponent(path))
-        r.httpMethod = "POST"
-        r.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        r.setValue(accept, forHTTPHeaderField: "Accept")
-        for (k, v) in auth where !v.isEmpty { r.setValue(v, forHTTPHeaderField: k) }
-        for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
-        r.httpBody = Data(body)
-        r.timeoutInterval = timeoutSeconds
+    /// timeouts. `auth` holds the provider's own headers; an empty key is left
+    /// out. A later header replaces an earlier one of the same name in any case.
+    func post(path: String, accept: String, auth: [String: String], body: [UInt8]) -> HTTPRequest {
+        var r = HTTPRequest(
+            url: baseURL.appendingPathComponent(path), method: "POST", headers: [:], body: Data(body),
+            connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: timeoutSeconds)
+        r.setHeader("Content-Type", "application/json")
+        r.setHeader("Accept", accept)
+        for (k, v) in auth.sorted(by: { $0.key < $1.key }) where !v.isEmpty { r.setHeader(k, v) }
+        for (k, v) in headers.sorted(by: { $0.key < $1.key }) { r.setHeader(k, v) }
         return r
     }
 }

@@ -2,9 +2,6 @@ import AgentRPCProtocol
 import Dispatch
 import Foundation
 import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Runs one provider request through `HTTPTransports.current` and turns the
 /// response into `ProviderEvent`s as bytes arrive: transport →
@@ -24,11 +21,9 @@ enum HTTPStreamTransport {
     typealias WholeBodyDecoder = @Sendable ([UInt8]) throws -> [ProviderEvent]
 
     static func stream(
-        _ urlRequest: URLRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?,
-        secrets: [String], timeoutSeconds: Double, connectTimeoutSeconds: Double = HTTPProviderConfiguration.defaultConnectTimeoutSeconds,
+        _ request: HTTPRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?, secrets: [String],
         cassette: CassetteBinding? = nil
     ) -> AsyncThrowingStream<ProviderEvent, any Error> {
-        let request = HTTPRequest(urlRequest, connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: timeoutSeconds)
         // A model cassette decorates the transport: it replays, records or refuses (docs/testing.md).
         let transport = cassette.map { CassetteTransport($0, secrets: secrets, wrapping: HTTPTransports.current) } ?? HTTPTransports.current
         return AsyncThrowingStream { continuation in

@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// One HTTP request as it goes to the network: everything a transport needs,
 /// and everything a recorder sees of it.
@@ -26,12 +23,16 @@ struct HTTPRequest: Sendable {
         self.idleTimeoutSeconds = idleTimeoutSeconds
     }
 
-    /// A provider's request (built as a `URLRequest`, which tests inspect) with its timeouts.
-    init(_ request: URLRequest, connectTimeoutSeconds: Double, idleTimeoutSeconds: Double) {
-        self.init(
-            url: request.url ?? URL(fileURLWithPath: "/"), method: request.httpMethod?.uppercased() ?? "GET",
-            headers: request.allHTTPHeaderFields ?? [:], body: request.httpBody ?? Data(),
-            connectTimeoutSeconds: connectTimeoutSeconds, idleTimeoutSeconds: idleTimeoutSeconds)
+    /// Sets header `name`, replacing any of that name in another case (header
+    /// names are case-insensitive, and two spellings would both be sent).
+    mutating func setHeader(_ name: String, _ value: String) {
+        for key in headers.keys where key.caseInsensitiveCompare(name) == .orderedSame { headers[key] = nil }
+        headers[name] = value
+    }
+
+    /// The value of header `name`, in any case.
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 }
 

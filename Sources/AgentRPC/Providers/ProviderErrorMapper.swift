@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Turns what a provider sent back (HTTP status, headers, body; an in-stream
 /// error payload; a transport failure) into a typed `ProviderError`.

@@ -1,8 +1,5 @@
 import AgentRPCProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// OpenAI Responses (`POST {baseURL}/responses`), streamed over SSE.
 package struct OpenAIResponsesProvider: ModelProvider {
@@ -30,7 +27,7 @@ package struct OpenAIResponsesProvider: ModelProvider {
         OpenAIResponsesRequestBuilder.encode(request, configuration: configuration, settings: settings, cache: serializedMessages)
     }
 
-    func urlRequest(for request: ModelRequest) -> URLRequest {
+    func httpRequest(for request: ModelRequest) -> HTTPRequest {
         configuration.post(
             path: "responses", accept: "text/event-stream",
             auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
@@ -40,12 +37,10 @@ package struct OpenAIResponsesProvider: ModelProvider {
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
         let secrets = configuration.secrets
         return HTTPStreamTransport.stream(
-            urlRequest(for: request),
+            httpRequest(for: request),
             decoder: OpenAIResponsesStreamDecoder(secrets: secrets),
             wholeBodyDecoder: { try OpenAIResponsesStreamDecoder.decodeResponse($0, secrets: secrets) },
             secrets: secrets,
-            timeoutSeconds: configuration.timeoutSeconds,
-            connectTimeoutSeconds: configuration.connectTimeoutSeconds,
             cassette: configuration.cassetteBinding(.openaiResponses))
     }
 
