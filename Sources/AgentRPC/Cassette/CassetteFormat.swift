@@ -140,9 +140,18 @@ extension CassetteExchange {
         self.method = request["method"]?.stringValue ?? "POST"
         self.body = request["body"] ?? .null
         self.line = line
+        // Times and the status come from a file a person may edit: each is checked
+        // here, so a replay never computes with a value that could trap.
+        func milliseconds(_ value: JSONValue?, _ field: String) throws(CassetteFormatError) -> Int? {
+            guard let value else { return nil }
+            guard let ms = value.intValue, DurationBounds.nonNegativeMilliseconds.contains(ms) else {
+                throw fail("\(field) is milliseconds after the request started: a whole number from 0 to \(Int(DurationBounds.nonNegativeMilliseconds.upperBound))")
+            }
+            return ms
+        }
         var chunks: [CassetteResponse.Chunk] = []
         for (i, chunk) in (response["chunks"]?.arrayValue ?? []).enumerated() {
-            let ms = chunk["ms"]?.intValue ?? 0
+            let ms = try milliseconds(chunk["ms"], "response.chunks[\(i)].ms") ?? 0
             if let text = chunk["text"]?.stringValue {
                 chunks.append(.init(milliseconds: ms, bytes: Array(text.utf8)))
             } else if let b64 = chunk["base64"]?.stringValue, let data = Data(base64Encoded: b64) {
@@ -167,9 +176,14 @@ extension CassetteExchange {
         for (name, v) in response["headers"]?.objectValue ?? [:] {
             if let s = v.stringValue { headers[name.lowercased()] = s }
         }
+        var status: Int?
+        if let value = response["status"] {
+            guard let s = value.intValue, (100...599).contains(s) else { throw fail("response.status is an HTTP status: a whole number from 100 to 599") }
+            status = s
+        }
         self.response = CassetteResponse(
-            headMilliseconds: response["ms"]?.intValue, status: response["status"]?.intValue, headers: headers, chunks: chunks,
-            end: .init(milliseconds: endValue["ms"]?.intValue ?? chunks.last?.milliseconds ?? 0, outcome: outcome))
+            headMilliseconds: try milliseconds(response["ms"], "response.ms"), status: status, headers: headers, chunks: chunks,
+            end: .init(milliseconds: try milliseconds(endValue["ms"], "response.end.ms") ?? chunks.last?.milliseconds ?? 0, outcome: outcome))
     }
 }
 

@@ -463,3 +463,150 @@ async def test_agentrpc_acp_records_and_replays_through_the_cassette(tmp_path: P
         assert (await prompt(conn, session.session_id, "hello")).stop_reason == "end_turn"
     assert replaying.text() == recording.text() == "Recorded for the editor."
     assert len(cassette.read_text().splitlines()) == 2
+
+
+def tool_call_chunks(call_id: str, name: str, arguments: dict[str, Any]) -> Canned:
+    """An OpenAI chat stream whose answer is one tool call."""
+    call = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return chat_chunks({"tool_calls": [call]}, finish="tool_calls")
+
+
+async def test_router_consult_and_summary_requests_are_recorded_and_replayed(tmp_path: Path) -> None:
+    """The side requests of a turn (an llm router, a consulted profile, a
+    history summary) go through the cassette as the turn's own requests do:
+    each model has its own fake server, and the replay, with every server
+    gone, gives the recorded conversation."""
+    cassette = tmp_path / "side.jsonl"
+    servers = {name: FakeProvider() for name in ("main", "classifier", "titles", "summarizer")}
+    try:
+        servers["classifier"].queue(*[tool_call_chunks(f"r{i}", "select_agent", {"agent": "writer"}) for i in (1, 2)])
+        servers["main"].queue(
+            chat_chunks({"content": "Once upon a time, a cat."}),
+            tool_call_chunks("c1", "ask_titles", {"question": "A title for a story about a brave cat?"}),
+            chat_chunks({"content": "Title: Whiskers the Bold."}))
+        servers["titles"].queue(chat_chunks({"content": "Whiskers the Bold"}))
+        servers["summarizer"].queue(chat_chunks({"content": "The user asked for a cat story."}))
+        models = {name: model("openai", fake.base_url, model=name) for name, fake in servers.items()}
+        params = {
+            "model": models["main"],
+            "properties": {"agent": "writer"},
+            "router": {"kind": "llm", "model": models["classifier"]},
+            "profiles": {"selector": "agent", "cases": {
+                "writer": {
+                    "description": "Writes stories.", "instructions": ["You write short stories."],
+                    "tools": [{"consult": "titles", "name": "ask_titles", "description": "Ask the title expert."}],
+                    "hooks": {"onPrompt": [{"summarizeHistory": {"threshold": 2, "keepLast": 1, "into": "memo", "model": models["summarizer"]}}]},
+                },
+                "titles": {"description": "Suggests titles.", "instructions": ["You only suggest titles."], "model": models["titles"]},
+            }},
+        }
+
+        async def run(mode: str, name: str, key: bool) -> tuple[list[Any], str]:
+            transcript = tmp_path / f"{name}.transcript.jsonl"
+            args = ["--ephemeral", "--record", str(transcript), "--model-cassette", str(cassette), "--cassette-mode", mode]
+            answers: list[Any] = []
+            async with Client.spawn(binary=BINARY, cwd=tmp_path, args=args, env={"TEST_PROVIDER_KEY": SECRET} if key else {},
+                                    request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT) as client:
+                session = await client.open_session(params)
+                for prompt in ("Write a story about a cat.", "And a title?"):
+                    answers.append(dict((await session.send(prompt)).raw))
+            return answers, transcript.read_text()
+
+        recorded, recorded_transcript = await run("record", "recorded", key=True)
+        assert {name: len(fake.received) for name, fake in servers.items()} == {"main": 3, "classifier": 2, "titles": 1, "summarizer": 1}
+    finally:
+        for fake in servers.values():
+            fake.close()
+    assert recorded[1]["message"]["text"] == "Title: Whiskers the Bold."
+    exchanges = [json.loads(line)["request"]["body"] for line in cassette.read_text().splitlines()[1:]]
+    assert sorted(body["model"] for body in exchanges) == ["classifier", "classifier", "main", "main", "main", "summarizer", "titles"]
+    # Each side request is what its purpose sends: the router offers select_agent, the summary asks for one.
+    assert all(body["tools"][0]["function"]["name"] == "select_agent" for body in exchanges if body["model"] == "classifier")
+    assert any("Summarize the conversation" in json.dumps(body) for body in exchanges if body["model"] == "summarizer")
+
+    replayed, replayed_transcript = await run("replay", "replayed", key=False)
+    assert without_ids(replayed) == without_ids(recorded)
+    assert steps(replayed_transcript) == steps(recorded_transcript)
+
+
+async def test_a_failed_connection_is_recorded_and_fails_the_same_way_in_replay(tmp_path: Path) -> None:
+    """Nothing listens at the model's address: each attempt (the first and its
+    retries, equal requests) is recorded as a connection failure with no
+    response head, and the replay fails with the same error."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cassette = tmp_path / "refused.jsonl"
+    config = model("openai", f"http://127.0.0.1:{port}")
+    recorded, _ = await converse(tmp_path, "recorded", cassette, "record", config, ["hello"])
+    assert recorded[0]["error"]["provider"]["code"] == "network"
+    exchanges = [json.loads(line) for line in cassette.read_text().splitlines()[1:]]
+    assert len(exchanges) > 1 and len({json.dumps(e["request"], sort_keys=True) for e in exchanges}) == 1
+    assert all("status" not in e["response"] and e["response"]["end"]["error"]["code"] == "network" for e in exchanges)
+    replayed, _ = await converse(tmp_path, "replayed", cassette, "replay", config, ["hello"], key=False)
+    assert without_ids(replayed) == without_ids(recorded)
+
+
+def cassette_with(line: str) -> str:
+    header = json.dumps({"agentrpcCassette": {"agentrpcVersion": "0.1.0", "formatVersion": 1, "providers": ["openai"]}})
+    return header + "\n" + line + "\n"
+
+
+GOOD_EXCHANGE = json.dumps({
+    "request": {"provider": "openai", "method": "POST", "path": "/v1/chat/completions", "body": {"model": "m"}},
+    "response": {"status": 200, "ms": 1, "headers": {"content-type": "text/event-stream"}, "chunks": [{"ms": 2, "text": "data: [DONE]\n\n"}], "end": {"ms": 3}},
+})
+
+# A cassette that cannot be read, and what the refusal names.
+BAD_CASSETTES = {
+    "broken line": (cassette_with("{broken") + GOOD_EXCHANGE + "\n", "line 2: not JSON"),
+    "newer format": ('{"agentrpcCassette": {"formatVersion": 2, "providers": []}}\n', "line 1: format version 2 is newer"),
+    "no header": (GOOD_EXCHANGE + "\n", "line 1: the first line is not a cassette header"),
+    "empty": ("", "line 1: the file is empty"),
+    "not an exchange": (cassette_with("[1, 2]"), "line 2: an exchange needs"),
+    "negative time": (cassette_with(GOOD_EXCHANGE.replace('{"ms": 2,', '{"ms": -9223372036854775808,')), "line 2: response.chunks[0].ms"),
+    "status out of range": (cassette_with(GOOD_EXCHANGE.replace('"status": 200', '"status": 70000')), "line 2: response.status"),
+    "binary": ("\x00\xff garbage\n", "line 1: not JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASSETTES))
+async def test_a_cassette_that_cannot_be_read_is_refused_naming_the_line(tmp_path: Path, case: str) -> None:
+    """At start (`serve` exits 2 with the reason) and at session/create
+    (`invalidConfiguration`, `field: modelCassette.path`), never a crash."""
+    text, reason = BAD_CASSETTES[case]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(text.encode("latin-1") if case == "binary" else text.encode())
+    process = await asyncio.create_subprocess_exec(
+        str(BINARY), "serve", "--model-cassette", str(path), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path)
+    stdout, stderr = await asyncio.wait_for(process.communicate(b""), TIMEOUT)
+    assert process.returncode == 2 and stdout == b""
+    assert "invalidConfiguration" in stderr.decode() and reason in stderr.decode(), stderr.decode()
+
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--ephemeral"], request_timeout=TIMEOUT) as client:
+        with pytest.raises(AgentRPCError) as raised:
+            await client.open_session({"model": model("openai", "http://127.0.0.1:9"), "modelCassette": {"path": "bad.jsonl"}})
+        assert raised.value.kind == "invalidConfiguration" and raised.value.data.get("field") == "modelCassette.path"
+        assert reason in str(raised.value)
+        # The server is still there.
+        assert await client.open_session(model=model("openai", "http://127.0.0.1:9"))
+
+
+def test_no_committed_cassette_holds_a_secret() -> None:
+    """The cassettes in the repository (examples, fixtures) hold no key, no
+    credential header and no cookie."""
+    root = Path(__file__).resolve().parents[3]
+    cassettes = sorted({*root.glob("examples/**/cassettes/*.jsonl"), *root.glob("Tests/Fixtures/cassettes/*.jsonl")})
+    assert cassettes
+    import re
+
+    for path in cassettes:
+        text = path.read_text()
+        assert json.loads(text.splitlines()[0])["agentrpcCassette"]["formatVersion"] == 1
+        for line in text.splitlines()[1:]:
+            headers = json.loads(line)["response"].get("headers", {})
+            assert not any("auth" in name or "cookie" in name or "key" in name for name in headers), path
+        assert not re.search(r"sk-[A-Za-z0-9_-]{8,}|Bearer |x-api-key", text, re.IGNORECASE), path
