@@ -9,7 +9,7 @@ import Foundation
 /// The engine keeps a round trip's reasoning as one transcript entry whose
 /// `signature` seals it; for this provider that signature is this value,
 /// encoded as JSON under one marker key, so no other provider mistakes it for
-/// its own seal (see `AnthropicRequestBuilder`).
+/// its own seal (see the Anthropic request builder).
 struct OpenAIResponsesReasoningCarrier: Sendable, Hashable {
     struct Item: Sendable, Hashable {
         /// The item id (`rs_…`). Kept for reference; not sent back, because with
