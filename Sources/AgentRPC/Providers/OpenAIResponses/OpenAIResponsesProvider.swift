@@ -49,3 +49,10 @@ package struct OpenAIResponsesProvider: ModelProvider {
         return (adapted.tools, adapted.warnings)
     }
 }
+
+extension OpenAIResponsesProvider {
+    func wireBody(for request: ModelRequest) -> JSONValue? { requestBody(for: request).body }
+    func optionWarnings(for request: ModelRequest) -> [OptionWarning] {
+        configuration.optionWarnings(request.options, provider: .openaiResponses)
+    }
+}
