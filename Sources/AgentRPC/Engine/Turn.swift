@@ -176,24 +176,7 @@ extension TurnRunner {
             }
             session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model,
                                          contextWindowTokens: provider.capabilities.contextWindowTokens))
-            session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: .turn, roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, request: request,
-                               body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
-
-            let completionSpan = turn.spanParent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
-            completionSpan?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
-            let output: RoundTripOutput
-            do {
-                output = try await streamWithRetries(request, provider: provider, session: session)
-            } catch {
-                completionSpan?.end(status: .error("\(error)"))
-                throw error
-            }
-            if let u = output.usage {
-                completionSpan?.recordUsage(Usage(u))
-                turn.addUsage(u)
-            }
-            completionSpan?.setPayload(SpanAttributeKey.completion, output.text)
-            completionSpan?.end(status: .ok)
+            let output = try await send(request, provider: provider, purpose: .turn, profile: profile.name, parent: turn.spanParent, shown: true, session: session)
             try control.checkpoint()
 
             // A round trip cut off by the token limit or the content filter runs none of
@@ -245,7 +228,7 @@ extension TurnRunner {
     /// (`shown`: its text streams to the client and becomes `currentText`), or a
     /// side request of the engine's own (router, consult, summary), whose text
     /// only its caller sees. Usage is announced and counted the same way for both.
-    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool = true, session: isolated AgentSession) async throws -> RoundTripOutput {
+    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, session: isolated AgentSession) async throws -> RoundTripOutput {
         var attempt = 0
         while true {
             attempt += 1
@@ -267,7 +250,7 @@ extension TurnRunner {
 
     /// Sends one of the engine's own requests — the `llm` router's, a consult's, a
     /// summary's — outside the turn's round trips, through the same code as a
-    /// round trip. Like a round trip it is dumped, traced as an `llm.completion`
+    /// round trip (`send`). Like a round trip it is dumped, traced as an `llm.completion`
     /// under `parent`, and its usage is announced with `usage`, becomes
     /// `lastUsageReport` and counts in the turn's usage: the `usage` events of a
     /// turn add up to its `TurnResult.usage`.
@@ -276,15 +259,27 @@ extension TurnRunner {
         parent: SpanContext?, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
         reportOptionWarnings(provider.optionWarnings(for: request), session: session)
+        return try await send(request, provider: provider, purpose: purpose, profile: profile, parent: parent, shown: false, session: session)
+    }
+
+    /// One request to the model, a round trip of the turn or a side request:
+    /// dumped (`--dump-requests`), traced as an `llm.completion` under `parent`,
+    /// streamed with its retries, its usage counted in the turn.
+    private func send(
+        _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
+        parent: SpanContext?, shown: Bool, session: isolated AgentSession
+    ) async throws -> RoundTripOutput {
         session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
                                body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
         let output: RoundTripOutput
         do {
-            output = try await streamWithRetries(request, provider: provider, shown: false, session: session)
+            output = try await streamWithRetries(request, provider: provider, shown: shown, session: session)
         } catch {
-            span?.end(status: .error(TurnRunner.safeDescription(of: error)))
+            // A round trip's span has always said the error as Swift prints it, a
+            // side request's only what may be shown; kept as they were, so traces do not change.
+            span?.end(status: .error(shown ? "\(error)" : TurnRunner.safeDescription(of: error)))
             throw error
         }
         if let usage = output.usage {
