@@ -35,10 +35,13 @@ actor AgentSession {
     var approvalRules = ApprovalRuleSet()
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
-    /// The session's MCP servers (nil: it names none); see `startMCPServers()`.
-    var mcp: MCPServerSet?
-    /// `session/resume {startMCPServers: false}` loaded it; nothing started yet.
-    var mcpStartDeferred = false
+    /// The session's MCP servers, or why there are none yet; see `startMCPServers()`.
+    var mcpServers = SessionMCPServers.none
+    /// The session's MCP servers (nil: it names none, or they are not started).
+    var mcp: MCPServerSet? {
+        if case .started(let set) = mcpServers { return set }
+        return nil
+    }
 
     /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
     init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = Date()) {

@@ -9,18 +9,22 @@ extension AgentSession {
     /// `deferred`: only noted; the servers start at the next call without it
     /// (a later `session/resume`, or the first round trip).
     func startMCPServers(deferred: Bool = false) async {
-        mcpStartDeferred = deferred
-        guard !deferred, mcp == nil, !(config.mcpServers ?? []).isEmpty || config.profiles != nil else { return }
+        guard mcp == nil else { return }
+        mcpServers = deferred ? .deferred : .none
+        guard !deferred, !(config.mcpServers ?? []).isEmpty || config.profiles != nil else { return }
         let sessionID = id
+        let made: MCPServerSet?
         do {
-            mcp = try MCPServerSet.make(
+            made = try MCPServerSet.make(
                 config: config, catalog: context.catalog, environment: context.options.environment, logger: context.logger,
                 report: { [weak self] state in await self?.emit(state.statusEvent) })
         } catch {
             context.logger.warning("session \(sessionID): MCP servers not started: \(error)")
             return
         }
-        await mcp?.start()
+        guard let made else { return }
+        mcpServers = .started(made)
+        await made.start()
     }
 
     func stopMCPServers() async {
@@ -30,7 +34,7 @@ extension AgentSession {
     /// `profile` with the tools of the ready MCP servers it offers appended, after
     /// waiting (bounded) for servers still starting and listings under way.
     func withMCPTools(_ profile: ResolvedProfile) async -> ResolvedProfile {
-        if mcpStartDeferred { await startMCPServers() }
+        if case .deferred = mcpServers { await startMCPServers() }
         guard let mcp else { return profile }
         await mcp.settle()
         var out = profile
@@ -71,4 +75,14 @@ extension AgentSession {
         try Task.checkCancellation()
         return result
     }
+}
+
+/// Where a session's MCP servers are.
+enum SessionMCPServers {
+    /// It names none, or they could not be made, or they are not asked for yet.
+    case none
+    /// `session/resume {startMCPServers: false}` loaded it: they start at the
+    /// next call without that flag (a later `session/resume`, or the first round trip).
+    case deferred
+    case started(MCPServerSet)
 }
