@@ -303,6 +303,8 @@ do {
         let r = try bench.resumeLarge(entries: options.resumeEntries, runs: options.resumeRuns)
         rows.append(Row(label: "9  session/resume, \(r.entries) entries, every record replayed (\(r.journalBytes / 1024) KiB journal, median of \(r.resumes.count))", value: "\(r.resumes.median.millis.fixed(1)) ms", target: "< 50 ms", verdict: verdict(r.resumes.median.millis < 50)))
         rows.append(Row(label: "   min / max; server CPU median", value: "\(r.resumes.min.millis.fixed(1)) / \(r.resumes.max.millis.fixed(1)); \(r.resumeCPU.median.millis.fixed(1)) ms"))
+        // Issue 21's target for a journal as a crash leaves it, judged on the server's CPU (the wall time adds the machine's scheduling).
+        rows.append(Row(label: "   server CPU median (issue 21: 10,000 entries as a crash leaves them)", value: "\(r.resumeCPU.median.millis.fixed(1)) ms", target: "< 10 ms", verdict: verdict(r.resumeCPU.median.millis < 10)))
         rows.append(Row(label: "   after a clean close (snapshot, \(r.closedJournalBytes / 1024) KiB journal), median", value: "\(r.resumesAfterClose.median.millis.fixed(1)) ms", target: "< 50 ms", verdict: verdict(r.resumesAfterClose.median.millis < 50)))
         rows.append(Row(label: "   min / max; server CPU median", value: "\(r.resumesAfterClose.min.millis.fixed(1)) / \(r.resumesAfterClose.max.millis.fixed(1)); \(r.resumeAfterCloseCPU.median.millis.fixed(1)) ms"))
         json["resumeEntries"] = .int(r.entries)

@@ -43,6 +43,11 @@ struct JournalRecordError: Error, Sendable, Equatable, CustomStringConvertible {
 struct JournalRecordReader {
     private var p: JSONTextParser
 
+    /// The record types read here (`type` of a line); any other goes the general way.
+    private enum RecordType: String {
+        case entryAppended, turnStarted, turnEnded, snapshot
+    }
+
     init(_ line: UnsafeBufferPointer<UInt8>) {
         p = JSONTextParser(line, loneSurrogates: .reject)
     }
@@ -70,16 +75,16 @@ struct JournalRecordReader {
     /// `JournalCodec.maxCounter` declines, so the general path reports it.
     mutating func record<R>(change: (TranscriptChange, Date) -> R, snapshot makeSnapshot: (Transcript) -> R) throws(JSONParseError) -> R {
         p.skipWhitespace()
-        var type: String?
+        var type: RecordType?
         var at: Int?
         var entry: TranscriptEntry?
         var nextEntry: Int?
         var turnID: String?
         var number: Int?
-        var status: String?
-        var stopReason: JSONValue?
+        var status: TurnEnd.Status?
+        var stopReason: StopReason?
         var usage: Usage?
-        var undo: JSONValue?
+        var undo: UndoOutcome?
         // A snapshot's members.
         var entries: [TranscriptEntry]?
         var revision: Int?
@@ -94,7 +99,9 @@ struct JournalRecordReader {
         var first = true
         while let name = try nextName(&first) {
             if named(name, "type") {
-                type = try string()
+                // Another record type goes the general way.
+                guard let known = try rawValue(recordType) else { throw decline() }
+                type = known
             } else if named(name, "at") {
                 at = try int()
             } else if named(name, "entry") {
@@ -106,13 +113,15 @@ struct JournalRecordReader {
             } else if named(name, "number") {
                 number = try int()
             } else if named(name, "status") {
-                status = try string()
+                // An unknown status declines below, as a missing one does.
+                status = try rawValue(turnStatus)
             } else if named(name, "stopReason") {
-                stopReason = try p.parseValue()
+                // What is not one of the known reasons (another string, or not a string) is none.
+                stopReason = try rawValueOrNil(self.stopReason)
             } else if named(name, "usage") {
                 usage = try self.usage()
             } else if named(name, "undo") {
-                undo = try p.parseValue()
+                undo = try rawValueOrNil(undoOutcome)
             } else if named(name, "entries") {
                 entries = try entryArray()
             } else if named(name, "revision") {
@@ -139,7 +148,7 @@ struct JournalRecordReader {
         guard atEnd, let type else { throw decline() }
 
         let limit = JournalCodec.maxCounter
-        if type == "snapshot" {
+        if type == .snapshot {
             guard let entries, let revision, let nextEntry, let properties, let nextTurn, let usage, let updatedAt,
                 revision <= limit, nextEntry <= limit, nextTurn <= limit
             else { throw decline() }
@@ -159,19 +168,17 @@ struct JournalRecordReader {
         guard let at else { throw decline() }
         let date = JournalCodec.date(millis: at)
         switch type {
-        case "entryAppended":
-            guard let entry, let nextEntry, nextEntry <= limit else { throw decline() }
+        case .entryAppended:
+            // Taken out of the local, so the entry is not copied (retained) into the change and released after.
+            guard let entry = entry.take(), let nextEntry, nextEntry <= limit else { throw decline() }
             return change(.entryAppended(entry, nextEntryNumber: nextEntry), date)
-        case "turnStarted":
+        case .turnStarted:
             guard let turnID, let number, number <= limit else { throw decline() }
             return change(.turnStarted(turnId: turnID, number: number), date)
-        case "turnEnded":
-            guard let turnID, let status = status.flatMap(TurnEnd.Status.init(rawValue:)), let usage else { throw decline() }
-            let end = TurnEnd(
-                turnId: turnID, status: status, stopReason: stopReason?.stringValue.flatMap(StopReason.init(rawValue:)), usage: usage,
-                undo: undo?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
-            return change(.turnEnded(end), date)
-        default:
+        case .turnEnded:
+            guard let turnID, let status, let usage else { throw decline() }
+            return change(.turnEnded(TurnEnd(turnId: turnID, status: status, stopReason: stopReason, usage: usage, undo: undo ?? .none)), date)
+        case .snapshot:
             throw decline()
         }
     }
@@ -214,7 +221,7 @@ struct JournalRecordReader {
             } else if named(name, "turnId") {
                 turnID = try optionalString()
             } else if named(name, "type") {
-                guard let known = TranscriptEntryType(rawValue: try string()) else { throw decline() }
+                guard let known = try rawValue(entryType) else { throw decline() }
                 type = known
             } else if named(name, "text") {
                 text = try optionalString()
@@ -333,10 +340,12 @@ struct JournalRecordReader {
 
     /// A token count: an integer, or nil for `null`.
     private mutating func count() throws(JSONParseError) -> Int? {
-        let value = try p.parseValue()
-        if value == .null { return nil }
-        guard let i = value.intValue else { throw decline() }
-        return i
+        guard !atEnd else { throw decline() }
+        if current == UInt8(ascii: "n") {
+            guard try p.parseValue() == .null else { throw decline() }
+            return nil
+        }
+        return try int()
     }
 
     // MARK: Values
@@ -354,11 +363,106 @@ struct JournalRecordReader {
         return nil
     }
 
-    /// A number with an integer value (`JSONValue.intValue`'s rule).
+    /// A number with an integer value (`JSONValue.intValue`'s rule). Plain
+    /// integers of up to 18 digits are read here; any other number (a
+    /// fraction, an exponent, more digits) goes through the parser's rule.
     private mutating func int() throws(JSONParseError) -> Int {
-        guard !atEnd, current == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(current) else { throw decline() }
-        guard let i = try p.parseValue().intValue else { throw decline() }
-        return i
+        let digit = UInt8(ascii: "0")...UInt8(ascii: "9")
+        guard !atEnd, current == UInt8(ascii: "-") || digit.contains(current) else { throw decline() }
+        let bytes = p.bytes
+        var i = p.index
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        let first = i
+        var magnitude = 0
+        if i < bytes.count, bytes[i] == UInt8(ascii: "0") {
+            // JSON has no leading zeros: what follows a 0 is not part of the number.
+            i += 1
+        } else {
+            while i < bytes.count, digit.contains(bytes[i]), i - first < 18 {
+                magnitude = magnitude * 10 + Int(bytes[i] - UInt8(ascii: "0"))
+                i += 1
+            }
+        }
+        let plain = i > first && (i == bytes.count || !(digit.contains(bytes[i]) || bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E")))
+        guard plain else {
+            guard let value = try p.parseValue().intValue else { throw decline() }
+            return value
+        }
+        p.index = i
+        return negative ? -magnitude : magnitude
+    }
+
+    /// A string member that is one of `T`'s raw values, nil when it is none
+    /// of them; not a string declines. `known` recognizes the values written
+    /// most from the line's bytes, without making a `String`; any other
+    /// string is read and compared by `T(rawValue:)`, so `known` only makes it
+    /// faster and never decides.
+    @inline(__always)  // specialized for each type and its `known`
+    private mutating func rawValue<T: RawRepresentable>(_ known: (Name) -> T?) throws(JSONParseError) -> T? where T.RawValue == String {
+        guard !atEnd, current == UInt8(ascii: "\"") else { throw decline() }
+        var i = p.index + 1
+        while i < p.bytes.count {
+            let b = p.bytes[i]
+            if b == UInt8(ascii: "\"") {
+                let word = Name(start: p.index + 1, count: i - p.index - 1)
+                p.index = i + 1
+                if let value = known(word) { return value }
+                return T(rawValue: String(decoding: UnsafeBufferPointer(rebasing: p.bytes[word.start..<word.start + word.count]), as: UTF8.self))
+            }
+            // An escape, a control character or a byte of a longer UTF-8 sequence: the parser's rules.
+            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { break }
+            i += 1
+        }
+        return T(rawValue: try p.parseString())
+    }
+
+    /// `rawValue`, but any value that is not a string is nil too (how the
+    /// general path reads `stopReason` and `undo` of a `turnEnded`).
+    @inline(__always)
+    private mutating func rawValueOrNil<T: RawRepresentable>(_ known: (Name) -> T?) throws(JSONParseError) -> T? where T.RawValue == String {
+        guard !atEnd else { throw decline() }
+        if current == UInt8(ascii: "\"") { return try rawValue(known) }
+        _ = try p.parseValue()
+        return nil
+    }
+
+    // The values `rawValue` recognizes from bytes (a value missing here is still read, more slowly).
+
+    private func recordType(_ w: Name) -> RecordType? {
+        if named(w, "entryAppended") { return .entryAppended }
+        if named(w, "turnStarted") { return .turnStarted }
+        if named(w, "turnEnded") { return .turnEnded }
+        if named(w, "snapshot") { return .snapshot }
+        return nil
+    }
+
+    private func entryType(_ w: Name) -> TranscriptEntryType? {
+        if named(w, "prompt") { return .prompt }
+        if named(w, "response") { return .response }
+        if named(w, "toolCalls") { return .toolCalls }
+        if named(w, "toolOutput") { return .toolOutput }
+        if named(w, "reasoning") { return .reasoning }
+        return nil
+    }
+
+    private func turnStatus(_ w: Name) -> TurnEnd.Status? {
+        if named(w, "completed") { return .completed }
+        if named(w, "failed") { return .failed }
+        if named(w, "cancelled") { return .cancelled }
+        return nil
+    }
+
+    private func stopReason(_ w: Name) -> StopReason? {
+        if named(w, "completed") { return .completed }
+        if named(w, "finalAnswer") { return .finalAnswer }
+        return nil
+    }
+
+    private func undoOutcome(_ w: Name) -> UndoOutcome? {
+        if named(w, "none") { return UndoOutcome.none }
+        if named(w, "committed") { return .committed }
+        return nil
     }
 
     // MARK: Structure
