@@ -42,7 +42,6 @@ from .tools import Tool, ToolExceptionPolicy
 from .types import (
     ApprovalRule,
     ContextDiagnostic,
-    Decision,
     RewindResult,
     GenerateResult,
     InterruptedTurn,
@@ -303,19 +302,10 @@ class Client:
         """``session/getTranscript`` as a dict."""
         return self._call(self.async_client.get_transcript(session_id))
 
-    def list_sessions(
-        self,
-        cursor: str | None = None,
-        limit: int | None = None,
-        *,
-        loaded: bool | None = None,
-        query: str | None = None,
-        model: str | None = None,
-        updated_after: str | None = None,
-    ) -> SessionList:
+    @_forwards_to(_async_client.Client.list_sessions)
+    def list_sessions(self, *args: Any, **kwargs: Any) -> SessionList:
         """``session/list``: typed records, newest-updated first."""
-        return self._call(self.async_client.list_sessions(
-            cursor, limit, loaded=loaded, query=query, model=model, updated_after=updated_after))
+        return self._call(self.async_client.list_sessions(*args, **kwargs))
 
     def close_session(self, session_id: str) -> None:
         """``session/close``."""
@@ -383,10 +373,13 @@ class Session:
         """Set by ``resume_session``: parts of the journal that did not load."""
         return self.async_session.warnings
 
-    def fork(self, at_entry_id: str | None = None) -> Session:
+    @_forwards_to(_async_session.Session.fork)
+    def fork(self, *args: Any, **kwargs: Any) -> Session:
         """``session/fork``: a copy of this session up to ``at_entry_id``."""
-        return self.client._wrap(self._call(self.async_session.fork(at_entry_id)))
+        return self.client._wrap(self._call(self.async_session.fork(*args, **kwargs)))
 
+    # `send` and `stream` spell their parameters out: their async twins take any
+    # option as a keyword (`**option_kwargs`), which `_forwards_to` cannot type.
     def send(
         self,
         input: _async_session.Input,
@@ -441,45 +434,45 @@ class Session:
         """``session/cancel`` (safe to call from any thread)."""
         return self._call(self.async_session.cancel())
 
-    def confirm(
-        self, call_id: str, approve: bool | str | Decision = True, reason: str | None = None, *,
-        arguments: Any = None, rule: Mapping[str, Any] | None = None,
-    ) -> ApprovalRule | None:
+    @_forwards_to(_async_session.Session.confirm)
+    def confirm(self, *args: Any, **kwargs: Any) -> ApprovalRule | None:
         """``session/confirm`` (see the async ``confirm``)."""
-        return self._call(self.async_session.confirm(call_id, approve, reason, arguments=arguments, rule=rule))
+        return self._call(self.async_session.confirm(*args, **kwargs))
 
-    def approve(self, call_id: str, reason: str | None = None, *, arguments: Any = None) -> None:
+    @_forwards_to(_async_session.Session.approve)
+    def approve(self, *args: Any, **kwargs: Any) -> None:
         """Approve the pending call (with edited ``arguments``, when given)."""
-        self.confirm(call_id, True, reason, arguments=arguments)
+        self._call(self.async_session.approve(*args, **kwargs))
 
-    def deny(self, call_id: str, reason: str | None = None) -> None:
+    @_forwards_to(_async_session.Session.deny)
+    def deny(self, *args: Any, **kwargs: Any) -> None:
         """Deny the pending call."""
-        self.confirm(call_id, False, reason)
+        self._call(self.async_session.deny(*args, **kwargs))
 
-    def approve_for_session(
-        self, call_id: str, rule: Mapping[str, Any] | None = None, *, arguments: Any = None,
-    ) -> ApprovalRule | None:
+    @_forwards_to(_async_session.Session.approve_for_session)
+    def approve_for_session(self, *args: Any, **kwargs: Any) -> ApprovalRule | None:
         """Approve the call and later matching calls of its tool (see the async method)."""
-        return self._call(self.async_session.approve_for_session(call_id, rule, arguments=arguments))
+        return self._call(self.async_session.approve_for_session(*args, **kwargs))
 
-    def deny_and_stop(self, call_id: str, reason: str | None = None) -> None:
+    @_forwards_to(_async_session.Session.deny_and_stop)
+    def deny_and_stop(self, *args: Any, **kwargs: Any) -> None:
         """Deny the call and cancel the turn at once."""
-        self._call(self.async_session.deny_and_stop(call_id, reason))
+        self._call(self.async_session.deny_and_stop(*args, **kwargs))
 
-    def set_approval_rules(
-        self, add: Iterable[Mapping[str, Any]] = (), remove: Iterable[str] = (),
-    ) -> list[ApprovalRule]:
+    @_forwards_to(_async_session.Session.set_approval_rules)
+    def set_approval_rules(self, *args: Any, **kwargs: Any) -> list[ApprovalRule]:
         """``session/setApprovalRules``."""
-        return self._call(self.async_session.set_approval_rules(add, remove))
+        return self._call(self.async_session.set_approval_rules(*args, **kwargs))
 
-    def steer(self, input: _async_session.Input, *, images: Iterable[Any] | None = None,
-              expected_turn_id: str | None = None) -> str:
+    @_forwards_to(_async_session.Session.steer)
+    def steer(self, *args: Any, **kwargs: Any) -> str:
         """``session/steer`` (safe to call from any thread while a turn runs)."""
-        return self._call(self.async_session.steer(input, images=images, expected_turn_id=expected_turn_id))
+        return self._call(self.async_session.steer(*args, **kwargs))
 
-    def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None, undo: bool) -> RewindResult:
+    @_forwards_to(_async_session.Session.rewind)
+    def rewind(self, *args: Any, **kwargs: Any) -> RewindResult:
         """``session/rewind`` (see the async ``rewind``)."""
-        return self._call(self.async_session.rewind(to_entry_id=to_entry_id, turn_id=turn_id, undo=undo))
+        return self._call(self.async_session.rewind(*args, **kwargs))
 
     def state(self) -> SessionState:
         """``session/getState``."""
@@ -489,24 +482,19 @@ class Session:
         """``session/getTranscript``."""
         return self._call(self.async_session.transcript())
 
-    def mutate_transcript(
-        self,
-        operations: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        expected_revision: int | None = None,
-    ) -> MutationResult:
+    @_forwards_to(_async_session.Session.mutate_transcript)
+    def mutate_transcript(self, *args: Any, **kwargs: Any) -> MutationResult:
         """``session/mutateTranscript`` (build operations with :mod:`agentrpc.ops`)."""
-        return self._call(self.async_session.mutate_transcript(operations, expected_revision=expected_revision))
+        return self._call(self.async_session.mutate_transcript(*args, **kwargs))
 
     def drop_last_turn(self) -> str | None:
         """Remove the newest turn's entries; return its ``turnId`` (see the async one)."""
         return self._call(self.async_session.drop_last_turn())
 
-    def set_properties(
-        self, set: Mapping[str, Any] | None = None, remove: Sequence[str] | None = None
-    ) -> PropertiesResult:
+    @_forwards_to(_async_session.Session.set_properties)
+    def set_properties(self, *args: Any, **kwargs: Any) -> PropertiesResult:
         """``session/setProperties``."""
-        return self._call(self.async_session.set_properties(set, remove))
+        return self._call(self.async_session.set_properties(*args, **kwargs))
 
     def close(self) -> None:
         """``session/close``."""
