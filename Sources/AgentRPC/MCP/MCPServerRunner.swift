@@ -24,9 +24,15 @@ actor MCPServerRunner {
     /// Resumed when the live connection ends.
     private var connectionEnd: CheckedContinuation<String, Never>?
     private var endedReason: String?
-    /// `list_changed` handling: one listing at a time; a storm coalesces into the next one.
-    private var relistWanted = false
+    /// `list_changed` handling: one listing at a time, at most one per
+    /// `relistIntervalSeconds`; a storm coalesces into the next one. A listing
+    /// covers the notifications counted when it began.
+    private var changesSeen = 0
+    private var changesListed = 0
+    private var lastListing: ContinuousClock.Instant?
     private var relistTask: Task<Void, Never>?
+    /// Round trips waiting for a listing that covers `changesSeen` as it was when they came.
+    private var listingWaiters: [UUID: (covering: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
 
     init(spec: MCPServerSpec, environment: [String: String], logger: Logger, report: @escaping @Sendable (MCPServerState) async -> Void) {
         self.spec = spec
@@ -133,9 +139,11 @@ actor MCPServerRunner {
         do {
             let initTimeout = min(MCPBounds.requestTimeoutSeconds, startupTimeout)
             _ = try await withTimeout(initTimeout, "initialize") { try await client.initialize() }
+            let covering = changesSeen
             let listed = try await client.listTools()
             tools = listed.tools
             notes = listed.notes
+            listingDone(covering: covering)
             for note in listed.notes { logger.warning("mcp \(spec.name): \(note)") }
         } catch {
             let why = "\(error)" + (await describeExit(transport))
@@ -143,6 +151,8 @@ actor MCPServerRunner {
             return .failedToStart(why)
         }
         await setStatus(.ready)
+        // A list_changed that came during the first listing is listed now.
+        if changesListed < changesSeen, relistTask == nil { relistTask = Task { await self.relistLoop() } }
         let why = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
             if let endedReason { c.resume(returning: endedReason) } else { connectionEnd = c }
         }
@@ -172,14 +182,21 @@ actor MCPServerRunner {
     }
 
     private func toolsChanged() {
-        relistWanted = true
+        changesSeen += 1
         guard relistTask == nil else { return }
         relistTask = Task { await self.relistLoop() }
     }
 
     private func relistLoop() async {
-        while relistWanted, !stopped, status == .ready, let client {
-            relistWanted = false
+        while changesListed < changesSeen, !stopped, status == .ready, let client {
+            // A storm of list_changed costs one listing per interval, no more.
+            if let lastListing {
+                let next = lastListing.advanced(by: .clampedSeconds(MCPBounds.relistIntervalSeconds))
+                if next > .now { try? await Task.sleep(until: next, clock: .continuous) }
+                if stopped || status != .ready { break }
+            }
+            let covering = changesSeen
+            lastListing = .now
             do {
                 let listed = try await client.listTools()
                 tools = listed.tools
@@ -188,16 +205,44 @@ actor MCPServerRunner {
             } catch {
                 logger.warning("mcp \(spec.name): re-listing tools failed: \(error)")
             }
-            // A storm of list_changed costs one listing per interval, no more.
-            if relistWanted { try? await Task.sleep(for: .clampedSeconds(MCPBounds.relistIntervalSeconds)) }
+            listingDone(covering: covering)
         }
         relistTask = nil
+        // No listing comes for what is left now (the server is gone or stopped, or
+        // not ready yet: it re-lists once ready): nobody waits for one.
+        let waiters = listingWaiters
+        listingWaiters = [:]
+        for (_, w) in waiters { w.continuation.resume() }
     }
 
-    /// Waits until a listing caused by `list_changed` is done (bounded), so the
-    /// next round trip sees the new list.
-    func settleListing() async {
-        if let relistTask { await relistTask.value }
+    private func listingDone(covering: Int) {
+        changesListed = max(changesListed, covering)
+        let done = listingWaiters.filter { $0.value.covering <= covering }
+        for (id, waiter) in done {
+            listingWaiters.removeValue(forKey: id)
+            waiter.continuation.resume()
+        }
+    }
+
+    /// Waits (up to `seconds`) for a listing that covers every `list_changed`
+    /// seen so far, so the next round trip sees the new list. Only that one:
+    /// notifications that keep coming do not hold the round trip.
+    func settleListing(seconds: Double) async {
+        let covering = changesSeen
+        guard changesListed < covering, relistTask != nil else { return }
+        let id = UUID()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: .clampedSeconds(seconds))
+            await self?.releaseListingWaiter(id)
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            listingWaiters[id] = (covering, c)
+        }
+        timer.cancel()
+    }
+
+    private func releaseListingWaiter(_ id: UUID) {
+        listingWaiters.removeValue(forKey: id)?.continuation.resume()
     }
 
     /// Waits up to `seconds` while the server is starting or restarting.
@@ -249,6 +294,9 @@ actor MCPServerRunner {
         let waiters = readyWaiters
         readyWaiters = [:]
         for (_, w) in waiters { w.resume() }
+        let listing = listingWaiters
+        listingWaiters = [:]
+        for (_, w) in listing { w.continuation.resume() }
         if let client { await client.close(reason: "the session closed") }
         connectionClosed("the session closed")
         runTask?.cancel()

@@ -76,13 +76,14 @@ final class MCPServerSet: Sendable {
     }
 
     /// Before a round trip: waits for servers still starting (each up to its
-    /// `startupTimeoutSeconds`, all at once) and for listings `list_changed` began.
+    /// `startupTimeoutSeconds`, all at once) and for listings `list_changed`
+    /// asked for (as long again at most).
     func settle() async {
         await withTaskGroup(of: Void.self) { group in
             for r in runners {
                 group.addTask {
                     await r.waitUntilSettled(seconds: r.startupTimeout)
-                    await r.settleListing()
+                    await r.settleListing(seconds: r.startupTimeout)
                 }
             }
         }

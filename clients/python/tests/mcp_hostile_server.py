@@ -3,7 +3,12 @@ one way, so the tests can check that agentrpc bounds and reports it.
 
     python mcp_hostile_server.py MODE
 
-Modes: badjson, badversion, unknownid, huge, manytools, endless, storm, silent, immortal.
+Modes: badjson, badversion, unknownid, huge, manytools, endless, storm, silent,
+immortal, ``version=V`` (answers initialize with protocol version V), asks (asks
+the client for ping, sampling, roots and elicitation, does not advertise
+``listChanged`` and still sends ``list_changed``) and relentless (after its tool
+``provoke``, every ``tools/list`` answer comes after a new ``list_changed``: a
+client that re-lists until no notification is left never stops).
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ import time
 from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "badjson"
+
+#: What ``asks`` asks the client once initialized (request id → method).
+ASKS = {
+    "ask-ping": "ping",
+    "ask-sampling": "sampling/createMessage",
+    "ask-roots": "roots/list",
+    "ask-elicitation": "elicitation/create",
+}
 
 
 def send(message: dict[str, Any]) -> None:
@@ -40,10 +53,23 @@ def main() -> None:
             with open(pid_file, "w") as f:
                 f.write(str(os.getpid()))
     page = 0
+    grown = False
+    answers: dict[str, Any] = {}
+    waiting: dict[str, Any] | None = None
     for line in sys.stdin:
         request = json.loads(line)
         method = request.get("method")
+        if method == "notifications/initialized" and MODE == "asks":
+            for ask_id, ask in ASKS.items():
+                send({"jsonrpc": "2.0", "id": ask_id, "method": ask, "params": {}})
         if "id" not in request:
+            continue
+        if method is None:
+            # The client's answer to one of our asks.
+            answers[str(request["id"])] = {k: v for k, v in request.items() if k in ("result", "error")}
+            if waiting is not None and len(answers) == len(ASKS):
+                answer(waiting, {"content": [{"type": "text", "text": json.dumps(answers, sort_keys=True)}]})
+                waiting = None
             continue
         if method == "initialize":
             if MODE == "silent":
@@ -54,6 +80,8 @@ def main() -> None:
                 sys.stdout.write("this is {not json\n")
                 sys.stdout.flush()
             version = "1999-01-01" if MODE == "badversion" else "2025-06-18"
+            if MODE.startswith("version="):
+                version = MODE.removeprefix("version=")
             answer(request, {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": MODE, "version": "0"}})
         elif method == "tools/list":
             if MODE == "manytools":
@@ -61,6 +89,12 @@ def main() -> None:
             elif MODE == "endless":
                 page += 1
                 answer(request, {"tools": [tool(f"p{page}")], "nextCursor": f"c{page}"})
+            elif MODE == "asks":
+                answer(request, {"tools": [tool("asked"), tool("grow")] + ([tool("extra")] if grown else [])})
+            elif MODE == "relentless":
+                if grown:
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                answer(request, {"tools": [tool("provoke"), tool("ok")]})
             else:
                 answer(request, {"tools": [tool("huge"), tool("storm"), tool("ok")]})
         elif method == "tools/call":
@@ -73,6 +107,21 @@ def main() -> None:
                     sys.stdout.write(chunk)
                 sys.stdout.write('"}]}}\n')
                 sys.stdout.flush()
+            elif name == "asked":
+                if len(answers) == len(ASKS):
+                    answer(request, {"content": [{"type": "text", "text": json.dumps(answers, sort_keys=True)}]})
+                else:
+                    waiting = request
+            elif name == "grow":
+                grown = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                answer(request, {"content": [{"type": "text", "text": "grown"}]})
+            elif name == "extra":
+                answer(request, {"content": [{"type": "text", "text": "extra ran"}]})
+            elif name == "provoke":
+                grown = True
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                answer(request, {"content": [{"type": "text", "text": "provoked"}]})
             elif name == "storm":
                 for _ in range(5000):
                     send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

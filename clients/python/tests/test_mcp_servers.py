@@ -604,3 +604,58 @@ async def test_streamable_http_wire_ping_delete_and_no_secret_anywhere(tmp_path:
     assert [line for line in stderr.splitlines() if literal in line and not line.startswith("agentrpc[trace] <- ")] == []
     journal = "".join(p.read_text() for p in (tmp_path / "store").rglob("*") if p.is_file())
     assert "${FAKE_TOKEN}" in journal
+
+
+async def test_every_listed_protocol_version_is_accepted(tmp_path: Path) -> None:
+    versions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+    names = {f"v{i}": version for i, version in enumerate(versions)}
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call(f"mcp__{name}__ok") for name in names]}, {"text": ["all answered"]},
+            servers=[{"name": name, "command": sys.executable, "args": [HOSTILE, f"version={version}"]}
+                     for name, version in names.items()]))
+        statuses = await status_of(events, set(names))
+        assert {name: s["status"] for name, s in statuses.items()} == {name: "ready" for name in names}
+        state = {s["name"]: s for s in (await get_state(client, session))["mcpServers"]}
+        assert {name: state[name]["protocolVersion"] for name in names} == names
+        assert (await session.send("go")).message.text == "all answered"
+        calls = await finished_calls(events)
+        assert [c["outcome"] for c in calls] == ["ok"] * len(names)
+
+
+async def test_server_requests_ping_answered_sampling_roots_elicitation_refused(tmp_path: Path) -> None:
+    """The server asks once initialized; it also never advertises ``listChanged``
+    and still sends ``list_changed``, which the next round trip sees."""
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__asks__asked"), call("mcp__asks__grow")]},
+            {"toolCalls": [call("mcp__asks__extra")]}, {"text": ["done"]},
+            servers=[hostile("asks")]))
+        ready = await status_of(events, {"asks"})
+        assert ready["asks"]["status"] == "ready" and "mcp__asks__extra" not in ready["asks"]["tools"]
+        assert (await session.send("go")).message.text == "done"
+        calls = await finished_calls(events)
+        answers = json.loads(calls[0]["content"])
+        assert answers["ask-ping"] == {"result": {}}
+        for refused in ("ask-sampling", "ask-roots", "ask-elicitation"):
+            assert answers[refused]["error"]["code"] == -32601, answers
+        assert calls[1]["content"] == "grown"
+        assert calls[2]["name"] == "mcp__asks__extra" and calls[2]["outcome"] == "ok" and calls[2]["content"] == "extra ran"
+
+
+async def test_a_list_changed_before_every_listing_does_not_hold_the_next_round_trip(tmp_path: Path) -> None:
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__relentless__provoke")]}, {"toolCalls": [call("mcp__relentless__ok")]}, {"text": ["calm"]},
+            servers=[hostile("relentless")]))
+        await status_of(events, {"relentless"})
+        # Every listing brings a new list_changed, so re-listing never ends: a round
+        # trip waits for one listing that covers the notifications seen so far.
+        assert (await session.send("go")).message.text == "calm"
+        calls = await finished_calls(events)
+        assert [c["outcome"] for c in calls] == ["ok", "ok"]
+        await session.close()
+
