@@ -26,6 +26,16 @@ export function spawnReal(options = {}) {
   return Client.spawn({ binary: BINARY, ...options });
 }
 
+/** A few lines of Python: an MCP server on stdio with one tool, `add` (run as `python3 -c MCP_SERVER`). */
+export const MCP_SERVER = [
+  'import json, sys',
+  'for line in sys.stdin:',
+  '    m = json.loads(line)',
+  '    if "id" not in m: continue',
+  '    r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}} if m["method"] == "initialize" else {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}',
+  '    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)',
+].join('\n');
+
 /** Rejects with a message naming `what` if `promise` does not settle within `ms`. */
 export function within(promise, ms, what) {
   let timer;

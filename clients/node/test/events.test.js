@@ -6,17 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_CAPABILITIES, EVENT_TYPES, ops, scripted, tool } from '../src/index.js';
-import { collect, nextMatching, objectSchema, spawnReal } from '../test-support/helpers.js';
-
-// A minimal MCP server: initialize and tools/list, nothing else.
-const MCP_SERVER = [
-  'import json, sys',
-  'for line in sys.stdin:',
-  '    m = json.loads(line)',
-  '    if "id" not in m: continue',
-  '    r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}} if m["method"] == "initialize" else {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}',
-  '    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)',
-].join('\n');
+import { MCP_SERVER, collect, nextMatching, objectSchema, spawnReal } from '../test-support/helpers.js';
 
 test('every event type of the schema reaches session.stream() / session.events(), typed', async () => {
   const client = await spawnReal({ capabilities: { ...DEFAULT_CAPABILITIES, hooks: true, contextSources: true } });

@@ -6,7 +6,7 @@ import {
   CancelledError, NoPendingConfirmationError, RevisionMismatchError, SessionNotFoundError,
   StructuredOutputError, failed, ops, scripted, tool,
 } from '../src/index.js';
-import { collect, nextMatching, objectSchema, spawnReal, within } from '../test-support/helpers.js';
+import { MCP_SERVER, collect, nextMatching, objectSchema, spawnReal, within } from '../test-support/helpers.js';
 
 const add = tool({
   name: 'add',
@@ -292,6 +292,29 @@ describe('list, resume, delete', () => {
       await session.delete();
       assert.ok(!(await client.listSessions()).data.some((s) => s.sessionId === session.id));
       await assert.rejects(client.resumeSession(session.id), SessionNotFoundError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('resumeSession passes startMCPServers and mcpServers', async () => {
+    const client = await spawnReal();
+    try {
+      const calc = (name) => ({ name, command: 'python3', args: ['-c', MCP_SERVER] });
+      const session = await client.openSession({ model: scripted({ text: ['ok'] }), mcpServers: [calc('stored')] });
+      await session.close();
+      // Deferred: the session loads without starting its servers.
+      const deferred = await client.resumeSession(session.id, { startMCPServers: false });
+      assert.deepEqual((await deferred.getState()).mcpServers ?? [], []);
+      await deferred.close();
+      // A list in place of the stored one, for this load.
+      const replaced = await client.resumeSession(session.id, { mcpServers: [calc('given')] });
+      assert.deepEqual((await replaced.getState()).mcpServers.map((s) => s.name), ['given']);
+      await replaced.close();
+      // Not stored: the next load runs the stored server again.
+      const again = await client.resumeSession(session.id);
+      assert.deepEqual((await again.getState()).mcpServers.map((s) => s.name), ['stored']);
+      await again.close();
     } finally {
       await client.close();
     }

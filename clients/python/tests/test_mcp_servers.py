@@ -659,3 +659,25 @@ async def test_a_list_changed_before_every_listing_does_not_hold_the_next_round_
         assert [c["outcome"] for c in calls] == ["ok", "ok"]
         await session.close()
 
+
+async def test_resume_session_takes_start_mcp_servers_and_mcp_servers(tmp_path: Path) -> None:
+    from agentrpc import MCPServer
+
+    async with spawn_real(tmp_path, args=["--store", str(tmp_path / "store")]) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(servers=[hostile("badjson")]))
+        await status_of(events, {"badjson"})
+        await session.close()
+        # Deferred: the session loads without starting its servers.
+        deferred = await client.resume_session(session.id, start_mcp_servers=False)
+        assert (await get_state(client, deferred)).get("mcpServers", []) == []
+        await deferred.close()
+        # A list in place of the stored one, for this load (typed as a user writes it).
+        given: MCPServer = {"name": "given", "command": sys.executable, "args": [HOSTILE, "unknownid"]}
+        replaced = await client.resume_session(session.id, mcp_servers=[given])
+        assert (await status_of(events, {"given"}))["given"]["status"] == "ready"
+        assert [s["name"] for s in (await get_state(client, replaced))["mcpServers"]] == ["given"]
+        await replaced.close()
+        # Not stored: the next load runs the stored server again.
+        again = await client.resume_session(session.id)
+        assert [s["name"] for s in (await get_state(client, again))["mcpServers"]] == ["badjson"]

@@ -301,6 +301,11 @@ export async function main(binary: string): Promise<string[]> {
 export async function surface(client: Client, session: Session): Promise<void> {
   const resumed = await client.resumeSession(session.id, { tools: [weather] });
   expectType<Session>()(resumed);
+  const deferred = await client.resumeSession(session.id, {
+    startMCPServers: false,
+    mcpServers: ['github', { name: 'docs', type: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer ${DOCS_TOKEN}' } }],
+  });
+  expectType<Session>()(deferred);
   const forked = await session.fork();
   expectType<Session>()(forked);
   const { turnId } = await session.steer('Also check Rome.', { expectedTurnId: 't-1' });

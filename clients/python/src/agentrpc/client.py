@@ -1141,7 +1141,15 @@ class Client:
     #: Same as :meth:`open_session`.
     create_session = open_session
 
-    async def resume_session(self, session_id: str, rollback: bool = False, *, tools: Sequence[Any] = ()) -> Session:
+    async def resume_session(
+        self,
+        session_id: str,
+        rollback: bool = False,
+        *,
+        tools: Sequence[Any] = (),
+        mcp_servers: Sequence[str | MCPServer] | None = None,
+        start_mcp_servers: bool | None = None,
+    ) -> Session:
         """``session/resume``: load a stored session (from disk, after a
         restart or a crash) and return its handle.
 
@@ -1153,10 +1161,20 @@ class Client:
         Raises ``SessionLocked`` while another server process has it loaded.
         ``tools`` are the functions that answer its tool calls (the specs
         were stored with the session).
+
+        The session's MCP servers start again in the background; ``mcp_servers``
+        (names from agentrpc.json or :class:`~agentrpc.MCPServer` dicts)
+        replaces them for this load, say to give back header values that were
+        not stored, and ``start_mcp_servers=False`` defers their start to the
+        next resume or the first round trip (docs/protocol.md §3).
         """
         params: JSONObject = {"sessionId": session_id}
         if rollback:
             params["rollback"] = True
+        if mcp_servers is not None:
+            params["mcpServers"] = list(mcp_servers)
+        if start_mcp_servers is not None:
+            params["startMCPServers"] = start_mcp_servers
         result = await self.request("session/resume", params)
         session = self._session_from(result, "session/resume", {})
         interrupted = result.get("interruptedTurn") if isinstance(result, dict) else None
