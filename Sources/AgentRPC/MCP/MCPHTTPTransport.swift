@@ -95,14 +95,42 @@ final class MCPHTTPTransport: MCPTransport {
             post(body, purpose: .request(id), idleSeconds: Self.requestIdleSeconds, then: nil)
             return
         }
-        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            done.withLock { $0 = c }
-            post(body, purpose: .oneWay, idleSeconds: MCPBounds.requestTimeoutSeconds) { done.withLock { $0.take() }?.resume() }
+        var key: UUID?
+        let finished = await Self.waitBounded(MCPBounds.requestTimeoutSeconds) { done in
+            key = post(body, purpose: .oneWay, idleSeconds: MCPBounds.requestTimeoutSeconds, then: done)
         }
+        // A server that holds back its answer is not waited for any longer.
+        if !finished, let key { dropPost(key) }
     }
 
-    private func post(_ body: Data, purpose: MCPHTTPResponseSink.Purpose, idleSeconds: Double, then: (@Sendable () -> Void)?) {
+    /// Runs `start`, then waits until the `done` it was given is called, or
+    /// `seconds` passed (false). Each wait of a notification's or answer's POST,
+    /// and of the DELETE at close, has this bound beside the idle timeout, which
+    /// a server sending a byte now and then would renew forever.
+    private static func waitBounded(_ seconds: Double, _ start: (@escaping @Sendable () -> Void) -> Void) async -> Bool {
+        let wait = MCPHTTPBoundedWait()
+        var timer: Task<Void, Never>?
+        let outcome = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            wait.set(c)
+            timer = Task {
+                try? await Task.sleep(for: .clampedSeconds(seconds))
+                wait.finish(false)
+            }
+            start { wait.finish(true) }
+        }
+        timer?.cancel()
+        return outcome
+    }
+
+    /// Stops reading a POST and forgets it.
+    private func dropPost(_ key: UUID) {
+        let (handle, then) = state.withLock { s in (s.posts.removeValue(forKey: key)?.handle, s.waiting.removeValue(forKey: key)) }
+        handle?.cancel()
+        then?()
+    }
+
+    @discardableResult
+    private func post(_ body: Data, purpose: MCPHTTPResponseSink.Purpose, idleSeconds: Double, then: (@Sendable () -> Void)?) -> UUID {
         let key = UUID()
         let slot = MCPHTTPHandleSlot()
         // Registered before the request starts: its response may end before `start` returns.
@@ -114,10 +142,11 @@ final class MCPHTTPTransport: MCPTransport {
         }
         guard open else {
             then?()
-            return
+            return key
         }
         let sink = MCPHTTPResponseSink(transport: self, purpose: purpose, key: key)
         slot.fill(HTTPTransports.current.start(request(method: "POST", body: body, idleSeconds: idleSeconds), sink: sink))
+        return key
     }
 
     /// Opens the GET stream once the session is initialized.
@@ -181,6 +210,15 @@ final class MCPHTTPTransport: MCPTransport {
             return s.waiting.removeValue(forKey: key)
         }
         then?()
+    }
+
+    /// A notification's or answer's POST has its status: the server took the
+    /// message (or refused it), so the next may go. Its body (normally none) is
+    /// not waited for, and may not hold the connection long.
+    fileprivate func accepted(_ key: UUID) {
+        let (then, handle) = state.withLock { s in (s.waiting.removeValue(forKey: key), s.posts[key]?.handle) }
+        then?()
+        handle?.linger()
     }
 
     fileprivate func linger(_ key: UUID) {
@@ -250,15 +288,17 @@ final class MCPHTTPTransport: MCPTransport {
         inbox.put(.closed(reason: "the connection was closed"))
         guard session != nil else { return }
         // DELETE ends the session on the server; bounded, and its answer does not matter.
-        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let r = request(method: "DELETE", body: Data(), idleSeconds: 5)
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            done.withLock { $0 = c }
-            var delete = r
-            delete.connectTimeoutSeconds = 5
-            _ = HTTPTransports.current.start(delete, sink: MCPHTTPDoneSink { done.withLock { $0.take() }?.resume() })
+        var delete = request(method: "DELETE", body: Data(), idleSeconds: Self.deleteSeconds)
+        delete.connectTimeoutSeconds = Self.deleteSeconds
+        var handle: HTTPRequestHandle?
+        let finished = await Self.waitBounded(Self.deleteSeconds) { done in
+            handle = HTTPTransports.current.start(delete, sink: MCPHTTPDoneSink(done))
         }
+        if !finished { handle?.cancel() }
     }
+
+    /// The bound of the DELETE at close, from its start to its end.
+    static let deleteSeconds: Double = 5
 }
 
 /// One response: a POST's answer (JSON or SSE) or the GET stream; each message
@@ -307,6 +347,7 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
             $0.read = read
             $0.sse = type.hasPrefix("text/event-stream")
         }
+        if case .oneWay = purpose { transport.accepted(key) }
     }
 
     func body(_ bytes: Data) {
@@ -430,6 +471,13 @@ private final class MCPHTTPHandleSlot: Sendable {
     }
 
     func linger() { state.withLock { $0.handle }?.linger() }
+}
+
+/// One wait of `waitBounded`: ended once, by the work or by the timer.
+private final class MCPHTTPBoundedWait: Sendable {
+    private let waiter = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+    func set(_ continuation: CheckedContinuation<Bool, Never>) { waiter.withLock { $0 = continuation } }
+    func finish(_ value: Bool) { waiter.withLock { $0.take() }?.resume(returning: value) }
 }
 
 /// Calls `done` when the response ends, whatever it was.

@@ -6,9 +6,10 @@ headers, body) to a log as one JSON line, so a test can check what agentrpc
 sent: ``Accept``, ``Mcp-Session-Id``, ``MCP-Protocol-Version``, the
 configured headers, the ``DELETE`` at close. Its GET stream sends the server's
 own ``ping`` request at once and ``notifications/tools/list_changed`` after
-the tool ``grow`` ran.
+the tool ``grow`` ran. With ``trickle``, it answers ``DELETE`` and
+``notifications/initialized`` with a body that never ends: one byte a second.
 
-    python mcp_http_fake.py PORT LOG
+    python mcp_http_fake.py PORT LOG [trickle]
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import json
 import queue
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SESSION = "fake-session-1"
 VERSION = "2025-06-18"
 LOG = sys.argv[2] if len(sys.argv) > 2 else "/dev/null"
+TRICKLE = sys.argv[3:4] == ["trickle"]
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
@@ -53,9 +56,26 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def trickle(self) -> None:
+        """A 200 whose body never ends: a byte a second, until the client goes."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            while True:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(1)
+        except OSError:
+            pass
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         self.record(body)
+        if TRICKLE and body.get("method") == "notifications/initialized":
+            return self.trickle()
         if "method" not in body or "id" not in body:  # a notification, or an answer to our ping
             return self.answer(202)
         method = body["method"]
@@ -106,6 +126,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self.record(None)
+        if TRICKLE:
+            return self.trickle()
         self.answer(200)
 
 

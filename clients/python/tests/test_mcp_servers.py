@@ -681,3 +681,48 @@ async def test_resume_session_takes_start_mcp_servers_and_mcp_servers(tmp_path: 
         # Not stored: the next load runs the stored server again.
         again = await client.resume_session(session.id)
         assert [s["name"] for s in (await get_state(client, again))["mcpServers"]] == ["badjson"]
+
+
+async def test_streamable_http_a_trickled_answer_to_a_notification_or_delete_is_bounded(tmp_path: Path) -> None:
+    """The fake answers notifications/initialized and DELETE with a byte a second,
+    forever: the idle timeout never fires, the bound of each wait does."""
+    port = _free_port()
+    fake = await _http_server([sys.executable, str(HERE / "mcp_http_fake.py"), str(port), str(tmp_path / "requests.jsonl"), "trickle"], port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__fake__echo", text="hi")]}, {"text": ["done"]},
+                servers=[http_server(port, "fake")]))
+            assert (await wait_status(events, "fake", "ready"))["tools"] == ["mcp__fake__echo", "mcp__fake__grow"]
+            assert (await session.send("go")).message.text == "done"
+            assert (await finished_calls(events))[0]["content"] == "echo: hi"
+            await session.close()
+    finally:
+        _stop(fake)
+
+
+async def test_agentrpc_json_servers_are_named_by_sessions_and_profiles(tmp_path: Path) -> None:
+    from agentrpc import InvalidConfiguration
+
+    (tmp_path / "agentrpc.json").write_text(json.dumps({"mcpServers": {
+        "shared": {"command": sys.executable, "args": [HOSTILE, "badjson"]},
+        "extra": {"command": sys.executable, "args": [HOSTILE, "unknownid"]},
+        "idle": {"command": sys.executable, "args": [HOSTILE, "badjson"]},
+    }}))
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        with pytest.raises(InvalidConfiguration) as raised:
+            await client.open_session(scripted(servers=["nowhere"]))
+        assert "nowhere" in str(raised.value) and "extra, idle, shared" in str(raised.value)
+        # The session names one server of agentrpc.json; its profile case another,
+        # which then starts with the session too. "idle" is named by nobody.
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__shared__ok"), call("mcp__extra__ok")]}, {"text": ["both"]},
+            servers=["shared"], properties={"mode": "work"},
+            profiles={"selector": "mode", "cases": {"work": {"mcpServers": ["shared", "extra"]}}}))
+        statuses = await status_of(events, {"shared", "extra"})
+        assert {name: s["status"] for name, s in statuses.items()} == {"shared": "ready", "extra": "ready"}
+        assert [s["name"] for s in (await get_state(client, session))["mcpServers"]] == ["shared", "extra"]
+        assert (await session.send("go")).message.text == "both"
+        assert [c["outcome"] for c in await finished_calls(events)] == ["ok", "ok"]
