@@ -169,7 +169,8 @@ final class MCPStdioTransport: MCPTransport {
     private let tail = LineTail(keep: MCPBounds.stderrLinesKept)
     private let serverName: String
     private let logger: Logger
-    private let closing = Mutex<Bool>(false)
+    /// The one stop of the child; every `close` waits for it.
+    private let stopping = Mutex<Task<Void, Never>?>(nil)
 
     private init(child: ChildProcess, serverName: String, logger: Logger) {
         self.child = child
@@ -264,13 +265,18 @@ final class MCPStdioTransport: MCPTransport {
         guard child.write(bytes) else { throw MCPTransportError(description: "the server's input is closed") }
     }
 
+    /// Stops the child once. A second caller (the session closing while the
+    /// connection's own end closes it too) waits for that stop instead of
+    /// returning while the child may still run.
     func close() async {
-        let wasClosing = closing.withLock { closing in
-            defer { closing = true }
-            return closing
+        let child = self.child
+        let stop = stopping.withLock { task in
+            if let task { return task }
+            let started = Task { await child.stop(grace: MCPBounds.stopGraceSeconds) }
+            task = started
+            return started
         }
-        if wasClosing { return }
-        await child.stop(grace: MCPBounds.stopGraceSeconds)
+        await stop.value
     }
 
     var stderrTail: [String] { tail.all }
