@@ -36,7 +36,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 from . import client as _async_client
 from . import session as _async_session
 from .client import DEFAULT, AskUserHandler, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
-from .config import MCPServer
 from .events import Event
 from .retry import RefreshAuth
 from .tools import Tool, ToolExceptionPolicy
@@ -283,18 +282,10 @@ class Client:
     #: Same as :meth:`open_session`.
     create_session = open_session
 
-    def resume_session(
-        self,
-        session_id: str,
-        rollback: bool = False,
-        *,
-        tools: Sequence[Any] = (),
-        mcp_servers: Sequence[str | MCPServer] | None = None,
-        start_mcp_servers: bool | None = None,
-    ) -> Session:
+    @_forwards_to(_async_client.Client.resume_session)
+    def resume_session(self, *args: Any, **kwargs: Any) -> Session:
         """``session/resume``: load a stored session (see the async client)."""
-        return self._wrap(self._call(self.async_client.resume_session(
-            session_id, rollback, tools=tools, mcp_servers=mcp_servers, start_mcp_servers=start_mcp_servers)))
+        return self._wrap(self._call(self.async_client.resume_session(*args, **kwargs)))
 
     def fork_session(self, session_id: str, at_entry_id: str | None = None) -> Session:
         """``session/fork``: a copy of a session up to an entry."""
