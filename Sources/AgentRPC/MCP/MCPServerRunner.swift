@@ -21,6 +21,8 @@ actor MCPServerRunner {
     private var runTask: Task<Void, Never>?
     /// Turns waiting for the server to leave `starting`/`restarting`.
     private var readyWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    /// Status changes being reported right now (see `setStatus`).
+    private var announcing = 0
     /// Resumed when the live connection ends.
     private var connectionEnd: CheckedContinuation<String, Never>?
     private var endedReason: String?
@@ -68,15 +70,21 @@ actor MCPServerRunner {
     private func setStatus(_ new: MCPServerStatus, reason: String? = nil, exposed: [String] = []) async {
         status = new
         self.reason = reason
+        var event = MCPServerState(name: spec.name, transport: spec.transport, status: new, reason: reason, restarts: restarts)
+        if new == .ready { event.tools = exposedNames }
+        if new == .failed || new == .restarting { event.stderr = stderrTail }
+        // Reported before a waiting round trip goes on (and a round trip that
+        // asks meanwhile waits too): the event reaches the session ahead of
+        // everything that round trip emits. Woken first, the turn could end
+        // before the status it waited for was announced.
+        announcing += 1
+        await report(event)
+        announcing -= 1
         if new != .starting && new != .restarting {
             let waiters = readyWaiters
             readyWaiters = [:]
             for (_, w) in waiters { w.resume() }
         }
-        var event = MCPServerState(name: spec.name, transport: spec.transport, status: new, reason: reason, restarts: restarts)
-        if new == .ready { event.tools = exposedNames }
-        if new == .failed || new == .restarting { event.stderr = stderrTail }
-        await report(event)
     }
 
     private func run() async {
@@ -247,7 +255,7 @@ actor MCPServerRunner {
 
     /// Waits up to `seconds` while the server is starting or restarting.
     func waitUntilSettled(seconds: Double) async {
-        guard status == .starting || status == .restarting else { return }
+        guard status == .starting || status == .restarting || announcing > 0 else { return }
         let id = UUID()
         let timer = Task { [weak self] in
             try? await Task.sleep(for: .clampedSeconds(seconds))
