@@ -610,3 +610,60 @@ def test_no_committed_cassette_holds_a_secret() -> None:
             headers = json.loads(line)["response"].get("headers", {})
             assert not any("auth" in name or "cookie" in name or "key" in name for name in headers), path
         assert not re.search(r"sk-[A-Za-z0-9_-]{8,}|Bearer |x-api-key", text, re.IGNORECASE), path
+
+
+def test_agentrpc_chat_records_and_replays_through_the_cassette(tmp_path: Path) -> None:
+    """`agentrpc chat --model-cassette`, at a terminal: the model answers once,
+    then the cassette does with the model gone, the same text on the screen."""
+    from test_chat import PROMPT, Terminal, chat_env
+
+    cassette = tmp_path / "chat.jsonl"
+    fake = FakeProvider()
+    try:
+        fake.queue(chat_chunks({"content": "Recorded "}, {"content": "at the terminal."}))
+        config = {"models": {"m": model("openai", fake.base_url)}, "defaultModel": "m"}
+        (tmp_path / "agentrpc.json").write_text(json.dumps(config))
+        env = {**chat_env(tmp_path), "TEST_PROVIDER_KEY": SECRET}
+        for mode, with_env in (("record", env), ("replay", chat_env(tmp_path))):
+            if mode == "replay":
+                fake.close()
+            term = Terminal(["--model-cassette", str(cassette), "--cassette-mode", mode], tmp_path, with_env)
+            try:
+                term.expect(PROMPT)
+                term.line("hello")
+                term.expect("Recorded at the terminal.")
+                term.expect(PROMPT)
+                term.line("/exit")
+                assert term.wait_exit() == 0
+            finally:
+                term.close()
+        assert len(fake.received) == 1
+    finally:
+        fake.close()
+    text = cassette.read_text()
+    assert len(text.splitlines()) == 2 and SECRET not in text
+
+
+async def test_recorded_pace_lets_a_test_cancel_mid_answer(tmp_path: Path) -> None:
+    """A model that paused 2 s mid-answer, replayed at the recorded pace: a
+    cancel sent when the first text arrives ends the turn in the pause, with
+    the text so far, as it would live."""
+    from agentrpc import Cancelled, TextDelta, TurnEnded
+    from conftest import until
+
+    cassette = tmp_path / "slow.jsonl"
+    first = b'data: {"choices":[{"index":0,"delta":{"content":"Slow "}}]}\n\n'
+    rest = [b'data: {"choices":[{"index":0,"delta":{"content":"answer."},"finish_reason":"stop"}]}\n\n', b"data: [DONE]\n\n"]
+    config = await record_one(tmp_path, cassette, "openai", ["slowly"], [Canned(200, {"Content-Type": "text/event-stream"}, first, slow_chunks=rest, pause=2.0)])
+    args = ["--ephemeral", "--model-cassette", str(cassette), "--cassette-pace", "recorded"]
+    async with Client.spawn(binary=BINARY, cwd=tmp_path, args=args, request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT) as client:
+        session = await client.open_session(model=config, tools=TOOLS)
+        async with session.watch() as watch:
+            turn = asyncio.create_task(session.send("slowly"))
+            await until(watch, lambda e: isinstance(e, TextDelta))
+            assert await session.cancel() is True
+            with pytest.raises(Cancelled) as caught:
+                await turn
+            ended = await until(watch, lambda e: isinstance(e, TurnEnded))
+    assert caught.value.partial_text == "Slow "
+    assert isinstance(ended, TurnEnded) and ended.status == "cancelled"
