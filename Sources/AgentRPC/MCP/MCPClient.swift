@@ -33,6 +33,8 @@ struct MCPTool: Sendable, Hashable {
     var readOnlyHint: Bool?
     var destructiveHint: Bool?
     var idempotentHint: Bool?
+    /// Why our validator cannot use `inputSchema` (a `schemaWarnings` entry), checked once when listed.
+    var schemaProblem: JSONSchemaError?
 }
 
 /// The JSON-RPC side of one connection to an MCP server: requests with bounded
@@ -251,11 +253,14 @@ actor MCPClient {
                 }
                 guard names.insert(name).inserted else { continue }
                 let annotations = item["annotations"]
+                let schema = item["inputSchema"] ?? ["type": "object"]
+                var problem: JSONSchemaError?
+                do { _ = try JSONSchemaValidator(schema: schema) } catch { problem = error }
                 tools.append(MCPTool(
                     name: name, title: item["title"]?.stringValue, description: item["description"]?.stringValue,
-                    inputSchema: item["inputSchema"] ?? ["type": "object"],
+                    inputSchema: schema,
                     readOnlyHint: annotations?["readOnlyHint"]?.boolValue, destructiveHint: annotations?["destructiveHint"]?.boolValue,
-                    idempotentHint: annotations?["idempotentHint"]?.boolValue))
+                    idempotentHint: annotations?["idempotentHint"]?.boolValue, schemaProblem: problem))
             }
             if tools.count >= MCPBounds.maxToolsPerServer {
                 notes.append("the server lists more than \(MCPBounds.maxToolsPerServer) tools; the first \(MCPBounds.maxToolsPerServer) are used")

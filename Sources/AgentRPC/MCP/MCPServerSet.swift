@@ -7,6 +7,8 @@ import Synchronization
 final class MCPServerSet: Sendable {
     let runners: [MCPServerRunner]
     private let byName: [String: MCPServerRunner]
+    /// The turn whose schema warnings were reported, and for which tools.
+    private let warned = Mutex<(turn: String?, tools: Set<String>)>((nil, []))
 
     /// The session's servers: its `mcpServers` entries, then agentrpc.json servers
     /// its profiles name. Throws `invalidConfiguration` for a name nowhere defined.
@@ -95,6 +97,8 @@ final class MCPServerSet: Sendable {
         var server: MCPServerRunner
         var serverName: String
         var toolName: String
+        /// Its input schema cannot be used to check arguments.
+        var schemaWarning: SchemaWarning?
     }
 
     /// The tools of the ready servers among `servers` (nil: all), in server order.
@@ -105,10 +109,25 @@ final class MCPServerSet: Sendable {
             for tool in await r.currentTools {
                 let name = Self.exposedName(server: r.spec.name, tool: tool.name)
                 guard taken.insert(name).inserted else { continue }
-                out.append(Offered(spec: Self.toolSpec(tool, exposedName: name), server: r, serverName: r.spec.name, toolName: tool.name))
+                out.append(Offered(
+                    spec: Self.toolSpec(tool, exposedName: name), server: r, serverName: r.spec.name, toolName: tool.name,
+                    schemaWarning: tool.schemaProblem.map {
+                        SchemaWarning(tool: name, path: $0.schemaPath, message: "the input schema cannot be used to check arguments: \($0.message)")
+                    }))
             }
         }
         return out
+    }
+
+    /// The warnings of `offered` not yet reported in `turn`: each tool's once a
+    /// turn, as the pre-flight reports the client tools' at its start.
+    func newSchemaWarnings(_ offered: [Offered], turn: String) -> [SchemaWarning] {
+        let all = offered.compactMap(\.schemaWarning)
+        guard !all.isEmpty else { return [] }
+        return warned.withLock { w in
+            if w.turn != turn { w = (turn, []) }
+            return all.filter { w.tools.insert($0.tool).inserted }
+        }
     }
 
     /// The states `session/getState` lists.

@@ -39,8 +39,13 @@ extension AgentSession {
         await mcp.settle()
         var out = profile
         let taken = Set(profile.tools.map(\.name))
-        for offered in await mcp.offeredTools(servers: mcpServerNames(profile: profile.name)) where !taken.contains(offered.spec.name) {
-            out.tools.append(.client(offered.spec))
+        let offered = await mcp.offeredTools(servers: mcpServerNames(profile: profile.name)).filter { !taken.contains($0.spec.name) }
+        out.tools += offered.map { .client($0.spec) }
+        // A schema our validator cannot use is a warning (the tool is still offered,
+        // its arguments unchecked), reported the first time a turn offers it.
+        if let turn = runner?.id {
+            let warnings = mcp.newSchemaWarnings(offered, turn: turn)
+            if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: turn) }
         }
         return out
     }

@@ -8,7 +8,11 @@ immortal, ``version=V`` (answers initialize with protocol version V), asks (asks
 the client for ping, sampling, roots and elicitation, does not advertise
 ``listChanged`` and still sends ``list_changed``) and relentless (after its tool
 ``provoke``, every ``tools/list`` answer comes after a new ``list_changed``: a
-client that re-lists until no notification is left never stops).
+client that re-lists until no notification is left never stops), oddschema (a
+tool whose input schema cannot be used, one whose arguments need an integer
+``n``). In every mode
+the tool ``hang`` is never answered, and at the end of input the server writes
+``eof`` to ``$MCP_TEST_EOF_FILE`` (if set) half a second later, then exits.
 """
 
 from __future__ import annotations
@@ -91,12 +95,16 @@ def main() -> None:
                 answer(request, {"tools": [tool(f"p{page}")], "nextCursor": f"c{page}"})
             elif MODE == "asks":
                 answer(request, {"tools": [tool("asked"), tool("grow")] + ([tool("extra")] if grown else [])})
+            elif MODE == "oddschema":
+                odd = {"name": "odd", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nowhere"}}}}
+                typed = {"name": "typed", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
+                answer(request, {"tools": [odd, typed, tool("ok")]})
             elif MODE == "relentless":
                 if grown:
                     send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
                 answer(request, {"tools": [tool("provoke"), tool("ok")]})
             else:
-                answer(request, {"tools": [tool("huge"), tool("storm"), tool("ok")]})
+                answer(request, {"tools": [tool("huge"), tool("storm"), tool("ok"), tool("hang")]})
         elif method == "tools/call":
             name = request["params"]["name"]
             if name == "huge":
@@ -107,6 +115,8 @@ def main() -> None:
                     sys.stdout.write(chunk)
                 sys.stdout.write('"}]}}\n')
                 sys.stdout.flush()
+            elif name == "hang":
+                continue
             elif name == "asked":
                 if len(answers) == len(ASKS):
                     answer(request, {"content": [{"type": "text", "text": json.dumps(answers, sort_keys=True)}]})
@@ -132,6 +142,12 @@ def main() -> None:
             answer(request, {})
         else:
             send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no"}})
+    eof_file = os.environ.get("MCP_TEST_EOF_FILE")
+    if eof_file:
+        # A moment of cleanup: only a parent that waits for the exit lets it finish.
+        time.sleep(0.5)
+        with open(eof_file, "w") as f:
+            f.write("eof")
     if MODE == "immortal":
         while True:
             time.sleep(3600)

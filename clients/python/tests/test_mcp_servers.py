@@ -726,3 +726,65 @@ async def test_agentrpc_json_servers_are_named_by_sessions_and_profiles(tmp_path
         assert [s["name"] for s in (await get_state(client, session))["mcpServers"]] == ["shared", "extra"]
         assert (await session.send("go")).message.text == "both"
         assert [c["outcome"] for c in await finished_calls(events)] == ["ok", "ok"]
+
+
+async def test_mcp_calls_keep_the_turn_contract_timeout_trace_and_max_tool_calls(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    async with spawn_real(tmp_path, args=["--ephemeral", "--trace-file", str(trace)]) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__badjson__hang"), call("mcp__badjson__ok")]}, {"text": ["went on"]},
+            servers=[hostile("badjson")], limits={"toolTimeoutSeconds": 1}))
+        await status_of(events, {"badjson"})
+        # The call the server never answers ends failed at the per-call timeout; the turn goes on.
+        assert (await session.send("go")).message.text == "went on"
+        hang, ok = await finished_calls(events)
+        assert hang["outcome"] == "failed" and "did not finish within 1" in hang["content"]
+        assert ok["outcome"] == "ok" and ok["content"] == "fine"
+        # Each call is a tool span (the file is written as spans end: read until both are in).
+        async with asyncio.timeout(REAL_TIMEOUT):
+            while not all(f'"tool.mcp__badjson__{t}"' in trace.read_text() for t in ("hang", "ok")):
+                await asyncio.sleep(0.05)
+        # maxToolCalls counts MCP calls like any other.
+        limited = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__badjson__ok"), call("mcp__badjson__ok")]}, {"text": ["never"]},
+            servers=[hostile("badjson")], limits={"maxToolCalls": 1}))
+        await status_of(events, {"badjson"})
+        from agentrpc import MaxToolCallsExceeded
+
+        with pytest.raises(MaxToolCallsExceeded):
+            await limited.send("go")
+
+
+async def test_sigterm_of_agentrpc_stops_its_servers_politely(tmp_path: Path) -> None:
+    """The server sees its input end and agentrpc waits for its exit (the polite
+    stop): a server that dies only by the parent-death SIGKILL, when agentrpc
+    exits at once, writes no marker (it writes it half a second after the end of input)."""
+    eof = tmp_path / "eof"
+    async with spawn_real(tmp_path, env={"MCP_TEST_EOF_FILE": str(eof)}) as client:
+        events = client.notifications("session/event")
+        await client.open_session(scripted(servers=[hostile("badjson")]))
+        await status_of(events, {"badjson"})
+        os.kill(client.pid, signal.SIGTERM)
+        async with asyncio.timeout(REAL_TIMEOUT):
+            while not eof.exists():
+                await asyncio.sleep(0.05)
+        assert eof.read_text() == "eof"
+
+
+async def test_input_schemas_are_checked_and_an_unusable_one_is_a_schema_warning(tmp_path: Path) -> None:
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__oddschema__typed"), call("mcp__oddschema__odd", x=1)]},
+            {"toolCalls": [call("mcp__oddschema__typed", n=2)]}, {"text": ["done"]},
+            servers=[hostile("oddschema")]))
+        await status_of(events, {"oddschema"})
+        assert (await session.send("go")).message.text == "done"
+        seen = await turn_events(events)
+        # Reported once in the turn, though both round trips offered the tool.
+        [warned] = [e for e in seen if e["type"] == "schemaWarnings"]
+        assert [(w["tool"], w["path"]) for w in warned["warnings"]] == [("mcp__oddschema__odd", "#/properties/x/$ref")]
+        missing, odd, typed = [e for e in seen if e["type"] == "toolCallFinished"]
+        assert missing["outcome"] == "failed" and "missing required property `n`" in missing["content"]
+        assert odd["outcome"] == "ok" and typed["outcome"] == "ok"
