@@ -11,7 +11,7 @@ the client for ping, sampling, roots and elicitation, does not advertise
 client that re-lists until no notification is left never stops), oddschema (a
 tool whose input schema cannot be used, one whose arguments need an integer
 ``n``). In every mode
-the tool ``hang`` is never answered, and at the end of input the server writes
+the tool ``hang`` is never answered, ``big`` answers 2 MiB of text, and at the end of input the server writes
 ``eof`` to ``$MCP_TEST_EOF_FILE`` (if set) half a second later, then exits.
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
                     send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
                 answer(request, {"tools": [tool("provoke"), tool("ok")]})
             else:
-                answer(request, {"tools": [tool("huge"), tool("storm"), tool("ok"), tool("hang")]})
+                answer(request, {"tools": [tool("huge"), tool("storm"), tool("ok"), tool("hang"), tool("big")]})
         elif method == "tools/call":
             name = request["params"]["name"]
             if name == "huge":
@@ -117,6 +117,9 @@ def main() -> None:
                 sys.stdout.flush()
             elif name == "hang":
                 continue
+            elif name == "big":
+                # 2 MiB of text: over the 1 MiB output bound, under the 16 MiB message bound.
+                answer(request, {"content": [{"type": "text", "text": "y" * (2 * 1024 * 1024)}]})
             elif name == "asked":
                 if len(answers) == len(ASKS):
                     answer(request, {"content": [{"type": "text", "text": json.dumps(answers, sort_keys=True)}]})

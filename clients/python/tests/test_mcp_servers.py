@@ -788,3 +788,39 @@ async def test_input_schemas_are_checked_and_an_unusable_one_is_a_schema_warning
         missing, odd, typed = [e for e in seen if e["type"] == "toolCallFinished"]
         assert missing["outcome"] == "failed" and "missing required property `n`" in missing["content"]
         assert odd["outcome"] == "ok" and typed["outcome"] == "ok"
+
+
+async def test_output_over_the_limit_is_cut_with_a_note_the_model_sees(tmp_path: Path) -> None:
+    async with spawn_real(tmp_path, args=["--ephemeral"]) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__badjson__big")]}, {"text": ["cut"]}, servers=[hostile("badjson")]))
+        await status_of(events, {"badjson"})
+        assert (await session.send("go")).message.text == "cut"
+        [big] = await finished_calls(events)
+        assert big["outcome"] == "ok"
+        assert big["content"].endswith(f"[output cut: {1024 * 1024} of {2 * 1024 * 1024} bytes shown]")
+        # The model is sent the cut text, note included.
+        entries = (await client.request("session/getTranscript", {"sessionId": session.id}))["entries"]
+        [output] = [e for e in entries if e["type"] == "toolOutput"]
+        assert output["content"] == big["content"]
+
+
+async def test_a_fork_starts_its_own_servers_and_delete_stops_them(tmp_path: Path) -> None:
+    eof = tmp_path / "eof"
+    async with spawn_real(tmp_path, args=["--store", str(tmp_path / "store")], env={"MCP_TEST_EOF_FILE": str(eof)}) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(servers=[hostile("badjson")]))
+        await status_of(events, {"badjson"})
+        fork = await session.fork()
+        # The fork's own server reports on the fork's session.
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                event = note.params["event"]
+                if note.params["sessionId"] == fork.id and event["type"] == "mcpServerStatus" and event["status"] == "ready":
+                    break
+        assert [s["name"] for s in (await get_state(client, fork))["mcpServers"]] == ["badjson"]
+        await fork.delete()
+        # Deleting waited for the polite stop: the server wrote its marker after its input ended.
+        assert eof.read_text() == "eof"
+        assert (await get_state(client, session))["mcpServers"][0]["status"] == "ready"

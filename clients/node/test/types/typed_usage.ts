@@ -306,6 +306,11 @@ export async function surface(client: Client, session: Session): Promise<void> {
     mcpServers: ['github', { name: 'docs', type: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer ${DOCS_TOKEN}' } }],
   });
   expectType<Session>()(deferred);
+  const withServers = await client.openSession({
+    model: 'gpt',
+    mcpServers: ['github', { name: 'files', command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { LOG_LEVEL: 'warn' } }],
+  });
+  expectType<Session>()(withServers);
   const forked = await session.fork();
   expectType<Session>()(forked);
   const { turnId } = await session.steer('Also check Rome.', { expectedTurnId: 't-1' });
