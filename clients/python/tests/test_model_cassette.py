@@ -667,3 +667,29 @@ async def test_recorded_pace_lets_a_test_cancel_mid_answer(tmp_path: Path) -> No
             ended = await until(watch, lambda e: isinstance(e, TurnEnded))
     assert caught.value.partial_text == "Slow "
     assert isinstance(ended, TurnEnded) and ended.status == "cancelled"
+
+
+async def test_a_configured_secret_header_value_is_scrubbed_wherever_it_appears(tmp_path: Path) -> None:
+    """A credential in a configured header (not the API key) never reaches the
+    cassette: not from the prompt in the request body, the answer's text or a
+    kept response header. Matching uses the scrubbed body, so the replay
+    still finds the exchange."""
+    token = "gw-0123456789-gateway-secret"
+    cassette = tmp_path / "headers.jsonl"
+    answer = chat_chunks({"content": f"Your token {token} works."})
+    answer.headers["x-request-id"] = f"req-{token}"
+    fake = FakeProvider()
+    try:
+        fake.queue(answer)
+        config = model("openai", fake.base_url, headers={"X-Gateway-Token": token})
+        recorded, _ = await converse(tmp_path, "recorded", cassette, "record", config, [f"Is {token} right?"])
+        assert fake.received[0].headers["x-gateway-token"] == token
+    finally:
+        fake.close()
+    assert recorded[0]["message"]["text"] == f"Your token {token} works."
+    text = cassette.read_text()
+    assert token not in text and "x-gateway-token" not in text.lower()
+    exchange = json.loads(text.splitlines()[1])
+    assert exchange["response"]["headers"]["x-request-id"] == "req-[REDACTED]"
+    replayed, _ = await converse(tmp_path, "replayed", cassette, "replay", config, [f"Is {token} right?"], key=False)
+    assert replayed[0]["message"]["text"] == "Your token [REDACTED] works."
