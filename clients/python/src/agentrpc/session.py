@@ -125,8 +125,11 @@ class Session:
 
     # -- turns -----------------------------------------------------------------
 
+    # `self` is positional-only where any option is a keyword (`**option_kwargs`),
+    # so the blocking facade can take these parameters from here (`sync._forwards_to`).
     async def send(
         self,
+        /,
         input: Input,
         *,
         images: Iterable[Any] | None = None,
@@ -161,6 +164,7 @@ class Session:
 
     def stream(
         self,
+        /,
         input: Input,
         *,
         images: Iterable[Any] | None = None,
@@ -204,6 +208,7 @@ class Session:
 
     async def generate_result(
         self,
+        /,
         input: Input,
         schema: Any,
         *,

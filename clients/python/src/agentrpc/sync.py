@@ -29,7 +29,7 @@ import concurrent.futures
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
@@ -37,7 +37,6 @@ from . import client as _async_client
 from . import session as _async_session
 from .client import DEFAULT, AskUserHandler, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
 from .events import Event
-from .retry import RefreshAuth
 from .tools import Tool, ToolExceptionPolicy
 from .types import (
     ApprovalRule,
@@ -379,41 +378,17 @@ class Session:
         """``session/fork``: a copy of this session up to ``at_entry_id``."""
         return self.client._wrap(self._call(self.async_session.fork(*args, **kwargs)))
 
-    # `send` and `stream` spell their parameters out: their async twins take any
-    # option as a keyword (`**option_kwargs`), which `_forwards_to` cannot type.
-    def send(
-        self,
-        input: _async_session.Input,
-        *,
-        images: Iterable[Any] | None = None,
-        options: Mapping[str, Any] | None = None,
-        timeout: float | None | _Default = None,
-        retry: bool = False,
-        refresh_auth: RefreshAuth | None = None,
-        queue: bool = False,
-        **option_kwargs: Any,
-    ) -> TurnResult:
+    @_forwards_to(_async_session.Session.send)
+    def send(self, *args: Any, **kwargs: Any) -> TurnResult:
         """Run one turn and return its :class:`~agentrpc.TurnResult` (see the async ``send``)."""
-        return self._call(self.async_session.send(
-            input, images=images, options=options, timeout=timeout, retry=retry,
-            refresh_auth=_threaded(refresh_auth) if refresh_auth is not None else None, queue=queue,
-            **option_kwargs,
-        ))
+        if kwargs.get("refresh_auth") is not None:
+            kwargs["refresh_auth"] = _threaded(kwargs["refresh_auth"])
+        return self._call(self.async_session.send(*args, **kwargs))
 
-    def stream(
-        self,
-        input: _async_session.Input,
-        *,
-        images: Iterable[Any] | None = None,
-        options: Mapping[str, Any] | None = None,
-        timeout: float | None | _Default = None,
-        queue: bool = False,
-        **option_kwargs: Any,
-    ) -> TurnStream:
+    @_forwards_to(_async_session.Session.stream)
+    def stream(self, *args: Any, **kwargs: Any) -> TurnStream:
         """Run one turn, iterating its events; ``stream.result`` afterwards."""
-        inner = self.async_session.stream(input, images=images, options=options, timeout=timeout, queue=queue,
-                                          **option_kwargs)
-        return TurnStream(self.client._portal, inner)
+        return TurnStream(self.client._portal, self.async_session.stream(*args, **kwargs))
 
     @overload
     def generate(self, input: _async_session.Input, schema: type[_T], **kwargs: Any) -> _T: ...
@@ -425,11 +400,12 @@ class Session:
         """Structured output (see the async ``generate``): an instance of ``schema`` when it is a type."""
         return self.generate_result(input, schema, **kwargs).value
 
-    def generate_result(self, input: _async_session.Input, schema: Any, **kwargs: Any) -> GenerateResult:
+    @_forwards_to(_async_session.Session.generate_result)
+    def generate_result(self, *args: Any, **kwargs: Any) -> GenerateResult:
         """Structured output with the turn id and usage."""
         if kwargs.get("refresh_auth") is not None:
             kwargs["refresh_auth"] = _threaded(kwargs["refresh_auth"])
-        return self._call(self.async_session.generate_result(input, schema, **kwargs))
+        return self._call(self.async_session.generate_result(*args, **kwargs))
 
     def cancel(self) -> bool:
         """``session/cancel`` (safe to call from any thread)."""
