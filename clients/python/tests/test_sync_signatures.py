@@ -10,7 +10,7 @@ import agentrpc
 from agentrpc import sync
 
 FORWARDED = {
-    (sync.Client, agentrpc.Client): ["spawn", "open_session", "create_session", "list_sessions"],
+    (sync.Client, agentrpc.Client): ["spawn", "open_session", "create_session", "resume_session", "list_sessions"],
     (sync.Session, agentrpc.Session): [
         "send", "stream", "generate_result", "confirm", "approve", "deny", "approve_for_session",
         "deny_and_stop", "set_approval_rules", "steer", "rewind", "mutate_transcript", "set_properties", "fork",
