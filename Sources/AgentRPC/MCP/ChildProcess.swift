@@ -6,10 +6,14 @@ import Glibc
 #endif
 
 /// A child process started for an MCP server, with pipes on its stdin, stdout
-/// and stderr. It leads its own process group, so stopping it reaches anything
-/// it started; on Linux it also gets SIGKILL when agentrpc dies (even by
-/// `kill -9`), so no server outlives us.
+/// and stderr. `pid` is a small supervisor (a fork of agentrpc that runs no
+/// Swift code of ours beyond a loop of system calls) that leads the process
+/// group the server runs in: stopping it reaches anything the server started,
+/// and when agentrpc dies (even by `kill -9`) the supervisor kills the whole
+/// group, so neither the server nor its own children outlive us. The
+/// supervisor exits as the server did (the same status or signal).
 final class ChildProcess: Sendable {
+    /// The supervisor's pid, which is also the process group's id.
     let pid: pid_t
     /// Our ends: write to `stdin`, read `stdout` and `stderr`.
     let stdinFD: Int32
@@ -117,7 +121,8 @@ final class ChildProcess: Sendable {
     }
 
     /// Close stdin, wait; SIGTERM, wait; SIGKILL, reap. Bounded by twice `grace`
-    /// plus five seconds.
+    /// plus five seconds. Then whatever the server started and left behind in
+    /// its process group is killed.
     func stop(grace: Double) async {
         closeStdin()
         if await !waitForExit(seconds: grace) {
@@ -127,6 +132,9 @@ final class ChildProcess: Sendable {
                 _ = await waitForExit(seconds: 5)
             }
         }
+        // The group's id stays taken while a member is left in it, so this reaches
+        // only what the server left behind (ESRCH when nothing is).
+        _ = kill(-pid, SIGKILL)
     }
 
     var exitDescription: String {
@@ -147,9 +155,12 @@ struct SpawnPlan: Sendable {
     var directory: String?
 }
 
-/// Forks every MCP server from one thread that lives as long as the process:
-/// `PR_SET_PDEATHSIG` fires when the *thread* that forked exits, so forking
-/// from a pooled thread could kill a server the moment the pool shrinks.
+/// Forks every MCP server from one thread that lives as long as the process.
+/// Each fork is a supervisor that forks the server and watches the lifeline:
+/// a pipe whose write end only agentrpc holds, so its end is agentrpc's end,
+/// however it comes. The server also gets `PR_SET_PDEATHSIG` (SIGKILL) for the
+/// supervisor, which is single-threaded (the signal fires when the *thread*
+/// that forked exits).
 ///
 /// `@unchecked Sendable`: `jobs` is only touched under `condition`.
 final class ChildSpawner: @unchecked Sendable {
@@ -201,6 +212,18 @@ final class ChildSpawner: @unchecked Sendable {
         guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "prctl") else { return nil }
         return unsafeBitCast(symbol, to: PrctlFunction.self)
     }()
+    /// The lifeline's read end (each supervisor watches it) and write end (only
+    /// agentrpc holds it, never closed); close-on-exec, so no server inherits either.
+    private static let lifeline: (read: Int32, write: Int32)? = {
+        var fds: [Int32] = [-1, -1]
+        guard let pipe2 = ChildSpawner.pipe2, pipe2(&fds, O_CLOEXEC) == 0 else { return nil }
+        return (fds[0], fds[1])
+    }()
+    /// How many descriptors a supervisor closes (all it inherited but the lifeline).
+    private static let descriptorLimit: Int32 = {
+        let n = sysconf(Int32(_SC_OPEN_MAX))
+        return n > 0 ? Int32(min(n, 1 << 20)) : 1024
+    }()
 
     private static func forkAndExec(_ plan: SpawnPlan) -> Result<ChildProcess, ChildProcess.SpawnError> {
         func fail(_ what: String) -> Result<ChildProcess, ChildProcess.SpawnError> {
@@ -240,6 +263,8 @@ final class ChildSpawner: @unchecked Sendable {
             for i in 0..<envList.count { free(envp[i]) }
             envp.deallocate()
         }
+        guard let lifeline = Self.lifeline else { return fail("cannot create the lifeline pipe") }
+        let descriptorLimit = Self.descriptorLimit
         var emptyMask = sigset_t()
         sigemptyset(&emptyMask)
         let parent = getpid()
@@ -250,12 +275,51 @@ final class ChildSpawner: @unchecked Sendable {
 
         let pid = fork()
         if pid == 0 {
-            // The child: only async-signal-safe calls from here to execve.
+            // The supervisor: only async-signal-safe calls from here on. It leads the
+            // group, and ignores SIGTERM, SIGINT, SIGHUP and SIGPIPE as agentrpc does.
             _ = setpgid(0, 0)
+            let supervisor = getpid()
+            if getppid() != parent { _exit(127) }
+            let server = fork()
+            if server < 0 {
+                var code = errno
+                _ = Glibc.write(reportWrite, &code, MemoryLayout<Int32>.size)
+                _exit(127)
+            }
+            if server > 0 {
+                // Nothing of agentrpc's stays open here (its stdout, other servers' pipes,
+                // the report pipe: agentrpc reads that to its end), only the lifeline.
+                var fd: Int32 = 0
+                while fd < descriptorLimit {
+                    if fd != lifeline.read { _ = close(fd) }
+                    fd += 1
+                }
+                while true {
+                    var watch = pollfd(fd: lifeline.read, events: Int16(POLLIN), revents: 0)
+                    if poll(&watch, 1, 100) > 0 {
+                        // agentrpc is gone: the group goes too, this process with it.
+                        _ = kill(0, SIGKILL)
+                        _exit(137)
+                    }
+                    var status: Int32 = 0
+                    let ended = waitpid(server, &status, WNOHANG)
+                    if ended == server {
+                        let signalled = status & 0x7f
+                        if signalled == 0 { _exit((status >> 8) & 0xff) }
+                        // End the same way, so agentrpc reports how the server ended.
+                        _ = Glibc.signal(signalled, SIG_DFL)
+                        _ = sigprocmask(SIG_SETMASK, &emptyMask, nil)
+                        _ = kill(supervisor, signalled)
+                        _exit(128 + signalled)
+                    }
+                    if ended < 0 && errno != EINTR { _exit(127) }
+                }
+            }
+            // The server.
             if let prctl {
                 _ = prctl(prSetPdeathsig, UInt(SIGKILL), 0, 0, 0)
-                // The parent may have died before the line above: then no signal comes.
-                if getppid() != parent { _exit(127) }
+                // The supervisor may have died before the line above: then no signal comes.
+                if getppid() != supervisor { _exit(127) }
             }
             _ = dup2(inRead, 0)
             _ = dup2(outWrite, 1)
@@ -292,6 +356,7 @@ final class ChildSpawner: @unchecked Sendable {
         repeat { n = read(reportRead, &code, MemoryLayout<Int32>.size) } while n < 0 && errno == EINTR
         close(reportRead)
         if n == MemoryLayout<Int32>.size {
+            // The supervisor exits once the server's exec failed.
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)
             for fd in [inWrite, outRead, errRead] { close(fd) }

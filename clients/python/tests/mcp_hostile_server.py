@@ -10,7 +10,8 @@ the client for ping, sampling, roots and elicitation, does not advertise
 ``provoke``, every ``tools/list`` answer comes after a new ``list_changed``: a
 client that re-lists until no notification is left never stops), oddschema (a
 tool whose input schema cannot be used, one whose arguments need an integer
-``n``). In every mode
+``n``), spawner (starts a child of its own that ignores SIGTERM and reads no
+input, and writes that child's pid to ``$MCP_TEST_PID_FILE``). In every mode
 the tool ``hang`` is never answered, ``big`` answers 2 MiB of text, and at the end of input the server writes
 ``eof`` to ``$MCP_TEST_EOF_FILE`` (if set) half a second later, then exits.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from typing import Any
@@ -56,6 +58,12 @@ def main() -> None:
         if pid_file:
             with open(pid_file, "w") as f:
                 f.write(str(os.getpid()))
+    if MODE == "spawner":
+        grandchild = subprocess.Popen(
+            [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.environ["MCP_TEST_PID_FILE"], "w") as f:
+            f.write(str(grandchild.pid))
     page = 0
     grown = False
     answers: dict[str, Any] = {}

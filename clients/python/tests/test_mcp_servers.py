@@ -824,3 +824,34 @@ async def test_a_fork_starts_its_own_servers_and_delete_stops_them(tmp_path: Pat
         # Deleting waited for the polite stop: the server wrote its marker after its input ended.
         assert eof.read_text() == "eof"
         assert (await get_state(client, session))["mcpServers"][0]["status"] == "ready"
+
+
+async def _gone(pid: int) -> None:
+    async with asyncio.timeout(REAL_TIMEOUT):
+        while Path(f"/proc/{pid}").exists() and "zombie" not in _proc_state(pid):
+            await asyncio.sleep(0.05)
+
+
+async def test_no_process_a_server_started_outlives_kill_9_of_agentrpc(tmp_path: Path) -> None:
+    """The server's own child ignores SIGTERM and reads no input: only the
+    supervisor, seeing agentrpc's lifeline end, kills it (with the whole group)."""
+    pid_file = tmp_path / "grandchild.pid"
+    async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
+        events = client.notifications("session/event")
+        await client.open_session(scripted(servers=[hostile("spawner")]))
+        await status_of(events, {"spawner"})
+        grandchild = int(pid_file.read_text())
+        os.kill(grandchild, 0)  # alive
+        os.kill(client.pid, signal.SIGKILL)
+        await _gone(grandchild)
+
+
+async def test_closing_the_session_stops_what_the_server_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(servers=[hostile("spawner")]))
+        await status_of(events, {"spawner"})
+        grandchild = int(pid_file.read_text())
+        await session.close()
+        assert not Path(f"/proc/{grandchild}").exists() or "zombie" in _proc_state(grandchild)
