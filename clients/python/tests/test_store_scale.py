@@ -95,6 +95,29 @@ async def test_ten_thousand_loaded_sessions_under_ulimit_1024_then_an_http_turn(
             shutil.rmtree(store.parent, ignore_errors=True)
 
 
+async def test_the_soft_file_limit_is_raised_to_the_hard_one_at_start(tmp_path: Path) -> None:
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard file limit here is {hard}")
+    assert REAL_BINARY is not None
+    script = 'ulimit -S -n 256 && exec "$0" "$@"'
+    async with Client.spawn(
+        binary="/bin/sh", args=["-c", script, REAL_BINARY, "--store", str(tmp_path / "store"), "--log-level", "debug"],
+        cwd=tmp_path, request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT,
+    ) as client:
+        await client.list_sessions()
+        with open(f"/proc/{client.pid}/limits") as limits:
+            soft, hard_seen = next(l for l in limits if l.startswith("Max open files")).split()[3:5]
+        assert soft == hard_seen and soft != "256", (soft, hard_seen)
+        # Logged at debug (stderr is read as it comes: wait for the line, bounded).
+        deadline = asyncio.get_running_loop().time() + 10
+        while f"soft limit raised from 256 to {soft}" not in client.stderr_tail:
+            assert asyncio.get_running_loop().time() < deadline, client.stderr_tail
+            await asyncio.sleep(0.02)
+
+
 async def test_a_session_loaded_under_a_low_limit_is_locked_for_another_process(tmp_path: Path) -> None:
     store = tmp_path / "store"
     async with spawn_limited(store, tmp_path, files=64) as first, spawn_limited(store, tmp_path, files=64) as second:
