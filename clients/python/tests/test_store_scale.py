@@ -2,7 +2,8 @@
 
 The server runs under ``ulimit -n 1024`` (set here, soft and hard, in the
 shell that execs it): 10,000 loaded sessions that each completed a turn must
-hold no descriptors, so a turn on an HTTP model still finds a socket.
+hold no descriptors, so a turn on an HTTP model still finds a socket and an
+MCP stdio server still finds its pipes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import pytest
 from agentrpc import Client, scripted
 from agentrpc.errors import SessionLocked
 
-from conftest import REAL_BINARY, requires_real
+from conftest import REAL_BINARY, call, requires_real
 from fake_provider import FIXTURES, Canned, FakeProvider, fixture_text
+from test_mcp_servers import MCP1_PYTHON, MCP2_PYTHON, SDK_SERVER, finished_calls, wait_status
 
 pytestmark = requires_real
 
@@ -50,17 +52,23 @@ def fast_store(tmp_path: Path) -> Path:
 
 
 # 20,000 requests and a shutdown that makes 10,000 journals durable: about 30 s on a
-# busy two-core machine, so the default 60 s bound is too close.
+# busy two-core machine, so the default 60 s bound is too close. The MCP server at the
+# end (a Python process importing the mcp SDK) adds a few seconds.
 @pytest.mark.time_bound(240)
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the repository")
-async def test_ten_thousand_loaded_sessions_under_ulimit_1024_then_an_http_turn(tmp_path: Path) -> None:
+async def test_ten_thousand_loaded_sessions_under_ulimit_1024_then_an_http_turn_and_an_mcp_tool(tmp_path: Path) -> None:
+    # Either SDK's server will do; the MCP part runs in the same process after the
+    # 10,000 sessions so the suite pays for one 10k run, not two.
+    mcp_python = MCP2_PYTHON or MCP1_PYTHON
+    if mcp_python is None:
+        pytest.skip("no mcp SDK to run an MCP stdio server with")
     store = fast_store(tmp_path)
     fake = FakeProvider()
     config = {"models": {"m": {"provider": "openai", "model": "openai-test-model", "baseURL": fake.base_url + "/v1", "apiKeyEnv": "TEST_PROVIDER_KEY"}}}
     (tmp_path / "agentrpc.json").write_text(json.dumps(config))
     try:
-        async with spawn_limited(store, tmp_path, env={"TEST_PROVIDER_KEY": "k"}, extra=("--max-sessions", "10001")) as client:
+        async with spawn_limited(store, tmp_path, env={"TEST_PROVIDER_KEY": "k"}, extra=("--max-sessions", "10002")) as client:
             with open(f"/proc/{client.pid}/limits") as limits:
                 line = next(l for l in limits if l.startswith("Max open files"))
             assert line.split()[3:5] == ["1024", "1024"], line
@@ -87,6 +95,19 @@ async def test_ten_thousand_loaded_sessions_under_ulimit_1024_then_an_http_turn(
             # And the first sessions still take turns.
             again = await client.request("session/send", {"sessionId": ids[0], "input": "again"})
             assert again["message"]["text"] == "again"
+
+            # An MCP stdio server (pipes, a supervisor, its lifeline) starts and a tool of it is called.
+            events = client.notifications("session/event")
+            with_mcp = await client.open_session({
+                "model": {"provider": "scripted", "script": [{"toolCalls": [call("mcp__kit__echo", text="room")]}, {"text": ["done"]}]},
+                "mcpServers": [{"name": "kit", "command": mcp_python, "args": [SDK_SERVER]}],
+            })
+            await wait_status(events, "kit", "ready")
+            answered = await with_mcp.send("call it")
+            assert answered.message.text == "done"
+            [echoed] = await finished_calls(events)
+            assert echoed["name"] == "mcp__kit__echo" and echoed["outcome"] == "ok", echoed
+            assert "echo: room" in str(echoed["content"]), echoed
     finally:
         fake.close()
         if store.parent != tmp_path:
