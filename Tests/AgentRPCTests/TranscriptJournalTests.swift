@@ -65,6 +65,54 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(rebuilt.committedUndo == live.committedUndo && rebuilt.committedUndo.count == 1)
     }
 
+    /// Entry ids stay unique whichever way they are kept: only the highest
+    /// generated number while ids are `e<N>` in rising order, the set of all of
+    /// them after any other id; a fresh id skips a taken one either way, and a
+    /// replayed entry whose id is taken is refused either way.
+    @Test func entryIDsAreUniqueWhileGeneratedAndAfterOtherIDs() throws {
+        func appended(_ id: String, next: Int) -> TranscriptChange {
+            .entryAppended(TranscriptEntry(id: id, turnId: nil, prompt(id)), nextEntryNumber: next)
+        }
+        var t = Transcript(properties: [:])
+        try t.append(prompt("one"), turn: nil)
+        try t.append(prompt("two"), turn: nil)
+        // A client's entry with the next generated id, at the end: the ids still rise.
+        try t.mutate([.insert(after: "e2", entries: [TranscriptEntry(id: "e3", turnId: nil, prompt("client"))])])
+        #expect(try t.append(prompt("four"), turn: nil).id == "e4")
+        for taken in ["e4", "e2", "e1"] {
+            #expect(throws: ReplayMismatch.self) { try t.replay(appended(taken, next: 9), at: Date()) }
+        }
+        // "e05" and "e" are not generated ids (no leading zero, a number): other ids, kept in the set.
+        try t.replay(appended("e05", next: 5), at: Date())
+        try t.replay(appended("e", next: 5), at: Date())
+        try t.replay(appended("note", next: 5), at: Date())
+        for taken in ["note", "e05", "e", "e4", "e1"] {
+            #expect(throws: ReplayMismatch.self) { try t.replay(appended(taken, next: 9), at: Date()) }
+        }
+        #expect(try t.append(prompt("five"), turn: nil).id == "e5")
+        // Rewritten to generated ids only, out of order: the set again; in order: the highest number.
+        func entries(_ ids: String...) -> [TranscriptEntry] { ids.map { TranscriptEntry(id: $0, turnId: nil, prompt($0)) } }
+        try t.mutate([.set(entries: entries("e7", "e1", "e2"))])
+        #expect(throws: ReplayMismatch.self) { try t.replay(appended("e7", next: 9), at: Date()) }
+        #expect(throws: ReplayMismatch.self) { try t.replay(appended("e2", next: 9), at: Date()) }
+        try t.mutate([.set(entries: entries("e1", "e7"))])
+        #expect(throws: ReplayMismatch.self) { try t.replay(appended("e7", next: 9), at: Date()) }
+        try t.mutate([.set(entries: entries("e1", "e5", "e7"))])
+        #expect(throws: ReplayMismatch.self) { try t.replay(appended("e1", next: 9), at: Date()) }
+        try t.mutate([.set(entries: entries("e1", "e2", "e7"))])
+        #expect(t.nextEntryNumber == 6)
+        #expect(try t.append(prompt("six"), turn: nil).id == "e6")
+        #expect(try t.append(prompt("eight"), turn: nil).id == "e8")
+        #expect(t.entries.map(\.id) == ["e1", "e2", "e7", "e6", "e8"])
+        // Read back from a snapshot: the same rules.
+        var s = Transcript(snapshot: TranscriptSnapshot(
+            entries: [TranscriptEntry(id: "e1", turnId: nil, prompt("a")), TranscriptEntry(id: "e3", turnId: nil, prompt("b"))],
+            revision: 2, nextEntryNumber: 3, properties: [:], activeProfile: nil, nextTurnNumber: 1, usage: Usage(), committedUndo: [],
+            updatedAt: Date()))
+        #expect(try s.append(prompt("c"), turn: nil).id == "e4")
+        #expect(throws: ReplayMismatch.self) { try s.replay(appended("e3", next: 9), at: Date()) }
+    }
+
     /// A refused change is not made, and the error reaches the caller.
     @Test func aRefusedChangeLeavesTheStateAsItWas() throws {
         let journal = MemoryJournal()

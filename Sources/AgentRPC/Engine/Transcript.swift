@@ -93,7 +93,14 @@ protocol TranscriptJournal: AnyObject, Sendable {
 /// journal); the session actor owns one and reads it freely.
 struct Transcript: Sendable {
     private(set) var entries: [TranscriptEntry] = []
-    private var entryIDs: Set<String> = []
+    /// Which ids `entries` take, kept one of two ways. While every id is a
+    /// generated one (`e<N>`, as `append` writes it) and N rises from entry to
+    /// entry, only the highest N is kept (0 for none) and `takenIDs` is empty:
+    /// loading a journal of 10,000 entries then hashes none of their ids. The
+    /// first other id (a client's, or one out of order) makes this nil and
+    /// `takenIDs` the set of every id.
+    private var highestGeneratedID: Int? = 0
+    private var takenIDs: Set<String> = []
     private(set) var revision = 0
     /// Names the current run of appends: a new value, unique in the process, is
     /// taken when a transcript is made and whenever its entries are rewritten
@@ -140,7 +147,6 @@ struct Transcript: Sendable {
     /// A state read back from a snapshot.
     init(snapshot: TranscriptSnapshot) {
         entries = snapshot.entries
-        entryIDs = Set(snapshot.entries.map(\.id))
         revision = snapshot.revision
         nextEntryNumber = snapshot.nextEntryNumber
         properties = snapshot.properties
@@ -149,15 +155,16 @@ struct Transcript: Sendable {
         usageTotals = snapshot.usage
         committedUndo = snapshot.committedUndo
         updatedAt = snapshot.updatedAt
+        indexIDs()
     }
 
     var count: Int { entries.count }
 
     /// Room for about `count` entries (a journal being loaded knows its line
-    /// count): the id set is then not rehashed as it grows.
+    /// count): the array is then not copied as it grows. (The ids need no room
+    /// while they are generated ones, see `highestGeneratedID`.)
     mutating func reserveCapacity(entries count: Int) {
         entries.reserveCapacity(count)
-        entryIDs.reserveCapacity(count)
     }
 
     /// A snapshot taken during a turn keeps the turn open.
@@ -183,7 +190,7 @@ struct Transcript: Sendable {
     /// The entry `append` would add, and the entry counter after it.
     private func freshEntry(_ content: TranscriptContent, turn: String?) -> (TranscriptEntry, next: Int) {
         var number = nextEntryNumber
-        while entryIDs.contains("e\(number)") { number += 1 }
+        while isTaken(generated: number) { number += 1 }
         return (TranscriptEntry(id: "e\(number)", turnId: turn, content), number + 1)
     }
 
@@ -311,7 +318,7 @@ struct Transcript: Sendable {
     private mutating func make(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]?, at date: Date) throws {
         switch change {
         case .entryAppended(let entry, let next):
-            guard entryIDs.insert(entry.id).inserted else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
+            guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
             entries.append(entry)
             nextEntryNumber = next
             revision += 1
@@ -322,7 +329,7 @@ struct Transcript: Sendable {
             }
             let working = try mutatedEntries ?? TranscriptOperations.apply(operations, to: entries)
             entries = working
-            entryIDs = Set(working.map(\.id))
+            indexIDs()
             revision = newRevision
             appendRunStamp = Self.newAppendRunStamp()
         case .propertiesChanged(let set, let removed):
@@ -348,6 +355,70 @@ struct Transcript: Sendable {
             committedUndo.removeAll { taken.contains($0) }
         }
         updatedAt = date
+    }
+}
+
+// MARK: Entry ids
+
+extension Transcript {
+    /// N of an id `e<N>` written as `append` writes it (N from 1, no sign, no
+    /// leading zero, at most 18 digits so it cannot overflow), else nil. Two
+    /// different such ids have different numbers.
+    fileprivate static func generatedNumber(_ id: String) -> Int? {
+        var utf8 = id.utf8.makeIterator()
+        guard utf8.next() == UInt8(ascii: "e") else { return nil }
+        var number = 0
+        var digits = 0
+        while let b = utf8.next() {
+            guard b >= UInt8(ascii: "0"), b <= UInt8(ascii: "9"), digits < 18, digits > 0 || b != UInt8(ascii: "0") else { return nil }
+            number = number * 10 + Int(b - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return digits > 0 ? number : nil
+    }
+
+    /// Whether an entry has the id `e<number>`.
+    fileprivate func isTaken(generated number: Int) -> Bool {
+        guard let highest = highestGeneratedID else { return takenIDs.contains("e\(number)") }
+        guard number <= highest else { return false }
+        // The entries' numbers rise: a binary search finds it.
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            let found = Self.generatedNumber(entries[middle].id) ?? 0
+            if found == number { return true }
+            if found < number { low = middle + 1 } else { high = middle }
+        }
+        return false
+    }
+
+    /// Takes `id` for an entry about to be appended; false when an entry has it already.
+    fileprivate mutating func take(_ id: String) -> Bool {
+        if let highest = highestGeneratedID {
+            if let number = Self.generatedNumber(id), number > highest {
+                highestGeneratedID = number
+                return true
+            }
+            takenIDs = Set(entries.map(\.id))
+            highestGeneratedID = nil
+        }
+        return takenIDs.insert(id).inserted
+    }
+
+    /// Indexes the ids of `entries` anew (after they were replaced).
+    fileprivate mutating func indexIDs() {
+        var highest = 0
+        for entry in entries {
+            guard let number = Self.generatedNumber(entry.id), number > highest else {
+                highestGeneratedID = nil
+                takenIDs = Set(entries.map(\.id))
+                return
+            }
+            highest = number
+        }
+        highestGeneratedID = highest
+        takenIDs = []
     }
 }
 
