@@ -1,5 +1,10 @@
 import AgentRPCProtocol
 import Foundation
+#if canImport(FoundationNetworking)
+// The fake server's /stats is read with `Data(contentsOf:)`, which needs
+// FoundationNetworking on Linux; the server no longer links it, the bench may.
+import FoundationNetworking
+#endif
 
 /// Figures for the HTTP providers against a local fake model server (a Python
 /// `http.server`, started here): the server's CPU while a stream is idle, its
