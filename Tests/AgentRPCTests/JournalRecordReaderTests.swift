@@ -269,6 +269,24 @@ import Testing
             #expect(loaded.transcript.openTurn?.id == "t-1" && loaded.transcript.nextTurnNumber == 2)
         }
     }
+
+    /// An appended entry whose id is taken (read by the direct reader and
+    /// appended without a change around it) stops loading there too, whether
+    /// the ids so far are generated ones or not.
+    @Test func anEntryWhoseIDIsTakenStopsTheLoadWithAWarning() throws {
+        let header = JournalCodec.headerLine(JournalHeader(sessionID: "s-h", createdAt: Date(), config: [:]))
+        func appended(_ id: String, next: Int) throws -> [UInt8] {
+            try JournalCodec.line(for: .entryAppended(TranscriptEntry(id: id, .prompt(text: id, images: nil)), nextEntryNumber: next), at: Self.at)
+        }
+        for ids in [["e1", "e2", "e2"], ["e1", "e2", "e1"], ["note", "e1", "note"]] {
+            var bytes = header
+            for (i, id) in ids.enumerated() { bytes += try appended(id, next: i + 2) }
+            let loaded = try JournalCodec.load(bytes)
+            #expect(loaded.warnings.map(\.line) == [4], "\(ids)")
+            #expect(loaded.warnings.first?.message.contains("already taken") == true, "\(ids)")
+            #expect(loaded.transcript.entries.map(\.id) == Array(ids.prefix(2)) && loaded.transcript.nextEntryNumber == 3)
+        }
+    }
 }
 
 /// Two readers of one journal at once load it once.

@@ -315,13 +315,25 @@ struct Transcript: Sendable {
         try make(change, mutatedEntries: nil, at: date)
     }
 
+    /// `replay(.entryAppended(entry, nextEntryNumber: next), at: date)`
+    /// without wrapping the entry in a change: loading a journal hands each
+    /// entry it reads here, and each wrapping and unwrapping copies it.
+    mutating func replayAppend(_ entry: consuming TranscriptEntry, nextEntryNumber next: Int, at date: Date) throws {
+        try appendEntry(entry, next: next)
+        updatedAt = date
+    }
+
+    private mutating func appendEntry(_ entry: consuming TranscriptEntry, next: Int) throws {
+        guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
+        entries.append(entry)
+        nextEntryNumber = next
+        revision += 1
+    }
+
     private mutating func make(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]?, at date: Date) throws {
         switch change {
         case .entryAppended(let entry, let next):
-            guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
-            entries.append(entry)
-            nextEntryNumber = next
-            revision += 1
+            try appendEntry(entry, next: next)
         case .entriesMutated(let operations, let newRevision):
             if var open = openTurn, open.copiedBefore == nil {
                 open.copiedBefore = Array(entries.prefix(open.countBefore))

@@ -144,6 +144,10 @@ enum JournalCodec {
                         do { try transcript.replay(change, at: at) } catch { replayFailure = error }
                         return false
                     },
+                    append: { entry, next, at -> Bool in
+                        do { try transcript.replayAppend(entry, nextEntryNumber: next, at: at) } catch { replayFailure = error }
+                        return false
+                    },
                     snapshot: { state -> Bool in
                         transcript = state
                         return true

@@ -76,14 +76,21 @@ struct JournalRecordReader {
     // MARK: Records
 
     mutating func record() throws(JSONParseError) -> JournalRecord {
-        try record(change: { JournalRecord.change($0, at: $1) }, snapshot: { JournalRecord.snapshot($0) })
+        try record(
+            change: { JournalRecord.change($0, at: $1) },
+            append: { JournalRecord.change(.entryAppended($0, nextEntryNumber: $1), at: $2) },
+            snapshot: { JournalRecord.snapshot($0) })
     }
 
-    /// Reads the line and hands what it holds to `change` or `snapshot`
-    /// (loading a journal replays each change at once, which spares copying
-    /// every record through a return value). A counter above
-    /// `JournalCodec.maxCounter` declines, so the general path reports it.
-    mutating func record<R>(change: (TranscriptChange, Date) -> R, snapshot makeSnapshot: (Transcript) -> R) throws(JSONParseError) -> R {
+    /// Reads the line and hands what it holds to `change`, `append` (an
+    /// `entryAppended`: the entry and the counter after it, not wrapped in a
+    /// change, which would copy it twice more) or `snapshot` (loading a
+    /// journal replays each change at once, which spares copying every record
+    /// through a return value). A counter above `JournalCodec.maxCounter`
+    /// declines, so the general path reports it.
+    mutating func record<R>(
+        change: (TranscriptChange, Date) -> R, append: (TranscriptEntry, Int, Date) -> R, snapshot makeSnapshot: (Transcript) -> R
+    ) throws(JSONParseError) -> R {
         skipSpace()
         var type: RecordType?
         var at: Int?
@@ -181,7 +188,7 @@ struct JournalRecordReader {
         case .entryAppended:
             // Taken out of the local, so the entry is not copied (retained) into the change and released after.
             guard let entry = entry.take(), let nextEntry, nextEntry <= limit else { throw decline() }
-            return change(.entryAppended(entry, nextEntryNumber: nextEntry), date)
+            return append(entry, nextEntry, date)
         case .turnStarted:
             guard let turnID, let number, number <= limit else { throw decline() }
             return change(.turnStarted(turnId: turnID, number: number), date)
