@@ -18,4 +18,24 @@ extension HTTPProviderConfiguration {
         for (k, v) in headers.sorted(by: { $0.key < $1.key }) { r.setHeader(k, v) }
         return r
     }
+
+    /// The `Authorization: Bearer` header of the OpenAI-style APIs (none without a key).
+    var bearerAuth: [String: String] {
+        apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:]
+    }
+
+    /// `request` sent by provider `kind` and its answer decoded into events: the
+    /// stream through `decoder`, a whole JSON body through `wholeBody`, both
+    /// given this configuration's secrets to scrub; through the cassette when
+    /// one is bound.
+    func stream(
+        _ request: HTTPRequest, kind: ProviderKind, decoder: ([String]) -> some ProviderStreamDecoder,
+        wholeBody: (@Sendable ([UInt8], [String]) throws -> [ProviderEvent])? = nil
+    ) -> AsyncThrowingStream<ProviderEvent, any Error> {
+        let secrets = self.secrets
+        var whole: HTTPStreamTransport.WholeBodyDecoder?
+        if let wholeBody { whole = { body in try wholeBody(body, secrets) } }
+        return HTTPStreamTransport.stream(
+            request, decoder: decoder(secrets), wholeBodyDecoder: whole, secrets: secrets, cassette: cassetteBinding(kind))
+    }
 }

@@ -35,13 +35,7 @@ package struct AnthropicProvider: ModelProvider {
     }
 
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
-        let secrets = configuration.secrets
-        return HTTPStreamTransport.stream(
-            httpRequest(for: request),
-            decoder: AnthropicStreamDecoder(secrets: secrets),
-            wholeBodyDecoder: nil,
-            secrets: secrets,
-            cassette: configuration.cassetteBinding(.anthropic))
+        configuration.stream(httpRequest(for: request), kind: .anthropic, decoder: AnthropicStreamDecoder.init(secrets:))
     }
 }
 

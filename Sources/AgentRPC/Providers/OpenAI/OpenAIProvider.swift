@@ -36,18 +36,14 @@ package struct OpenAIProvider: ModelProvider {
     func httpRequest(for request: ModelRequest) -> HTTPRequest {
         configuration.post(
             path: "chat/completions", accept: streams(request) ? "text/event-stream" : "application/json",
-            auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
+            auth: configuration.bearerAuth,
             body: bodyBytes(for: request))
     }
 
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
-        let secrets = configuration.secrets
-        return HTTPStreamTransport.stream(
-            httpRequest(for: request),
-            decoder: OpenAIChatStreamDecoder(secrets: secrets),
-            wholeBodyDecoder: { try OpenAIChatStreamDecoder.decodeResponse($0, secrets: secrets) },
-            secrets: secrets,
-            cassette: configuration.cassetteBinding(.openai))
+        configuration.stream(
+            httpRequest(for: request), kind: .openai, decoder: OpenAIChatStreamDecoder.init(secrets:),
+            wholeBody: OpenAIChatStreamDecoder.decodeResponse)
     }
 }
 

@@ -30,18 +30,14 @@ package struct OpenAIResponsesProvider: ModelProvider {
     func httpRequest(for request: ModelRequest) -> HTTPRequest {
         configuration.post(
             path: "responses", accept: "text/event-stream",
-            auth: configuration.apiKey.flatMap { $0.isEmpty ? nil : ["Authorization": "Bearer \($0)"] } ?? [:],
+            auth: configuration.bearerAuth,
             body: bodyBytes(for: request))
     }
 
     package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
-        let secrets = configuration.secrets
-        return HTTPStreamTransport.stream(
-            httpRequest(for: request),
-            decoder: OpenAIResponsesStreamDecoder(secrets: secrets),
-            wholeBodyDecoder: { try OpenAIResponsesStreamDecoder.decodeResponse($0, secrets: secrets) },
-            secrets: secrets,
-            cassette: configuration.cassetteBinding(.openaiResponses))
+        configuration.stream(
+            httpRequest(for: request), kind: .openaiResponses, decoder: OpenAIResponsesStreamDecoder.init(secrets:),
+            wholeBody: OpenAIResponsesStreamDecoder.decodeResponse)
     }
 
     func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning]) {
