@@ -534,7 +534,10 @@ final class EncodingSlot {
 }
 
 /// Stores scalars directly and runs `encode(to:)` for everything else.
-func encodeValue<T: Encodable>(_ value: T, into slot: EncodingSlot, path: [any CodingKey]) throws {
+func encodeValue<T: Encodable>(_ value: T, into slot: EncodingSlot, path makePath: @autoclosure () -> [any CodingKey]) throws {
+    // The path is built only where it is used (an error, a nested encoder): an
+    // array of existentials per member was a good part of encoding an event.
+    var path: [any CodingKey] { makePath() }
     if let json = value as? JSONValue {
         slot.set(json)
     } else if let s = value as? String {
@@ -552,9 +555,21 @@ func encodeValue<T: Encodable>(_ value: T, into slot: EncodingSlot, path: [any C
             throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription: "integer \(i) does not fit in Int"))
         }
         slot.set(.int(exact))
+    } else if let direct = value as? any JSONValueRepresentable {
+        slot.set(direct.json)
     } else {
         try value.encode(to: ValueEncoder(slot: slot, codingPath: path))
     }
+}
+
+/// A type whose `encode(to:)` encodes its `json`, a wire form it builds
+/// directly. `JSONValueEncoder` takes that value as it is: encoding it again
+/// through `Encoder` containers, member by member, cost a tool round trip more
+/// than the rest of its events (a transcript entry goes out in each
+/// `entryAppended`).
+public protocol JSONValueRepresentable {
+    /// The wire form; what `encode(to:)` writes.
+    var json: JSONValue { get }
 }
 
 private func finite(_ d: Double, _ value: Any, _ path: [any CodingKey]) throws -> Double {
@@ -602,6 +617,11 @@ struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try encodeValue(value, into: slot.member(key.stringValue), path: codingPath + [key])
     }
+
+    // The members most payloads are made of, stored without the generic path's casts.
+    mutating func encode(_ value: String, forKey key: Key) throws { slot.member(key.stringValue).set(.string(value)) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { slot.member(key.stringValue).set(.bool(value)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { slot.member(key.stringValue).set(.int(value)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         ValueEncoder(slot: slot.member(key.stringValue), codingPath: codingPath + [key]).container(keyedBy: keyType)

@@ -28,7 +28,7 @@ extension SessionEventPayload {
 }
 
 /// One event of a session (docs/protocol.md §4): `{"type": ..., fields}`.
-public struct SessionEvent: Codable, Sendable, Hashable, CustomStringConvertible {
+public struct SessionEvent: Codable, Sendable, Hashable, CustomStringConvertible, JSONValueRepresentable {
     /// What happened; one of the types in `registry`.
     public let payload: any SessionEventPayload
 

@@ -188,7 +188,7 @@ public enum RetryGuidanceKind: String, Codable, Sendable, Hashable, JSONSchemaSt
 
 /// An `RPCError` inside a wire type (the `retrying` and `turnEnded` events)
 /// travels as its error object, so its schema is `ErrorObject`'s.
-extension RPCError: Codable, JSONSchemaProviding {
+extension RPCError: Codable, JSONSchemaProviding, JSONValueRepresentable {
     public init(from decoder: any Decoder) throws { self = try ErrorObject(from: decoder).rpcError }
     public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
     public static var jsonSchema: JSONValue { WireSchema.ref(ErrorObject.self) }

@@ -62,7 +62,7 @@ extension RequestID: Codable, JSONSchemaProviding {
 }
 
 /// `session/event` params. `seq` rises by one per session, so gaps are detectable.
-public struct SessionEventParams: Codable, Sendable, Hashable {
+public struct SessionEventParams: Codable, Sendable, Hashable, JSONValueRepresentable {
     public var sessionId: String
     public var turnId: String?
     public var seq: Int

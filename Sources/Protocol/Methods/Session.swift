@@ -483,7 +483,7 @@ public struct SessionSummary: Codable, Sendable, Hashable {
 // MARK: - Turn input, options, result
 
 /// What the user says in a turn. On the wire a bare string is accepted as `{"text": ...}`.
-public struct TurnInput: Codable, Sendable, Hashable, JSONSchemaProviding, ExpressibleByStringLiteral {
+public struct TurnInput: Codable, Sendable, Hashable, JSONSchemaProviding, JSONValueRepresentable, ExpressibleByStringLiteral {
     public var text: String
     public var images: [ImageAttachment]?
 
@@ -524,7 +524,7 @@ public struct TurnInput: Codable, Sendable, Hashable, JSONSchemaProviding, Expre
 }
 
 /// An image attached to a prompt: a local file, a URL, or inline base64 data.
-public enum ImageAttachment: Codable, Sendable, Hashable, JSONSchemaProviding {
+public enum ImageAttachment: Codable, Sendable, Hashable, JSONSchemaProviding, JSONValueRepresentable {
     case path(String)
     case url(String)
     case data(base64: String, mimeType: String)
@@ -743,7 +743,7 @@ public enum TranscriptEntryType: String, Codable, Sendable, Hashable, JSONSchema
 
 /// One transcript entry: a stable `id`, the turn that produced it, and its content.
 /// On the wire it is one flat object: `{"id":..., "type":"prompt", "text":...}`.
-public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding {
+public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding, JSONValueRepresentable {
     public var id: String
     public var turnId: String?
     public var content: TranscriptContent
