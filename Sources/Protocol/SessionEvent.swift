@@ -10,7 +10,9 @@ public protocol SessionEventPayload: Codable, Sendable, Hashable {
     /// The event's `type` member on the wire.
     static var type: String { get }
     /// The whole event object as sent, `type` included. The default encodes the
-    /// payload's `Codable` form; events sent at text-delta rate build it directly.
+    /// payload's `Codable` form; events sent at text-delta rate or in every tool
+    /// round trip build it directly (EventRegistryTests checks each such form
+    /// against `encodedEventJSON`).
     var eventJSON: JSONValue { get }
 }
 
@@ -18,7 +20,11 @@ extension SessionEventPayload {
     /// The payload type-erased for comparing and hashing events.
     var hashable: AnyHashable { AnyHashable(self) }
 
-    public var eventJSON: JSONValue {
+    public var eventJSON: JSONValue { encodedEventJSON }
+
+    /// The event object from the payload's `Codable` form: what `eventJSON` is,
+    /// unless a payload builds it directly.
+    public var encodedEventJSON: JSONValue {
         // The engine builds every payload itself, and the encoder only refuses a
         // non-finite number, which no event field holds; the members would be empty.
         var members = (try? JSONValueEncoder().encode(self))?.objectValue ?? [:]

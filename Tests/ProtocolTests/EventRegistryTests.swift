@@ -16,6 +16,28 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
 }
 
 @Suite struct EventRegistryTests {
+    /// An event built directly for speed must be, member for member, what its
+    /// payload's `Codable` form encodes: its fields stay declared once.
+    @Test func everyDirectlyBuiltEventIsItsCodableForm() {
+        let mcp = ToolSource(mcp: "kit")
+        let payloads: [any SessionEventPayload] = [
+            SessionEvent.TextDelta(delta: "a \"b\""),
+            SessionEvent.ReasoningDelta(delta: "think"),
+            SessionEvent.RequestStarted(roundTrip: 2, profile: "default", provider: "openai", model: "m"),
+            SessionEvent.RequestStarted(roundTrip: 1, profile: "p", provider: "anthropic", model: "m", contextWindowTokens: 8192),
+            SessionEvent.ToolCallStarted(callId: "c1", name: "read", arguments: ["path": "/a", "n": 3]),
+            SessionEvent.ToolCallStarted(callId: "c2", name: "mcp__kit__echo", arguments: .null, source: mcp),
+            SessionEvent.ToolCallFinished(callId: "c1", name: "read", outcome: .ok, content: "text"),
+            SessionEvent.ToolCallFinished(callId: "c2", name: "mcp__kit__echo", outcome: .failed, content: ["x": [1, 2]], source: mcp),
+            SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e1", turnId: "t1", .prompt(text: "hi", images: [.url("u")]))),
+            SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e2", .response(text: "yo", profile: "b", incomplete: true))),
+            Usage(inputTokens: 10, outputTokens: 2, cachedInputTokens: nil, reasoningTokens: 1),
+        ]
+        for payload in payloads {
+            #expect(payload.eventJSON == payload.encodedEventJSON, "\(type(of: payload).type)")
+        }
+    }
+
     @Test func everyWireNameIsListedOnce() {
         #expect(SessionEvent.duplicateTypes() == [])
         #expect(SessionEvent.registry.count == Set(SessionEvent.registry.map { $0.type }).count)

@@ -185,6 +185,15 @@ extension SessionEvent {
             self.model = model
             self.contextWindowTokens = contextWindowTokens
         }
+        /// Built directly: sent in every round trip.
+        public var eventJSON: JSONValue {
+            var o: [String: JSONValue] = [
+                "type": "requestStarted", "roundTrip": .int(roundTrip), "profile": .string(profile),
+                "provider": .string(provider), "model": .string(model),
+            ]
+            if let contextWindowTokens { o["contextWindowTokens"] = .int(contextWindowTokens) }
+            return .object(o)
+        }
     }
 
     /// Reply text streamed.
@@ -218,6 +227,12 @@ extension SessionEvent {
             self.name = name
             self.arguments = arguments
             self.source = source
+        }
+        /// Built directly: sent in every tool round trip.
+        public var eventJSON: JSONValue {
+            var o: [String: JSONValue] = ["type": "toolCallStarted", "callId": .string(callId), "name": .string(name), "arguments": arguments]
+            if let source { o["source"] = source.json }
+            return .object(o)
         }
     }
 
@@ -265,6 +280,15 @@ extension SessionEvent {
             self.content = content
             self.source = source
         }
+        /// Built directly: sent in every tool round trip.
+        public var eventJSON: JSONValue {
+            var o: [String: JSONValue] = [
+                "type": "toolCallFinished", "callId": .string(callId), "name": .string(name),
+                "outcome": .string(outcome.rawValue), "content": content,
+            ]
+            if let source { o["source"] = source.json }
+            return .object(o)
+        }
     }
 
     /// An entry was added to the transcript.
@@ -272,6 +296,8 @@ extension SessionEvent {
         public static let type = "entryAppended"
         public var entry: TranscriptEntry
         public init(entry: TranscriptEntry) { self.entry = entry }
+        /// Built directly: sent for every entry.
+        public var eventJSON: JSONValue { .object(["type": "entryAppended", "entry": entry.json]) }
     }
 
     /// Session properties changed.
