@@ -1,5 +1,6 @@
 import AgentRPCProtocol
 import Foundation
+import Synchronization
 import Testing
 
 @testable import AgentRPC
@@ -351,6 +352,30 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
 /// never shown over a journal.
 @Suite struct SessionIndexTests {
     private static let sessions = 2000
+
+    /// Appends (sessions' syncs) and the rewrite a refresh starts once the file
+    /// has grown: each takes the appender and the file's `flock`, and a rewrite
+    /// that took them in the other order than an append waited for it forever.
+    @Test func appendsAndRewritesNeverWaitForEachOther() throws {
+        let dir = try makeStore(count: 0)
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let index = SessionIndex(directory: dir, logger: Logger(level: .off), readJournal: { _ in nil })
+        index.refresh()
+        let appending = Mutex(true)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            for i in 0..<20_000 { index.remove("gone-\(i)") }
+            appending.withLock { $0 = false }
+            finished.signal()
+        }.start()
+        Thread {
+            // Every refresh past 1,000 appended lines rewrites the file.
+            while appending.withLock({ $0 }) { index.refresh() }
+            finished.signal()
+        }.start()
+        #expect(finished.wait(timeout: .now() + 60) == .success)
+        #expect(finished.wait(timeout: .now() + 60) == .success)
+    }
 
     /// A store of `count` one-turn journals written directly in the
     /// documented format, session i updated at i seconds past a base time.

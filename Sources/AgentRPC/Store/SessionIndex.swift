@@ -440,6 +440,18 @@ final class SessionIndex: Sendable {
     /// Writes every entry to a new file renamed over the index, under an
     /// exclusive `flock` on the old one (appends wait, then go to the new file).
     private func rewriteLocked(_ s: inout State) {
+        guard replaceFile(&s) else { return }
+        // Only once the old file's lock is released: an append takes `appender`
+        // first and then that lock, so taking `appender` while holding the lock
+        // could wait forever for an append that waits for us.
+        appender.withLock { fd in
+            if let open = fd { close(open) }
+            fd = nil
+        }
+    }
+
+    /// `rewriteLocked`'s file work; true when the new file took the index's place.
+    private func replaceFile(_ s: inout State) -> Bool {
         let old = open(path, O_RDONLY | O_CLOEXEC)
         if old >= 0 { _ = flock(old, LOCK_EX) }
         defer {
@@ -459,7 +471,7 @@ final class SessionIndex: Sendable {
         }
         let temp = path + ".tmp-\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else { return false }
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
@@ -470,7 +482,7 @@ final class SessionIndex: Sendable {
         close(fd)
         guard written == bytes.count, rename(temp, path) == 0 else {
             unlink(temp)
-            return
+            return false
         }
         var info = stat()
         if stat(path, &info) == 0 {
@@ -478,10 +490,7 @@ final class SessionIndex: Sendable {
             s.offset = bytes.count
         }
         s.lines = s.entries.count + 1
-        appender.withLock { fd in
-            if let open = fd { close(open) }
-            fd = nil
-        }
+        return true
     }
 
     // MARK: Lines
