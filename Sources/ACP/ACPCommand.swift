@@ -20,28 +20,18 @@ public enum ACPCommand {
         var options = Options()
         options.server.environment = environment
         var cassette = CassetteCommandLine()
-        var i = 0
-        while i < arguments.count {
-            var name = arguments[i]
-            var value: String?
-            if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if name == "--ephemeral" && value == nil {
+        let given: [(name: String, value: String?)]
+        switch CommandLineOptions.scan(
+            arguments, flags: ["--ephemeral"],
+            valued: CassetteCommandLine.options.union(["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"])) {
+        case .success(let scanned): given = scanned
+        case .failure(let problem): return .failure(ACPUsageError(message: problem.message))
+        }
+        for (name, value) in given {
+            guard let v = value else {
                 options.server.ephemeral = true
-                i += 1
                 continue
             }
-            guard ["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"].contains(name) || CassetteCommandLine.options.contains(name) else {
-                return .failure(ACPUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
-            }
-            if value == nil {
-                i += 1
-                guard i < arguments.count else { return .failure(ACPUsageError(message: "option \(name) needs a value")) }
-                value = arguments[i]
-            }
-            let v = value ?? ""
             switch name {
             case "--config": options.server.configPath = v
             case "--store":
@@ -58,7 +48,6 @@ public enum ACPCommand {
                 guard let level = LogLevel(name: v) else { return .failure(ACPUsageError(message: "unknown log level '\(v)'")) }
                 options.server.logLevel = level
             }
-            i += 1
         }
         if options.server.logLevel == .off, let name = environment["AGENTRPC_LOG"], let level = LogLevel(name: name) {
             options.server.logLevel = level

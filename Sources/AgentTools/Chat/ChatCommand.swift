@@ -30,26 +30,16 @@ package enum ChatCommand {
     /// Parses `chat`'s arguments; the error is a message for the person.
     static func parse(_ arguments: [String]) -> Result<Options, ChatUsageError> {
         var options = Options()
-        var i = 0
-        while i < arguments.count {
-            var name = arguments[i]
-            var value: String?
-            if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if name == "--local" && value == nil {
+        let given: [(name: String, value: String?)]
+        switch CommandLineOptions.scan(
+            arguments, flags: ["--local"], valued: CassetteCommandLine.options.union(["--model", "--config", "--session"])) {
+        case .success(let scanned): given = scanned
+        case .failure(let problem): return .failure(ChatUsageError(message: problem.message))
+        }
+        for (name, value) in given {
+            if name == "--local" {
                 options.local = true
-                i += 1
                 continue
-            }
-            guard ["--model", "--config", "--session"].contains(name) || CassetteCommandLine.options.contains(name) else {
-                return .failure(ChatUsageError(message: name.hasPrefix("-") ? "unknown option \(name)" : "unexpected argument '\(name)'"))
-            }
-            if value == nil {
-                i += 1
-                guard i < arguments.count else { return .failure(ChatUsageError(message: "option \(name) needs a value")) }
-                value = arguments[i]
             }
             switch name {
             case "--model": options.model = value
@@ -58,7 +48,6 @@ package enum ChatCommand {
             default:
                 if let problem = options.cassette.take(name, value ?? "") { return .failure(ChatUsageError(message: problem)) }
             }
-            i += 1
         }
         if case .failure(let error) = options.cassette.config() { return .failure(ChatUsageError(message: error.message)) }
         if options.local && options.model != nil {
