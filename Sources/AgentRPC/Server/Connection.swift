@@ -48,6 +48,10 @@ package final class Connection: Sendable {
     /// Inbound items in arrival order; finishes at end of input.
     package let inbound: AsyncStream<InboundItem>
     private let inboundContinuation: AsyncStream<InboundItem>.Continuation
+    /// Called on the reader thread the moment input ends, before anything else
+    /// is done about it: the exit watchdog starts there, on a thread no task or
+    /// lock of the exit path can hold up.
+    private let endOfInput: (@Sendable () -> Void)?
 
     private struct PendingRequest: Sendable {
         var continuation: CheckedContinuation<JSONValue, any Error>
@@ -57,9 +61,10 @@ package final class Connection: Sendable {
     package init(
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
         recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
-        cancelRequestMethod: String = "$/cancelRequest"
+        cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil
     ) {
         self.inputFD = inputFD
+        self.endOfInput = endOfInput
         self.cancelRequestMethod = cancelRequestMethod
         self.maxMessageBytes = maxMessageBytes
         self.logger = logger
@@ -98,6 +103,7 @@ package final class Connection: Sendable {
             parser.append(buffer[0..<n])
             while let event = parser.next() { handle(event, parser: parser) }
         }
+        endOfInput?()
         while let event = parser.finish() { handle(event, parser: parser) }
         logger.debug("stdin closed")
         inputClosed.withLock { $0 = true }

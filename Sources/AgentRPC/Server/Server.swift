@@ -41,6 +41,25 @@ public struct ServerOptions: Sendable {
     /// How long the server waits at the end for a slow client to read what is
     /// already queued (answers included) before it exits regardless.
     public var flushTimeoutSeconds: Double = 10
+    /// Whether the process ends itself (`_exit`, status 124, `ExitWatchdog`)
+    /// when its exit overruns `exitBoundSeconds`, whatever is stuck: the
+    /// `agentrpc` binary's. Off for a library host: its process is not the
+    /// server's to end.
+    public var exitWatchdog = false
+    /// The most the whole exit may take, from its start (the end of input is
+    /// read, `exit` is read, a signal arrives) to the end of the process. By
+    /// default the two waits above plus `exitSlackSeconds`; a test sets a small one.
+    public var exitBoundSeconds: Double {
+        get { exitBoundOverride ?? shutdownGraceSeconds + flushTimeoutSeconds + Self.exitSlackSeconds }
+        set { exitBoundOverride = newValue }
+    }
+    private var exitBoundOverride: Double?
+    /// What the exit does besides its two bounded waits: stopping MCP servers
+    /// (one that ignores its closed input and SIGTERM takes 2 × 2 s before
+    /// SIGKILL, all at once), closing journals, waiting for the last answers
+    /// (at least 0.5 s). 10 s covers them with room to spare, so only an exit
+    /// that is stuck, never one that is merely slow, is cut short.
+    public static let exitSlackSeconds: Double = 10
     public var environment: [String: String] = ProcessInfo.processInfo.environment
 
     public init() {}
@@ -56,6 +75,8 @@ public final class Server: Sendable {
     /// Lifecycle, exit and signal state, shared with the method handlers.
     private let shared = ServerState()
     private let recorder: (any ConnectionRecorder)?
+    /// Ends the process if the exit overruns `options.exitBoundSeconds` (nil: a library host).
+    private let watchdog: ExitWatchdog?
 
     enum Lifecycle: Sendable, Equatable {
         case awaitingInitialize
@@ -72,7 +93,13 @@ public final class Server: Sendable {
         FileLimit.raiseSoftLimit(logger: logger)
         let recorder = options.recorder
         self.recorder = recorder
-        let connection = Connection(inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder)
+        let watchdog = options.exitWatchdog ? ExitWatchdog(boundSeconds: options.exitBoundSeconds) : nil
+        self.watchdog = watchdog
+        var endOfInput: (@Sendable () -> Void)?
+        if let watchdog { endOfInput = { watchdog.arm(.endOfInput) } }
+        let connection = Connection(
+            inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder,
+            endOfInput: endOfInput)
         self.connection = connection
         let shared = self.shared
         self.dispatcher = Dispatcher(connection: connection, logger: logger) { method in
@@ -118,21 +145,34 @@ public final class Server: Sendable {
         let clean = shared.exitRequested.withLock { $0 }
         let engine = self.engine
         let cause = shared.stopCause.withLock { $0 } ?? (clean == nil ? "the client closed its input" : "exit")
+        // Already armed by whatever started the exit (the reader thread, the signal
+        // handler, `exit`); this only covers an end the dispatcher found by itself.
+        watchdog?.arm(clean == nil ? .endOfInput : .exit)
         logger.info("shutting down: \(cause)")
+        watchdog?.reached(.stoppingTurns)
         let deadline = ContinuousClock.now.advanced(by: .seconds(options.shutdownGraceSeconds))
         if await !Self.finishes(by: deadline, { await engine.shutdownAll(reason: cause) }) {
             logger.warning("turns still running after \(options.shutdownGraceSeconds) s; exiting without them")
         }
+        watchdog?.reached(.closingSessions)
+        if watchdog != nil, options.environment["AGENTRPC_TEST_HANG_AT_EXIT"] == "1" {
+            logger.info("AGENTRPC_TEST_HANG_AT_EXIT=1: this exit hangs for good (a test of the exit watchdog)")
+            ExitWatchdog.hangForTests()
+        }
         // Whatever was committed is made durable and every journal's lock released.
         await engine.closeAll()
+        watchdog?.reached(.answering)
         dispatcher.cancelAll()
         let left = ContinuousClock.now.duration(to: deadline)
         await dispatcher.waitForIdle(timeoutSeconds: max(0.5, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
+        watchdog?.reached(.flushing)
         engine.tracer.close()
         connection.flush(timeoutSeconds: options.flushTimeoutSeconds)
+        watchdog?.reached(.exiting)
         logger.info("output queue peak \(connection.peakOutputQueueBytes) bytes (bound \(connection.outputQueueBytes))")
         recorder?.serverExiting(code: clean ?? 0)
         logger.flush()
+        // The watchdog stays armed: it also bounds what the process does after this returns.
         return clean ?? 0
     }
 
@@ -171,6 +211,8 @@ public final class Server: Sendable {
             // Asked twice: no more waiting. 128 + N is how shells report a death by signal N.
             _exit(128 + number)
         }
+        // First, before anything here can wait: the exit is bounded from now on.
+        watchdog?.arm(.signal(number))
         logger.info("received signal \(number)")
         // Nothing after the signal starts, as after the end of input.
         dispatcher.stop()
@@ -183,6 +225,7 @@ public final class Server: Sendable {
         let engine = self.engine
         let options = self.options
         let shared = self.shared
+        let watchdog = self.watchdog
 
         table.on(InitializeRequest.self) { params, _ in
             guard params.protocolVersion >= 1 else {
@@ -210,6 +253,7 @@ public final class Server: Sendable {
         table.onNotification(ExitNotification.self) { _ in
             // Before anything else: what the client wrote after `exit` must not start.
             dispatcher.stop()
+            watchdog?.arm(.exit)
             let code: Int32 = shared.lifecycle.withLock { $0 } == .shutDown ? 0 : 1
             shared.exitRequested.withLock { $0 = code }
             shared.exitWatcher.withLock { $0?.finish() }

@@ -846,6 +846,27 @@ async def test_no_process_a_server_started_outlives_kill_9_of_agentrpc(tmp_path:
         await _gone(grandchild)
 
 
+async def test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_with_it(tmp_path: Path) -> None:
+    """One SIGTERM, and an exit that hangs before the MCP servers are stopped
+    (the test hook ``AGENTRPC_TEST_HANG_AT_EXIT``): the exit watchdog ends agentrpc
+    after its bound (status 124, the reason on stderr), and the supervisor, seeing
+    the lifeline end, kills the server's whole group, a child that ignores SIGTERM
+    included. docs/protocol.md, "The end of a connection"."""
+    pid_file = tmp_path / "grandchild.pid"
+    env = {"MCP_TEST_PID_FILE": str(pid_file), "AGENTRPC_TEST_HANG_AT_EXIT": "1", "AGENTRPC_TEST_EXIT_BOUND_SECONDS": "1"}
+    async with spawn_real(tmp_path, env=env) as client:
+        events = client.notifications("session/event")
+        await client.open_session(scripted(servers=[hostile("spawner")]))
+        await status_of(events, {"spawner"})
+        grandchild = int(pid_file.read_text())
+        os.kill(grandchild, 0)  # alive
+        os.kill(client.pid, signal.SIGTERM)
+        assert await client.wait_closed(REAL_TIMEOUT), "agentrpc is still running"
+        assert client.returncode == 124
+        assert "the exit (signal 15) did not finish within 1 s" in client.stderr_tail
+        await _gone(grandchild)
+
+
 async def test_closing_the_session_stops_what_the_server_started(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:

@@ -1,0 +1,60 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AgentRPC
+
+/// The watchdog in process, its `_exit` replaced by a recorder. The binary's
+/// behaviour (status 124, stderr, MCP servers gone) is pinned end to end by
+/// `Tests/Transcripts/foundation/exit-watchdog-*.jsonl` and
+/// `test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_with_it`.
+@Suite struct ExitWatchdogTests {
+    /// Arms a watchdog with a short bound and returns its last words (nil: it did not fire in time).
+    private func lastWords(arm: (ExitWatchdog) -> Void) async -> String? {
+        let (words, said) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(1))
+        let watchdog = ExitWatchdog(boundSeconds: 0.05) { said.yield($0) }
+        arm(watchdog)
+        return await withTaskGroup(of: String?.self) { group in
+            group.addTask { for await line in words { return line }; return nil }
+            group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            said.finish()
+            return first
+        }
+    }
+
+    @Test func theFirstCauseWinsAndTheLastWordsSayWhereTheExitStuck() async {
+        let line = await lastWords { watchdog in
+            watchdog.arm(.signal(15))
+            watchdog.arm(.exit)
+            watchdog.reached(.stoppingTurns)
+            watchdog.reached(.flushing)
+        }
+        #expect(line == "agentrpc[error] the exit (signal 15) did not finish within 0.05 s; it stuck while queued output "
+            + "was written to the client; ending the process with status 124\n")
+    }
+
+    @Test func anExitThatNeverBeganItsWorkIsNamed() async {
+        let line = await lastWords { $0.arm(.endOfInput) }
+        #expect(line?.contains("the exit (the end of input) did not finish") == true)
+        #expect(line?.contains("before the exit began its work") == true)
+    }
+
+    @Test func causesSurviveTheirAtomicCode() {
+        for cause in [ExitWatchdog.Cause.endOfInput, .exit, .signal(1), .signal(15), .signal(64)] {
+            #expect(ExitWatchdog.Cause(code: cause.code) == cause)
+        }
+        #expect(ExitWatchdog.Cause(code: 0) == nil)
+    }
+
+    @Test func theBoundIsTheTwoWaitsAndTheSlackUnlessSet() {
+        var options = ServerOptions()
+        #expect(options.exitBoundSeconds == 10 + 10 + ServerOptions.exitSlackSeconds)
+        options.flushTimeoutSeconds = 3
+        #expect(options.exitBoundSeconds == 10 + 3 + ServerOptions.exitSlackSeconds)
+        options.exitBoundSeconds = 1.5
+        #expect(options.exitBoundSeconds == 1.5)
+        #expect(!options.exitWatchdog)
+    }
+}
