@@ -91,33 +91,23 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-/// Reads `--name value` and `--name=value` options; flags listed in `flags` take no value.
+/// A subcommand's options and positional arguments, read by `CommandLineOptions`
+/// (`--name value`, `--name=value`, flags; `--flag=value` is the flag, as it
+/// always was here). Names are kept without their `--`.
 struct Arguments {
-    var positional: [String] = []
-    var values: [String: String] = [:]
-    var flags: Set<String> = []
+    var positional: [String]
+    var values: [String: String]
+    var flags: Set<String>
 
     init(_ args: ArraySlice<String>, valued: Set<String>, flags allowedFlags: Set<String>) {
-        var it = args.makeIterator()
-        while let arg = it.next() {
-            if arg.hasPrefix("--") {
-                var name = String(arg.dropFirst(2))
-                var value: String?
-                if let eq = name.firstIndex(of: "=") {
-                    value = String(name[name.index(after: eq)...])
-                    name = String(name[..<eq])
-                }
-                if allowedFlags.contains(name) {
-                    flags.insert(name)
-                } else if valued.contains(name) {
-                    guard let v = value ?? it.next() else { fail("option --\(name) needs a value") }
-                    values[name] = v
-                } else {
-                    fail("unknown option --\(name)")
-                }
-            } else {
-                positional.append(arg)
-            }
+        func dashed(_ names: Set<String>) -> Set<String> { Set(names.map { "--" + $0 }) }
+        switch CommandLineOptions.scanWithPositionals(Array(args), flags: dashed(allowedFlags), valued: dashed(valued), flagValuesIgnored: true) {
+        case .success(let scanned):
+            positional = scanned.positionals
+            values = Dictionary(uniqueKeysWithValues: scanned.values.map { (String($0.key.dropFirst(2)), $0.value) })
+            flags = Set(scanned.flags.map { String($0.dropFirst(2)) })
+        case .failure(let problem):
+            fail(problem.message)
         }
     }
 }

@@ -21,4 +21,38 @@ import Testing
         #expect(scan(["--flag=yes"]) == ["problem: unknown option --flag"])
         #expect(scan(["stray"]) == ["problem: unexpected argument 'stray'"])
     }
+
+    /// `scanWithPositionals` as lines: positionals, then pairs, or the problem.
+    private func scanBoth(_ arguments: [String], ignored: Bool = false, ending: Set<String> = []) -> [String] {
+        switch CommandLineOptions.scanWithPositionals(arguments, flags: ["--flag", "--help"], valued: ["--name"], flagValuesIgnored: ignored, endingFlags: ending) {
+        case .success(let scanned): return scanned.positionals.map { "positional \($0)" } + scanned.options.map { "\($0.name)=\($0.value ?? "nil")" }
+        case .failure(let problem): return ["problem: " + problem.message]
+        }
+    }
+
+    @Test func everyArgumentNotStartingWithTwoDashesIsPositionalInOrder() {
+        // `-x` too: a session id may start with a dash.
+        #expect(scanBoth(["show", "--name", "v", "-x", "--flag", "last"])
+            == ["positional show", "positional -x", "positional last", "--name=v", "--flag=nil"])
+        // What follows a valued option is its value, whatever it looks like.
+        #expect(scanBoth(["--name", "-x", "--name", "--flag"]) == ["--name=-x", "--name=--flag"])
+    }
+
+    @Test func optionProblemsAreTheSameWithPositionals() {
+        #expect(scanBoth(["stray", "--other"]) == ["problem: unknown option --other"])
+        #expect(scanBoth(["--name"]) == ["problem: option --name needs a value"])
+        #expect(scanBoth(["--flag=yes"]) == ["problem: unknown option --flag"])
+    }
+
+    @Test func aFlagsValueIsDroppedWhenAskedAndAnEndingFlagStopsTheScan() {
+        #expect(scanBoth(["--flag=yes"], ignored: true) == ["--flag=nil"])
+        #expect(scanBoth(["a", "--help", "--other", "b"], ending: ["--help"]) == ["positional a", "--help=nil"])
+        #expect(scanBoth(["--other", "--help"], ending: ["--help"]) == ["problem: unknown option --other"])
+    }
+
+    @Test func theLastValueOfAnOptionWins() throws {
+        let scanned = try CommandLineOptions.scanWithPositionals(["--name", "a", "--flag", "--name=b"], flags: ["--flag"], valued: ["--name"]).get()
+        #expect(scanned.values == ["--name": "b"])
+        #expect(scanned.flags == ["--flag"])
+    }
 }

@@ -7,18 +7,70 @@ package enum CommandLineOptions {
     package static func scan(
         _ arguments: [String], flags: Set<String> = [], valued: Set<String>
     ) -> Result<[(name: String, value: String?)], Problem> {
-        var out: [(name: String, value: String?)] = []
+        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: false, flagValuesIgnored: false, endingFlags: []))
+            .map(\.options)
+    }
+
+    /// The options and, apart, the positional arguments (every argument that
+    /// does not start with `--`: `-x` too, as a session id may start with `-`),
+    /// for subcommands that take both (`serve`, `schema`, `sessions`).
+    ///
+    /// - `flagValuesIgnored`: `--flag=value` is the flag, its value dropped
+    ///   (what `serve` and `sessions` have always accepted); otherwise unknown.
+    /// - `endingFlags`: a flag among these ends the scan where it stands, the
+    ///   arguments after it unread (`sessions --help` shows the usage whatever follows).
+    package static func scanWithPositionals(
+        _ arguments: [String], flags: Set<String> = [], valued: Set<String>,
+        flagValuesIgnored: Bool = false, endingFlags: Set<String> = []
+    ) -> Result<Scanned, Problem> {
+        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: true, flagValuesIgnored: flagValuesIgnored, endingFlags: endingFlags))
+    }
+
+    /// What a command line holds: its options in order, and its positional arguments in order.
+    package struct Scanned {
+        package var options: [(name: String, value: String?)] = []
+        package var positionals: [String] = []
+
+        /// The last value given for each valued option (a later one wins).
+        package var values: [String: String] {
+            var out: [String: String] = [:]
+            for (name, value) in options { if let value { out[name] = value } }
+            return out
+        }
+
+        /// The flags given.
+        package var flags: Set<String> { Set(options.filter { $0.value == nil }.map(\.name)) }
+    }
+
+    /// Why a command line was refused.
+    package struct Problem: Error {
+        package var message: String
+    }
+
+    private struct Rules {
+        var positionals: Bool
+        var flagValuesIgnored: Bool
+        var endingFlags: Set<String>
+    }
+
+    private static func scan(_ arguments: [String], flags: Set<String>, valued: Set<String>, rules: Rules) -> Result<Scanned, Problem> {
+        var out = Scanned()
         var i = 0
         while i < arguments.count {
             var name = arguments[i]
+            i += 1
+            if rules.positionals && !name.hasPrefix("--") {
+                out.positionals.append(name)
+                continue
+            }
             var value: String?
             if name.hasPrefix("--"), let eq = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
             }
-            i += 1
-            if flags.contains(name) && value == nil {
-                out.append((name, nil))
+            if flags.contains(name) && (value == nil || rules.flagValuesIgnored) {
+                out.options.append((name, nil))
+                if rules.endingFlags.contains(name) { break }
                 continue
             }
             guard valued.contains(name) else {
@@ -29,13 +81,8 @@ package enum CommandLineOptions {
                 value = arguments[i]
                 i += 1
             }
-            out.append((name, value))
+            out.options.append((name, value))
         }
         return .success(out)
-    }
-
-    /// Why a command line was refused.
-    package struct Problem: Error {
-        package var message: String
     }
 }

@@ -32,52 +32,37 @@ package enum SessionsCommand {
         arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
         output: (String) -> Void, errors: (String) -> Void
     ) -> Int32 {
-        var positional: [String] = []
-        var values: [String: String] = [:]
-        var flags: Set<String> = []
-        let valued: Set<String> = ["store", "limit", "query", "model", "older-than", "out"]
-        let known: Set<String> = ["json", "dry-run"]
-        var it = arguments.makeIterator()
-        while let arg = it.next() {
-            guard arg.hasPrefix("--") else {
-                positional.append(arg)
-                continue
-            }
-            var name = String(arg.dropFirst(2))
-            var value: String?
-            if let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if known.contains(name) {
-                flags.insert(name)
-            } else if valued.contains(name) {
-                guard let v = value ?? it.next() else { return usageError("option --\(name) needs a value", errors) }
-                values[name] = v
-            } else if name == "help" {
-                output(usage)
-                return 0
-            } else {
-                return usageError("unknown option --\(name)", errors)
-            }
+        let scanned: CommandLineOptions.Scanned
+        switch CommandLineOptions.scanWithPositionals(
+            arguments, flags: ["--json", "--dry-run", "--help"], valued: ["--store", "--limit", "--query", "--model", "--older-than", "--out"],
+            flagValuesIgnored: true, endingFlags: ["--help"]) {
+        case .success(let read): scanned = read
+        case .failure(let problem): return usageError(problem.message, errors)
         }
+        let flags = scanned.flags
+        if flags.contains("--help") {
+            output(usage)
+            return 0
+        }
+        let positional = scanned.positionals
+        let values = scanned.values
         guard let sub = positional.first else { return usageError("sessions needs a subcommand", errors) }
         let args = Array(positional.dropFirst())
-        var directory = values["store"] ?? JournalStore.defaultDirectory(environment: environment)
+        var directory = values["--store"] ?? JournalStore.defaultDirectory(environment: environment)
         if directory.isEmpty { return usageError("--store needs a directory", errors) }
         if !directory.hasPrefix("/") { directory = FileManager.default.currentDirectoryPath + "/" + directory }
         let store = JournalStore(directory: directory, logger: Logger(level: .off))
         defer { store.releaseOwner() }
-        let json = flags.contains("json")
+        let json = flags.contains("--json")
         switch sub {
         case "list":
             guard args.isEmpty else { return usageError("list takes no arguments", errors) }
             var limit = Int.max
-            if let v = values["limit"] {
+            if let v = values["--limit"] {
                 guard let n = Int(v), n > 0 else { return usageError("--limit needs a positive integer", errors) }
                 limit = n
             }
-            let filter = StoredSessionFilter(query: values["query"], model: values["model"])
+            let filter = StoredSessionFilter(query: values["--query"], model: values["--model"])
             return list(store, limit: limit, filter: filter, json: json, output: output)
         case "show":
             guard args.count == 1 else { return usageError("show takes one session id", errors) }
@@ -102,11 +87,11 @@ package enum SessionsCommand {
             return status
         case "prune":
             guard args.isEmpty else { return usageError("prune takes no session ids (use delete)", errors) }
-            guard let text = values["older-than"] else {
+            guard let text = values["--older-than"] else {
                 return usageError("prune needs --older-than AGE (e.g. 30d): it never removes sessions without one", errors)
             }
             guard let age = parseAge(text) else { return usageError("--older-than takes a number and d, h, m or s, e.g. 30d", errors) }
-            let dryRun = flags.contains("dry-run")
+            let dryRun = flags.contains("--dry-run")
             let report = store.prune(olderThan: Date().addingTimeInterval(-age), keepNewest: nil, dryRun: dryRun) { _ in false }
             for id in report.removed { output((dryRun ? "would delete " : "deleted ") + id) }
             for (id, pid) in report.skipped {
@@ -116,7 +101,7 @@ package enum SessionsCommand {
             return 0
         case "export":
             guard args.count == 1 else { return usageError("export takes one session id", errors) }
-            return export(store, args[0], to: values["out"], output: output, errors: errors)
+            return export(store, args[0], to: values["--out"], output: output, errors: errors)
         case "import":
             guard args.count == 1 else { return usageError("import takes one file", errors) }
             do {
