@@ -104,37 +104,35 @@ enum JournalCodec {
     /// without its newline is torn and ignored; the first line that does not
     /// load stops loading there, with a warning.
     static func load(_ bytes: [UInt8]) throws -> JournalContents {
-        try bytes.withUnsafeBufferPointer { try load(buffer: $0) }
+        try bytes.withUnsafeBufferPointer { buffer in
+            var lines = JournalBufferLines(buffer)
+            return try load(&lines, byteCount: buffer.count)
+        }
     }
 
-    private static func load(buffer: UnsafeBufferPointer<UInt8>) throws -> JournalContents {
-        var lines: [Range<Int>] = []
-        var start = 0
-        if let base = buffer.baseAddress {
-            while start < buffer.count, let found = memchr(base + start, 0x0A, buffer.count - start) {
-                let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                lines.append(start..<i)
-                start = i + 1
-            }
-        }
-        let torn = buffer.count - start
-        guard let first = lines.first else {
+    /// `byteCount`: the journal's size, for an estimate of its entries.
+    static func load(_ lines: inout some JournalLineSource, byteCount: Int) throws -> JournalContents {
+        guard let first = try lines.next() else {
             throw RPCError(.journalUnreadable, "the journal has no complete first line")
         }
-        let header = try decodeHeader(buffer[first])
+        let header = try decodeHeader(first)
         let config: SessionConfig
         do { config = try header.config.decode(as: SessionConfig.self) } catch {
             throw RPCError(.journalUnreadable, "the session configuration in the journal's first line does not load: \(error)")
         }
         var transcript = Transcript(properties: config.properties ?? [:], createdAt: header.createdAt)
-        // A journal written turn by turn has about one entry per two lines.
-        transcript.reserveCapacity(entries: lines.count / 2)
+        // Room for the entries, so appending never copies them: a turn's four
+        // lines (start, prompt, response, end) take at least 160 bytes for
+        // two entries. Space reserved and never written costs no memory.
+        transcript.reserveCapacity(entries: min(byteCount / 80, 1 << 17))
         var warnings: [JournalWarning] = []
-        var validLength = first.upperBound + 1
+        var validLength = lines.consumed
         var records = 0
-        for (index, range) in lines.enumerated().dropFirst() where !range.isEmpty {
+        var lineNumber = 1
+        while let line = try lines.next() {
+            lineNumber += 1
+            if line.isEmpty { continue }
             do {
-                let line = UnsafeBufferPointer(rebasing: buffer[range])
                 // The common records are replayed as they are read; a line the
                 // direct reader declines goes the general way (see `decodeRecord`).
                 var reader = JournalRecordReader(line)
@@ -170,18 +168,19 @@ enum JournalCodec {
                 }
                 records = isSnapshot ? 0 : records + 1
             } catch {
-                let rest = lines.count - index - 1
+                var rest = 0
+                while try lines.next() != nil { rest += 1 }
                 warnings.append(JournalWarning(
-                    line: index + 1,
-                    message: "line \(index + 1) of the journal could not be loaded (\(error)); the session is loaded as it was before it"
+                    line: lineNumber,
+                    message: "line \(lineNumber) of the journal could not be loaded (\(error)); the session is loaded as it was before it"
                         + (rest > 0 ? ", and the \(rest) line(s) after it were not loaded" : "")))
                 break
             }
-            validLength = range.upperBound + 1
+            validLength = lines.consumed
         }
         return JournalContents(
-            header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: torn, validLength: validLength,
-            fileLength: buffer.count, recordsSinceSnapshot: records)
+            header: header, config: config, transcript: transcript, warnings: warnings, tornBytes: lines.rest, validLength: validLength,
+            fileLength: lines.consumed + lines.rest, recordsSinceSnapshot: records)
     }
 
     /// Counters above this are refused: the state adds to them (the next

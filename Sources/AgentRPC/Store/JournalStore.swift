@@ -160,7 +160,7 @@ final class JournalStore: SessionStore {
     func read(_ id: String) throws -> JournalContents {
         let journalPath = path(id, ".jsonl")
         guard FileManager.default.fileExists(atPath: journalPath) else { throw RPCError.sessionNotFound(id) }
-        return try JournalCodec.load(try readAll(journalPath, id: id))
+        return try Self.loadFile(journalPath).contents
     }
 
     func page(after: ListPosition?, count: Int, filter: StoredSessionFilter, excluded: (String) -> Bool) -> [StoredSessionSummary] {
@@ -321,11 +321,10 @@ final class JournalStore: SessionStore {
     /// Loads an exported session (or any journal) into this store under its own
     /// id. It must load whole, and its id must not be stored here yet.
     func importSession(from file: String) throws -> String {
-        let bytes: [UInt8]
-        do { bytes = try Self.readAllWithStat(file).bytes } catch {
+        let contents: JournalContents
+        do { contents = try Self.loadFileReportingReads(file).contents } catch is JournalFileLines.ReadFailure {
             throw RPCError(.invalidParams, "cannot read \(file)")
         }
-        let contents = try JournalCodec.load(bytes)
         if let warning = contents.warnings.first {
             throw RPCError(.journalUnreadable, "\(file) does not load whole: \(warning.message)")
         }
@@ -392,12 +391,6 @@ final class JournalStore: SessionStore {
 
     // MARK: Files
 
-    /// The whole file, read straight into one array (through `Data` a long
-    /// journal would be copied once more).
-    private func readAll(_ path: String, id: String) throws -> [UInt8] {
-        try Self.readAllWithStat(path).bytes
-    }
-
     /// Whether two `stat`s are of the same file with the same contents: same
     /// device and inode (a rewrite renames a new file over the journal), same
     /// length and modification time (every append changes both).
@@ -405,44 +398,26 @@ final class JournalStore: SessionStore {
         a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size && SessionIndex.nanos(a) == SessionIndex.nanos(b)
     }
 
-    /// The whole file, and its `stat` as it was opened.
-    static func readAllWithStat(_ path: String) throws -> (bytes: [UInt8], info: stat) {
-        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError.posix("cannot read \(path)") }
-        defer { posixClose(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw StoreError.posix("cannot read \(path)") }
-        var failure: Int32 = 0
-        /// Reads until `buffer` is full or the file ends; the count read.
-        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
-            var count = 0
-            while count < buffer.count, failure == 0 {
-                let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
-                if n < 0 {
-                    if errno != EINTR { failure = errno }
-                    continue
-                }
-                if n == 0 { break }
-                count += n
-            }
-            return count
-        }
-        // One byte more than the size, to see whether the file grew since `fstat`.
-        let expected = max(Int(info.st_size), 0) + 1
-        var bytes = [UInt8](unsafeUninitializedCapacity: expected) { buffer, count in count = fill(buffer) }
-        if bytes.count == expected {
-            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-            while failure == 0 {
-                let n = chunk.withUnsafeMutableBufferPointer { fill($0) }
-                bytes += chunk[..<n]
-                if n < chunk.count { break }
-            }
-        }
-        if failure != 0 {
-            errno = failure
+    /// Loads the journal at `path`, read line by line (`JournalFileLines`),
+    /// and its `stat` as it was opened. A file that cannot be opened or read
+    /// throws `storeUnavailable` with the system's reason.
+    static func loadFile(_ path: String) throws -> (contents: JournalContents, info: stat) {
+        do { return try loadFileReportingReads(path) } catch let failure as JournalFileLines.ReadFailure {
+            errno = failure.code
             throw StoreError.posix("cannot read \(path)")
         }
-        return (bytes, info)
+    }
+
+    /// `loadFile`, with a failed `open`, `fstat` or `read` thrown as the `ReadFailure` it is.
+    static func loadFileReportingReads(_ path: String) throws -> (contents: JournalContents, info: stat) {
+        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw JournalFileLines.ReadFailure(code: errno) }
+        defer { posixClose(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw JournalFileLines.ReadFailure(code: errno) }
+        var lines = JournalFileLines(fd: fd)
+        defer { lines.release() }
+        return (try JournalCodec.load(&lines, byteCount: max(Int(info.st_size), 0)), info)
     }
 
     func fsyncDirectory() throws {
@@ -694,7 +669,6 @@ final class FileJournal: SessionJournal {
 // The journal types have `close()` methods of their own; these name the system calls.
 private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 private func posixClose(_ fd: Int32) { _ = close(fd) }
-private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
 
 /// Journals being read and loaded now, by path. A second reader of a journal
 /// while it is being read (the index checking the journals at start while a
@@ -765,7 +739,6 @@ final class SharedJournalReads: Sendable {
     }
 
     @Sendable static func readAndLoad(_ path: String) throws -> (contents: JournalContents, info: stat) {
-        let (bytes, info) = try JournalStore.readAllWithStat(path)
-        return (try JournalCodec.load(bytes), info)
+        try JournalStore.loadFile(path)
     }
 }

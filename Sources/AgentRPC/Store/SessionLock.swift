@@ -30,11 +30,18 @@ final class StoreOwner: Sendable {
 
     static let prefix = ".owner-"
 
+    /// The owner file's name part for `token` (`<pid> <nonce>` → `<pid>-<nonce>`).
+    /// Not `replacingOccurrences`: that goes through `NSString`, whose first use
+    /// cost about 0.2 ms of the first resume of a process.
+    private static func fileName(_ token: String) -> String {
+        String(token.map { $0 == " " ? "-" : $0 })
+    }
+
     /// The file is locked under a temporary name and then renamed into place, so
     /// `removeStale` never sees an owner file that is not locked yet.
     static func create(directory: String) throws -> StoreOwner {
         let token = "\(getpid()) \(UInt64.random(in: 1...UInt64.max))"
-        let name = prefix + token.replacingOccurrences(of: " ", with: "-")
+        let name = prefix + fileName(token)
         let path = directory + "/" + name
         let temp = directory + "/.tmp" + name
         let fd = open(temp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -51,7 +58,7 @@ final class StoreOwner: Sendable {
     /// Whether the owner `token` names (`<pid> <nonce>`) is a live process: its
     /// owner file exists and is locked.
     static func isAlive(token: String, directory: String) -> Bool {
-        let name = prefix + token.replacingOccurrences(of: " ", with: "-")
+        let name = prefix + fileName(token)
         guard SessionIDRule.isPlain(String(name.dropFirst(prefix.count))) else { return false }
         let fd = open(directory + "/" + name, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
