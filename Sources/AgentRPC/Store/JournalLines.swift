@@ -41,8 +41,13 @@ struct JournalBufferLines: JournalLineSource {
 /// file-sized buffer is a page fault when `read` first writes it, and on the
 /// 2-vCPU VM those faults, with the copy into cold memory, were about a fifth
 /// of resuming a 10,000-entry journal (3.2 MB). A buffer of this size is
-/// faulted in once and stays in the cache. And memory stays bounded by the
-/// longest line instead of the file.
+/// faulted in once and stays in the cache.
+///
+/// A line longer than the buffer (a snapshot holds the whole transcript) makes
+/// it grow at once to the rest of the file as `fstat` gave it, not by
+/// doubling: doubling up to a 1.3 MB line wrote 4 MB of fresh pages and
+/// copied the line's start at every step, where this costs what reading the
+/// whole file cost before.
 struct JournalFileLines: JournalLineSource {
     /// A `read` that failed, with its `errno`.
     struct ReadFailure: Error {
@@ -52,6 +57,8 @@ struct JournalFileLines: JournalLineSource {
     static let initialCapacity = 64 * 1024
 
     private let fd: Int32
+    /// The file's size when it was opened (0: unknown, as for a pipe).
+    private let expectedSize: Int
     private var buffer: UnsafeMutableBufferPointer<UInt8>
     /// The unread part of the buffer is `start..<end`; no newline is in `start..<searched`.
     private var start = 0
@@ -61,8 +68,9 @@ struct JournalFileLines: JournalLineSource {
     private(set) var consumed = 0
 
     /// Reads `fd` from where it is; `release()` frees the buffer (the caller owns `fd`).
-    init(fd: Int32) {
+    init(fd: Int32, expectedSize: Int = 0) {
         self.fd = fd
+        self.expectedSize = max(expectedSize, 0)
         buffer = .allocate(capacity: Self.initialCapacity)
     }
 
@@ -104,7 +112,9 @@ struct JournalFileLines: JournalLineSource {
         if end == buffer.count {
             let (doubled, overflow) = buffer.count.multipliedReportingOverflow(by: 2)
             guard !overflow else { throw ReadFailure(code: ENOMEM) }
-            let larger = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: doubled)
+            // The rest of the file, and one byte to see its end in the same read.
+            let rest = expectedSize > consumed ? expectedSize - consumed + 1 : 0
+            let larger = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(doubled, rest))
             if let from = buffer.baseAddress, let to = larger.baseAddress { memcpy(to, from, end) }
             buffer.deallocate()
             buffer = larger

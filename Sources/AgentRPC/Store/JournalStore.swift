@@ -415,9 +415,10 @@ final class JournalStore: SessionStore {
         defer { posixClose(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw JournalFileLines.ReadFailure(code: errno) }
-        var lines = JournalFileLines(fd: fd)
+        let size = max(Int(info.st_size), 0)
+        var lines = JournalFileLines(fd: fd, expectedSize: size)
         defer { lines.release() }
-        return (try JournalCodec.load(&lines, byteCount: max(Int(info.st_size), 0)), info)
+        return (try JournalCodec.load(&lines, byteCount: size), info)
     }
 
     func fsyncDirectory() throws {
