@@ -17,6 +17,8 @@ final class ACPAgent: Sendable {
     let modelOverride: String?
     let executable: String
     let environment: [String: String]
+    /// Bounds this process's exit (`ExitWatchdog`); it also kills the local model server if it fires.
+    let watchdog: ExitWatchdog?
 
     private let state = Mutex(State())
 
@@ -30,7 +32,7 @@ final class ACPAgent: Sendable {
     }
 
     init(editor: Connection, engine: EmbeddedServer, sessions: ACPSessions, configuration: ACPConfiguration, logger: Logger,
-         modelOverride: String?, executable: String, environment: [String: String]) {
+         modelOverride: String?, executable: String, environment: [String: String], watchdog: ExitWatchdog? = nil) {
         self.editor = editor
         self.engine = engine
         self.sessions = sessions
@@ -39,6 +41,7 @@ final class ACPAgent: Sendable {
         self.modelOverride = modelOverride
         self.executable = executable
         self.environment = environment
+        self.watchdog = watchdog
     }
 
     /// Serves until the editor closes its end.
@@ -72,6 +75,8 @@ final class ACPAgent: Sendable {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
+                // First, before anything here can wait: the exit is bounded from now on.
+                watchdog?.arm(.signal(number))
                 logger.info("received signal \(number); stopping")
                 state.withLock { $0.localModel }?.stop()
                 logger.flush()
@@ -82,18 +87,22 @@ final class ACPAgent: Sendable {
         }
     }
 
+    /// How long the end waits for the requests still open to be answered.
+    static let requestsGraceSeconds: Double = 5
+
     /// The end: running prompts are cancelled (their turns roll back), the
     /// engine's journals made durable, the local model stopped.
     func finish() async {
         // First: the editor may not wait long before it kills this process, and a
         // model server left behind would outlive it.
         state.withLock { $0.localModel }?.stop()
+        watchdog?.killsWhenFiring(nil)
         for session in sessions.all { session.cancelPrompt() }
         await engine.shutdown(reason: "the editor closed its input", graceSeconds: 10)
         // Every request still open is answered (a cancelled prompt with `cancelled`) before the output is flushed.
         let running = state.withLock { Array($0.inFlight.values) }
         for task in running { task.cancel() }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(Self.requestsGraceSeconds))
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for task in running { await task.value } }
             group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
@@ -253,6 +262,7 @@ final class ACPAgent: Sendable {
         if firstTry, let started = try LocalModelServer.startIfInstalled(executable: executable, environment: environment, logger: logger) {
             logger.info(started.description)
             state.withLock { $0.localModel = started }
+            watchdog?.killsWhenFiring(started.processIdentifier)
         }
         let local = state.withLock { $0.localModel }
         if let local { return (Self.localModelName, local.modelConfig) }

@@ -89,9 +89,19 @@ public enum ACPCommand {
                 return 2
             }
         }
+        // This process is the editor's child and ours: an exit that overruns its bound
+        // ends it (status 124, docs/acp.md).
+        let exitBound: Double
+        switch ExitWatchdog.testBound(in: environment) {
+        case .success(let bound): exitBound = bound ?? exitBoundSeconds(options.server)
+        case .failure(let problem):
+            complain(problem.message)
+            return 2
+        }
+        let watchdog = ExitWatchdog(boundSeconds: exitBound)
         let editor = Connection(
             inputFD: 0, outputFD: 1, maxMessageBytes: options.server.maxMessageBytes, logger: logger, framing: .newline,
-            recorder: recorder, cancelRequestMethod: "$/cancel_request")
+            recorder: recorder, cancelRequestMethod: "$/cancel_request", endOfInput: { watchdog.arm(.endOfInput) })
         let sessions = ACPSessions()
         let agent: ACPAgent
         do {
@@ -107,7 +117,7 @@ public enum ACPCommand {
                     + (engine.modelNames.isEmpty ? "" : "; known models: \(engine.modelNames.joined(separator: ", "))"))
             }
             agent = ACPAgent(editor: editor, engine: engine, sessions: sessions, configuration: configuration, logger: logger,
-                             modelOverride: options.model, executable: executable, environment: environment)
+                             modelOverride: options.model, executable: executable, environment: environment, watchdog: watchdog)
         } catch let error as RPCError {
             complain(error.message)
             return 2
@@ -118,13 +128,27 @@ public enum ACPCommand {
         let signals = agent.installSignalHandlers()
         editor.start()
         await agent.run()
+        watchdog.arm(.endOfInput)
         logger.info("the editor closed its input; shutting down")
+        watchdog.reached(.stoppingTurns)
+        if ExitWatchdog.hangsForTests(environment) {
+            logger.info("AGENTRPC_TEST_HANG_AT_EXIT=1: this exit hangs for good (a test of the exit watchdog)")
+            ExitWatchdog.hangForTests()
+        }
         await agent.finish()
+        watchdog.reached(.flushing)
         editor.flush(timeoutSeconds: options.server.flushTimeoutSeconds)
+        watchdog.reached(.exiting)
         recorder?.serverExiting(code: 0)
         logger.flush()
         withExtendedLifetime(signals) {}
         return 0
+    }
+
+    /// The most the whole exit may take: serve's bound plus the wait for the
+    /// last answers, which serve does not have.
+    package static func exitBoundSeconds(_ server: ServerOptions) -> Double {
+        server.exitBoundSeconds + ACPAgent.requestsGraceSeconds
     }
 
     private static func complain(_ message: String) {

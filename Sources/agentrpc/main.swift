@@ -82,8 +82,8 @@ let usage = """
       --cassette-pace PACE    fast | recorded, as for serve.
 
     Exit status: 0 on a clean exit (end of input, or shutdown then exit), 1 for exit without
-    shutdown, 2 for a usage error, 128 + N for a second signal N, 124 when the exit did not
-    finish within its bound (\(Int(ServerOptions().exitBoundSeconds)) s; something was stuck, said on stderr).
+    shutdown, 2 for a usage error, 128 + N for a second signal N, 124 when the exit did not finish
+    within its bound (\(Int(ServerOptions().exitBoundSeconds)) s; acp \(Int(ACPCommand.exitBoundSeconds(ServerOptions()))) s): something was stuck, said on stderr.
     """
 
 func fail(_ message: String) -> Never {
@@ -176,10 +176,9 @@ case "serve":
     options.handleTerminationSignals = true
     // This process is the server's: an exit that overruns its bound ends it (status 124).
     options.exitWatchdog = true
-    if let v = ProcessInfo.processInfo.environment["AGENTRPC_TEST_EXIT_BOUND_SECONDS"] {
-        // A test hook (docs/testing.md): a small bound, so a test of the watchdog waits little.
-        guard let s = Double(v), DurationBounds.positiveSeconds.contains(s) else { fail("AGENTRPC_TEST_EXIT_BOUND_SECONDS \(DurationBounds.positiveSeconds.requirement)") }
-        options.exitBoundSeconds = s
+    switch ExitWatchdog.testBound(in: options.environment) {
+    case .success(let bound): if let bound { options.exitBoundSeconds = bound }
+    case .failure(let problem): fail(problem.message)
     }
     let server: Server
     do {

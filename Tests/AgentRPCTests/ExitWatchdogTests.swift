@@ -41,6 +41,30 @@ import Testing
         #expect(line?.contains("before the exit began its work") == true)
     }
 
+    @Test func firingKillsTheChildWithoutASupervisor() async throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["600"]
+        let (ended, end) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingOldest(1))
+        child.terminationHandler = { end.yield($0.terminationReason == .uncaughtSignal ? $0.terminationStatus : -1) }
+        try child.run()
+        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL) } }
+        let line = await lastWords { watchdog in
+            watchdog.killsWhenFiring(child.processIdentifier)
+            watchdog.arm(.exit)
+        }
+        #expect(line != nil)
+        let signal = await withTaskGroup(of: Int32?.self) { group in
+            group.addTask { for await signal in ended { return signal }; return nil }
+            group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            end.finish()
+            return first
+        }
+        #expect(signal == SIGKILL)
+    }
+
     @Test func causesSurviveTheirAtomicCode() {
         for cause in [ExitWatchdog.Cause.endOfInput, .exit, .signal(1), .signal(15), .signal(64)] {
             #expect(ExitWatchdog.Cause(code: cause.code) == cause)

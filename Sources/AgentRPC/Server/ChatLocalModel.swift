@@ -121,6 +121,9 @@ package final class ChatLocalModel {
         return model
     }
 
+    /// The model server's pid (the script execs it).
+    package var processIdentifier: Int32 { server.processIdentifier }
+
     /// Stops the model server: SIGTERM, then SIGKILL if it has not exited after 5 s.
     package func stop(graceSeconds: Double = 5) {
         guard server.isRunning else { return }

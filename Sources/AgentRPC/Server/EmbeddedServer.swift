@@ -151,6 +151,9 @@ package final class LocalModelServer: Sendable {
         return LocalModelServer(model: model, config: config, description: banner)
     }
 
+    /// The model server's pid, while it runs.
+    package var processIdentifier: Int32? { model.withLock { $0?.processIdentifier } }
+
     /// Stops the model server: SIGTERM, then SIGKILL after `graceSeconds`
     /// (an editor gives its agent little time once it closed the pipe).
     package func stop(graceSeconds: Double = 0.5) {

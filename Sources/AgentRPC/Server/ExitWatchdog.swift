@@ -86,6 +86,9 @@ package final class ExitWatchdog: @unchecked Sendable {
     private let semaphore: UnsafeMutablePointer<sem_t>
     private let armedCause = Atomic<Int>(0)
     private let stage = Atomic<Int>(Stage.notStarted.rawValue)
+    /// A child with no supervisor of its own, killed when the watchdog fires
+    /// (`agentrpc acp`'s local model server); 0: none.
+    private let unsupervisedChild = Atomic<Int32>(0)
     /// What ends the process; a test replaces it to watch the watchdog in process.
     private let end: @Sendable (String) -> Void
 
@@ -113,6 +116,12 @@ package final class ExitWatchdog: @unchecked Sendable {
     package func arm(_ cause: Cause) {
         guard armedCause.compareExchange(expected: 0, desired: cause.code, ordering: .acquiringAndReleasing).exchanged else { return }
         sem_post(semaphore)
+    }
+
+    /// `pid` is killed (SIGKILL) when the watchdog fires, so that it does not
+    /// outlive the process; nil once it is stopped (its pid may be reused).
+    package func killsWhenFiring(_ pid: Int32?) {
+        unsupervisedChild.store(pid ?? 0, ordering: .releasing)
     }
 
     /// Records how far the exit got.
@@ -147,6 +156,8 @@ package final class ExitWatchdog: @unchecked Sendable {
         }
         // Returns the error number itself; with a valid deadline only EINTR.
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
+        let child = unsupervisedChild.load(ordering: .acquiring)
+        if child > 0 { kill(child, SIGKILL) }
         end(lastWords)
     }
 
@@ -163,10 +174,25 @@ package final class ExitWatchdog: @unchecked Sendable {
         value == value.rounded() ? String(Int(value)) : String(value)
     }
 
-    /// The test hook `AGENTRPC_TEST_HANG_AT_EXIT=1` (docs/testing.md): the
-    /// calling thread blocks for good, as a thread that waits on a lock nobody
-    /// releases, so that the watchdog has something real to end.
-    static func hangForTests() -> Never {
+    /// The test hook `AGENTRPC_TEST_EXIT_BOUND_SECONDS` (docs/testing.md): a
+    /// small bound, so that a test of the watchdog waits little. nil: not set.
+    package static func testBound(in environment: [String: String]) -> Result<Double?, CommandLineOptions.Problem> {
+        guard let text = environment["AGENTRPC_TEST_EXIT_BOUND_SECONDS"] else { return .success(nil) }
+        guard let seconds = Double(text), DurationBounds.positiveSeconds.contains(seconds) else {
+            return .failure(CommandLineOptions.Problem(message: "AGENTRPC_TEST_EXIT_BOUND_SECONDS \(DurationBounds.positiveSeconds.requirement)"))
+        }
+        return .success(seconds)
+    }
+
+    /// Whether the test hook `AGENTRPC_TEST_HANG_AT_EXIT=1` is set (docs/testing.md).
+    package static func hangsForTests(_ environment: [String: String]) -> Bool {
+        environment["AGENTRPC_TEST_HANG_AT_EXIT"] == "1"
+    }
+
+    /// The test hook `AGENTRPC_TEST_HANG_AT_EXIT=1`: the calling thread blocks
+    /// for good, as a thread that waits on a lock nobody releases, so that the
+    /// watchdog has something real to end.
+    package static func hangForTests() -> Never {
         let never = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
         sem_init(never, 0, 0)
         while true { sem_wait(never) }

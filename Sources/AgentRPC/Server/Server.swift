@@ -155,7 +155,7 @@ public final class Server: Sendable {
             logger.warning("turns still running after \(options.shutdownGraceSeconds) s; exiting without them")
         }
         watchdog?.reached(.closingSessions)
-        if watchdog != nil, options.environment["AGENTRPC_TEST_HANG_AT_EXIT"] == "1" {
+        if watchdog != nil, ExitWatchdog.hangsForTests(options.environment) {
             logger.info("AGENTRPC_TEST_HANG_AT_EXIT=1: this exit hangs for good (a test of the exit watchdog)")
             ExitWatchdog.hangForTests()
         }

@@ -987,3 +987,54 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
         async with asyncio.timeout(WAIT):
             while os.path.exists(f"/proc/{pid}") and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
                 await asyncio.sleep(0.05)
+
+
+# -- the end ----------------------------------------------------------------------------
+
+
+async def test_an_exit_the_watchdog_ends_takes_the_local_model_server_with_it(tmp_path: Path) -> None:
+    """The editor closes its input and the exit hangs (the test hook
+    ``AGENTRPC_TEST_HANG_AT_EXIT``) before the local model server is stopped: the
+    exit watchdog kills that server (it has no supervisor) and ends agentrpc with
+    status 124, the reason on stderr, nothing but frames on stdout (docs/acp.md)."""
+    from test_chat_local import stand_in
+
+    assert REAL_BINARY is not None
+    env = stand_in(tmp_path) | {"AGENTRPC_TEST_HANG_AT_EXIT": "1", "AGENTRPC_TEST_EXIT_BOUND_SECONDS": "1"}
+    proc = await asyncio.create_subprocess_exec(
+        REAL_BINARY, "acp", "--ephemeral", cwd=tmp_path, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        frames: list[dict[str, Any]] = []
+        requests = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+                    # No model is configured: the session starts the local model (the stand-in).
+                    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": []}}]
+        for request in requests:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            await proc.stdin.drain()
+            async with asyncio.timeout(WAIT):
+                while not frames or frames[-1].get("id") != request["id"]:
+                    frames.append(json.loads(await proc.stdout.readline()))
+            assert "result" in frames[-1], frames[-1]
+        model = int((tmp_path / "server.pid").read_text())
+        os.kill(model, 0)  # running
+        proc.stdin.close()
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 124
+    assert "agentrpc[error] the exit (the end of input) did not finish within 1 s" in stderr.decode()
+    assert all(isinstance(json.loads(line), dict) for line in stdout.splitlines())
+    async with asyncio.timeout(WAIT):
+        while Path(f"/proc/{model}").exists() and "zombie" not in _proc_state(model):
+            await asyncio.sleep(0.05)
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
