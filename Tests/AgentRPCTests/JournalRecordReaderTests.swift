@@ -224,6 +224,38 @@ import Testing
         #expect(Self.error(snapshot)?.message == "'revision' is larger than 9007199254740992")
     }
 
+    /// Integers are read eight digits at a time where eight digits follow:
+    /// every length, sign and ending reads as the general path reads it.
+    @Test func integersOfEveryLengthReadAsInGeneral() throws {
+        let digits = "3141592653589793238462643383"
+        for length in 1...24 {
+            for start in [0, 1, 5] {
+                let magnitude = String(digits.dropFirst(start).prefix(length))
+                for value in [magnitude, "-" + magnitude, magnitude + ".0", magnitude + ".5", magnitude + "e2", "0" + magnitude, magnitude + "x"] {
+                    for member in ["at", "number"] {
+                        let others = member == "at" ? #""number":1"# : #""at":1"#
+                        let line = #"{"type":"turnStarted","turnId":"t",""# + member + #"":"# + value + "," + others + "}"
+                        Self.expectSameAsGeneral(Array(line.utf8))
+                        if member == "at", value == magnitude, length <= 18, case .change(_, let at)? = try? JournalCodec.decodeRecord(Array(line.utf8)) {
+                            #expect(JournalCodec.millis(at) == JournalCodec.millis(JournalCodec.date(millis: Int(magnitude)!)), "\(value)")
+                        }
+                    }
+                }
+            }
+        }
+        for text in ["00000000", "12345678", "99999999", "09876543", "1234567/", "1234567:", "12345678"] {
+            let word = Array(text.utf8).withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            #expect(JournalRecordReader.eightDigits(word) == Int(text), "\(text)")
+        }
+        // 18 digits: two words and two single digits.
+        let longest = try JournalCodec.decodeRecord(Array(#"{"type":"turnStarted","at":123456789012345678,"turnId":"t","number":2}"#.utf8))
+        guard case .change(.turnStarted(_, 2), let at) = longest else {
+            Issue.record("read as \(longest)")
+            return
+        }
+        #expect(at == JournalCodec.date(millis: 123_456_789_012_345_678))
+    }
+
     @Test func badUTF8IsASyntaxError() {
         let prefix = Array(#"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":""#.utf8)
         let suffix = Array(#""}}"#.utf8)

@@ -396,6 +396,18 @@ struct JournalRecordReader {
             // JSON has no leading zeros: what follows a 0 is not part of the number.
             i += 1
         } else {
+            // Eight digits at a time while all eight are digits (a journal's
+            // times have 13): one multiply-add per digit was a chain of about
+            // 50 cycles per time, 7 % of loading a journal. At most 18 digits
+            // are read either way, so `magnitude` stays below 10^18.
+            if let base = bytes.baseAddress {
+                while bytes.count - i >= 8, i - first <= 10 {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+                    guard let value = Self.eightDigits(word) else { break }
+                    magnitude = magnitude * 100_000_000 + value
+                    i += 8
+                }
+            }
             while i < bytes.count, digit.contains(bytes[i]), i - first < 18 {
                 magnitude = magnitude * 10 + Int(bytes[i] - UInt8(ascii: "0"))
                 i += 1
@@ -408,6 +420,23 @@ struct JournalRecordReader {
         }
         p.index = i
         return negative ? -magnitude : magnitude
+    }
+
+    /// The value of eight ASCII digits (the first in the lowest byte), or nil
+    /// when any of the eight bytes is not a digit.
+    @inline(__always)
+    static func eightDigits(_ word: UInt64) -> Int? {
+        let nibbles: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
+        let threes: UInt64 = 0x3030_3030_3030_3030
+        // Every high nibble 3, and still 3 after adding 6 (so no byte above '9'; no carry crosses a byte).
+        guard word & nibbles == threes, (word &+ 0x0606_0606_0606_0606) & nibbles == threes else { return nil }
+        // Pairs, then fours, then all eight: each step multiplies the higher
+        // half by its weight and adds the lower, in every lane at once.
+        var w = word & 0x0F0F_0F0F_0F0F_0F0F
+        w = (w &* (10 << 8 + 1)) >> 8
+        w = ((w & 0x00FF_00FF_00FF_00FF) &* (100 << 16 + 1)) >> 16
+        w = ((w & 0x0000_FFFF_0000_FFFF) &* (10_000 << 32 + 1)) >> 32
+        return Int(w)
     }
 
     /// A string member that is one of `T`'s raw values, nil when it is none
