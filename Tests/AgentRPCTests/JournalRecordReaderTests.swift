@@ -256,6 +256,36 @@ import Testing
         #expect(at == JournalCodec.date(millis: 123_456_789_012_345_678))
     }
 
+    /// Member names are scanned a word at a time to the first byte that is
+    /// not plain: an escape, a control character, a byte outside ASCII or a
+    /// cut line at any position of a name of any length reads as the general
+    /// path reads it (declined there, then read or refused in general).
+    @Test func namesWithAnyByteAnywhereReadAsInGeneral() {
+        let letters = Array("abcdefghijklmnopqrstu".utf8)
+        let inserts: [[UInt8]] = [Array(#"\"#.utf8), Array(#"""#.utf8), Array(#"t"#.utf8), [0x01], [0x1F], Array("é".utf8), [0xFF], [0x7F], [0x20]]
+        for length in 0...letters.count {
+            for insert in inserts {
+                for at in 0...length {
+                    let name = Array(letters[..<at]) + insert + Array(letters[at..<length])
+                    for member in [name, Array("type".utf8[...].prefix(at)) + insert + Array("type".utf8.dropFirst(at))] {
+                        let line = Array(#"{"at":1,""#.utf8) + member + Array(#"":"turnStarted","number":1,"turnId":"t","type":"turnStarted"}"#.utf8)
+                        Self.expectSameAsGeneral(line)
+                        Self.expectSameAsGeneral(Array(line.prefix(9 + member.count)))
+                        // In an entry, where a name the reader does not know is skipped.
+                        let inEntry = Array(#"{"at":1,"entry":{"id":"e1",""#.utf8) + member
+                            + Array(#"":1,"text":"a","type":"prompt"},"nextEntry":2,"type":"entryAppended"}"#.utf8)
+                        Self.expectSameAsGeneral(inEntry)
+                    }
+                }
+            }
+        }
+        // Plain names of every length around a word read as in general too.
+        for length in 1...20 {
+            let line = #"{"at":1,""# + String(repeating: "x", count: length) + #"":1,"number":1,"turnId":"t","type":"turnStarted"}"#
+            Self.expectSameAsGeneral(Array(line.utf8))
+        }
+    }
+
     @Test func badUTF8IsASyntaxError() {
         let prefix = Array(#"{"type":"entryAppended","at":1,"nextEntry":2,"entry":{"id":"e1","type":"prompt","text":""#.utf8)
         let suffix = Array(#""}}"#.utf8)
