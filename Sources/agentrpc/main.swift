@@ -92,8 +92,7 @@ func fail(_ message: String) -> Never {
 }
 
 /// A subcommand's options and positional arguments, read by `CommandLineOptions`
-/// (`--name value`, `--name=value`, flags; `--flag=value` is the flag, as it
-/// always was here). Names are kept without their `--`.
+/// (`--name value`, `--name=value`, flags; `--flag=value` is refused). Names are kept without their `--`.
 struct Arguments {
     var positional: [String]
     var values: [String: String]
@@ -101,7 +100,7 @@ struct Arguments {
 
     init(_ args: ArraySlice<String>, valued: Set<String>, flags allowedFlags: Set<String>) {
         func dashed(_ names: Set<String>) -> Set<String> { Set(names.map { "--" + $0 }) }
-        switch CommandLineOptions.scanWithPositionals(Array(args), flags: dashed(allowedFlags), valued: dashed(valued), flagValuesIgnored: true) {
+        switch CommandLineOptions.scanWithPositionals(Array(args), flags: dashed(allowedFlags), valued: dashed(valued), ) {
         case .success(let scanned):
             positional = scanned.positionals
             values = Dictionary(uniqueKeysWithValues: scanned.values.map { (String($0.key.dropFirst(2)), $0.value) })

@@ -2,28 +2,26 @@
 /// subcommand reads them: `--name value`, `--name=value`, or a flag alone.
 package enum CommandLineOptions {
     /// `arguments` as (name, value) pairs, in order. A name in `flags` takes no
-    /// value (given one, it is unknown); a name in `valued` takes what follows
-    /// `=` or the next argument. Anything else is a message for the person.
+    /// value: `--flag=value` is refused, not read as the flag (so
+    /// `--ephemeral=false` cannot turn the store off); a name in `valued` takes
+    /// what follows `=` or the next argument. Anything else is a message for
+    /// the person.
     package static func scan(
         _ arguments: [String], flags: Set<String> = [], valued: Set<String>
     ) -> Result<[(name: String, value: String?)], Problem> {
-        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: false, flagValuesIgnored: false, endingFlags: []))
+        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: false, endingFlags: []))
             .map(\.options)
     }
 
     /// The options and, apart, the positional arguments (every argument that
     /// does not start with `--`: `-x` too, as a session id may start with `-`),
     /// for subcommands that take both (`serve`, `schema`, `sessions`).
-    ///
-    /// - `flagValuesIgnored`: `--flag=value` is the flag, its value dropped
-    ///   (what `serve` and `sessions` have always accepted); otherwise unknown.
-    /// - `endingFlags`: a flag among these ends the scan where it stands, the
-    ///   arguments after it unread (`sessions --help` shows the usage whatever follows).
+    /// `endingFlags`: a flag among these ends the scan where it stands, the
+    /// arguments after it unread (`sessions --help` shows the usage whatever follows).
     package static func scanWithPositionals(
-        _ arguments: [String], flags: Set<String> = [], valued: Set<String>,
-        flagValuesIgnored: Bool = false, endingFlags: Set<String> = []
+        _ arguments: [String], flags: Set<String> = [], valued: Set<String>, endingFlags: Set<String> = []
     ) -> Result<Scanned, Problem> {
-        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: true, flagValuesIgnored: flagValuesIgnored, endingFlags: endingFlags))
+        scan(arguments, flags: flags, valued: valued, rules: Rules(positionals: true, endingFlags: endingFlags))
     }
 
     /// What a command line holds: its options in order, and its positional arguments in order.
@@ -49,7 +47,6 @@ package enum CommandLineOptions {
 
     private struct Rules {
         var positionals: Bool
-        var flagValuesIgnored: Bool
         var endingFlags: Set<String>
     }
 
@@ -68,7 +65,9 @@ package enum CommandLineOptions {
                 value = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
             }
-            if flags.contains(name) && (value == nil || rules.flagValuesIgnored) {
+            if flags.contains(name) {
+                // `serve` and `sessions` once read `--flag=value` as the flag, whatever the value.
+                guard value == nil else { return .failure(Problem(message: "option \(name) takes no value")) }
                 out.options.append((name, nil))
                 if rules.endingFlags.contains(name) { break }
                 continue

@@ -35,7 +35,7 @@ package enum SessionsCommand {
         let scanned: CommandLineOptions.Scanned
         switch CommandLineOptions.scanWithPositionals(
             arguments, flags: ["--json", "--dry-run", "--help"], valued: ["--store", "--limit", "--query", "--model", "--older-than", "--out"],
-            flagValuesIgnored: true, endingFlags: ["--help"]) {
+            endingFlags: ["--help"]) {
         case .success(let read): scanned = read
         case .failure(let problem): return usageError(problem.message, errors)
         }
