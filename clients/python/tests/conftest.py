@@ -108,6 +108,22 @@ def call(tool_name: str, /, **arguments: Any) -> dict[str, Any]:
     return {"name": tool_name, "arguments": arguments}
 
 
+def is_gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (no longer in /proc, or a zombie not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return True
+    return "zombie" in state
+
+
+async def until_gone(pid: int, timeout: float = REAL_TIMEOUT) -> None:
+    """Waits (bounded) until process ``pid`` has ended."""
+    async with asyncio.timeout(timeout):
+        while not is_gone(pid):
+            await asyncio.sleep(0.05)
+
+
 async def until(stream: Any, predicate: Any) -> Event:
     """The first event of ``stream`` that satisfies ``predicate`` (bounded)."""
     async with asyncio.timeout(REAL_TIMEOUT):

@@ -41,7 +41,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from conftest import REAL_BINARY, requires_real  # type: ignore[import-not-found]
+from conftest import REAL_BINARY, requires_real, until_gone  # type: ignore[import-not-found]
 
 pytestmark = requires_real
 
@@ -984,9 +984,7 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
     check.verify()
     # The agent stops its model server when the editor closes the pipe, or a signal ends it.
     for pid in children:
-        async with asyncio.timeout(WAIT):
-            while os.path.exists(f"/proc/{pid}") and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
-                await asyncio.sleep(0.05)
+        await until_gone(pid, WAIT)
 
 
 # -- the end ----------------------------------------------------------------------------
@@ -1028,13 +1026,4 @@ async def test_an_exit_the_watchdog_ends_takes_the_local_model_server_with_it(tm
     assert proc.returncode == 124
     assert "agentrpc[error] the exit (the end of input) did not finish within 1 s" in stderr.decode()
     assert all(isinstance(json.loads(line), dict) for line in stdout.splitlines())
-    async with asyncio.timeout(WAIT):
-        while Path(f"/proc/{model}").exists() and "zombie" not in _proc_state(model):
-            await asyncio.sleep(0.05)
-
-
-def _proc_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
-    except (OSError, IndexError):
-        return "zombie"
+    await until_gone(model, WAIT)

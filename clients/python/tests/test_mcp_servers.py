@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
+from conftest import REAL_TIMEOUT, call, is_gone, requires_real, spawn_real, until_gone
 
 pytestmark = requires_real
 
@@ -258,16 +258,8 @@ async def test_no_orphan_after_kill_9_of_agentrpc(tmp_path: Path) -> None:
         server_pid = int(pid_file.read_text())
         os.kill(server_pid, 0)  # alive
         os.kill(client.pid, signal.SIGKILL)
-        async with asyncio.timeout(REAL_TIMEOUT):
-            while Path(f"/proc/{server_pid}").exists() and "zombie" not in _proc_state(server_pid):
-                await asyncio.sleep(0.05)
+        await until_gone(server_pid)
 
-
-def _proc_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
-    except (OSError, IndexError):
-        return "zombie"
 
 
 HOSTILE = str(HERE / "mcp_hostile_server.py")
@@ -341,9 +333,7 @@ async def test_no_orphan_after_kill_9_even_when_the_server_ignores_end_of_input(
         await status_of(events, {"immortal"})
         server_pid = int(pid_file.read_text())
         os.kill(client.pid, signal.SIGKILL)
-        async with asyncio.timeout(REAL_TIMEOUT):
-            while Path(f"/proc/{server_pid}").exists() and "zombie" not in _proc_state(server_pid):
-                await asyncio.sleep(0.05)
+        await until_gone(server_pid)
 
 
 async def test_closing_the_session_stops_a_server_that_ignores_sigterm(tmp_path: Path) -> None:
@@ -354,7 +344,7 @@ async def test_closing_the_session_stops_a_server_that_ignores_sigterm(tmp_path:
         await status_of(events, {"immortal"})
         server_pid = int(pid_file.read_text())
         await session.close()
-        assert not Path(f"/proc/{server_pid}").exists() or "zombie" in _proc_state(server_pid)
+        assert is_gone(server_pid)
 
 
 def _free_port() -> int:
@@ -826,12 +816,6 @@ async def test_a_fork_starts_its_own_servers_and_delete_stops_them(tmp_path: Pat
         assert (await get_state(client, session))["mcpServers"][0]["status"] == "ready"
 
 
-async def _gone(pid: int) -> None:
-    async with asyncio.timeout(REAL_TIMEOUT):
-        while Path(f"/proc/{pid}").exists() and "zombie" not in _proc_state(pid):
-            await asyncio.sleep(0.05)
-
-
 async def test_no_process_a_server_started_outlives_kill_9_of_agentrpc(tmp_path: Path) -> None:
     """The server's own child ignores SIGTERM and reads no input: only the
     supervisor, seeing agentrpc's lifeline end, kills it (with the whole group)."""
@@ -843,7 +827,7 @@ async def test_no_process_a_server_started_outlives_kill_9_of_agentrpc(tmp_path:
         grandchild = int(pid_file.read_text())
         os.kill(grandchild, 0)  # alive
         os.kill(client.pid, signal.SIGKILL)
-        await _gone(grandchild)
+        await until_gone(grandchild)
 
 
 async def test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_with_it(tmp_path: Path) -> None:
@@ -864,7 +848,7 @@ async def test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_
         assert await client.wait_closed(REAL_TIMEOUT), "agentrpc is still running"
         assert client.returncode == 124
         assert "the exit (signal 15) did not finish within 1 s" in client.stderr_tail
-        await _gone(grandchild)
+        await until_gone(grandchild)
 
 
 async def test_closing_the_session_stops_what_the_server_started(tmp_path: Path) -> None:
@@ -875,4 +859,4 @@ async def test_closing_the_session_stops_what_the_server_started(tmp_path: Path)
         await status_of(events, {"spawner"})
         grandchild = int(pid_file.read_text())
         await session.close()
-        assert not Path(f"/proc/{grandchild}").exists() or "zombie" in _proc_state(grandchild)
+        assert is_gone(grandchild)
