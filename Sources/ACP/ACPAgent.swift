@@ -19,6 +19,9 @@ final class ACPAgent: Sendable {
     let environment: [String: String]
     /// Bounds this process's exit (`ExitWatchdog`); it also kills the local model server if it fires.
     let watchdog: ExitWatchdog?
+    /// How long the end waits for running turns to stop (the server's own
+    /// setting, which the exit watchdog's bound is derived from).
+    let shutdownGraceSeconds: Double
 
     private let state = Mutex(State())
 
@@ -32,7 +35,8 @@ final class ACPAgent: Sendable {
     }
 
     init(editor: Connection, engine: EmbeddedServer, sessions: ACPSessions, configuration: ACPConfiguration, logger: Logger,
-         modelOverride: String?, executable: String, environment: [String: String], watchdog: ExitWatchdog? = nil) {
+         modelOverride: String?, executable: String, environment: [String: String], shutdownGraceSeconds: Double,
+         watchdog: ExitWatchdog? = nil) {
         self.editor = editor
         self.engine = engine
         self.sessions = sessions
@@ -42,6 +46,7 @@ final class ACPAgent: Sendable {
         self.executable = executable
         self.environment = environment
         self.watchdog = watchdog
+        self.shutdownGraceSeconds = shutdownGraceSeconds
     }
 
     /// Serves until the editor closes its end.
@@ -98,7 +103,7 @@ final class ACPAgent: Sendable {
         state.withLock { $0.localModel }?.stop()
         watchdog?.killsWhenFiring(nil)
         for session in sessions.all { session.cancelPrompt() }
-        await engine.shutdown(reason: "the editor closed its input", graceSeconds: 10)
+        await engine.shutdown(reason: "the editor closed its input", graceSeconds: shutdownGraceSeconds)
         // Every request still open is answered (a cancelled prompt with `cancelled`) before the output is flushed.
         let running = state.withLock { Array($0.inFlight.values) }
         for task in running { task.cancel() }

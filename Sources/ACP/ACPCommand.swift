@@ -117,7 +117,8 @@ public enum ACPCommand {
                     + (engine.modelNames.isEmpty ? "" : "; known models: \(engine.modelNames.joined(separator: ", "))"))
             }
             agent = ACPAgent(editor: editor, engine: engine, sessions: sessions, configuration: configuration, logger: logger,
-                             modelOverride: options.model, executable: executable, environment: environment, watchdog: watchdog)
+                             modelOverride: options.model, executable: executable, environment: environment,
+                             shutdownGraceSeconds: options.server.shutdownGraceSeconds, watchdog: watchdog)
         } catch let error as RPCError {
             complain(error.message)
             return 2
