@@ -132,6 +132,75 @@ async def test_destructive_hint_asks_for_confirmation(tmp_path: Path) -> None:
         assert calls[0]["outcome"] == "denied"
 
 
+async def test_guards_and_approval_rules_decide_mcp_calls_as_client_calls(tmp_path: Path) -> None:
+    """An MCP tool goes through the session's guards and standing approval
+    rules like a client tool: a guard's deny never reaches the server, a
+    guard matches the annotations the server's hints map to, a guard's confirm
+    asks, and approving for the session lets the next call through unasked."""
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    guards = [
+        {"match": {"name": "mcp__kit__echo"}, "verdict": "deny", "reason": "no echoes here"},
+        {"match": {"annotations": ["destructive"]}, "verdict": "deny", "reason": "nothing destructive"},
+        {"match": {"name": "mcp__kit__add"}, "verdict": "confirm", "reason": "sums need a look"},
+    ]
+    first = {"toolCalls": [call("mcp__kit__echo", text="hi"), call("mcp__kit__wipe"), call("mcp__kit__add", a=2, b=3)]}
+    second = {"toolCalls": [call("mcp__kit__add", a=4, b=5)]}
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(
+            scripted(first, {"text": ["one"]}, second, {"text": ["two"]}, servers=[stdio_server(MCP2_PYTHON)], guards=guards))
+        await wait_status(events, "kit", "ready")
+
+        turn = asyncio.create_task(session.send("go"))
+        resolved: dict[str, dict[str, Any]] = {}
+        calls: list[dict[str, Any]] = []
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                event = note.params["event"]
+                if event["type"] == "confirmationRequested":
+                    # Only the guard's confirm asks: the denied calls never do.
+                    assert event["name"] == "mcp__kit__add" and event.get("reason") == "sums need a look"
+                    await session.approve_for_session(event["callId"])
+                elif event["type"] == "confirmationResolved":
+                    resolved[event["callId"]] = dict(event)
+                elif event["type"] == "toolCallFinished":
+                    calls.append(dict(event))
+                elif event["type"] == "turnEnded":
+                    break
+        await turn
+        by_name = {c["name"]: c for c in calls}
+        assert by_name["mcp__kit__echo"]["outcome"] == "denied" and "no echoes here" in str(by_name["mcp__kit__echo"]["content"])
+        assert by_name["mcp__kit__wipe"]["outcome"] == "denied" and "nothing destructive" in str(by_name["mcp__kit__wipe"]["content"])
+        # Had either reached the server, its answer ("echo: hi", "wiped") would be the content.
+        assert "echo: hi" not in str(by_name["mcp__kit__echo"]["content"]) and "wiped" not in str(by_name["mcp__kit__wipe"]["content"])
+        assert by_name["mcp__kit__add"]["outcome"] == "ok" and by_name["mcp__kit__add"]["content"] == {"total": 5}
+        decided = {name: (resolved[c["callId"]]["decision"], resolved[c["callId"]]["source"]) for name, c in by_name.items()}
+        assert decided == {
+            "mcp__kit__echo": ("deny", "policy"), "mcp__kit__wipe": ("deny", "policy"),
+            "mcp__kit__add": ("approveForSession", "client")}
+
+        # The rule approveForSession made lets the next add through without asking.
+        turn = asyncio.create_task(session.send("again"))
+        seen: list[str] = []
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                event = note.params["event"]
+                assert event["type"] != "confirmationRequested", event
+                if event["type"] == "confirmationResolved":
+                    assert (event["source"], event["decision"]) == ("rule", "approve")
+                    seen.append("rule")
+                elif event["type"] == "toolCallFinished":
+                    assert event["name"] == "mcp__kit__add" and event["outcome"] == "ok" and event["content"] == {"total": 9}
+                    seen.append("finished")
+                elif event["type"] == "turnEnded":
+                    break
+        await turn
+        assert seen == ["rule", "finished"]
+        rules = (await get_state(client, session)).get("approvalRules") or []
+        assert [r["tool"] for r in rules] == ["mcp__kit__add"], rules
+
+
 async def test_list_changed_is_seen_by_the_next_round_trip(tmp_path: Path) -> None:
     if MCP2_PYTHON is None:
         pytest.skip("mcp 2.x is not installed")
