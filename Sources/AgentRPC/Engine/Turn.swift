@@ -277,9 +277,10 @@ extension TurnRunner {
         do {
             output = try await streamWithRetries(request, provider: provider, shown: shown, session: session)
         } catch {
-            // A round trip's span has always said the error as Swift prints it, a
-            // side request's only what may be shown; kept as they were, so traces do not change.
-            span?.end(status: .error(shown ? "\(error)" : TurnRunner.safeDescription(of: error)))
+            // What may be shown, never the provider's own text: a trace is kept
+            // without `--trace-payloads`, and that text (a provider error's
+            // `unsafeMessage`) is for logs a user opts into.
+            span?.end(status: .error(TurnRunner.safeDescription(of: error)))
             throw error
         }
         if let usage = output.usage {

@@ -130,6 +130,33 @@ async def test_unreported_usage_is_absent_in_result_events_and_traces(tmp_path: 
     assert "gen_ai.usage.input_tokens" not in spans and "gen_ai.usage.output_tokens" not in spans
 
 
+async def test_a_failed_model_call_s_span_says_the_safe_description_not_the_provider_s_text(tmp_path: Path) -> None:
+    """A trace is written without --trace-payloads: a failed round trip's span
+    status is agentrpc's own description of the error, never the provider's
+    prose (which the client still gets as ``unsafe_message``)."""
+    from agentrpc import ProviderError
+
+    fake = FakeProvider()
+    config = {"models": {"m": {"provider": "openai", "model": "local", "baseURL": fake.base_url + "/v1"}}}
+    (tmp_path / "agentrpc.json").write_text(json.dumps(config))
+    trace = tmp_path / "trace.jsonl"
+    prose = "the provider's own words, account 7731 of Alice"
+    try:
+        async with Client.spawn(binary=BINARY, cwd=tmp_path, args=["--trace-file", str(trace)], request_timeout=TIMEOUT) as client:
+            session = await client.open_session(model="m")
+            fake.queue(Canned.error(400, {"error": {"message": prose, "type": "invalid_request_error"}}))
+            with pytest.raises(ProviderError) as failed:
+                await session.send("hi")
+    finally:
+        fake.close()
+    assert prose in failed.value.unsafe_message
+    spans = [span for line in trace.read_text().splitlines()
+             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+    completion = [s for s in spans if s["name"] == "llm.completion"]
+    assert completion and completion[-1]["status"] == {"code": 2, "message": failed.value.safe_description}
+    assert "account 7731" not in trace.read_text()
+
+
 # -- 5. retry policy ----------------------------------------------------------------
 
 
