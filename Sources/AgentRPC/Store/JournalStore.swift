@@ -409,12 +409,19 @@ final class JournalStore: SessionStore {
     }
 
     /// `loadFile`, with a failed `open`, `fstat` or `read` thrown as the `ReadFailure` it is.
+    /// Anything but a regular file is `journalUnreadable`: a FIFO would block
+    /// the open (and a `session/list` waiting for the index check) forever, a
+    /// device such as `/dev/zero` would be read without end.
     static func loadFileReportingReads(_ path: String) throws -> (contents: JournalContents, info: stat) {
-        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK so that opening a FIFO returns at once; a regular file reads as without it.
+        let fd = posixOpen(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw JournalFileLines.ReadFailure(code: errno) }
         defer { posixClose(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw JournalFileLines.ReadFailure(code: errno) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw RPCError(.journalUnreadable, "\(path) is not a regular file")
+        }
         let size = max(Int(info.st_size), 0)
         var lines = JournalFileLines(fd: fd, expectedSize: size)
         defer { lines.release() }

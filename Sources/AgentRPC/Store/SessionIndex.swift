@@ -179,7 +179,8 @@ final class SessionIndex: Sendable {
 
     /// Applies the file's lines from `offset` on (complete lines only).
     private func readTail(_ s: inout State) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO put where the index is must not block the open (a regular file reads as without it).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return }
         defer { close(fd) }
         var info = stat()
@@ -452,7 +453,7 @@ final class SessionIndex: Sendable {
 
     /// `rewriteLocked`'s file work; true when the new file took the index's place.
     private func replaceFile(_ s: inout State) -> Bool {
-        let old = open(path, O_RDONLY | O_CLOEXEC)
+        let old = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if old >= 0 { _ = flock(old, LOCK_EX) }
         defer {
             if old >= 0 {

@@ -60,7 +60,9 @@ final class StoreOwner: Sendable {
     static func isAlive(token: String, directory: String) -> Bool {
         let name = prefix + fileName(token)
         guard SessionIDRule.isPlain(String(name.dropFirst(prefix.count))) else { return false }
-        let fd = open(directory + "/" + name, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK here and below: a FIFO under a store file's name must not
+        // block the open; a regular file and its flock are the same with it.
+        let fd = open(directory + "/" + name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {
@@ -76,7 +78,7 @@ final class StoreOwner: Sendable {
         for name in names where name.hasPrefix(prefix) {
             let path = directory + "/" + name
             if path == own { continue }
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             guard fd >= 0 else { continue }
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
             close(fd)
@@ -121,7 +123,7 @@ final class SessionLock: Sendable {
     /// Whether a live process other than `owner`'s holds the lock, and its pid.
     /// `owner` nil: any live holder counts (a process that loads nothing).
     static func probe(path: String, directory: String, owner: StoreOwner?) -> (locked: Bool, pid: Int32?) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return (false, nil) }
         defer { close(fd) }
         // An exclusive flock held for long is an older agentrpc that keeps it while loaded.

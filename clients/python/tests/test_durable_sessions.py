@@ -256,6 +256,26 @@ async def test_newer_format_version_is_a_clear_error_and_the_others_still_load(t
         assert (await second.resume_session(fine.id)).id == fine.id
 
 
+async def test_a_fifo_or_a_device_under_a_journal_s_name_is_unreadable_not_a_hang(tmp_path: Path) -> None:
+    """A FIFO named like a journal blocked the index check's open, and so every
+    session/list, forever; a link to /dev/zero would be read without end. Both
+    are journalUnreadable now, and the store's real sessions list and resume."""
+    store = tmp_path / "store"
+    async with spawn(store) as first:
+        fine = await first.create_session(model=scripted({"text": ["b"]}), title="fine")
+    os.mkfifo(store / "s-fifo.jsonl")
+    os.symlink("/dev/zero", store / "s-zero.jsonl")
+    (store / ".index").unlink()  # rebuilt from the journals, the odd ones included
+    async with spawn(store) as second:
+        listed = await second.list_sessions()
+        assert listed.ids == [fine.id]
+        for odd in ("s-fifo", "s-zero"):
+            with pytest.raises(JournalUnreadable) as caught:
+                await second.resume_session(odd)
+            assert "is not a regular file" in str(caught.value)
+        assert (await second.resume_session(fine.id)).id == fine.id
+
+
 # -- two servers, one store ------------------------------------------------------
 
 
