@@ -178,27 +178,36 @@ import Testing
     }
 
     /// A journal that cannot be read is a typed error, not a torn journal: a
-    /// directory opens but does not read (EISDIR).
+    /// missing file is `storeUnavailable` with its errno (`invalidParams` for
+    /// `sessions import`), and anything but a regular file (here a directory,
+    /// which opens but does not read) is `journalUnreadable` without a read.
     @Test func aFileThatDoesNotReadIsAnError() throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = dir + "/missing.jsonl"
+        #expect {
+            _ = try JournalStore.loadFile(missing)
+        } throws: { error in
+            guard let error = error as? RPCError else { return false }
+            return error.data["kind"] == "storeUnavailable" && error.message.hasPrefix("cannot read \(missing)") && error.data["errno"] == .int(Int(ENOENT))
+        }
         #expect {
             _ = try JournalStore.loadFile(dir)
         } throws: { error in
             guard let error = error as? RPCError else { return false }
-            return error.data["kind"] == "storeUnavailable" && error.message.hasPrefix("cannot read \(dir)") && error.data["errno"] == .int(Int(EISDIR))
-        }
-        #expect {
-            _ = try JournalStore.loadFile(dir + "/missing.jsonl")
-        } throws: { error in
-            (error as? RPCError)?.data["errno"] == .int(Int(ENOENT))
+            return error.data["kind"] == "journalUnreadable" && error.message == "\(dir) is not a regular file"
         }
         let store = JournalStore(directory: dir + "/store", logger: Logger(level: .off))
         #expect {
-            _ = try store.importSession(from: dir)
+            _ = try store.importSession(from: missing)
         } throws: { error in
             guard let error = error as? RPCError else { return false }
-            return error.data["kind"] == "invalidParams" && error.message == "cannot read \(dir)"
+            return error.data["kind"] == "invalidParams" && error.message == "cannot read \(missing)"
+        }
+        #expect {
+            _ = try store.importSession(from: dir)
+        } throws: { error in
+            (error as? RPCError)?.data["kind"] == "journalUnreadable"
         }
     }
 }
