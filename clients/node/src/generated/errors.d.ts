@@ -350,7 +350,7 @@ export declare class StoreUnavailableError extends AgentRPCError {
 }
 
 /**
- * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version.
+ * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version, or is not a regular file.
  * Extra `data`: `formatVersion`, `supportedVersion`.
  */
 export declare class JournalUnreadableError extends AgentRPCError {

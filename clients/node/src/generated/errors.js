@@ -515,7 +515,7 @@ export class StoreUnavailableError extends AgentRPCError {
 }
 
 /**
- * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version.
+ * `journalUnreadable` (-32081): a stored session's journal has no valid first line, or a newer format version, or is not a regular file.
  * Extra `data`: `formatVersion`, `supportedVersion`.
  */
 export class JournalUnreadableError extends AgentRPCError {

@@ -1250,7 +1250,7 @@ class StoreUnavailable(_KnownError):
 
 
 class JournalUnreadable(_KnownError):
-    """``journalUnreadable`` (-32081): a stored session's journal has no valid first line, or a newer format version.
+    """``journalUnreadable`` (-32081): a stored session's journal has no valid first line, or a newer format version, or is not a regular file.
 
     Extra ``data``: ``formatVersion``, ``supportedVersion``.
     """
