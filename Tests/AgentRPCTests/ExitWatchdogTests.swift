@@ -14,12 +14,17 @@ import Testing
         let (words, said) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(1))
         let watchdog = ExitWatchdog(boundSeconds: 0.05) { said.yield($0) }
         arm(watchdog)
-        return await withTaskGroup(of: String?.self) { group in
-            group.addTask { for await line in words { return line }; return nil }
+        defer { said.finish() }
+        return await first(of: words)
+    }
+
+    /// The first element of `stream`, or nil when none comes within 30 seconds.
+    private func first<T: Sendable>(of stream: AsyncStream<T>) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { for await element in stream { return element }; return nil }
             group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
             let first = await group.next() ?? nil
             group.cancelAll()
-            said.finish()
             return first
         }
     }
@@ -54,15 +59,8 @@ import Testing
             watchdog.arm(.exit)
         }
         #expect(line != nil)
-        let signal = await withTaskGroup(of: Int32?.self) { group in
-            group.addTask { for await signal in ended { return signal }; return nil }
-            group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            end.finish()
-            return first
-        }
-        #expect(signal == SIGKILL)
+        defer { end.finish() }
+        #expect(await first(of: ended) == SIGKILL)
     }
 
     @Test func causesSurviveTheirAtomicCode() {

@@ -338,6 +338,15 @@ def hostile(mode: str, **extra: Any) -> dict[str, Any]:
     return {"name": mode, "command": sys.executable, "args": [HOSTILE, mode], **extra}
 
 
+async def started_hostile(client: Any, mode: str, pid_file: Path) -> tuple[Any, int]:
+    """A session with the hostile server ``mode``, once it is ready, and the pid
+    it wrote to ``pid_file`` (its own, or its child's: MCP_TEST_PID_FILE)."""
+    events = client.notifications("session/event")
+    session = await client.open_session(scripted(servers=[hostile(mode)]))
+    await status_of(events, {mode})
+    return session, int(pid_file.read_text())
+
+
 async def status_of(events: Any, servers: set[str], wanted: set[str] = {"ready", "failed"}) -> dict[str, dict[str, Any]]:
     """The first settled status (ready or failed) of each of ``servers``."""
     seen: dict[str, dict[str, Any]] = {}
@@ -397,23 +406,20 @@ async def test_a_50_mb_result_is_dropped_with_a_note_and_a_storm_is_coalesced(tm
 async def test_no_orphan_after_kill_9_even_when_the_server_ignores_end_of_input(tmp_path: Path) -> None:
     pid_file = tmp_path / "immortal.pid"
     async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
-        events = client.notifications("session/event")
-        await client.open_session(scripted(servers=[hostile("immortal")]))
-        await status_of(events, {"immortal"})
-        server_pid = int(pid_file.read_text())
+        _, server_pid = await started_hostile(client, "immortal", pid_file)
         os.kill(client.pid, signal.SIGKILL)
         await until_gone(server_pid)
 
 
-async def test_closing_the_session_stops_a_server_that_ignores_sigterm(tmp_path: Path) -> None:
-    pid_file = tmp_path / "immortal.pid"
+# "immortal" ignores SIGTERM (its own pid is written); "spawner" starts a
+# child of its own (the child's pid is written).
+@pytest.mark.parametrize("mode", ["immortal", "spawner"])
+async def test_closing_the_session_stops_the_server_and_what_it_started(tmp_path: Path, mode: str) -> None:
+    pid_file = tmp_path / f"{mode}.pid"
     async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
-        events = client.notifications("session/event")
-        session = await client.open_session(scripted(servers=[hostile("immortal")]))
-        await status_of(events, {"immortal"})
-        server_pid = int(pid_file.read_text())
+        session, pid = await started_hostile(client, mode, pid_file)
         await session.close()
-        assert is_gone(server_pid)
+        assert is_gone(pid)
 
 
 def _free_port() -> int:
@@ -890,10 +896,7 @@ async def test_no_process_a_server_started_outlives_kill_9_of_agentrpc(tmp_path:
     supervisor, seeing agentrpc's lifeline end, kills it (with the whole group)."""
     pid_file = tmp_path / "grandchild.pid"
     async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
-        events = client.notifications("session/event")
-        await client.open_session(scripted(servers=[hostile("spawner")]))
-        await status_of(events, {"spawner"})
-        grandchild = int(pid_file.read_text())
+        _, grandchild = await started_hostile(client, "spawner", pid_file)
         os.kill(grandchild, 0)  # alive
         os.kill(client.pid, signal.SIGKILL)
         await until_gone(grandchild)
@@ -908,24 +911,10 @@ async def test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_
     pid_file = tmp_path / "grandchild.pid"
     env = {"MCP_TEST_PID_FILE": str(pid_file), "AGENTRPC_TEST_HANG_AT_EXIT": "1", "AGENTRPC_TEST_EXIT_BOUND_SECONDS": "1"}
     async with spawn_real(tmp_path, env=env) as client:
-        events = client.notifications("session/event")
-        await client.open_session(scripted(servers=[hostile("spawner")]))
-        await status_of(events, {"spawner"})
-        grandchild = int(pid_file.read_text())
+        _, grandchild = await started_hostile(client, "spawner", pid_file)
         os.kill(grandchild, 0)  # alive
         os.kill(client.pid, signal.SIGTERM)
         assert await client.wait_closed(REAL_TIMEOUT), "agentrpc is still running"
         assert client.returncode == 124
         assert "the exit (signal 15) did not finish within 1 s" in client.stderr_tail
         await until_gone(grandchild)
-
-
-async def test_closing_the_session_stops_what_the_server_started(tmp_path: Path) -> None:
-    pid_file = tmp_path / "grandchild.pid"
-    async with spawn_real(tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
-        events = client.notifications("session/event")
-        session = await client.open_session(scripted(servers=[hostile("spawner")]))
-        await status_of(events, {"spawner"})
-        grandchild = int(pid_file.read_text())
-        await session.close()
-        assert is_gone(grandchild)
