@@ -59,15 +59,15 @@ final class ACPAgent: Sendable {
                 // ACP has no batches; each member is still served and answered on its own.
                 for decoded in items { await handle(decoded) }
             case .frame(.emptyBatch):
-                editor.send(.failure(nil, RPCError(.invalidRequest, "an empty batch is not a valid request")))
+                fail(nil, RPCError(.invalidRequest, "an empty batch is not a valid request"))
             case .oversized(let count, let id):
-                editor.send(.failure(id, RPCError(code: .invalidRequest, kind: .messageTooLarge,
+                fail(id, RPCError(code: .invalidRequest, kind: .messageTooLarge,
                     message: "message of \(count) bytes exceeds the limit of \(editor.maxMessageBytes) bytes",
-                    data: ["limit": .int(editor.maxMessageBytes), "size": .int(count)])))
+                    data: ["limit": .int(editor.maxMessageBytes), "size": .int(count)]))
             case .malformedHeader(let why):
-                editor.send(.failure(nil, RPCError(.parseError, "malformed header: \(why)")))
+                fail(nil, RPCError(.parseError, "malformed header: \(why)"))
             case .desynchronized(let why, let id):
-                editor.send(.failure(id, RPCError(.parseError, "\(why); the frame was not run")))
+                fail(id, RPCError(.parseError, "\(why); the frame was not run"))
             }
         }
     }
@@ -119,7 +119,7 @@ final class ACPAgent: Sendable {
     private func handle(_ decoded: DecodedMessage) async {
         switch decoded {
         case .invalid(let id, let error):
-            editor.send(.failure(id, error))
+            fail(id, error)
         case .message(.response):
             // Answers to our requests are settled by the connection's reader.
             break
@@ -150,14 +150,14 @@ final class ACPAgent: Sendable {
 
     private func handleRequest(id: RequestID, method: String, params: JSONValue?) async {
         if method != "initialize", state.withLock({ $0.editor }) == nil {
-            editor.send(.failure(id, RPCError(.invalidRequest, "the first request must be 'initialize'")))
+            fail(id, RPCError(.invalidRequest, "the first request must be 'initialize'"))
             return
         }
         let reply: Reply<JSONValue>
         do {
             reply = try await serve(id: id, method: method, params: params)
         } catch {
-            editor.send(.failure(id, Self.rpcError(error, method: method, logger: logger)))
+            fail(id, Self.rpcError(error, method: method, logger: logger))
             return
         }
         switch reply {
@@ -171,7 +171,7 @@ final class ACPAgent: Sendable {
                     do {
                         message = .success(id, try await work())
                     } catch {
-                        message = .failure(id, Self.rpcError(error, method: method, logger: logger))
+                        message = .failure(id, Self.shown(Self.rpcError(error, method: method, logger: logger)))
                     }
                     // Answer and retire the id in one step, so a late `$/cancel_request` finds nothing.
                     state.withLock { s in
@@ -181,6 +181,19 @@ final class ACPAgent: Sendable {
                 }
             }
         }
+    }
+
+    /// Answers a request (or a frame that was not one) with an error.
+    private func fail(_ id: RequestID?, _ error: RPCError) {
+        editor.send(.failure(id, Self.shown(error)))
+    }
+
+    /// An error as the editor shows it: the clients people use display
+    /// `data.details`, never `message`, so the human text goes in both.
+    static func shown(_ error: RPCError) -> RPCError {
+        var shown = error
+        if shown.data["details"] == nil { shown.data["details"] = .string(error.message) }
+        return shown
     }
 
     static func rpcError(_ error: any Error, method: String, logger: Logger) -> RPCError {
@@ -204,6 +217,11 @@ final class ACPAgent: Sendable {
         case "session/load": return .now(try await loadSession(p, replay: true))
         case "session/resume": return .now(try await loadSession(p, replay: false))
         case "session/prompt": return try await prompt(id: id, p)
+        case "session/cancel":
+            // A notification in ACP; some clients send it as a request. Answered
+            // `null`, it cancels as the notification does (an unknown session included).
+            if let session = sessions.get(try p.string("sessionId")) { session.cancelPrompt() }
+            return .now(.null)
         case "session/set_mode": return .now(try await setMode(p))
         case "session/set_config_option": return .now(try await setConfigOption(p))
         case "session/list": return .now(try await list(p))
@@ -491,7 +509,10 @@ final class ACPAgent: Sendable {
         case .failure(let error):
             // Whatever ends a cancelled turn, the editor hears `cancelled`.
             if cancelled || error.code == .cancelled {
-                return ["stopReason": "cancelled"]
+                // `_meta.agentrpc` as every answer has it: the turn, and who cancelled it.
+                var meta: [String: JSONValue] = ["stopReason": "cancelled"]
+                for key in ["turnId", "source"] { if let v = error.data[key] { meta[key] = v } }
+                return ["stopReason": "cancelled", "_meta": ["agentrpc": .object(meta)]]
             }
             if error.code == .maxToolCallsExceeded || error.code == .maxRoundTripsExceeded {
                 return ["stopReason": "max_turn_requests", "_meta": ["agentrpc": ["error": error.json]]]

@@ -21,6 +21,8 @@ final class ACPSession: Sendable {
         var display: [String: [JSONValue]] = [:]
         /// Calls announced (`tool_call`) whose last update has not been sent, in order.
         var openCalls: [String] = []
+        /// Those of them that started running (`in_progress` was sent).
+        var runningCalls: Set<String> = []
         /// Tools the user rejected for the rest of the session (`reject_always`).
         var rejectedTools: Set<String> = []
         /// The model option's value (a model name).
@@ -148,13 +150,27 @@ final class ACPSession: Sendable {
     func display(callId: String) -> [JSONValue] { state.withLock { $0.display[callId] ?? [] } }
 
     func callStarted(_ callId: String) { state.withLock { $0.openCalls.append(callId) } }
-    func callFinished(_ callId: String) { state.withLock { $0.openCalls.removeAll { $0 == callId } } }
+
+    func callFinished(_ callId: String) {
+        state.withLock {
+            $0.openCalls.removeAll { $0 == callId }
+            $0.runningCalls.remove(callId)
+        }
+    }
+
+    /// Marks an announced call as running; true the first time (when `in_progress` is news).
+    func callRunning(_ callId: String) -> Bool {
+        state.withLock { s in s.openCalls.contains(callId) && s.runningCalls.insert(callId).inserted }
+    }
 
     /// The calls of the turn that never got their last update (a cancelled or
     /// failed turn); they are closed now.
     func takeOpenCalls() -> [String] {
         state.withLock { s in
-            defer { s.openCalls = [] }
+            defer {
+                s.openCalls = []
+                s.runningCalls = []
+            }
             return s.openCalls
         }
     }

@@ -100,7 +100,15 @@ enum ACPUpdates {
         if !text.isEmpty { items.append(["type": "content", "content": ["type": "text", "text": .string(text)]]) }
         return [
             "sessionUpdate": "tool_call_update", "toolCallId": .string(callId),
-            "status": outcome == "ok" ? "completed" : "failed", "content": .array(items), "rawOutput": content,
+            "status": outcome == "ok" ? "completed" : "failed", "content": .array(items), "rawOutput": rawOutput(content),
         ]
+    }
+
+    /// A call's output as `rawOutput`: always an object, as the clients people use
+    /// require (Toad refuses an update whose `rawOutput` is not a dict). An object
+    /// output goes as it is; text and anything else as `{"output": ...}`.
+    static func rawOutput(_ content: JSONValue) -> JSONValue {
+        if case .object = content { return content }
+        return ["output": content]
     }
 }

@@ -41,6 +41,15 @@ final class EngineClient: ClientChannel {
         }
     }
 
+    /// The engine starts running a call (after any permission): `in_progress`,
+    /// for every call, whoever runs it (the editor, the front end, an MCP server, the engine).
+    func toolCallRunning(sessionId: String, callId: String) {
+        guard let session = sessions.get(sessionId), session.callRunning(callId) else { return }
+        editor.notify("session/update", ["sessionId": .string(sessionId), "update": [
+            "sessionUpdate": "tool_call_update", "toolCallId": .string(callId), "status": "in_progress",
+        ]])
+    }
+
     var isBehind: Bool { editor.isBehind }
     var outputQueueBytes: Int { editor.outputQueueBytes }
     func waitUntilWritable() async { await editor.waitUntilWritable() }

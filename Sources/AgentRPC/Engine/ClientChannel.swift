@@ -12,6 +12,11 @@ public protocol ClientChannel: Sendable {
     var outputQueueBytes: Int { get }
     /// Suspends until the client caught up, is gone, or the task is cancelled.
     func waitUntilWritable() async
+    /// A tool call passed its checks (validation, hooks, guards, confirmation)
+    /// and its executor starts now. Not an event of the protocol: an embedding
+    /// host that shows calls running (`agentrpc acp`'s `in_progress`) learns it
+    /// here, before the executor's own requests.
+    func toolCallRunning(sessionId: String, callId: String)
 }
 
 extension ClientChannel {
@@ -19,6 +24,7 @@ extension ClientChannel {
     public var isBehind: Bool { false }
     public var outputQueueBytes: Int { .max }
     public func waitUntilWritable() async {}
+    public func toolCallRunning(sessionId: String, callId: String) {}
 }
 
 extension Connection: ClientChannel {}

@@ -102,11 +102,13 @@ extension TurnRunner {
         }
 
         if case .askUser = resolved {
+            session.context.channel.toolCallRunning(sessionId: session.id, callId: call.id)
             let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, session: session)
             return try await output(outcome, content)
         }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
+            session.context.channel.toolCallRunning(sessionId: session.id, callId: call.id)
             let (outcome, content) = try await runBuiltinTool(resolved, arguments: arguments, profile: profile, session: session)
             return try await output(outcome, content)
         }
@@ -154,7 +156,8 @@ extension TurnRunner {
             }
         }
 
-        // The client runs it.
+        // The client (or an MCP server) runs it.
+        session.context.channel.toolCallRunning(sessionId: session.id, callId: call.id)
         let runArguments = approvedArguments ?? arguments
         let record = ToolCallRecord(callId: call.id, name: call.name, arguments: runArguments)
         activeToolCalls.append(record)

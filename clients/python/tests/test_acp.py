@@ -24,7 +24,6 @@ import pytest
 
 from acp import RequestError, spawn_agent_process, text_block
 from acp.connection import StreamDirection, StreamEvent
-from acp.meta import CLIENT_METHODS
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -41,6 +40,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from acp_check import ACPFrames  # type: ignore[import-not-found]
 from conftest import REAL_BINARY, requires_real, until_gone  # type: ignore[import-not-found]
 
 pytestmark = requires_real
@@ -130,6 +130,10 @@ class Editor:
     def tool_updates(self, call_id: str) -> list[dict[str, Any]]:
         return [u for u in self.updates if u.get("toolCallId") == call_id]
 
+    def statuses(self, call_id: str) -> list[str]:
+        """The statuses a call's updates carried, in order."""
+        return [u["status"] for u in self.tool_updates(call_id) if "status" in u]
+
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         async with asyncio.timeout(WAIT):
             while not predicate():
@@ -138,29 +142,25 @@ class Editor:
 
 
 class FrameCheck:
-    """Checks every message the agent writes, and that the SDK parsed all of them."""
+    """Checks every message the agent writes against the ACP schema (acp_check.py),
+    that the SDK's own models parse every update, and that the SDK logged no error."""
 
     def __init__(self) -> None:
-        self.problems: list[str] = []
+        self.frames = ACPFrames()
+        self.problems = self.frames.problems
         self.records: list[logging.LogRecord] = []
 
     def observe(self, event: StreamEvent) -> None:
-        if event.direction != StreamDirection.INCOMING:
-            return
         message = event.message
-        if message.get("jsonrpc") != "2.0":
-            self.problems.append(f"not JSON-RPC 2.0: {message}")
-        method = message.get("method")
-        if method is not None:
-            if method not in set(CLIENT_METHODS.values()) | {"$/cancel_request"}:
-                self.problems.append(f"a method the editor side does not have: {method}")
-            if method == "session/update":
-                try:
-                    SessionNotification.model_validate(message["params"])
-                except Exception as exc:  # noqa: BLE001 - reported below
-                    self.problems.append(f"invalid session/update {message['params']}: {exc}")
-        elif "id" not in message:
-            self.problems.append(f"neither a request, a notification nor an answer: {message}")
+        if event.direction == StreamDirection.OUTGOING:
+            self.frames.sent(message)
+            return
+        self.frames.received(message)
+        if message.get("method") == "session/update":
+            try:
+                SessionNotification.model_validate(message["params"])
+            except Exception as exc:  # noqa: BLE001 - reported below
+                self.problems.append(f"invalid session/update {message['params']}: {exc}")
 
     def handler(self) -> logging.Handler:
         check = self
@@ -287,6 +287,8 @@ async def test_no_model_is_auth_required_never_a_hang(tmp_path: Path) -> None:
     assert failure.value.code == -32000
     message = str(failure.value)
     assert "OPENAI_API_KEY" in message and "agentrpc.json" in message
+    # Toad showed "Failed to initialize agent —" and nothing after: it reads data.details.
+    assert failure.value.data["details"] == message
 
 
 CALC_MCP_SERVER = """
@@ -385,7 +387,7 @@ async def test_read_then_permission_then_edit_with_a_diff(tmp_path: Path) -> Non
     read = editor.tool_updates("call_read")
     assert read[0] == {"sessionUpdate": "tool_call", "toolCallId": "call_read", "title": "Read src/a.txt", "kind": "read",
                        "status": "pending", "rawInput": {"path": "src/a.txt"}, "locations": [{"path": "/work/project/src/a.txt"}]}
-    assert read[-1]["status"] == "completed" and read[-1]["rawOutput"] == "one\ntwo\n"
+    assert read[-1]["status"] == "completed" and read[-1]["rawOutput"] == {"output": "one\ntwo\n"}
     # The edit asked first, showing the diff, with the four kinds of option.
     (asked,) = editor.called("request_permission")
     diff = {"type": "diff", "path": "/work/project/src/a.txt", "oldText": "one\ntwo\n", "newText": "one\n2\n"}
@@ -410,7 +412,7 @@ async def test_edit_that_does_not_match_once_is_a_tool_error_the_model_sees(tmp_
     assert editor.files["/work/project/a.txt"] == "x x\n"
     assert not editor.called("write_text_file")
     last = editor.tool_updates("call_e")[-1]
-    assert last["status"] == "failed" and "occurs 2 times" in last["rawOutput"]
+    assert last["status"] == "failed" and "occurs 2 times" in last["rawOutput"]["output"]
 
 
 async def test_a_command_runs_in_an_editor_terminal(tmp_path: Path) -> None:
@@ -430,8 +432,9 @@ async def test_a_command_runs_in_an_editor_terminal(tmp_path: Path) -> None:
     (asked,) = editor.called("request_permission")
     assert asked["toolCall"]["kind"] == "execute" and "make test" in json.dumps(asked["toolCall"]["content"])
     updates = editor.tool_updates("call_t")
-    assert {"type": "terminal", "terminalId": "term-1"} in updates[1]["content"]
-    assert updates[-1]["status"] == "completed" and "all 3 tests passed" in updates[-1]["rawOutput"]
+    assert editor.statuses("call_t") == ["pending", "in_progress", "in_progress", "completed"]
+    assert {"type": "terminal", "terminalId": "term-1"} in updates[2]["content"]
+    assert updates[-1]["status"] == "completed" and "all 3 tests passed" in updates[-1]["rawOutput"]["output"]
 
 
 async def test_allow_always_and_reject_always_stand_for_the_session(tmp_path: Path) -> None:
@@ -467,7 +470,7 @@ async def test_tools_follow_the_editors_capabilities_and_the_configured_permissi
     assert editor.files["/work/project/a.txt"] == "new"
     assert not editor.called("terminal/create")
     last = editor.tool_updates("call_t")[-1]
-    assert last["status"] == "failed" and "run_command" in last["rawOutput"]
+    assert last["status"] == "failed" and "run_command" in last["rawOutput"]["output"]
 
 
 def test_a_mistake_in_the_acp_section_is_named_at_start(tmp_path: Path) -> None:
@@ -494,8 +497,52 @@ async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_p
         await conn.cancel(session_id=session.session_id)
         answer = await asyncio.wait_for(running, WAIT)
         assert answer.stop_reason == "cancelled"
+        # Like every other answer, it says which turn it was.
+        meta = answer.field_meta["agentrpc"]
+        assert meta["stopReason"] == "cancelled" and meta["turnId"].startswith("t")
         assert (await prompt(conn, session.session_id, "again")).stop_reason == "end_turn"
     assert editor.text() == "PartialAgain."
+
+
+async def test_session_cancel_sent_as_a_request_is_answered_null_and_cancels(tmp_path: Path) -> None:
+    editor = Editor()
+    config = scripted({"text": ["Partial"], "stall": True}, {"text": ["Again."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await new_session(conn, cwd)
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("go")]))
+        await editor.wait_for(lambda: editor.text() == "Partial")
+        # Some clients send the notification as a request (with an id): answered, and it cancels.
+        assert await asyncio.wait_for(conn._conn.send_request("session/cancel", {"sessionId": session.session_id}), WAIT) is None
+        assert (await asyncio.wait_for(running, WAIT)).stop_reason == "cancelled"
+        # With nothing running, or for a session nobody has, it is answered all the same.
+        assert await asyncio.wait_for(conn._conn.send_request("session/cancel", {"sessionId": "s-nobody"}), WAIT) is None
+        assert (await prompt(conn, session.session_id, "again")).stop_reason == "end_turn"
+    assert editor.text() == "PartialAgain."
+
+
+async def test_every_call_goes_pending_then_in_progress_when_it_runs_then_ends(tmp_path: Path) -> None:
+    import sys
+
+    from acp.schema import McpServerStdio
+
+    editor = Editor({"/work/project/a.txt": "alpha"})
+    config = scripted({"toolCalls": [{"id": "call_r", "name": "read_file", "arguments": {"path": "a.txt"}},
+                                     {"id": "call_m", "name": "mcp__calc__add", "arguments": {"a": 2, "b": 3}},
+                                     {"id": "call_x", "name": "read_file", "arguments": {"path": "/etc/passwd"}},
+                                     {"id": "call_u", "name": "no_such_tool", "arguments": {}}]},
+                      {"text": ["Done."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        calc = McpServerStdio(name="calc", command=sys.executable, args=["-c", CALC_MCP_SERVER], env=[])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[calc]), WAIT)
+        assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
+    # A read through the editor and an MCP tool: running, then done.
+    assert editor.statuses("call_r") == ["pending", "in_progress", "completed"]
+    assert editor.statuses("call_m") == ["pending", "in_progress", "completed"]
+    assert editor.tool_updates("call_m")[-1]["rawOutput"] == {"output": "5"}
+    # A path outside the workspace runs (and fails) in the front end; a tool nobody has never runs.
+    assert editor.statuses("call_x") == ["pending", "in_progress", "failed"]
+    assert editor.statuses("call_u") == ["pending", "failed"]
+    assert "no tool named" in editor.tool_updates("call_u")[-1]["rawOutput"]["output"]
 
 
 async def test_cancel_while_a_permission_waits(tmp_path: Path) -> None:
@@ -554,6 +601,8 @@ async def test_a_provider_failure_is_an_error_with_kind_and_the_session_goes_on(
         assert failure.value.code == -32050
         data = failure.value.data
         assert data["kind"] == "providerError"
+        # The clients people use show data.details, not the message: it carries the same text.
+        assert data["details"] == str(failure.value) and "quota" in data["details"].lower()
         assert data["provider"]["code"] == "quotaExceeded"
         assert data["provider"]["retryGuidance"] == {"kind": "none"} and data["provider"]["requiresUserAction"] is True
         assert (await prompt(conn, session.session_id, "second")).stop_reason == "end_turn"
@@ -918,7 +967,7 @@ async def test_a_path_outside_the_workspace_is_a_tool_error(tmp_path: Path) -> N
     assert editor.tool_updates("call_z")[-1]["status"] == "completed"
     for call in ("call_x", "call_y"):
         last = editor.tool_updates(call)[-1]
-        assert last["status"] == "failed" and "outside the workspace" in last["rawOutput"]
+        assert last["status"] == "failed" and "outside the workspace" in last["rawOutput"]["output"]
 
 
 async def test_an_unknown_permission_option_denies_the_call(tmp_path: Path) -> None:
@@ -930,7 +979,7 @@ async def test_an_unknown_permission_option_denies_the_call(tmp_path: Path) -> N
         assert (await prompt(conn, session.session_id, "write")).stop_reason == "end_turn"
     assert editor.files["/work/project/a.txt"] == "old"
     last = editor.tool_updates("call_w")[-1]
-    assert last["status"] == "failed" and "yes-please" in last["rawOutput"]
+    assert last["status"] == "failed" and "yes-please" in last["rawOutput"]["output"]
 
 
 async def test_an_editor_that_never_answers_a_read_is_bounded_by_the_tool_timeout(tmp_path: Path) -> None:
@@ -942,7 +991,7 @@ async def test_an_editor_that_never_answers_a_read_is_bounded_by_the_tool_timeou
         session = await new_session(conn, cwd)
         assert (await prompt(conn, session.session_id, "read")).stop_reason == "end_turn"
     last = editor.tool_updates("call_r")[-1]
-    assert last["status"] == "failed" and "did not finish within 0.5 seconds" in last["rawOutput"]
+    assert last["status"] == "failed" and "did not finish within 0.5 seconds" in last["rawOutput"]["output"]
     assert editor.text() == "Gave up."
 
 
