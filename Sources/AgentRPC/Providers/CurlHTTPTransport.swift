@@ -237,18 +237,11 @@ final class CurlDriver: @unchecked Sendable {
                 }
                 next = min(next, now.duration(to: linger))
             }
-            var deadline = transfer.lastActivity + transfer.idleTimeout
+            noteUpload(of: transfer, now: now)
+            let deadline = transfer.lastActivity + transfer.idleTimeout
             if now >= deadline {
-                // A body still going out is activity too.
-                var uploaded = 0
-                if library.getinfoInteger(easy, CurlLibrary.infoSizeUploadT, &uploaded) == 0, uploaded != transfer.lastUploaded {
-                    transfer.lastUploaded = uploaded
-                    transfer.lastActivity = now
-                    deadline = now + transfer.idleTimeout
-                } else {
-                    expired.append((easy, HTTPTransportError(kind: .idleTimedOut, detail: "no data for \(transfer.request.idleTimeoutSeconds) s")))
-                    continue
-                }
+                expired.append((easy, HTTPTransportError(kind: .idleTimedOut, detail: "no data for \(transfer.request.idleTimeoutSeconds) s")))
+                continue
             }
             next = min(next, now.duration(to: deadline))
         }
@@ -262,6 +255,21 @@ final class CurlDriver: @unchecked Sendable {
         let (seconds, attoseconds) = next.components
         // Rounded up, so a deadline is never polled for just before it is due.
         return Int32(clamping: max(0, seconds) * 1000 + max(0, attoseconds) / 1_000_000_000_000_000 + 1)
+    }
+
+    /// A body still going out is activity too, dated when the pass that sent
+    /// it ends. Asked on every pass until the whole body is out, never later:
+    /// asked only at the deadline, the upload finished long before looked new
+    /// there and moved every idle timeout to twice its setting.
+    private func noteUpload(of transfer: CurlTransfer, now: ContinuousClock.Instant) {
+        guard transfer.uploadPending else { return }
+        var uploaded = 0
+        guard library.getinfoInteger(transfer.easy, CurlLibrary.infoSizeUploadT, &uploaded) == 0 else { return }
+        if uploaded != transfer.lastUploaded {
+            transfer.lastUploaded = uploaded
+            transfer.lastActivity = now
+        }
+        if uploaded >= transfer.request.body.count { transfer.uploadPending = false }
     }
 
     /// Frees what the transfer allocated and keeps its easy handle for the next request.
@@ -288,6 +296,8 @@ final class CurlTransfer {
     let idleTimeout: Duration
     var lastActivity = ContinuousClock.now
     var lastUploaded = 0
+    /// Until the whole body is out, the driver follows how much has been sent.
+    var uploadPending: Bool
     var lingerDeadline: ContinuousClock.Instant?
     private let body: UnsafeMutableRawBufferPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -304,6 +314,7 @@ final class CurlTransfer {
         self.library = library
         let limit = request.idleTimeoutSeconds.isFinite ? max(0, min(request.idleTimeoutSeconds, 86_400)) : 86_400
         self.idleTimeout = .milliseconds(Int64(limit * 1000))
+        self.uploadPending = !request.body.isEmpty
         // One copy of the body, at memcpy speed: it holds the whole conversation.
         body = .allocate(byteCount: max(request.body.count, 1), alignment: 1)
         body.copyBytes(from: request.body)

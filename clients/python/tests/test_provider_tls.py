@@ -1,7 +1,8 @@
 """https providers through the real binary against a local TLS fake provider
 with a self-signed certificate (docs/protocol.md, "Provider connections"):
 streaming works, waiting for a slow stream on a new connection costs no CPU,
-turns reuse one connection, cancel and the idle timeout end a stalled stream,
+turns reuse one connection, cancel and the idle timeout (on time, over http
+as well) end a stalled stream,
 and a server whose certificate is not trusted is a typed `network` error."""
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ def tls_context(cert: Path) -> ssl.SSLContext:
 
 
 @asynccontextmanager
-async def served_tls(tmp_path: Path, cert: Path, *, trust: bool = True, timeout_seconds: float | None = None) -> AsyncIterator[tuple[Any, FakeProvider, Client]]:
-    """An https fake provider and a server pointed at it; `trust` passes the
-    certificate as `SSL_CERT_FILE`."""
-    fake = FakeProvider(tls=tls_context(cert))
+async def served_tls(
+    tmp_path: Path, cert: Path, *, trust: bool = True, timeout_seconds: float | None = None, tls: bool = True
+) -> AsyncIterator[tuple[Any, FakeProvider, Client]]:
+    """An https fake provider (plain http without `tls`) and a server pointed
+    at it; `trust` passes the certificate as `SSL_CERT_FILE`."""
+    fake = FakeProvider(tls=tls_context(cert) if tls else None)
     model: dict[str, Any] = {"provider": "openai", "model": "m", "baseURL": fake.base_url + "/v1", "apiKeyEnv": "TEST_PROVIDER_KEY"}
     if timeout_seconds is not None:
         model["timeoutSeconds"] = timeout_seconds
@@ -134,14 +137,30 @@ async def test_cancel_ends_a_stalled_https_stream(tmp_path: Path, certificate: P
         assert (await session.send("again"))["message"]["text"]
 
 
-async def test_https_idle_timeout_is_a_network_error(tmp_path: Path, certificate: Path) -> None:
-    """`timeoutSeconds: 1` and a stream that stalls after its first delta."""
-    async with served_tls(tmp_path, certificate, timeout_seconds=1) as (session, fake, _client):
+IDLE_TIMEOUT = 2.0
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+async def test_the_idle_timeout_fires_on_time(tmp_path: Path, certificate: Path, scheme: str) -> None:
+    """`timeoutSeconds: 2` and a stream that stalls after its first delta: the
+    turn fails with the typed `network` error 2 s after that delta arrived,
+    within 10 % or 0.5 s (whichever is larger), over http and https. The
+    window cannot pass at twice the setting (it did: the upload of the request
+    body, finished long before, was taken for fresh activity at the deadline)."""
+    async with served_tls(tmp_path, certificate, timeout_seconds=IDLE_TIMEOUT, tls=scheme == "https") as (session, fake, _client):
         fake.queue(Canned(200, {"Content-Type": "text/event-stream"}, chunk("Hi"), slow_chunks=[DONE], pause=30))
-        started = time.monotonic()
-        with pytest.raises(ProviderError) as info:
-            await session.send("go", options={"limits": {"wallClockSeconds": 20}})
-        assert time.monotonic() - started < 15
+        async with session.watch() as watch:
+            turn = asyncio.create_task(session.send("go", options={"limits": {"wallClockSeconds": 20}}))
+            async with asyncio.timeout(TIMEOUT):
+                async for event in watch:
+                    if isinstance(event, TextDelta):
+                        break
+            stalled = time.monotonic()
+            with pytest.raises(ProviderError) as info:
+                await turn
+            elapsed = time.monotonic() - stalled
+        tolerance = max(0.1 * IDLE_TIMEOUT, 0.5)
+        assert abs(elapsed - IDLE_TIMEOUT) <= tolerance, f"the idle timeout of {IDLE_TIMEOUT} s fired after {elapsed:.2f} s"
         provider = info.value.provider
         assert provider["code"] == "network"
         assert "timed out waiting for data" in provider["safeDescription"]
