@@ -306,7 +306,8 @@ final class ACPAgent: Sendable {
         let servers = try p.array("mcpServers")
         guard let model = try chooseModel() else { throw noModelError() }
         let editor = editorCapabilities
-        let offered = configuration.tools.filter { $0.isSupported(by: editor) }
+        // Every tool runs whatever the editor declared (in the front end where the editor cannot).
+        let offered = configuration.tools
         var config = configuration.session
         config["model"] = model.reference
         config["tools"] = .array((config["tools"]?.arrayValue ?? []) + offered.map { $0.spec(needsPermission: configuration.permissions.contains($0)) })

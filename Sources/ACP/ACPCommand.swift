@@ -7,7 +7,7 @@ import Foundation
 /// JSON-RPC on stdin/stdout) in front of the same engine, store, configuration
 /// file and providers as `agentrpc serve` (docs/acp.md).
 public enum ACPCommand {
-    public static let usage = "usage: agentrpc acp [--config FILE] [--store DIR | --ephemeral] [--model NAME] [--log-level LEVEL] [--record FILE] " + CassetteCommandLine.usage
+    public static let usage = "usage: agentrpc acp [--config FILE] [--store DIR | --ephemeral] [--model NAME] [--log-level LEVEL] [--record FILE] [--dump-requests FILE] " + CassetteCommandLine.usage
 
     /// What the command line asked for.
     struct Options {
@@ -23,7 +23,7 @@ public enum ACPCommand {
         let given: [(name: String, value: String?)]
         switch CommandLineOptions.scan(
             arguments, flags: ["--ephemeral"],
-            valued: CassetteCommandLine.options.union(["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes"])) {
+            valued: CassetteCommandLine.options.union(["--config", "--store", "--model", "--log-level", "--record", "--max-message-bytes", "--dump-requests"])) {
         case .success(let scanned): given = scanned
         case .failure(let problem): return .failure(ACPUsageError(message: problem.message))
         }
@@ -39,6 +39,7 @@ public enum ACPCommand {
                 options.server.storeDirectory = v
             case "--model": options.model = v
             case "--record": options.server.recordPath = v
+            case "--dump-requests": options.server.dumpRequestsPath = v
             case _ where CassetteCommandLine.options.contains(name):
                 if let problem = cassette.take(name, v) { return .failure(ACPUsageError(message: problem)) }
             case "--max-message-bytes":

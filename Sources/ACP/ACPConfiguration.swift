@@ -4,7 +4,7 @@ import AgentRPCProtocol
 ///
 /// ```json
 /// "acp": {"model": "claude", "instructions": "...",
-///         "tools": ["read_file", "edit_file", "write_file", "run_command"],
+///         "tools": ["read_file", "edit_file", "write_file", "run_command", "list_files", "search"],
 ///         "permissions": ["edit_file", "write_file", "run_command"],
 ///         "session": {"limits": {...}, "profiles": {...}, "guards": [...]}}
 /// ```
@@ -13,7 +13,7 @@ struct ACPConfiguration: Sendable {
     var model: String?
     /// Replaces the default system prompt.
     var instructions: String?
-    /// The built-in tools offered (each only when the editor can run it).
+    /// The built-in tools offered (through the editor where it can, else run by the front end).
     var tools: [BuiltinTool] = BuiltinTool.allCases
     /// The built-in tools that ask the user before they run.
     var permissions: Set<BuiltinTool> = [.editFile, .writeFile, .runCommand]
@@ -41,7 +41,13 @@ struct ACPConfiguration: Sendable {
             instructions = text
         }
         if let t = o["tools"] { tools = try Self.toolList(t, field: "acp.tools") }
-        if let p = o["permissions"] { permissions = Set(try Self.toolList(p, field: "acp.permissions")) }
+        if let p = o["permissions"] {
+            let asking = try Self.toolList(p, field: "acp.permissions")
+            if let index = asking.firstIndex(where: \.isReadOnly) {
+                throw Self.problem("acp.permissions[\(index)]", "names \(asking[index].rawValue), which only reads and never asks")
+            }
+            permissions = Set(asking)
+        }
         if let s = o["session"] {
             guard let members = s.objectValue else { throw Self.problem("acp.session", "must be an object (session/create params)") }
             if let reserved = Set(members.keys).intersection(Self.reservedSessionKeys).sorted().first {
@@ -83,7 +89,9 @@ struct ACPConfiguration: Sendable {
             "You are a coding agent working inside the user's editor, on the project in its workspace.",
             "Paths are relative to the workspace root. Look before you change: read a file before you edit it.",
         ]
-        if tools.contains(.readFile) { lines.append("read_file reads a file (the editor's current text, unsaved changes included).") }
+        if tools.contains(.listFiles) { lines.append("list_files lists the workspace's files; search finds a regular expression in them.") }
+        if tools.contains(.search) && !tools.contains(.listFiles) { lines.append("search finds a regular expression in the workspace's files.") }
+        if tools.contains(.readFile) { lines.append("read_file reads a file (in an editor, its current text with unsaved changes).") }
         if tools.contains(.editFile) { lines.append("edit_file replaces old_text by new_text; old_text must match exactly once, so include enough context.") }
         if tools.contains(.writeFile) { lines.append("write_file creates a file or replaces all of its content.") }
         if tools.contains(.runCommand) { lines.append("run_command runs a program (build, tests, git) and returns its output and exit code.") }

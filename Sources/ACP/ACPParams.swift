@@ -1,4 +1,5 @@
 import AgentRPCProtocol
+import Foundation
 
 /// Reads the members of an ACP request's params, naming the offending member
 /// in the `invalidParams` error it throws (`data.field`), as agentrpc's own
@@ -99,6 +100,34 @@ enum ACPPaths {
             return absolute
         }
         return nil
+    }
+
+    /// The real path `absolute` (already resolved against the session) names on
+    /// this machine's disk, symbolic links followed (for a file not there yet, its
+    /// nearest existing directory's), or nil when that leaves every root (whose
+    /// own links are followed too). The front end's own file tools use it: a link
+    /// inside the workspace must not reach outside it.
+    static func onDisk(_ absolute: String, roots: [String]) -> String? {
+        let real = realPath(absolute)
+        for root in roots.map(realPath) where real == root || real.hasPrefix(root == "/" ? "/" : root + "/") {
+            return real
+        }
+        return nil
+    }
+
+    /// `path` with every symbolic link of its existing part resolved.
+    static func realPath(_ path: String) -> String {
+        var existing = normalize(path)
+        var rest: [String] = []
+        while true {
+            if let resolved = realpath(existing, nil) {
+                defer { free(resolved) }
+                return normalize(([String(cString: resolved)] + rest.reversed()).joined(separator: "/"))
+            }
+            guard existing != "/", let slash = existing.lastIndex(of: "/") else { return normalize(path) }
+            rest.append(String(existing[existing.index(after: slash)...]))
+            existing = slash == existing.startIndex ? "/" : String(existing[..<slash])
+        }
     }
 
     /// A path as the user reads it: relative to `cwd` when inside it.

@@ -25,6 +25,11 @@ final class ACPSession: Sendable {
         var runningCalls: Set<String> = []
         /// Tools the user rejected for the rest of the session (`reject_always`).
         var rejectedTools: Set<String> = []
+        /// Calls that will fail without running, by call id, with the problem
+        /// found before the user was asked (an edit that cannot apply).
+        var doomed: [String: String] = [:]
+        /// The old text of the file an approved edit showed (nil: a new file), by call id.
+        var approvedChanges: [String: String?] = [:]
         /// The model option's value (a model name).
         var model: String?
         /// Whether the user chose it (`session/set_config_option`): only then
@@ -90,6 +95,8 @@ final class ACPSession: Sendable {
             }
             s.prompt = RunningPrompt(requestID: id)
             s.display = [:]
+            s.doomed = [:]
+            s.approvedChanges = [:]
         }
     }
 
@@ -174,6 +181,15 @@ final class ACPSession: Sendable {
             return s.openCalls
         }
     }
+
+    /// The call fails with `problem` when it runs, without running.
+    func doom(_ callId: String, _ problem: String) { state.withLock { $0.doomed[callId] = problem } }
+    func takeDoomed(_ callId: String) -> String? { state.withLock { $0.doomed.removeValue(forKey: callId) } }
+
+    /// The user approved an edit whose diff showed `oldText` as the file's text.
+    func approveChange(_ callId: String, oldText: String?) { state.withLock { $0.approvedChanges[callId] = .some(oldText) } }
+    /// What the approved diff of the call showed; nil when none was approved.
+    func takeApprovedChange(_ callId: String) -> String?? { state.withLock { $0.approvedChanges.removeValue(forKey: callId) } }
 
     func rejectAlways(_ tool: String) { _ = state.withLock { $0.rejectedTools.insert(tool) } }
     func isRejected(_ tool: String) -> Bool { state.withLock { $0.rejectedTools.contains(tool) } }

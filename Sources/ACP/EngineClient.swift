@@ -96,11 +96,32 @@ final class EngineClient: ClientChannel {
             "toolCallId": .string(runner.callId), "title": .string(view.title), "kind": .string(view.kind),
             "status": "pending", "rawInput": arguments,
         ]
+        // What the user approves is what runs: an edit shows its diff, and one that
+        // cannot apply fails without asking (it would fail after the user approved).
+        var approvedOldText: String?? = nil
         if let tool = BuiltinTool(rawValue: name) {
             // Reading the file for the diff must not eat the user's time to decide.
             let reader = ToolRunner(editor: editor, session: session, callId: runner.callId, timeout: min(30, timeout / 2))
-            let preview = await reader.preview(tool, arguments)
-            if !preview.isEmpty { toolCall["content"] = .array(preview) }
+            let preview: Result<[JSONValue], ToolRunError>
+            do {
+                if tool.isEdit {
+                    preview = try await reader.plannedChange(tool, arguments).map { change in
+                        approvedOldText = .some(change.oldText)
+                        return [change.diff]
+                    }
+                } else {
+                    preview = try await reader.preview(tool, arguments)
+                }
+            } catch let error as OutgoingRequestError {
+                preview = .failure(ToolRunError("the file could not be read to show the change: \(error)"))
+            }
+            switch preview {
+            case .success(let items):
+                if !items.isEmpty { toolCall["content"] = .array(items) }
+            case .failure(let problem):
+                session.doom(runner.callId, problem.message)
+                return ["decision": "approve"]
+            }
         }
         if !view.locations.isEmpty { toolCall["locations"] = .array(view.locations) }
         let request: JSONValue = [
@@ -116,8 +137,10 @@ final class EngineClient: ClientChannel {
         let outcome = answer["outcome"]
         switch (outcome?["outcome"]?.stringValue, outcome?["optionId"]?.stringValue) {
         case ("selected", "allow_once"?):
+            if let approvedOldText { session.approveChange(runner.callId, oldText: approvedOldText) }
             return ["decision": "approve"]
         case ("selected", "allow_always"?):
+            if let approvedOldText { session.approveChange(runner.callId, oldText: approvedOldText) }
             // A standing rule for every later call of this tool in the session.
             return ["decision": "approveForSession"]
         case ("selected", "reject_once"?):

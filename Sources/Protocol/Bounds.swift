@@ -154,3 +154,31 @@ public enum MCPBounds {
     /// The longest SSE stream read for one HTTP request.
     public static let maxResponseBytes = 16 * 1024 * 1024
 }
+
+/// The bounds of the tools `agentrpc acp` runs itself in the workspace
+/// (docs/acp.md, "Tools"): what one call may read, print or take in time.
+public enum ACPToolBounds {
+    /// The most a local `read_file` returns, in UTF-8 bytes (the rest is named, with `line`/`limit` to read it).
+    public static let maxReadBytes = 256 * 1024
+    /// The largest file `edit_file` and `write_file` work on locally.
+    public static let maxEditedFileBytes = 8 * 1024 * 1024
+    /// The command output kept, in bytes: the last ones (as the editor's `outputByteLimit`).
+    public static let commandOutputBytes = 64 * 1024
+    /// How long a cancelled or timed-out command has after SIGTERM before SIGKILL.
+    public static let commandKillGraceSeconds = 0.5
+    /// `list_files`: the paths returned by default, and at most (`limit`).
+    public static let defaultListedFiles = 500
+    public static let maxListedFiles = 5000
+    /// `list_files` and `search`: directory entries looked at per call, and the time a walk may take.
+    public static let maxWalkedEntries = 200_000
+    public static let walkSeconds = 10.0
+    /// `search`: the matching lines returned by default, and at most (`limit`).
+    public static let defaultSearchMatches = 100
+    public static let maxSearchMatches = 1000
+    /// `search`: files larger than this are not searched (named in the answer).
+    public static let maxSearchedFileBytes = 2 * 1024 * 1024
+    /// `search`: the longest matching line shown, in characters.
+    public static let shownLineCharacters = 240
+    /// `.gitignore` files read above the walked directory, up to the repository's root.
+    public static let maxIgnoreAncestors = 32
+}

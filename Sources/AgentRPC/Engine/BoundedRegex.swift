@@ -4,10 +4,10 @@ import Synchronization
 
 /// A match of a user-supplied pattern ran out of its time budget (or its
 /// request was cancelled while it ran), and was stopped.
-struct RegexBudgetExceeded: Error, Sendable, Hashable {
-    var pattern: String
+package struct RegexBudgetExceeded: Error, Sendable, Hashable {
+    package var pattern: String
     /// True when the request was cancelled rather than the budget spent.
-    var cancelled = false
+    package var cancelled = false
 }
 
 /// A user-supplied regular expression (egress rules, history redactions, router
@@ -23,16 +23,16 @@ struct RegexBudgetExceeded: Error, Sendable, Hashable {
 /// `@unchecked Sendable` because `NSRegularExpression` carries no Sendable
 /// annotation, yet it is immutable and matched from many threads (Foundation
 /// checks out or clones the ICU matcher per match); this type never mutates it.
-final class BoundedRegex: @unchecked Sendable {
+package final class BoundedRegex: @unchecked Sendable {
     /// How long one match of one pattern against one text may run.
-    static let matchBudgetSeconds = 0.25
+    package static let matchBudgetSeconds = 0.25
 
-    let pattern: String
+    package let pattern: String
     private let regex: NSRegularExpression
 
-    init(_ pattern: String) throws {
+    package init(_ pattern: String, options: NSRegularExpression.Options = []) throws {
         self.pattern = pattern
-        self.regex = try NSRegularExpression(pattern: pattern, options: [])
+        self.regex = try NSRegularExpression(pattern: pattern, options: options)
     }
 
     /// Whether the pattern matches anywhere in `text` (unanchored).
@@ -43,6 +43,16 @@ final class BoundedRegex: @unchecked Sendable {
             stop = true
         }
         return found
+    }
+
+    /// Where the pattern matches in `text` (UTF-16 offsets), the first `limit` matches.
+    package func matchOffsets(in text: String, limit: Int) throws(RegexBudgetExceeded) -> [Int] {
+        var offsets: [Int] = []
+        try enumerate(in: text) { range, stop in
+            offsets.append(range.location)
+            if offsets.count >= limit { stop = true }
+        }
+        return offsets
     }
 
     /// `text` with every match replaced by `replacement`, taken literally.
@@ -94,19 +104,19 @@ final class BoundedRegex: @unchecked Sendable {
 /// Threads that run user-pattern matching, so a slow pattern never occupies the
 /// cooperative executor that answers `getState`, `session/cancel`, `initialize`
 /// and every other session's requests.
-enum RegexWorkers {
+package enum RegexWorkers {
     /// Set while a job runs; cancelling the awaiting task sets it, and a running
     /// match sees it at its next progress callback.
-    final class Cancellation: Sendable {
+    package final class Cancellation: Sendable {
         private let flag = Mutex<Bool>(false)
-        var isCancelled: Bool { flag.withLock { $0 } }
+        package var isCancelled: Bool { flag.withLock { $0 } }
         func cancel() { flag.withLock { $0 = true } }
     }
 
     private static let threadKey = "agentrpc.regex.cancellation"
 
     /// The cancellation of the job running on this thread, if it is a worker.
-    static var currentCancellation: Cancellation? {
+    package static var currentCancellation: Cancellation? {
         Thread.current.threadDictionary[threadKey] as? Cancellation
     }
 
@@ -118,7 +128,7 @@ enum RegexWorkers {
     /// Runs `job` on a worker thread and returns its result; cancelling the
     /// calling task stops a match in progress (it then throws
     /// `RegexBudgetExceeded` with `cancelled`, which the job handles or returns).
-    static func run<T: Sendable>(_ job: @escaping @Sendable () -> T) async -> T {
+    package static func run<T: Sendable>(_ job: @escaping @Sendable () -> T) async -> T {
         let cancellation = Cancellation()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in

@@ -12,13 +12,13 @@ import Glibc
 /// and when agentrpc dies (even by `kill -9`) the supervisor kills the whole
 /// group, so neither the server nor its own children outlive us. The
 /// supervisor exits as the server did (the same status or signal).
-final class ChildProcess: Sendable {
+package final class ChildProcess: Sendable {
     /// The supervisor's pid, which is also the process group's id.
-    let pid: pid_t
+    package let pid: pid_t
     /// Our ends: write to `stdin`, read `stdout` and `stderr`.
-    let stdinFD: Int32
-    let stdoutFD: Int32
-    let stderrFD: Int32
+    package let stdinFD: Int32
+    package let stdoutFD: Int32
+    package let stderrFD: Int32
     private let stdinOpen = Mutex(true)
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -29,12 +29,12 @@ final class ChildProcess: Sendable {
         self.stderrFD = stderrFD
     }
 
-    struct SpawnError: Error, CustomStringConvertible {
-        var description: String
+    package struct SpawnError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Starts `command` (a path, or a name looked up on `PATH` of `environment`).
-    static func spawn(command: String, arguments: [String], environment: [String: String], directory: String?) async throws -> ChildProcess {
+    package static func spawn(command: String, arguments: [String], environment: [String: String], directory: String?) async throws -> ChildProcess {
         guard let path = resolve(command, path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
             throw SpawnError(description: "cannot find '\(command)' (not a path to an executable, and not on PATH)")
         }
@@ -78,7 +78,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Closes the child's stdin: the polite way to ask a stdio server to exit.
-    func closeStdin() {
+    package func closeStdin() {
         stdinOpen.withLock { open in
             if open {
                 open = false
@@ -88,7 +88,7 @@ final class ChildProcess: Sendable {
     }
 
     /// The exit status once reaped (without waiting).
-    func reap() -> Int32? {
+    package func reap() -> Int32? {
         exitStatus.withLock { status in
             if let status { return status }
             var raw: Int32 = 0
@@ -103,7 +103,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Waits up to `seconds` for the child to exit; true when it did.
-    func waitForExit(seconds: Double) async -> Bool {
+    package func waitForExit(seconds: Double) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
         while reap() == nil {
             if ContinuousClock.now >= deadline { return false }
@@ -114,7 +114,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` to the child's process group (and the child itself).
-    func signal(_ number: Int32) {
+    package func signal(_ number: Int32) {
         guard reap() == nil else { return }
         _ = kill(-pid, number)
         _ = kill(pid, number)
@@ -123,21 +123,47 @@ final class ChildProcess: Sendable {
     /// Close stdin, wait; SIGTERM, wait; SIGKILL, reap. Bounded by twice `grace`
     /// plus five seconds. Then whatever the server started and left behind in
     /// its process group is killed.
-    func stop(grace: Double) async {
+    package func stop(grace: Double) async {
         closeStdin()
-        if await !waitForExit(seconds: grace) {
-            signal(SIGTERM)
-            if await !waitForExit(seconds: grace) {
-                signal(SIGKILL)
-                _ = await waitForExit(seconds: 5)
-            }
+        if await waitForExit(seconds: grace) {
+            killLeftovers()
+        } else {
+            await terminate(grace: grace)
         }
-        // The group's id stays taken while a member is left in it, so this reaches
-        // only what the server left behind (ESRCH when nothing is).
+    }
+
+    /// SIGTERM to the group; SIGKILL when it has not ended within `grace`
+    /// (then at most five more seconds for the reap); then whatever is left in
+    /// the group. Bounded by `grace` plus five seconds.
+    package func terminate(grace: Double) async {
+        signal(SIGTERM)
+        if await !waitForExit(seconds: grace) {
+            signal(SIGKILL)
+            _ = await waitForExit(seconds: 5)
+        }
+        killLeftovers()
+    }
+
+    /// Kills what the child started and left in its process group. The group's id
+    /// stays taken while a member is left in it, so this reaches only what the
+    /// child left behind (ESRCH when nothing is).
+    package func killLeftovers() {
         _ = kill(-pid, SIGKILL)
     }
 
-    var exitDescription: String {
+    /// The exit code once reaped, when the child exited (not killed by a signal).
+    package var exitCode: Int32? {
+        guard let raw = reap(), raw != -1, raw & 0x7f == 0 else { return nil }
+        return (raw >> 8) & 0xff
+    }
+
+    /// The signal that ended the child, once reaped, when one did.
+    package var exitSignal: Int32? {
+        guard let raw = reap(), raw != -1, raw & 0x7f != 0 else { return nil }
+        return raw & 0x7f
+    }
+
+    package var exitDescription: String {
         guard let raw = reap() else { return "still running" }
         if raw == -1 { return "exited" }
         let signalled = raw & 0x7f

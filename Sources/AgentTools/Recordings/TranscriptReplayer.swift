@@ -228,6 +228,9 @@ final class TranscriptRun {
     /// Per file an `expectFile` step read (by expanded path): how many of its lines earlier steps consumed.
     private var fileCursors: [String: Int] = [:]
 
+    /// The capture that holds the `$tmpdir` directory from the start.
+    static let temporaryDirectoryCapture = "tmpdir"
+
     /// How often `expectFile` looks at its file again while waiting for lines.
     static let filePollInterval = 0.01
 
@@ -269,6 +272,11 @@ final class TranscriptRun {
         // a private store, never the user's, and parallel replays never share one.
         if script.header.env["XDG_STATE_HOME"] == nil { environment["XDG_STATE_HOME"] = expand("$tmpdir/state") }
         let arguments = [script.header.command] + script.header.args.map(expand) + extraArguments
+        // `$ref:tmpdir` is the directory `$tmpdir` names, as a whole value in the
+        // messages: an ACP editor names its workspace (`cwd`) that way.
+        if script.steps.contains(where: { $0.text.contains("\"$ref:\(Self.temporaryDirectoryCapture)\"") }) {
+            matcher = TranscriptMatcher(captures: [Self.temporaryDirectoryCapture: .string(expand("$tmpdir"))])
+        }
 
         let server = TranscriptServerProcess(
             executable: executable, arguments: arguments, environment: environment, framing: script.header.framing)

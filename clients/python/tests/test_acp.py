@@ -454,23 +454,27 @@ async def test_allow_always_and_reject_always_stand_for_the_session(tmp_path: Pa
 
 
 async def test_tools_follow_the_editors_capabilities_and_the_configured_permissions(tmp_path: Path) -> None:
-    editor = Editor({"/work/project/a.txt": "old"})
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "listed.txt").write_text("-")
+    a = str(workspace / "a.txt")
+    editor = Editor({a: "old"})
     config = scripted(
         {"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}},
                        {"id": "call_t", "name": "run_command", "arguments": {"command": "ls"}}]},
         {"text": ["ok"]},
     )
     config["acp"] = {"permissions": []}
-    # An editor without terminals: run_command is not offered, so the model's call of it is a tool error.
+    # An editor with files but no terminals: the write goes to the editor, the command runs in the front end.
     caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False)
-    async with agent(tmp_path, config, editor, capabilities=caps) as (conn, cwd):
-        session = await new_session(conn, cwd)
+    async with agent(tmp_path, config, editor, capabilities=caps) as (conn, _):
+        session = await new_session(conn, str(workspace))
         assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
     assert not editor.called("request_permission"), "no tool needs permission when acp.permissions is empty"
-    assert editor.files["/work/project/a.txt"] == "new"
+    assert editor.files[a] == "new" and not (workspace / "a.txt").exists()
     assert not editor.called("terminal/create")
     last = editor.tool_updates("call_t")[-1]
-    assert last["status"] == "failed" and "run_command" in last["rawOutput"]["output"]
+    assert last["status"] == "completed" and "listed.txt" in last["rawOutput"]["output"]
 
 
 def test_a_mistake_in_the_acp_section_is_named_at_start(tmp_path: Path) -> None:
@@ -482,6 +486,10 @@ def test_a_mistake_in_the_acp_section_is_named_at_start(tmp_path: Path) -> None:
     result = subprocess.run([REAL_BINARY, "acp", "--config", str(path), "--ephemeral"], input="", capture_output=True, text=True, timeout=WAIT)
     assert result.returncode == 2 and result.stdout == ""
     assert "acp.tools[1]" in result.stderr
+    # A tool that only reads never asks.
+    path.write_text(json.dumps({**scripted(), "acp": {"permissions": ["edit_file", "search"]}}))
+    result = subprocess.run([REAL_BINARY, "acp", "--config", str(path), "--ephemeral"], input="", capture_output=True, text=True, timeout=WAIT)
+    assert result.returncode == 2 and "acp.permissions[1]" in result.stderr and "never asks" in result.stderr
 
 
 # -- cancellation -----------------------------------------------------------------------
