@@ -224,6 +224,7 @@ final class ACPAgent: Sendable {
             return .now(.null)
         case "session/set_mode": return .now(try await setMode(p))
         case "session/set_config_option": return .now(try await setConfigOption(p))
+        case "session/set_model": return .now(try await setModel(p))
         case "session/list": return .now(try await list(p))
         case "session/close": return try await close(p, deleting: false)
         case "session/delete": return try await close(p, deleting: true)
@@ -303,7 +304,8 @@ final class ACPAgent: Sendable {
     private func newSession(_ p: ACPParams) async throws -> JSONValue {
         let cwd = try p.absolutePath("cwd")
         let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
-        let servers = try p.array("mcpServers")
+        // Required by ACP, but some clients (acpc) leave it out: none.
+        let servers = try p.optionalArray("mcpServers")
         guard let model = try chooseModel() else { throw noModelError() }
         let editor = editorCapabilities
         // Every tool runs whatever the editor declared (in the front end where the editor cannot).
@@ -323,7 +325,8 @@ final class ACPAgent: Sendable {
         if !mcp.specs.isEmpty { config["mcpServers"] = .array((config["mcpServers"]?.arrayValue ?? []) + mcp.specs) }
         let created = try await engine.call("session/create", .object(config))
         guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
-        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, model: model.name, mode: created["activeProfile"]?.stringValue, mcpServers: servers)
+        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, catalog: catalog, model: model.name,
+                                 profile: created["activeProfile"]?.stringValue, mcpServers: servers)
         sessions.add(session)
         var answer = sessionState(session)
         answer["sessionId"] = .string(id)
@@ -341,34 +344,16 @@ final class ACPAgent: Sendable {
 
     /// `modes` and `configOptions` of a session's answers.
     private func sessionState(_ session: ACPSession) -> [String: JSONValue] {
-        var answer: [String: JSONValue] = [:]
-        if let modes = configuration.modes {
-            answer["modes"] = [
-                "currentModeId": .string(session.mode ?? modes.cases.first ?? ""),
-                "availableModes": .array(modes.cases.map { name in
-                    var mode: [String: JSONValue] = ["id": .string(name), "name": .string(name)]
-                    if let d = modes.descriptions[name] { mode["description"] = .string(d) }
-                    return .object(mode)
-                }),
-            ]
-        }
-        answer["configOptions"] = .array([modelOption(session)])
-        return answer
+        ["modes": session.modesJSON, "configOptions": session.configOptionsJSON]
     }
 
-    private func modelOption(_ session: ACPSession) -> JSONValue {
-        var names = availableModels
-        let current = session.model ?? names.first ?? ""
-        if !names.contains(current) { names.append(current) }
-        return [
-            "id": "model", "name": "Model", "category": "model", "type": "select",
-            "currentValue": .string(current),
-            "options": .array(names.map { name in
-                var option: [String: JSONValue] = ["value": .string(name), "name": .string(name)]
-                if let d = engine.modelDescription(name) { option["description"] = .string(d.provider + (d.model.map { " \($0)" } ?? "")) }
-                return .object(option)
-            }),
-        ]
+    /// What the selectors of a session made now offer.
+    private var catalog: OptionCatalog {
+        OptionCatalog(
+            models: availableModels.map { name in
+                OptionCatalog.Model(name: name, description: engine.modelDescription(name).map { $0.provider + ($0.model.map { " \($0)" } ?? "") })
+            },
+            profiles: configuration.profiles)
     }
 
     private func loadSession(_ p: ACPParams, replay: Bool) async throws -> JSONValue {
@@ -404,8 +389,8 @@ final class ACPAgent: Sendable {
             if replay { resume["startMCPServers"] = false }
         }
         let handle = try await engine.call("session/resume", .object(resume))
-        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities,
-                                 model: nil, mode: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
+        let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities, catalog: catalog,
+                                 model: nil, profile: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
         if replay {
             do {
                 let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
@@ -422,13 +407,17 @@ final class ACPAgent: Sendable {
             }
         }
         sessions.add(session)
-        // The model the user chose for the session is stored with it (a property).
+        // What the user chose for the session is stored with it (properties): the
+        // model, the permission mode, the tools always allowed or rejected.
         let state = try await engine.call("session/getState", ["sessionId": .string(id)])
-        if let chosen = state["properties"]?[Self.modelProperty]?.stringValue, availableModels.contains(chosen) {
+        let properties = state["properties"]
+        if let chosen = properties?[ACPProperty.model]?.stringValue, availableModels.contains(chosen) {
             session.choose(model: chosen)
         } else {
             session.model = try? chooseModel()?.name
         }
+        session.permissionMode = properties?[ACPProperty.mode]?.stringValue.flatMap(PermissionMode.init(rawValue:)) ?? .default
+        session.choices = StandingChoices(properties?[ACPProperty.permissions])
         var answer = sessionState(session)
         if let meta = mcpMeta(notApplied) { answer["_meta"] = meta }
         return .object(answer)
@@ -436,9 +425,6 @@ final class ACPAgent: Sendable {
 
     /// Whether sessions outlive a close (not `--ephemeral`, not `acp.session.store: false`).
     private var isStored: Bool { engine.storeLocation != nil && configuration.session["store"] != false }
-
-    /// The session property that keeps the model chosen with `session/set_config_option`.
-    static let modelProperty = "acpModel"
 
     /// The models a session may switch to: the configuration's, and the local one when it runs.
     private var availableModels: [String] {
@@ -458,13 +444,15 @@ final class ACPAgent: Sendable {
         let input = try ACPPrompt.input(try p.array("prompt"), cwd: session.cwd)
         try session.beginPrompt(id)
         var send: [String: JSONValue] = ["sessionId": .string(session.id), "input": input]
+        var options = session.permissionMode.turnOptions
         if let model = session.chosenModel {
             if model == Self.localModelName, let local = state.withLock({ $0.localModel }) {
-                send["options"] = ["model": local.modelConfig]
+                options["model"] = local.modelConfig
             } else {
-                send["options"] = ["model": .string(model)]
+                options["model"] = .string(model)
             }
         }
+        if !options.isEmpty { send["options"] = .object(options) }
         let call: EmbeddedCall
         do {
             call = try await engine.start("session/send", .object(send))
@@ -522,35 +510,66 @@ final class ACPAgent: Sendable {
         }
     }
 
+    /// `session/set_mode`: the permission mode; a client that reads config options hears of it too.
     private func setMode(_ p: ACPParams) async throws -> JSONValue {
         let session = try session(p)
-        let modeId = try p.string("modeId")
-        guard let modes = configuration.modes else {
-            throw RPCError.invalidParams("session/set_mode: this agent has no modes (configure acp.session.profiles with a selector)", field: "modeId")
-        }
-        guard modes.cases.contains(modeId) else {
-            throw RPCError.invalidParams("session/set_mode: no mode '\(modeId)' (modes: \(modes.cases.joined(separator: ", ")))", field: "modeId")
-        }
-        let result = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [modes.selector: .string(modeId)]])
-        _ = session.setMode(result["activeProfile"]?.stringValue ?? modeId)
+        try await choose(mode: try p.string("modeId"), field: "modeId", of: session)
+        editor.notify("session/update", ["sessionId": .string(session.id), "update": [
+            "sessionUpdate": "config_option_update", "configOptions": session.configOptionsJSON,
+        ]])
         return .object([:])
+    }
+
+    /// Sets and stores the permission mode.
+    private func choose(mode value: String, field: String, of session: ACPSession) async throws {
+        guard let mode = PermissionMode(rawValue: value) else {
+            throw RPCError.invalidParams("no mode '\(value)' (modes: \(PermissionMode.allCases.map(\.rawValue).joined(separator: ", ")))", field: field)
+        }
+        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.mode: .string(mode.rawValue)]])
+        session.permissionMode = mode
+    }
+
+    /// Sets and stores the model (`session/set_config_option` and `session/set_model`).
+    private func choose(model value: String, field: String, of session: ACPSession) async throws {
+        let names = availableModels
+        guard names.contains(value) else {
+            throw RPCError.invalidParams("no model '\(value)' (models: \(names.joined(separator: ", ")))", field: field)
+        }
+        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.model: .string(value)]])
+        session.choose(model: value)
     }
 
     private func setConfigOption(_ p: ACPParams) async throws -> JSONValue {
         let session = try session(p)
         let option = try p.string("configId")
-        guard option == "model" else {
-            throw RPCError.invalidParams("session/set_config_option: no option '\(option)' (options: model)", field: "configId")
-        }
         let value = try p.string("value")
-        let names = availableModels
-        guard names.contains(value) else {
-            throw RPCError.invalidParams("session/set_config_option: no model '\(value)' (models: \(names.joined(separator: ", ")))", field: "value")
+        switch option {
+        case OptionCatalog.modeOption:
+            try await choose(mode: value, field: "value", of: session)
+            // A client that reads session modes hears of it too.
+            editor.notify("session/update", ["sessionId": .string(session.id), "update": [
+                "sessionUpdate": "current_mode_update", "currentModeId": .string(session.permissionMode.rawValue),
+            ]])
+        case OptionCatalog.modelOption:
+            try await choose(model: value, field: "value", of: session)
+        case OptionCatalog.profileOption where session.catalog.profiles != nil:
+            guard let profiles = session.catalog.profiles, profiles.cases.contains(value) else {
+                throw RPCError.invalidParams("no profile '\(value)' (profiles: \(session.catalog.profiles?.cases.joined(separator: ", ") ?? ""))", field: "value")
+            }
+            let result = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [profiles.selector: .string(value)]])
+            _ = session.setProfile(result["activeProfile"]?.stringValue ?? value)
+        default:
+            let ids = session.configOptionsJSON.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            throw RPCError.invalidParams("session/set_config_option: no option '\(option)' (options: \(ids.joined(separator: ", ")))", field: "configId")
         }
-        // Stored with the session, so a later load keeps the choice.
-        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [Self.modelProperty: .string(value)]])
-        session.choose(model: value)
-        return ["configOptions": [modelOption(session)]]
+        return ["configOptions": session.configOptionsJSON]
+    }
+
+    /// `session/set_model` (unstable ACP, which `acpc --model` sends): the `model` config option.
+    private func setModel(_ p: ACPParams) async throws -> JSONValue {
+        let session = try session(p)
+        try await choose(model: try p.string("modelId"), field: "modelId", of: session)
+        return .object([:])
     }
 
     private func list(_ p: ACPParams) async throws -> JSONValue {

@@ -112,6 +112,7 @@ public enum ACPCommand {
                 options: options.server, channel: client, logger: logger,
                 client: ClientCapabilities(tools: true, confirmations: .request, hooks: false, contextSources: false),
                 clientInfo: ClientInfo(name: "agentrpc acp", version: Server.version))
+            client.attach(engine)
             let configuration = try ACPConfiguration(section: engine.acpSection)
             if let name = options.model ?? configuration.model, !engine.modelNames.contains(name) {
                 throw RPCError.invalidConfiguration("no model named '\(name)'" + (engine.configPath.map { " in \($0)" } ?? " (no agentrpc.json was found)")

@@ -72,15 +72,15 @@ struct ACPConfiguration: Sendable {
     }
 
     /// The profile cases of `session.profiles` and the property that selects
-    /// them: the session's ACP modes (nil without a selector).
-    var modes: (selector: String, cases: [String], descriptions: [String: String])? {
+    /// them: the session's `profile` option (nil without a selector).
+    var profiles: OptionCatalog.Profiles? {
         guard let profiles = session["profiles"]?.objectValue, let selector = profiles["selector"]?.stringValue,
               let cases = profiles["cases"]?.objectValue, !cases.isEmpty else { return nil }
         var descriptions: [String: String] = [:]
         for (name, body) in cases {
             if let d = body["description"]?.stringValue { descriptions[name] = d }
         }
-        return (selector, cases.keys.sorted(), descriptions)
+        return OptionCatalog.Profiles(selector: selector, cases: cases.keys.sorted(), descriptions: descriptions)
     }
 
     /// The instructions every ACP session starts from, naming only the tools offered.

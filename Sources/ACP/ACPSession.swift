@@ -13,6 +13,8 @@ final class ACPSession: Sendable {
     let editor: EditorCapabilities
     /// The editor's `mcpServers` the session runs, as it sent them.
     let mcpServers: [JSONValue]
+    /// What its selectors offer.
+    let catalog: OptionCatalog
     private let state: Mutex<State>
 
     struct State {
@@ -23,8 +25,10 @@ final class ACPSession: Sendable {
         var openCalls: [String] = []
         /// Those of them that started running (`in_progress` was sent).
         var runningCalls: Set<String> = []
-        /// Tools the user rejected for the rest of the session (`reject_always`).
-        var rejectedTools: Set<String> = []
+        /// Tools the user allowed or rejected for the rest of the session.
+        var choices = StandingChoices()
+        /// The permission mode.
+        var permissionMode = PermissionMode.default
         /// Calls that will fail without running, by call id, with the problem
         /// found before the user was asked (an edit that cannot apply).
         var doomed: [String: String] = [:]
@@ -36,7 +40,7 @@ final class ACPSession: Sendable {
         /// does it override what the session's profiles say, turn by turn.
         var modelChosen = false
         /// The active profile, as the editor was last told.
-        var mode: String?
+        var profile: String?
         /// The context window of the round trip under way (nil: unknown), and
         /// whether usage reported now is its own: from its start until its tool
         /// calls start or the turn ends (a router, summary or consult request
@@ -51,13 +55,15 @@ final class ACPSession: Sendable {
         var cancelled = false
     }
 
-    init(id: String, cwd: String, roots: [String], editor: EditorCapabilities, model: String?, mode: String?, mcpServers: [JSONValue]) {
+    init(id: String, cwd: String, roots: [String], editor: EditorCapabilities, catalog: OptionCatalog, model: String?, profile: String?,
+         mcpServers: [JSONValue]) {
         self.id = id
         self.cwd = cwd
         self.roots = roots
         self.editor = editor
+        self.catalog = catalog
         self.mcpServers = mcpServers
-        self.state = Mutex(State(model: model, mode: mode))
+        self.state = Mutex(State(model: model, profile: profile))
     }
 
     var model: String? {
@@ -75,15 +81,25 @@ final class ACPSession: Sendable {
         }
     }
 
-    /// Records the mode; true when it changed (the editor should hear of it).
-    func setMode(_ mode: String) -> Bool {
+    /// Records the active profile; true when it changed (the editor should hear of it).
+    func setProfile(_ profile: String) -> Bool {
         state.withLock { s in
-            defer { s.mode = mode }
-            return s.mode != mode
+            defer { s.profile = profile }
+            return s.profile != profile
         }
     }
 
-    var mode: String? { state.withLock { $0.mode } }
+    var profile: String? { state.withLock { $0.profile } }
+
+    var permissionMode: PermissionMode {
+        get { state.withLock { $0.permissionMode } }
+        set { state.withLock { $0.permissionMode = newValue } }
+    }
+
+    var choices: StandingChoices {
+        get { state.withLock { $0.choices } }
+        set { state.withLock { $0.choices = newValue } }
+    }
 
     // MARK: The running prompt
 
@@ -191,8 +207,19 @@ final class ACPSession: Sendable {
     /// What the approved diff of the call showed; nil when none was approved.
     func takeApprovedChange(_ callId: String) -> String?? { state.withLock { $0.approvedChanges.removeValue(forKey: callId) } }
 
-    func rejectAlways(_ tool: String) { _ = state.withLock { $0.rejectedTools.insert(tool) } }
-    func isRejected(_ tool: String) -> Bool { state.withLock { $0.rejectedTools.contains(tool) } }
+    /// Records a standing choice; answers the choices to store.
+    func choose(always allowed: Bool, _ tool: String) -> StandingChoices {
+        state.withLock { s in
+            if allowed {
+                s.choices.allow.insert(tool)
+                s.choices.reject.remove(tool)
+            } else {
+                s.choices.reject.insert(tool)
+                s.choices.allow.remove(tool)
+            }
+            return s.choices
+        }
+    }
 }
 
 /// The ACP sessions this process serves, by id.

@@ -36,9 +36,9 @@ enum ACPUpdates {
             session.roundTripEnded()
             return []
         case "profileActivated":
-            // Modes are profiles: a change the engine made itself (handoff, router) is news to the editor.
-            guard let profile = event["profile"]?.stringValue, session.setMode(profile) else { return [] }
-            return [["sessionUpdate": "current_mode_update", "currentModeId": .string(profile)]]
+            // A profile change the engine made itself (handoff, router) is news to the editor's profile selector.
+            guard let profile = event["profile"]?.stringValue, session.setProfile(profile), session.catalog.profiles != nil else { return [] }
+            return [["sessionUpdate": "config_option_update", "configOptions": session.configOptionsJSON]]
         default:
             return []
         }

@@ -1,5 +1,6 @@
 import AgentRPC
 import AgentRPCProtocol
+import Synchronization
 
 /// The engine's client, as the engine sees it: what the engine would send an
 /// agentrpc client is answered here, by asking the editor in ACP terms.
@@ -11,10 +12,25 @@ final class EngineClient: ClientChannel {
     let sessions: ACPSessions
     let logger: Logger
 
+    /// The engine this channel serves, once it exists (it is made with this channel).
+    private let engine = Mutex<EmbeddedServer?>(nil)
+
     init(editor: Connection, sessions: ACPSessions, logger: Logger) {
         self.editor = editor
         self.sessions = sessions
         self.logger = logger
+    }
+
+    func attach(_ engine: EmbeddedServer) { self.engine.withLock { $0 = engine } }
+
+    /// Stores the user's standing choices with the session, so they hold after a load in another process.
+    private func store(_ choices: StandingChoices, of session: ACPSession) async {
+        guard let engine = engine.withLock({ $0 }) else { return }
+        do {
+            _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.permissions: choices.json]])
+        } catch {
+            logger.warning("session \(session.id): the user's permission choice was not stored: \(error)")
+        }
     }
 
     func notify(_ method: String, _ params: JSONValue) {
@@ -88,7 +104,8 @@ final class EngineClient: ClientChannel {
     private func askPermission(_ params: JSONValue, session: ACPSession, runner: ToolRunner, timeout: Double) async throws -> JSONValue {
         let name = params["name"]?.stringValue ?? ""
         let arguments = params["arguments"] ?? .object([:])
-        if session.isRejected(name) {
+        let choices = session.choices
+        if choices.reject.contains(name) {
             return ["decision": "deny", "reason": .string("the user rejected every call of \(name) for this session")]
         }
         let view = ToolCallView(name: name, arguments: arguments, cwd: session.cwd)
@@ -123,6 +140,11 @@ final class EngineClient: ClientChannel {
                 return ["decision": "approve"]
             }
         }
+        // Nothing to ask: the user allowed every call of the tool, or the mode lets it through.
+        if choices.allow.contains(name) || session.permissionMode.approvesWithoutAsking(name) {
+            if let approvedOldText { session.approveChange(runner.callId, oldText: approvedOldText) }
+            return ["decision": "approve"]
+        }
         if !view.locations.isEmpty { toolCall["locations"] = .array(view.locations) }
         let request: JSONValue = [
             "sessionId": .string(session.id), "toolCall": .object(toolCall),
@@ -141,12 +163,14 @@ final class EngineClient: ClientChannel {
             return ["decision": "approve"]
         case ("selected", "allow_always"?):
             if let approvedOldText { session.approveChange(runner.callId, oldText: approvedOldText) }
-            // A standing rule for every later call of this tool in the session.
-            return ["decision": "approveForSession"]
+            // Every later call of this tool in the session, stored with it (an
+            // engine approval rule would not outlive this process).
+            await store(session.choose(always: true, name), of: session)
+            return ["decision": "approve"]
         case ("selected", "reject_once"?):
             return ["decision": "deny", "reason": "the user rejected this call"]
         case ("selected", "reject_always"?):
-            session.rejectAlways(name)
+            await store(session.choose(always: false, name), of: session)
             return ["decision": "deny", "reason": .string("the user rejected this call, and every later call of \(name) in this session")]
         case ("cancelled", _):
             return ["decision": "deny", "reason": "the prompt was cancelled before the user decided"]

@@ -15,7 +15,8 @@ extension TurnRunner {
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
     func enterProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
-        try await session.withMCPTools(enterResolvedProfile(session: session))
+        let profile = try await session.withMCPTools(enterResolvedProfile(session: session))
+        return turn.options.readOnly == true ? profile.onlyReading : profile
     }
 
     private func enterResolvedProfile(session: isolated AgentSession) async throws -> ResolvedProfile {

@@ -48,6 +48,18 @@ struct ResolvedProfile: Sendable, Equatable {
     /// The offered tool called `name`, if any (how the turn loop dispatches a call).
     func tool(named name: String) -> ResolvedTool? { tools.first { $0.name == name } }
 
+    /// The profile as a read-only turn sees it (`options.readOnly`): client and MCP
+    /// tools only when annotated `readOnly`; the engine's own tools, which change
+    /// no file, stay.
+    var onlyReading: ResolvedProfile {
+        var copy = self
+        copy.tools = tools.filter { tool in
+            guard let spec = tool.clientSpec else { return true }
+            return spec.annotations?.readOnly == true
+        }
+        return copy
+    }
+
     /// The client tools offered (for schema checks, guards and `final` handling).
     var clientTools: [ToolSpec] { tools.compactMap(\.clientSpec) }
 

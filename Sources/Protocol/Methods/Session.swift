@@ -575,12 +575,17 @@ public struct TurnOptions: Codable, Sendable, Hashable {
     public var toolCallingMode: ToolCallingMode?
     public var limits: Limits?
     public var model: ModelReference?
+    /// `true`: the model is offered only the tools that only read (annotated
+    /// `readOnly`, an MCP tool's `readOnlyHint`) and the engine's own tools; a
+    /// call of another tool is answered as a call of a tool that does not exist.
+    public var readOnly: Bool?
 
     public init(
         temperature: Double? = nil, maxOutputTokens: Int? = nil, reasoningLevel: String? = nil,
         toolChoice: ToolChoice? = nil, toolCallingMode: ToolCallingMode? = nil, limits: Limits? = nil,
-        model: ModelReference? = nil
+        model: ModelReference? = nil, readOnly: Bool? = nil
     ) {
+        self.readOnly = readOnly
         self.temperature = temperature
         self.maxOutputTokens = maxOutputTokens
         self.reasoningLevel = reasoningLevel

@@ -800,11 +800,11 @@ async def test_a_loaded_session_keeps_the_model_chosen_for_it(tmp_path: Path) ->
     second = Editor()
     async with agent(tmp_path, config, second, store=store) as (conn, cwd):
         loaded = await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
-        assert [o.current_value for o in loaded.config_options or []] == ["fast"]
+        assert [o.current_value for o in loaded.config_options or [] if o.id == "model"] == ["fast"]
         await prompt(conn, session.session_id, "again")
         # A session without a choice starts with the default model.
         other = await new_session(conn, cwd)
-        assert [o.current_value for o in other.config_options or []] == ["s"]
+        assert [o.current_value for o in other.config_options or [] if o.id == "model"] == ["s"]
     assert second.text("agent_message_chunk").endswith("fast.")
 
 
@@ -879,32 +879,43 @@ async def test_list_resume_close_delete(tmp_path: Path) -> None:
         assert [s.session_id for s in listed.sessions] == [a.session_id]
 
 
-async def test_set_mode_switches_the_profile_and_set_config_option_the_model(tmp_path: Path) -> None:
+def option(options: Any, option_id: str) -> Any:
+    (found,) = [o for o in options or [] if o.id == option_id]
+    return found
+
+
+async def test_configured_profiles_are_a_config_option_beside_the_mode_and_the_model(tmp_path: Path) -> None:
     editor = Editor()
     handoff = {"toolCalls": [{"id": "call_h", "name": "handoff_to_code", "arguments": {"reason": "code is wanted"}}]}
     config = scripted({"text": ["asked."]}, handoff, coder=[{"text": ["coded."]}, {"text": ["coded again."]}], fast=[{"text": ["fast."]}])
-    config["acp"] = {"session": {"profiles": {"selector": "mode", "cases": {
+    config["acp"] = {"session": {"profiles": {"selector": "role", "cases": {
         "ask": {"description": "answers questions", "instructions": ["Answer."], "tools": [{"handoff": "code"}]},
         "code": {"description": "writes code", "instructions": ["Code."], "model": "coder"}}},
-        "properties": {"mode": "ask"}}}
+        "properties": {"role": "ask"}}}
     async with agent(tmp_path, config, editor) as (conn, cwd):
         session = await new_session(conn, cwd)
+        # Session modes are the permission modes; the profiles are an option of their own.
         assert session.modes is not None and session.modes.current_mode_id == "ask"
-        assert [(m.id, m.description) for m in session.modes.available_modes] == [("ask", "answers questions"), ("code", "writes code")]
+        assert [o.id for o in session.config_options] == ["mode", "model", "profile"]
+        profiles = option(session.config_options, "profile")
+        assert profiles.current_value == "ask" and [(o.value, o.description) for o in profiles.options] == [
+            ("ask", "answers questions"), ("code", "writes code")]
         await prompt(conn, session.session_id, "q")
         # The editor's choice: the next turn runs the code profile (and its model).
-        await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="code"), WAIT)
+        chosen = await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="profile", value="code"), WAIT)
+        assert option(chosen.config_options, "profile").current_value == "code"
         await prompt(conn, session.session_id, "write it")
-        with pytest.raises(RequestError) as bad_mode:
-            await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="nope"), WAIT)
-        assert bad_mode.value.code == -32602
-        await asyncio.wait_for(conn.set_session_mode(session_id=session.session_id, mode_id="ask"), WAIT)
-        assert not any(u["sessionUpdate"] == "current_mode_update" for u in editor.updates)
+        with pytest.raises(RequestError) as bad_profile:
+            await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="profile", value="nope"), WAIT)
+        assert bad_profile.value.code == -32602
+        await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="profile", value="ask"), WAIT)
+        assert not any(u["sessionUpdate"] == "config_option_update" for u in editor.updates)
         # The engine's own change (a handoff) is news to the editor.
         await prompt(conn, session.session_id, "hand over")
-        assert {"sessionUpdate": "current_mode_update", "currentModeId": "code"} in editor.updates
+        (update,) = [u for u in editor.updates if u["sessionUpdate"] == "config_option_update"]
+        assert [o["currentValue"] for o in update["configOptions"] if o["id"] == "profile"] == ["code"]
         changed = await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="fast"), WAIT)
-        assert changed.config_options[0].current_value == "fast"
+        assert option(changed.config_options, "model").current_value == "fast"
         await prompt(conn, session.session_id, "quick")
         with pytest.raises(RequestError) as bad_model:
             await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="gpt-9"), WAIT)
@@ -1029,7 +1040,7 @@ async def test_without_configuration_the_installed_local_model_answers_and_stops
     async with spawn_agent_process(editor, REAL_BINARY, "acp", "--ephemeral", env=env, cwd=str(tmp_path), observers=[check.observe]) as (conn, process):
         await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities()), WAIT)
         session = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 240)
-        assert [o.current_value for o in session.config_options or []] == ["local"]
+        assert [o.current_value for o in session.config_options or [] if o.id == "model"] == ["local"]
         answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Say hello.")]), 240)
         assert answer.stop_reason == "end_turn"
         agent_pid = process.pid

@@ -818,6 +818,7 @@ export interface TurnOptions {
   limits?: Limits;
   maxOutputTokens?: number;
   model?: string | ModelConfig;
+  readOnly?: boolean;
   reasoningLevel?: string;
   temperature?: number;
   toolCallingMode?: "allowed" | "disallowed" | "required";
