@@ -46,7 +46,8 @@ class DocsServer(BaseHTTPRequestHandler):
                                       "serverInfo": {"name": "docs", "version": "1"}}
         elif method == "tools/list":
             result = {"tools": [{"name": "search", "description": "Searches the docs.", "inputSchema": {
-                "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}]}
+                "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+                "annotations": {"readOnlyHint": True}}]}
         else:
             query = message["params"]["arguments"]["query"]
             result = {"content": [{"type": "text", "text": f"1 page mentions {query}"}]}

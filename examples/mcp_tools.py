@@ -23,7 +23,8 @@ for line in sys.stdin:
         r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
     elif m["method"] == "tools/list":
         r = {"tools": [{"name": "add", "description": "Adds a and b.", "inputSchema": {
-            "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]}
+            "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+            "annotations": {"readOnlyHint": True}}]}
     elif m["method"] == "tools/call":
         a = m["params"]["arguments"]
         r = {"content": [{"type": "text", "text": str(a["a"] + a["b"])}]}

@@ -151,6 +151,8 @@ public enum MCPBounds {
     /// Stopping a stdio server: after stdin closes, how long it may take to exit
     /// before SIGTERM, and after SIGTERM before SIGKILL.
     public static let stopGraceSeconds: Double = 2
+    /// The longest tool name an `autoApprove` entry may hold.
+    public static let maxToolNameLength = 256
     /// The longest SSE stream read for one HTTP request.
     public static let maxResponseBytes = 16 * 1024 * 1024
 }

@@ -17,15 +17,47 @@ struct MCPMappingTests {
         #expect(dotted != MCPServerSet.exposedName(server: "kit", tool: "files_read"))
     }
 
-    @Test func destructiveHintAsksForConfirmationUnlessReadOnly() {
-        func spec(readOnly: Bool?, destructive: Bool?) -> ToolSpec {
-            MCPServerSet.toolSpec(MCPTool(name: "t", inputSchema: ["type": "object"], readOnlyHint: readOnly, destructiveHint: destructive), exposedName: "mcp__s__t")
+    @Test func hintsAreReadWithTheSpecificationsDefaultsAndDecideWhoAsks() {
+        func spec(readOnly: Bool?, destructive: Bool?, confirm: MCPConfirmPolicy = .hints) -> ToolSpec {
+            MCPServerSet.toolSpec(
+                MCPTool(name: "t", inputSchema: ["type": "object"], readOnlyHint: readOnly, destructiveHint: destructive),
+                exposedName: "mcp__s__t", confirm: confirm)
         }
-        #expect(spec(readOnly: nil, destructive: true).confirmation == .always)
-        #expect(spec(readOnly: true, destructive: true).confirmation == nil)
+        // No hints: not read-only, destructive (the MCP defaults).
+        #expect(spec(readOnly: nil, destructive: nil).annotations == ToolAnnotations(readOnly: false, destructive: true, idempotent: false))
+        #expect(MCPServerSet.asksByHints(spec(readOnly: nil, destructive: nil).annotations))
+        #expect(MCPServerSet.asksByHints(spec(readOnly: false, destructive: true).annotations))
+        // Read-only is never destructive, whatever destructiveHint says.
+        #expect(spec(readOnly: true, destructive: true).annotations == ToolAnnotations(readOnly: true, destructive: false, idempotent: false))
+        #expect(!MCPServerSet.asksByHints(spec(readOnly: true, destructive: nil).annotations))
+        #expect(!MCPServerSet.asksByHints(spec(readOnly: nil, destructive: false).annotations))
+        // Under hints the confirmation is left to the verdict (an allow guard may lift it).
         #expect(spec(readOnly: nil, destructive: nil).confirmation == nil)
-        #expect(spec(readOnly: nil, destructive: nil).annotations == nil)
-        #expect(spec(readOnly: true, destructive: false).annotations == ToolAnnotations(readOnly: true, destructive: false))
+        #expect(spec(readOnly: true, destructive: nil, confirm: .always).confirmation == .always)
+        #expect(spec(readOnly: nil, destructive: nil, confirm: .never).confirmation == .never)
+    }
+
+    @Test func entriesOfOtherClientsDecodeWithTheirUnknownKeysSetAside() throws {
+        let entry = try JSONValue.object([
+            "name": "c", "url": "http://x/mcp", "disabled": true, "autoApprove": ["a"], "alwaysAllow": ["b"], "timeout": 60, "envFile": ".env",
+        ]).decode(as: MCPServerEntry.self, rejectUnknownKeys: true)
+        guard case .inline(let spec) = entry else {
+            Issue.record("not inline")
+            return
+        }
+        #expect(spec.transport == .http && spec.isDisabled && spec.approvedTools == ["a", "b"])
+        #expect(spec.ignoredKeys == ["envFile", "timeout"])
+        #expect(MCPServerSpec(name: "s", type: .streamableHTTP, url: "http://x").transport == .http)
+        #expect(MCPServerSpec(name: "s", command: "x").transport == .stdio)
+        var codex = MCPServerSpec(name: "s", command: "x")
+        codex.enabled = false
+        #expect(codex.isDisabled)
+        // A wrong value of a known key still fails, naming it.
+        #expect(throws: JSONDecodingFailure.self) {
+            try JSONValue.object(["name": "c", "command": "x", "disabled": "yes"]).decode(as: MCPServerEntry.self, rejectUnknownKeys: true)
+        }
+        // The set-aside keys are not stored with the session.
+        #expect(try !JSONValueEncoder().encode(spec).serializedString().contains("timeout"))
     }
 
     @Test func resultsMapToOutcomesAndContent() {

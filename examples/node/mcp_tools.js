@@ -14,7 +14,7 @@ for line in sys.stdin:
     if m["method"] == "initialize":
         r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
     elif m["method"] == "tools/list":
-        r = {"tools": [{"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}]}
+        r = {"tools": [{"name": "add", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}, "annotations": {"readOnlyHint": True}}]}
     elif m["method"] == "tools/call":
         a = m["params"]["arguments"]
         r = {"content": [{"type": "text", "text": str(a["a"] + a["b"])}]}

@@ -22,7 +22,8 @@ package struct ModelCatalog: Sendable {
         var defaultModel: String?
         var acp: JSONValue?
         var store: StoreRetention?
-        /// Each value is an `MCPServerSpec` whose `name` defaults to its key.
+        /// Each value is an `MCPServerSpec` whose `name` defaults to its key; keys
+        /// of other MCP clients are accepted (`MCPServerSpec.ignoredKeys`).
         var mcpServers: [String: JSONValue]?
         var modelCassette: ModelCassetteConfig?
     }
@@ -68,7 +69,10 @@ package struct ModelCatalog: Sendable {
                 var object = raw.objectValue ?? [:]
                 if object["name"] == nil { object["name"] = .string(name) }
                 do {
-                    let spec = try JSONValue.object(object).decode(as: MCPServerSpec.self, rejectUnknownKeys: true)
+                    // Other clients' keys (`timeout`, `envFile`, ...) are warnings, not errors.
+                    guard case .inline(let spec) = try JSONValue.object(object).decode(as: MCPServerEntry.self, rejectUnknownKeys: true) else {
+                        throw RPCError.invalidConfiguration("\(path): mcpServers.\(name) is not an object", field: "mcpServers.\(name)")
+                    }
                     let problems = (spec.name == name ? [] : [ConfigProblem(path: ".name", message: "must be '\(name)', the key it is under")])
                         + spec.problems(at: "")
                     if let problem = problems.first {

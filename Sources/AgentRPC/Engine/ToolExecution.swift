@@ -13,15 +13,18 @@ extension TurnRunner {
 
     func guardVerdict(for tool: ToolSpec, session: isolated AgentSession) -> GuardDecision {
         var firstConfirm: String?? = nil
+        var allowed = false
         for g in session.config.guards ?? [] where g.matches(tool) {
             switch g.verdict {
             case .deny: return .deny(reason: g.reason)
             case .confirm: if firstConfirm == nil { firstConfirm = .some(g.reason) }
-            case .allow: break
+            case .allow: allowed = true
             }
         }
         if let reason = firstConfirm { return .confirm(reason: reason) }
         if tool.confirmation == .always { return .confirm(reason: nil) }
+        // An MCP tool's hints ask unless an `allow` guard lifts them (docs/protocol.md, "MCP tool servers").
+        if !allowed, let reason = session.mcpHintConfirmation(for: tool) { return .confirm(reason: reason) }
         return .allow
     }
 

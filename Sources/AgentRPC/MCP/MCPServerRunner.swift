@@ -43,11 +43,22 @@ actor MCPServerRunner {
         self.report = report
     }
 
+    static let sseNotSupported = "the deprecated HTTP+SSE transport (type: \"sse\") is not supported; the server was not started (use its streamable HTTP endpoint, type: \"http\")"
+
     var startupTimeout: Double { spec.startupTimeoutSeconds ?? MCPBounds.defaultStartupTimeoutSeconds }
 
     /// Reports `starting` (before `session/create` answers), then starts in the background.
     func start() async {
         guard runTask == nil, !stopped else { return }
+        for warning in spec.ignoredKeyWarnings { logger.warning("mcp \(spec.name): \(warning)") }
+        if spec.isDisabled {
+            await setStatus(.disabled, reason: "disabled in its configuration")
+            return
+        }
+        if spec.transport == .sse {
+            await setStatus(.failed, reason: Self.sseNotSupported)
+            return
+        }
         await setStatus(.starting)
         runTask = Task { await self.run() }
     }
@@ -55,7 +66,7 @@ actor MCPServerRunner {
     /// The state `session/getState` shows.
     func state(exposedNames: [String]) async -> MCPServerState {
         let problems = await client?.problems ?? []
-        let all = notes + problems
+        let all = spec.ignoredKeyWarnings + notes + problems
         return MCPServerState(
             name: spec.name, transport: spec.transport, status: status, reason: reason,
             protocolVersion: await client?.protocolVersion, tools: exposedNames,
@@ -127,8 +138,10 @@ actor MCPServerRunner {
             switch spec.transport {
             case .stdio:
                 transport = try await MCPStdioTransport.start(spec: spec, environment: environment, inbox: inbox, logger: logger)
-            case .http:
+            case .http, .streamableHTTP:
                 transport = try MCPHTTPTransport(spec: spec, environment: environment, inbox: inbox, logger: logger)
+            case .sse:
+                return .failedToStart(Self.sseNotSupported)
             }
         } catch {
             return .failedToStart("cannot start the server: \(error)")

@@ -110,7 +110,7 @@ final class MCPServerSet: Sendable {
                 let name = Self.exposedName(server: r.spec.name, tool: tool.name)
                 guard taken.insert(name).inserted else { continue }
                 out.append(Offered(
-                    spec: Self.toolSpec(tool, exposedName: name), server: r, serverName: r.spec.name, toolName: tool.name,
+                    spec: Self.toolSpec(tool, exposedName: name, confirm: r.spec.confirm ?? .hints), server: r, serverName: r.spec.name, toolName: tool.name,
                     schemaWarning: tool.schemaProblem.map {
                         SchemaWarning(tool: name, path: $0.schemaPath, message: "the input schema cannot be used to check arguments: \($0.message)")
                     }))
@@ -157,15 +157,32 @@ final class MCPServerSet: Sendable {
         return String(clean.prefix(64 - suffix.count)) + suffix
     }
 
-    /// The model-facing spec. `destructiveHint: true` (on a tool not marked read-only)
-    /// asks for confirmation by default; guards and rules apply as to any tool.
-    static func toolSpec(_ tool: MCPTool, exposedName: String) -> ToolSpec {
-        let destructive = tool.destructiveHint == true && tool.readOnlyHint != true
-        let annotations = ToolAnnotations(readOnly: tool.readOnlyHint, destructive: tool.destructiveHint, idempotent: tool.idempotentHint)
-        let hasAnnotations = tool.readOnlyHint != nil || tool.destructiveHint != nil || tool.idempotentHint != nil
+    /// The model-facing spec. Annotations are the server's hints read with the
+    /// MCP defaults (absent `readOnlyHint` is false; absent `destructiveHint` is
+    /// true; a read-only tool is not destructive), so guards match what the
+    /// specification says a tool without hints may do. `confirm: always|never`
+    /// is the tool's `confirmation`; under `hints` it stays nil and the guard
+    /// verdict asks by the hints (`asksByHints`), which an `allow` guard lifts.
+    static func toolSpec(_ tool: MCPTool, exposedName: String, confirm: MCPConfirmPolicy = .hints) -> ToolSpec {
+        let readOnly = tool.readOnlyHint ?? false
+        let annotations = ToolAnnotations(
+            readOnly: readOnly, destructive: !readOnly && (tool.destructiveHint ?? true), idempotent: tool.idempotentHint ?? false)
+        let confirmation: ConfirmationPolicy?
+        switch confirm {
+        case .hints: confirmation = nil
+        case .always: confirmation = .always
+        case .never: confirmation = .never
+        }
         return ToolSpec(
             name: exposedName, description: tool.description ?? tool.title, inputSchema: tool.inputSchema,
-            confirmation: destructive ? .always : nil, annotations: hasAnnotations ? annotations : nil)
+            confirmation: confirmation, annotations: annotations)
+    }
+
+    /// Whether an MCP tool's annotations (as `toolSpec` fills them) ask for
+    /// confirmation: it may change something and may destroy it.
+    static func asksByHints(_ annotations: ToolAnnotations?) -> Bool {
+        guard let annotations else { return true }
+        return annotations.readOnly != true && annotations.destructive != false
     }
 }
 

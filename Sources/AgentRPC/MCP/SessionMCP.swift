@@ -24,7 +24,34 @@ extension AgentSession {
         }
         guard let made else { return }
         mcpServers = .started(made)
+        addConfiguredApprovals(made)
         await made.start()
+    }
+
+    /// `autoApprove` / `alwaysAllow` of the servers' configurations become standing
+    /// approval rules (`mcp__<server>__<tool>`, any arguments), once per session.
+    private func addConfiguredApprovals(_ servers: MCPServerSet) {
+        let wanted = servers.runners.flatMap { r in
+            r.spec.approvedTools.map { ApprovalRuleSpec(tool: MCPServerSet.exposedName(server: r.spec.name, tool: $0)) }
+        }
+        var seen: Set<String> = []
+        let missing = wanted.filter { spec in
+            seen.insert(spec.tool).inserted && !approvalRules.rules.contains { $0.tool == spec.tool && $0.arguments == nil }
+        }
+        guard !missing.isEmpty else { return }
+        do {
+            _ = try addApprovalRules(missing, field: "mcpServers.autoApprove")
+        } catch {
+            context.logger.warning("session \(id): the MCP servers' autoApprove rules were not added: \(error)")
+        }
+    }
+
+    /// Why an MCP tool asks by its hints (its server's `confirm` is `hints`, the
+    /// default), or nil: guards and approval rules decide the rest.
+    func mcpHintConfirmation(for tool: ToolSpec) -> String? {
+        guard tool.confirmation == nil, let server = mcpSource(of: tool.name)?.mcp,
+              MCPServerSet.asksByHints(tool.annotations) else { return nil }
+        return "the MCP server '\(server)' does not mark this tool read-only or non-destructive"
     }
 
     func stopMCPServers() async {

@@ -1,11 +1,27 @@
 // Model Context Protocol tool servers a session uses (docs/protocol.md, "MCP tool servers").
 
-/// How agentrpc reaches an MCP server.
+/// How agentrpc reaches an MCP server: the `type` of a spec, as the MCP clients
+/// people copy configurations from write it.
 public enum MCPTransportKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     /// A child process speaking newline-delimited JSON-RPC on its stdin and stdout.
     case stdio
     /// Streamable HTTP: one endpoint, POST per message, JSON or SSE answers.
     case http
+    /// Another name of `http` (Cursor, Cline and others write it).
+    case streamableHTTP = "streamable-http"
+    /// The deprecated HTTP+SSE transport: accepted in a configuration, never started.
+    case sse
+}
+
+/// When a server's tools ask the user before they run (docs/protocol.md, "MCP tool servers").
+public enum MCPConfirmPolicy: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// By the tool's annotations read with the MCP defaults: a tool not marked
+    /// `readOnlyHint: true` or `destructiveHint: false` asks.
+    case hints
+    /// Every tool of the server asks.
+    case always
+    /// No tool of the server asks by itself (guards still may).
+    case never
 }
 
 /// One MCP server: a command to start (`stdio`, the default) or an endpoint (`type: "http"`).
@@ -29,11 +45,31 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
     public var headers: [String: String]?
     /// How long a turn waits for this server to be ready (default `MCPBounds.defaultStartupTimeoutSeconds`).
     public var startupTimeoutSeconds: Double?
+    /// Which of its tools ask before they run (default `hints`).
+    public var confirm: MCPConfirmPolicy?
+    /// `true`: the server is not started; `session/getState` lists it as `disabled`.
+    public var disabled: Bool?
+    /// `false` is `disabled: true` (Codex writes it so).
+    public var enabled: Bool?
+    /// Tool names (as the server lists them) approved without asking: each is a
+    /// standing approval rule for `mcp__<name>__<tool>`.
+    public var autoApprove: [String]?
+    /// Another name of `autoApprove` (Roo Code writes it).
+    public var alwaysAllow: [String]?
+    /// Keys of the entry agentrpc does not read (other clients' settings): each is
+    /// a warning in the log and in the server's `problems`, never an error. Not on the wire.
+    public var ignoredKeys: [String] = []
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, type, command, args, env, cwd, url, headers, startupTimeoutSeconds
+        case confirm, disabled, enabled, autoApprove, alwaysAllow
+    }
 
     public init(
         name: String, type: MCPTransportKind? = nil, command: String? = nil, args: [String]? = nil,
         env: [String: String]? = nil, cwd: String? = nil, url: String? = nil, headers: [String: String]? = nil,
-        startupTimeoutSeconds: Double? = nil
+        startupTimeoutSeconds: Double? = nil, confirm: MCPConfirmPolicy? = nil, disabled: Bool? = nil,
+        autoApprove: [String]? = nil
     ) {
         self.name = name
         self.type = type
@@ -44,10 +80,42 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
         self.url = url
         self.headers = headers
         self.startupTimeoutSeconds = startupTimeoutSeconds
+        self.confirm = confirm
+        self.disabled = disabled
+        self.autoApprove = autoApprove
     }
 
-    /// The transport, `stdio` when absent.
-    public var transport: MCPTransportKind { type ?? .stdio }
+    /// Decodes a spec as other MCP clients write it: keys agentrpc does not read
+    /// are kept in `ignoredKeys` instead of failing the decoding (a strict decoder
+    /// counts them as read); a wrong value of a key it reads still fails, naming it.
+    public static func decodeTolerant(from decoder: any Decoder) throws -> MCPServerSpec {
+        let known = Set(CodingKeys.allCases.map(\.stringValue))
+        let keys = try decoder.container(keyedBy: MCPAnyKey.self).allKeys.map(\.stringValue)
+        var spec = try MCPServerSpec(from: decoder)
+        spec.ignoredKeys = keys.filter { !known.contains($0) }.sorted()
+        return spec
+    }
+
+    /// The transport: `type` (`streamable-http` is `http`), else `http` for an
+    /// entry with a `url` and no `command`, else `stdio`.
+    public var transport: MCPTransportKind {
+        switch type {
+        case .streamableHTTP: return .http
+        case .some(let t): return t
+        case nil: return url != nil && command == nil ? .http : .stdio
+        }
+    }
+
+    /// Not to be started (`disabled: true` or `enabled: false`).
+    public var isDisabled: Bool { disabled == true || enabled == false }
+
+    /// The names of its tools approved without asking (`autoApprove` and `alwaysAllow`).
+    public var approvedTools: [String] { (autoApprove ?? []) + (alwaysAllow ?? []) }
+
+    /// The warnings `ignoredKeys` become.
+    public var ignoredKeyWarnings: [String] {
+        ignoredKeys.map { "the configuration key '\($0.prefix(64))' is not one agentrpc reads; it was ignored" }
+    }
 
     /// What the types cannot say; `path` is where the spec sits (`mcpServers[0]`).
     public func problems(at path: String) -> [ConfigProblem] {
@@ -58,7 +126,10 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
             if (command ?? "").isEmpty { out.append(ConfigProblem(path: path + ".command", message: "a stdio server needs a command")) }
             if url != nil { out.append(ConfigProblem(path: path + ".url", message: "url belongs to an http server (type: \"http\")")) }
             if headers != nil { out.append(ConfigProblem(path: path + ".headers", message: "headers belong to an http server (type: \"http\")")) }
-        case .http:
+        case .sse:
+            // Never started (reported as such), so nothing more is asked of it.
+            break
+        case .http, .streamableHTTP:
             let u = url ?? ""
             if !(u.hasPrefix("http://") || u.hasPrefix("https://")) {
                 out.append(ConfigProblem(path: path + ".url", message: "an http server needs an http:// or https:// url"))
@@ -74,6 +145,11 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
         }
         if let t = startupTimeoutSeconds, !MCPBounds.startupTimeoutSeconds.contains(t) {
             out.append(ConfigProblem(path: path + ".startupTimeoutSeconds", message: MCPBounds.startupTimeoutSeconds.requirement))
+        }
+        for (key, tools) in [("autoApprove", autoApprove), ("alwaysAllow", alwaysAllow)] {
+            for (i, tool) in (tools ?? []).enumerated() where tool.isEmpty || tool.utf8.count > MCPBounds.maxToolNameLength {
+                out.append(ConfigProblem(path: "\(path).\(key)[\(i)]", message: "a tool name of 1 to \(MCPBounds.maxToolNameLength) characters"))
+            }
         }
         return out
     }
@@ -115,7 +191,7 @@ public enum MCPServerEntry: Codable, Sendable, Hashable, JSONSchemaProviding {
         if let name = try? decoder.singleValueContainer().decode(String.self) {
             self = .named(name)
         } else {
-            self = .inline(try MCPServerSpec(from: decoder))
+            self = .inline(try MCPServerSpec.decodeTolerant(from: decoder))
         }
     }
 
@@ -146,6 +222,14 @@ public enum MCPServerEntry: Codable, Sendable, Hashable, JSONSchemaProviding {
     public static var jsonSchemaDependencies: [any Decodable.Type] { [MCPServerSpec.self] }
 }
 
+/// Any key of an object, to list them all.
+struct MCPAnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
 /// Where an MCP server is in its life (`mcpServerStatus`, `session/getState`).
 public enum MCPServerStatus: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     case starting
@@ -156,6 +240,8 @@ public enum MCPServerStatus: String, Codable, Sendable, Hashable, JSONSchemaStri
     case restarting
     /// The session closed it.
     case stopped
+    /// Its configuration says `disabled: true` (or `enabled: false`): never started.
+    case disabled
 }
 
 /// One MCP server as `session/getState` shows it.

@@ -47,7 +47,8 @@ def answer(request: dict[str, Any], result: dict[str, Any]) -> None:
 
 
 def tool(name: str) -> dict[str, Any]:
-    return {"name": name, "description": f"tool {name}", "inputSchema": {"type": "object"}}
+    # Marked read-only: these tests are about the wire, not about confirmation.
+    return {"name": name, "description": f"tool {name}", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
 
 
 def main() -> None:
@@ -104,8 +105,8 @@ def main() -> None:
             elif MODE == "asks":
                 answer(request, {"tools": [tool("asked"), tool("grow")] + ([tool("extra")] if grown else [])})
             elif MODE == "oddschema":
-                odd = {"name": "odd", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nowhere"}}}}
-                typed = {"name": "typed", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
+                odd = {"name": "odd", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nowhere"}}}, "annotations": {"readOnlyHint": True}}
+                typed = {"name": "typed", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, "annotations": {"readOnlyHint": True}}
                 answer(request, {"tools": [odd, typed, tool("ok")]})
             elif MODE == "relentless":
                 if grown:

@@ -27,11 +27,13 @@ VERSION = "2025-06-18"
 LOG = sys.argv[2] if len(sys.argv) > 2 else "/dev/null"
 TRICKLE = sys.argv[3:4] == ["trickle"]
 
+# Marked read-only: these tests are about the wire, not about confirmation.
+READS = {"readOnlyHint": True}
 TOOLS: list[dict[str, Any]] = [
-    {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
-    {"name": "grow", "inputSchema": {"type": "object"}},
+    {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}, "annotations": READS},
+    {"name": "grow", "inputSchema": {"type": "object"}, "annotations": READS},
 ]
-EXTRA = {"name": "extra", "inputSchema": {"type": "object"}}
+EXTRA = {"name": "extra", "inputSchema": {"type": "object"}, "annotations": READS}
 server_messages: queue.Queue[dict[str, Any]] = queue.Queue()
 log_lock = threading.Lock()
 

@@ -30,8 +30,13 @@ except ImportError:  # mcp 1.x
 
 server: Any = Server("agentrpc-test")
 
+#: The hints of a tool that only reads: it never asks for confirmation.
+READS = ToolAnnotations(readOnlyHint=True)
+#: The hints of a tool that changes something but destroys nothing.
+CHANGES = ToolAnnotations(readOnlyHint=False, destructiveHint=False)
 
-@server.tool()
+
+@server.tool(annotations=READS)
 def echo(text: str) -> str:
     """Repeats the text."""
     return f"echo: {text}"
@@ -41,26 +46,26 @@ class Sum(BaseModel):
     total: int
 
 
-@server.tool()
+@server.tool(annotations=READS)
 def add(a: int, b: int) -> Sum:
     """Adds two integers (structured output)."""
     return Sum(total=a + b)
 
 
-@server.tool()
+@server.tool(annotations=READS)
 def fail(why: str) -> str:
     """Always fails: the SDK answers isError true."""
     raise ValueError(why)
 
 
-@server.tool()
+@server.tool(annotations=READS)
 async def slow(seconds: float) -> str:
     """Sleeps, then answers."""
     await anyio.sleep(seconds)
     return "slept"
 
 
-@server.tool()
+@server.tool(annotations=CHANGES)
 def crash() -> str:
     """Ends the server process mid-call."""
     os._exit(3)
@@ -72,20 +77,26 @@ def wipe() -> str:
     return "wiped"
 
 
+@server.tool()
+def write(text: str) -> str:
+    """Writes the text somewhere (no annotations: the MCP defaults make it destructive)."""
+    return f"wrote {text}"
+
+
 def extra() -> str:
     """Added at run time by grow."""
     return "extra ran"
 
 
-@server.tool()
+@server.tool(annotations=CHANGES)
 async def grow(ctx: Context) -> str:
     """Adds the tool 'extra' and says the tool list changed."""
-    server.add_tool(extra, name="extra")
+    server.add_tool(extra, name="extra", annotations=READS)
     await ctx.session.send_tool_list_changed()
     return "grown"
 
 
-@server.tool()
+@server.tool(annotations=READS)
 def sdk() -> str:
     """Which server class this is."""
     return SDK

@@ -278,9 +278,14 @@ export interface Limits {
 }
 
 export interface MCPServerSpec {
+  alwaysAllow?: string[];
   args?: string[];
+  autoApprove?: string[];
   command?: string;
+  confirm?: "hints" | "always" | "never";
   cwd?: string;
+  disabled?: boolean;
+  enabled?: boolean;
   env?: {
     [key: string]: string;
   };
@@ -289,7 +294,7 @@ export interface MCPServerSpec {
   };
   name: string;
   startupTimeoutSeconds?: number;
-  type?: "stdio" | "http";
+  type?: "stdio" | "http" | "streamable-http" | "sse";
   url?: string;
 }
 
@@ -302,10 +307,10 @@ export interface MCPServerState {
   status: MCPServerStatus;
   stderr?: string[];
   tools: string[];
-  transport: "stdio" | "http";
+  transport: "stdio" | "http" | "streamable-http" | "sse";
 }
 
-export type MCPServerStatus = "starting" | "ready" | "failed" | "restarting" | "stopped";
+export type MCPServerStatus = "starting" | "ready" | "failed" | "restarting" | "stopped" | "disabled";
 
 export interface ModelCassetteConfig {
   mode?: "record" | "replay" | "auto";
