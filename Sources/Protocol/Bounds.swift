@@ -60,6 +60,16 @@ public enum DurationBounds {
     public static let nonNegativeMilliseconds = NumericBounds(lowerBound: 0, excludesLowerBound: false, upperBound: maximumSeconds * 1000, unit: "milliseconds")
 }
 
+/// The ranges of the token and cost limits (`limits`, `budget`): well above
+/// any real conversation, well below any count a sum could overflow on or a
+/// JSON number could not hold exactly.
+public enum BudgetBounds {
+    /// More than zero, at most 10^15 tokens.
+    public static let tokens = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 1e15, unit: "tokens")
+    /// More than zero, at most a billion dollars.
+    public static let costUSD = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 1e9, unit: "US dollars")
+}
+
 /// A wire type whose numeric properties have ranges: the schema generator adds
 /// each range's keywords to the property's schema (docs/protocol.md, "Limits").
 public protocol JSONSchemaBounded {

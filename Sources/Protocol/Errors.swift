@@ -33,6 +33,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let maxToolCallsExceeded = ErrorCode(-32020)
     public static let maxRoundTripsExceeded = ErrorCode(-32021)
     public static let wallClockTimeoutExceeded = ErrorCode(-32022)
+    public static let budgetExceeded = ErrorCode(-32023)
     public static let toolChoiceUnsupported = ErrorCode(-32030)
     public static let toolChoiceNotHonored = ErrorCode(-32031)
     public static let egressRefused = ErrorCode(-32040)
@@ -84,6 +85,8 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let maxToolCallsExceeded: ErrorKind = "maxToolCallsExceeded"
     public static let maxRoundTripsExceeded: ErrorKind = "maxRoundTripsExceeded"
     public static let wallClockTimeoutExceeded: ErrorKind = "wallClockTimeoutExceeded"
+    /// A token or cost limit of the turn (`limits`) or of the session (`budget`) was passed.
+    public static let budgetExceeded: ErrorKind = "budgetExceeded"
     public static let toolChoiceUnsupported: ErrorKind = "toolChoiceUnsupported"
     public static let toolChoiceNotHonored: ErrorKind = "toolChoiceNotHonored"
     public static let egressRefused: ErrorKind = "egressRefused"
@@ -125,6 +128,7 @@ public struct ErrorKind: RawRepresentable, Hashable, Sendable, Codable, CustomSt
         (.maxToolCallsExceeded, .maxToolCallsExceeded),
         (.maxRoundTripsExceeded, .maxRoundTripsExceeded),
         (.wallClockTimeoutExceeded, .wallClockTimeoutExceeded),
+        (.budgetExceeded, .budgetExceeded),
         (.toolChoiceUnsupported, .toolChoiceUnsupported),
         (.toolChoiceNotHonored, .toolChoiceNotHonored),
         (.egressRefused, .egressRefused),

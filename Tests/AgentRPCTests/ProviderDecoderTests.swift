@@ -180,7 +180,7 @@ func openAIChunk(_ delta: String, finish: String? = nil) -> String {
         // The signature comes out once its block stops; the redacted block is dropped.
         #expect(run(payloads).events == [
             .reasoningDelta("Let me think"), .reasoningSignature("sig=="), .textDelta("Done"),
-            .usage(ModelUsage(inputTokens: 3, outputTokens: 9)), .end(.endTurn),
+            .usage(ModelUsage(inputTokens: 3, outputTokens: 9, cacheCountedApart: true)), .end(.endTurn),
         ])
     }
 
@@ -201,7 +201,7 @@ func openAIChunk(_ delta: String, finish: String? = nil) -> String {
         #expect(events == [
             .reasoningDelta("Need the time."), .reasoningSignature("EqQBRk9P"),
             .toolCall(ModelToolCall(id: "t1", name: "now", argumentsJSON: "{}")),
-            .usage(ModelUsage(inputTokens: 3, outputTokens: 9)), .end(.toolUse),
+            .usage(ModelUsage(inputTokens: 3, outputTokens: 9, cacheCountedApart: true)), .end(.toolUse),
         ])
     }
 

@@ -267,7 +267,7 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
         let a = try assembled("text.sse")
         #expect(a.text == "Hello there!")
         #expect(a.stop == .endTurn)
-        #expect(a.usage == ModelUsage(inputTokens: 11, outputTokens: 6))
+        #expect(a.usage == ModelUsage(inputTokens: 11, outputTokens: 6, cacheCountedApart: true))
     }
 
     @Test func toolUse() throws {
@@ -276,7 +276,7 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
         #expect(a.toolCalls == [ModelToolCall(id: "toolu_01NRLabsLyVHZPKxbKvkfSMn", name: "get_weather",
                                               argumentsJSON: #"{"location": "Paris"}"#)])
         #expect(a.stop == .toolUse)
-        #expect(a.usage == ModelUsage(inputTokens: 377, outputTokens: 65, cachedInputTokens: 0, cacheCreationInputTokens: 0))
+        #expect(a.usage == ModelUsage(inputTokens: 377, outputTokens: 65, cachedInputTokens: 0, cacheCreationInputTokens: 0, cacheCountedApart: true))
     }
 
     @Test func toolJSONCutByMaxTokensIsNoCallButAMaxTokensEnd() throws {
@@ -302,23 +302,23 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
 
     @Test func usageIsOverwrittenFieldByField() throws {
         let extra = try assembled("message-delta-extra-fields.sse")
-        #expect(extra.usage == ModelUsage(inputTokens: 40, outputTokens: 8, cachedInputTokens: 7, cacheCreationInputTokens: 12, reasoningTokens: 3))
+        #expect(extra.usage == ModelUsage(inputTokens: 40, outputTokens: 8, cachedInputTokens: 7, cacheCreationInputTokens: 12, reasoningTokens: 3, cacheCountedApart: true))
         let omitted = try assembled("message-delta-omitted-usage.sse")
-        #expect(omitted.usage == ModelUsage(inputTokens: 25, outputTokens: 8, cachedInputTokens: 5, cacheCreationInputTokens: 10))
+        #expect(omitted.usage == ModelUsage(inputTokens: 25, outputTokens: 8, cachedInputTokens: 5, cacheCreationInputTokens: 10, cacheCountedApart: true))
         let missingStart = try assembled("missing-start-usage.sse")
         #expect(missingStart.text == "hi")
-        #expect(missingStart.usage == ModelUsage(inputTokens: 11, outputTokens: 1, cachedInputTokens: 5, cacheCreationInputTokens: 3))
+        #expect(missingStart.usage == ModelUsage(inputTokens: 11, outputTokens: 1, cachedInputTokens: 5, cacheCreationInputTokens: 3, cacheCountedApart: true))
         let noInput = try assembled("beta-usage-omitted-input-tokens.sse")
-        #expect(noInput.usage == ModelUsage(inputTokens: 0, outputTokens: 6))
+        #expect(noInput.usage == ModelUsage(inputTokens: 0, outputTokens: 6, cacheCountedApart: true))
         let usageOmitted = try assembled("usage-omitted.sse")
-        #expect(usageOmitted.usage == ModelUsage(inputTokens: 12, outputTokens: 6))
+        #expect(usageOmitted.usage == ModelUsage(inputTokens: 12, outputTokens: 6, cacheCountedApart: true))
     }
 
     @Test func unknownBlocksAndFieldsAreIgnored() throws {
         #expect(try assembled("extra-unknown-fields.sse").text == "Hello!")
         let compaction = try assembled("compaction-multi-delta.sse")
         #expect(compaction.text == "Hello there!")
-        #expect(compaction.usage == ModelUsage(inputTokens: 30, outputTokens: 8))
+        #expect(compaction.usage == ModelUsage(inputTokens: 30, outputTokens: 8, cacheCountedApart: true))
         #expect(try assembled("fallback-model-block.sse").text == "Hello there!")
         #expect(try assembled("container.sse").text == "Running your code now.")
     }
@@ -337,7 +337,7 @@ func decodeFixture(_ path: String, _ make: () -> some ProviderStreamDecoder) thr
         let a = try assembled("refusal-stop-details.sse")
         #expect(a.text == "")
         #expect(a.stop == .refusal)
-        #expect(a.usage == ModelUsage(inputTokens: 20, outputTokens: 120, reasoningTokens: 67))
+        #expect(a.usage == ModelUsage(inputTokens: 20, outputTokens: 120, reasoningTokens: 67, cacheCountedApart: true))
     }
 
     @Test func missingMessageStopAfterTheStopReasonIsCompleteBeforeItTruncated() throws {

@@ -87,7 +87,24 @@ actor AgentSession {
             lastContextDiagnostics: runner?.contextDiagnostics ?? [], activeProfile: activeProfileName,
             properties: properties, revision: revision, entryCount: entries.count,
             queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.rules.isEmpty ? nil : approvalRules.rules,
-            usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals)
+            usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals,
+            contextTokens: contextTokens, contextWindowTokens: contextWindowTokens)
+    }
+
+    /// The context meter's last figure: the running turn's last round trip,
+    /// else what the store keeps (the last turn's, or a compaction's estimate).
+    var contextTokens: Int? {
+        if let runner, runner.isRunning, let reading = runner.turn.usage.contextTokens { return reading }
+        return transcript.usageTotals.contextTokens
+    }
+
+    /// The window of the model the next round trip would use, when known.
+    var contextWindowTokens: Int? {
+        let profile = (try? resolveProfile()) ?? activeProfile
+        guard let reference = try? resolveModelReference(options: TurnOptions(), profile: profile),
+            let config = try? context.catalog.resolve(reference, field: "model")
+        else { return nil }
+        return ProviderFactory.capabilities(config)?.contextWindowTokens
     }
 
     func transcriptForClient() -> SessionTranscript {

@@ -65,7 +65,7 @@ extension TurnRunner {
             case .summarizeHistory(let spec):
                 do {
                     try await summarizeHistory(spec, profile: profile, session: session)
-                } catch let error as RPCError where error.kind == .invalidConfiguration {
+                } catch let error as RPCError where error.kind == .invalidConfiguration || error.kind == .budgetExceeded {
                     throw error
                 } catch {
                     // A failed summary is a failed hook (docs/protocol.md §11: hookError, "a hook
@@ -250,6 +250,10 @@ extension TurnRunner {
                 } else {
                     diagnostic = picked.map { "the router chose the unknown agent '\($0)'; using '\(fallback)'" } ?? "the router made no selection; using '\(fallback)'"
                 }
+            } catch let error as RPCError where error.kind == .budgetExceeded || error.kind == .invalidConfiguration {
+                // A spent budget, or a cost limit on a model without prices, stops every request.
+                span?.end(status: .error(error.kind.rawValue))
+                throw error
             } catch {
                 // A cancel (either kind) is not a router failure: it ends the turn.
                 if Task.isCancelled || error is CancellationError || error is TurnStop {

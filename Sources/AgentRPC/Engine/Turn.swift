@@ -42,15 +42,21 @@ struct TurnState: Sendable {
 
     /// Counts one provider request's usage (its last, cumulative report) in the turn.
     /// A turn whose provider reported no usage keeps `usage` empty: not reported, not 0.
-    mutating func addUsage(_ u: ModelUsage) {
-        usage.add(Usage(u))
+    /// Only a round trip of the turn is a reading of the conversation's context
+    /// (`contextTokens`); a side request's model saw something else.
+    mutating func addUsage(_ u: Usage, roundTrip: Bool) {
+        var counted = u
+        if !roundTrip { counted.contextTokens = nil }
+        usage.add(counted)
     }
 }
 
 extension Usage {
-    /// The wire form of a provider's usage report.
-    init(_ u: ModelUsage) {
-        self.init(inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)
+    /// The wire form of a provider's usage report, priced at `pricing` when there is one.
+    init(_ u: ModelUsage, pricing: Pricing?) {
+        self.init(
+            inputTokens: u.inputTokens, outputTokens: u.outputTokens, cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens,
+            contextTokens: u.contextTokens, costUSD: pricing.map(u.costUSD))
     }
 }
 
@@ -62,8 +68,11 @@ struct EffectiveLimits: Sendable {
     var toolTimeoutSeconds: Double
     var confirmationTimeoutSeconds: Double
     var askUserTimeoutSeconds: Double
+    /// The turn's token and cost limits (none by default).
+    var budget: Budget
 
     init(config: Limits?, overrides: Limits?) {
+        budget = (config ?? Limits()).merged(with: overrides).budget
         maxToolCalls = overrides?.maxToolCalls ?? config?.maxToolCalls ?? Limits.defaultMaxToolCalls
         maxRoundTrips = overrides?.maxRoundTrips ?? config?.maxRoundTrips ?? Limits.defaultMaxRoundTrips
         wallClockSeconds = overrides?.wallClockSeconds ?? config?.wallClockSeconds ?? Limits.defaultWallClockSeconds
@@ -81,7 +90,8 @@ struct RoundTripOutput: Sendable {
     var reasoningSignatures: [String] = []
     var refusal = ""
     var toolCalls: [ModelToolCall] = []
-    var usage: ModelUsage?
+    /// The round trip's last usage report, priced.
+    var usage: Usage?
     var stopReason: ModelStopReason?
     /// The protocol's view of `stopReason` when the reply did not end normally.
     var endedHow: StopReason? {
@@ -166,6 +176,7 @@ extension TurnRunner {
             turn.errorPolicy = profile.transcriptErrorPolicy
             let modelRef = try session.resolveModelReference(options: turn.options, profile: profile)
             let provider = try session.provider(for: modelRef)
+            try checkBudgets(provider: provider, session: session)
             var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
             if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
             reportOptionWarnings(provider.optionWarnings(for: request), session: session)
@@ -239,7 +250,7 @@ extension TurnRunner {
             } catch {
                 // A request that reported usage and then failed (or was cancelled)
                 // was still paid for: it counts in the turn, retried or not.
-                if let u = output.usage { turn.addUsage(u) }
+                if let u = output.usage { turn.addUsage(u, roundTrip: shown) }
                 guard let providerError = error as? ProviderError else { throw error }
                 // A side request's reasoning is shown to no one: it does not count as output.
                 let hadOutput = shown ? output.hadOutput : !output.text.isEmpty || !output.toolCalls.isEmpty
@@ -258,6 +269,7 @@ extension TurnRunner {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
+        try checkBudgets(provider: provider, session: session)
         reportOptionWarnings(provider.optionWarnings(for: request), session: session)
         return try await send(request, provider: provider, purpose: purpose, profile: profile, parent: parent, shown: false, session: session)
     }
@@ -284,8 +296,8 @@ extension TurnRunner {
             throw error
         }
         if let usage = output.usage {
-            turn.addUsage(usage)
-            span?.recordUsage(Usage(usage))
+            turn.addUsage(usage, roundTrip: shown)
+            span?.recordUsage(usage)
         }
         span?.setPayload(SpanAttributeKey.completion, output.text)
         span?.end(status: .ok)
@@ -349,11 +361,11 @@ extension TurnRunner {
             case .toolCall(let call):
                 output.toolCalls.append(call)
             case .usage(let reported):
-                let u = believableUsage(reported, session: session)
-                output.usage = u
-                let report = Usage(u)
+                let report = Usage(believableUsage(reported, session: session), pricing: provider.capabilities.pricing)
+                output.usage = report
                 lastUsageReport = report
                 session.emit(.usage(report))
+                try checkBudgets(pending: report, provider: provider, session: session)
             case .end(let reason):
                 output.stopReason = reason
                 ended = true

@@ -23,7 +23,7 @@ extension ModelUsage {
             outputTokens: believable("outputTokens", outputTokens) ?? 0,
             cachedInputTokens: believable("cachedInputTokens", cachedInputTokens),
             cacheCreationInputTokens: believable("cacheCreationInputTokens", cacheCreationInputTokens),
-            reasoningTokens: believable("reasoningTokens", reasoningTokens))
+            reasoningTokens: believable("reasoningTokens", reasoningTokens), cacheCountedApart: cacheCountedApart)
         return (usage, rejected)
     }
 }

@@ -35,6 +35,8 @@ package struct ProviderCapabilities: Sendable, Hashable {
     /// defines no tools (Anthropic): "no tools" must then be sent as the tools
     /// with tool choice `none`.
     var requiresToolsWithToolHistory: Bool = false
+    /// The model configuration's prices; nil: no cost is reported.
+    var pricing: Pricing?
 
     init(
         supportsToolChoice: Bool = true, supportsImages: Bool = true, supportsReasoning: Bool = true,
@@ -150,15 +152,60 @@ package struct ModelRequest: Sendable, Hashable {
 package struct ModelUsage: Sendable, Hashable {
     var inputTokens: Int
     var outputTokens: Int
+    /// Input read from the provider's prompt cache.
     var cachedInputTokens: Int?
+    /// Input written to the provider's prompt cache.
     var cacheCreationInputTokens: Int?
     var reasoningTokens: Int?
-    init(inputTokens: Int = 0, outputTokens: Int = 0, cachedInputTokens: Int? = nil, cacheCreationInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
+    /// Whether `inputTokens` leaves out the cached reads and writes (Anthropic
+    /// counts them apart) instead of including them (OpenAI).
+    var cacheCountedApart = false
+    init(
+        inputTokens: Int = 0, outputTokens: Int = 0, cachedInputTokens: Int? = nil, cacheCreationInputTokens: Int? = nil,
+        reasoningTokens: Int? = nil, cacheCountedApart: Bool = false
+    ) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.cachedInputTokens = cachedInputTokens
         self.cacheCreationInputTokens = cacheCreationInputTokens
         self.reasoningTokens = reasoningTokens
+        self.cacheCountedApart = cacheCountedApart
+    }
+
+    /// Every input token the model read, cached reads and writes included.
+    var allInputTokens: Int {
+        guard cacheCountedApart else { return inputTokens }
+        return Self.saturatingSum(inputTokens, cachedInputTokens ?? 0, cacheCreationInputTokens ?? 0)
+    }
+
+    /// Input that was neither read from nor written to the cache (what the
+    /// plain input price applies to).
+    var uncachedInputTokens: Int {
+        if cacheCountedApart { return inputTokens }
+        return max(0, inputTokens - (cachedInputTokens ?? 0) - (cacheCreationInputTokens ?? 0))
+    }
+
+    /// What the model had in context at this round trip: all of its input and its output.
+    var contextTokens: Int { Self.saturatingSum(allInputTokens, outputTokens) }
+
+    /// What these tokens cost at `pricing`, in US dollars. Reasoning is part
+    /// of the output as every provider reports it.
+    func costUSD(_ pricing: Pricing) -> Double {
+        let read = Double(cachedInputTokens ?? 0) * (pricing.cacheReadPerMTok ?? pricing.inputPerMTok)
+        let write = Double(cacheCreationInputTokens ?? 0) * (pricing.cacheWritePerMTok ?? pricing.inputPerMTok)
+        let plain = Double(uncachedInputTokens) * pricing.inputPerMTok + Double(outputTokens) * pricing.outputPerMTok
+        return (plain + read + write) / 1_000_000
+    }
+
+    /// Counts are at most `largestBelievableTokenCount` once sanitized; this
+    /// keeps a sum of any counts from trapping all the same.
+    static func saturatingSum(_ values: Int...) -> Int {
+        var total = 0
+        for v in values {
+            let (s, overflow) = total.addingReportingOverflow(v)
+            total = overflow ? Int.max : s
+        }
+        return total
     }
 }
 

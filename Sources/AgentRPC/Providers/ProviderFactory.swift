@@ -20,6 +20,10 @@ protocol ProviderDefinition: Sendable {
     static var optionRules: GenerationOptionRules { get }
     /// The model an API key in the environment brings, named as in the catalog.
     static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)?
+    /// The context windows of this provider's well-known models, by model id
+    /// (a dated id such as `gpt-4o-2024-08-06` takes its model's). A model
+    /// not listed has no known window: none is guessed.
+    static var contextWindows: [String: Int] { get }
     /// Builds the provider for `config` with the merged `capabilities`; an HTTP
     /// provider's requests go through `cassette` when there is one (docs/testing.md).
     static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider
@@ -31,6 +35,24 @@ extension ProviderDefinition {
     static var protectedKeys: Set<String> { protectedBodyKeys }
     static var optionRules: GenerationOptionRules { GenerationOptionRules() }
     static func environmentModel(_ environment: [String: String]) -> (name: String, config: ModelConfig)? { nil }
+    static var contextWindows: [String: Int] { [:] }
+
+    /// The window of `model` from `contextWindows`: its id as listed, or the
+    /// listed id followed by a date (`-20250929`, `-2024-08-06`) or `-latest`.
+    static func contextWindowTokens(model: String) -> Int? {
+        if let window = contextWindows[model] { return window }
+        let utf8 = Array(model.utf8)
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        // The suffixes as patterns: `d` a digit, anything else itself.
+        for suffix in ["-dddddddd", "-dddd-dd-dd", "-latest"] {
+            let pattern = Array(suffix.utf8)
+            guard utf8.count > pattern.count else { continue }
+            let tail = utf8.suffix(pattern.count)
+            let matches = zip(tail, pattern).allSatisfy { b, p in p == UInt8(ascii: "d") ? isDigit(b) : b == p }
+            if matches { return contextWindows[String(decoding: utf8.dropLast(pattern.count), as: UTF8.self)] }
+        }
+        return nil
+    }
 }
 
 /// One of agentrpc's settings in a model's `options`: the values it takes.
@@ -81,6 +103,17 @@ enum ProviderFactory {
         guard let definition = definition(for: config.provider) else {
             throw RPCError.invalidConfiguration("no provider implements '\(config.provider.rawValue)'", field: "model.provider")
         }
+        return try definition.make(config, environment: environment, capabilities: capabilities(config, definition: definition), cassette: cassette)
+    }
+
+    /// What a model can do: its configuration's overrides over its provider's
+    /// defaults; its window from the configuration, else from the provider's
+    /// list of well-known models.
+    static func capabilities(_ config: ModelConfig) -> ProviderCapabilities? {
+        definition(for: config.provider).map { capabilities(config, definition: $0) }
+    }
+
+    private static func capabilities(_ config: ModelConfig, definition: any ProviderDefinition.Type) -> ProviderCapabilities {
         let defaults = definition.defaultCapabilities
         var capabilities = ProviderCapabilities(
             supportsToolChoice: config.supportsToolChoice ?? defaults.supportsToolChoice,
@@ -88,9 +121,10 @@ enum ProviderFactory {
             supportsReasoning: config.supportsReasoning ?? defaults.supportsReasoning,
             supportsParallelToolCalls: config.supportsParallelToolCalls ?? defaults.supportsParallelToolCalls,
             supportsStructuredOutput: config.supportsStructuredOutput ?? defaults.supportsStructuredOutput,
-            contextWindowTokens: config.contextWindowTokens ?? defaults.contextWindowTokens)
+            contextWindowTokens: config.contextWindowTokens ?? config.model.flatMap(definition.contextWindowTokens(model:)) ?? defaults.contextWindowTokens)
         capabilities.requiresToolsWithToolHistory = defaults.requiresToolsWithToolHistory
-        return try definition.make(config, environment: environment, capabilities: capabilities, cassette: cassette)
+        capabilities.pricing = config.pricing
+        return capabilities
     }
 
     /// A model's `options`, read for its provider.

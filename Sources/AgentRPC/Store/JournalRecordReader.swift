@@ -348,6 +348,14 @@ struct JournalRecordReader {
                 usage.cachedInputTokens = try count()
             } else if named(name, "reasoningTokens") {
                 usage.reasoningTokens = try count()
+            } else if named(name, "contextTokens") {
+                usage.contextTokens = try count()
+            } else if named(name, "costUSD") {
+                // Rare (a priced model) and a fraction: read by the general parser.
+                switch try p.parseValue() {
+                case .null: usage.costUSD = nil
+                case let v: guard let d = v.numberValue, d.isFinite else { throw decline() }; usage.costUSD = d
+                }
             } else {
                 _ = try p.parseValue()
             }

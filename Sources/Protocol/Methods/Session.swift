@@ -599,17 +599,30 @@ public struct TurnOptions: Codable, Sendable, Hashable {
 /// Token counts. In `TurnResult` and `session/generate` these are the turn's totals.
 /// A count the provider did not report is absent, never 0: a local server that
 /// reports no usage gives `usage: {}`.
+///
+/// `contextTokens` is a reading, not a count: what the model had in context at
+/// a round trip (its input, cached reads and writes included, plus its output).
+/// In a sum (a turn's, the session's) it is the reading of the last round trip.
+/// `costUSD` is what the tokens cost at the model's configured `pricing`, absent
+/// without one; sums add it.
 public struct Usage: Codable, Sendable, Hashable {
     public var inputTokens: Int?
     public var outputTokens: Int?
     public var cachedInputTokens: Int?
     public var reasoningTokens: Int?
+    public var contextTokens: Int?
+    public var costUSD: Double?
 
-    public init(inputTokens: Int? = nil, outputTokens: Int? = nil, cachedInputTokens: Int? = nil, reasoningTokens: Int? = nil) {
+    public init(
+        inputTokens: Int? = nil, outputTokens: Int? = nil, cachedInputTokens: Int? = nil, reasoningTokens: Int? = nil,
+        contextTokens: Int? = nil, costUSD: Double? = nil
+    ) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.cachedInputTokens = cachedInputTokens
         self.reasoningTokens = reasoningTokens
+        self.contextTokens = contextTokens
+        self.costUSD = costUSD
     }
 
     /// The object's members, shared with the `usage` event, which carries them inline.
@@ -619,6 +632,8 @@ public struct Usage: Codable, Sendable, Hashable {
         if let outputTokens { o["outputTokens"] = .int(outputTokens) }
         if let cachedInputTokens { o["cachedInputTokens"] = .int(cachedInputTokens) }
         if let reasoningTokens { o["reasoningTokens"] = .int(reasoningTokens) }
+        if let contextTokens { o["contextTokens"] = .int(contextTokens) }
+        if let costUSD { o["costUSD"] = .double(costUSD) }
         return o
     }
 
@@ -633,13 +648,20 @@ public struct Usage: Codable, Sendable, Hashable {
             guard let i = v.intValue else { throw JSONDecodingFailure(path: key, message: "expected an integer") }
             return i
         }
+        var cost: Double?
+        if let v = o["costUSD"], v != .null {
+            guard let d = v.numberValue, d.isFinite else { throw JSONDecodingFailure(path: "costUSD", message: "expected a number") }
+            cost = d
+        }
         self.init(
             inputTokens: try count("inputTokens"), outputTokens: try count("outputTokens"),
-            cachedInputTokens: try count("cachedInputTokens"), reasoningTokens: try count("reasoningTokens"))
+            cachedInputTokens: try count("cachedInputTokens"), reasoningTokens: try count("reasoningTokens"),
+            contextTokens: try count("contextTokens"), costUSD: cost)
     }
 
     /// Adds another report: a count stays absent until some report has it;
-    /// sums saturate instead of overflowing.
+    /// sums saturate instead of overflowing. `contextTokens` is a reading: the
+    /// later report's wins when it has one.
     public mutating func add(_ other: Usage) {
         func sum(_ a: Int?, _ b: Int?) -> Int? {
             guard let b else { return a }
@@ -651,6 +673,8 @@ public struct Usage: Codable, Sendable, Hashable {
         outputTokens = sum(outputTokens, other.outputTokens)
         cachedInputTokens = sum(cachedInputTokens, other.cachedInputTokens)
         reasoningTokens = sum(reasoningTokens, other.reasoningTokens)
+        contextTokens = other.contextTokens ?? contextTokens
+        if let b = other.costUSD { costUSD = (costUSD ?? 0) + b }
     }
 }
 
@@ -1086,6 +1110,11 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var approvalRules: [ApprovalRule]?
     /// The session's MCP servers, their status and tools; absent when it names none.
     public var mcpServers: [MCPServerState]?
+    /// The context meter: what the model had in context at the session's last
+    /// round trip (`usage.contextTokens`); absent until known.
+    public var contextTokens: Int?
+    /// The window of the model the next round trip goes to, when it is known.
+    public var contextWindowTokens: Int?
 
     public init(
         sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
@@ -1094,8 +1123,10 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
         queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil,
-        mcpServers: [MCPServerState]? = nil
+        mcpServers: [MCPServerState]? = nil, contextTokens: Int? = nil, contextWindowTokens: Int? = nil
     ) {
+        self.contextTokens = contextTokens
+        self.contextWindowTokens = contextWindowTokens
         self.mcpServers = mcpServers
         self.usageTotals = usageTotals
         self.queuedSends = queuedSends

@@ -31,6 +31,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var mcpServers: [MCPServerEntry]?
     /// Records or replays this session's model traffic (docs/testing.md); overrides the server's.
     public var modelCassette: ModelCassetteConfig?
+    /// Token and cost limits over the session's whole life (docs/protocol.md, "Budgets").
+    public var budget: Budget?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,
@@ -138,16 +140,21 @@ public struct ModelConfig: Codable, Sendable, Hashable {
     public var supportsReasoning: Bool?
     public var supportsParallelToolCalls: Bool?
     public var supportsStructuredOutput: Bool?
+    /// The model's context window in tokens; overrides what the provider's definition knows of the model.
     public var contextWindowTokens: Int?
+    /// What the model's tokens cost; without it no cost is reported (no price is built in).
+    public var pricing: Pricing?
 
     public init(
         provider: ProviderKind, model: String? = nil, baseURL: String? = nil, apiKeyEnv: String? = nil,
         headers: [String: String]? = nil, timeoutSeconds: Double? = nil, options: [String: JSONValue]? = nil,
         script: [ScriptItem]? = nil, supportsToolChoice: Bool? = nil, supportsImages: Bool? = nil,
         supportsReasoning: Bool? = nil, supportsParallelToolCalls: Bool? = nil,
-        supportsStructuredOutput: Bool? = nil, contextWindowTokens: Int? = nil, connectTimeoutSeconds: Double? = nil
+        supportsStructuredOutput: Bool? = nil, contextWindowTokens: Int? = nil, connectTimeoutSeconds: Double? = nil,
+        pricing: Pricing? = nil
     ) {
         self.provider = provider
+        self.pricing = pricing
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.model = model
         self.baseURL = baseURL
@@ -163,6 +170,32 @@ public struct ModelConfig: Codable, Sendable, Hashable {
         self.supportsStructuredOutput = supportsStructuredOutput
         self.contextWindowTokens = contextWindowTokens
     }
+}
+
+/// A model's prices in US dollars per million tokens. Input read from or
+/// written to the provider's prompt cache costs `cacheReadPerMTok` and
+/// `cacheWritePerMTok` where given, else `inputPerMTok`.
+public struct Pricing: Codable, Sendable, Hashable {
+    public var inputPerMTok: Double
+    public var outputPerMTok: Double
+    public var cacheReadPerMTok: Double?
+    public var cacheWritePerMTok: Double?
+
+    public init(inputPerMTok: Double, outputPerMTok: Double, cacheReadPerMTok: Double? = nil, cacheWritePerMTok: Double? = nil) {
+        self.inputPerMTok = inputPerMTok
+        self.outputPerMTok = outputPerMTok
+        self.cacheReadPerMTok = cacheReadPerMTok
+        self.cacheWritePerMTok = cacheWritePerMTok
+    }
+}
+
+extension Pricing: JSONSchemaBounded {
+    /// Up to a million dollars per million tokens: far above any price, far below
+    /// anything a cost could overflow on.
+    public static let jsonSchemaBounds: [String: NumericBounds] = {
+        let price = NumericBounds(lowerBound: 0, excludesLowerBound: false, upperBound: 1_000_000, unit: "US dollars per million tokens")
+        return ["inputPerMTok": price, "outputPerMTok": price, "cacheReadPerMTok": price, "cacheWritePerMTok": price]
+    }()
 }
 
 /// One round trip of the scripted provider (docs/protocol.md §15). Keys combine: text,
@@ -375,6 +408,11 @@ public struct Limits: Codable, Sendable, Hashable {
     public var confirmationTimeoutSeconds: Double?
     /// How long `ask_user` waits for the user's answer.
     public var askUserTimeoutSeconds: Double?
+    /// Token and cost limits of one turn (docs/protocol.md, "Budgets"); none by default.
+    public var maxInputTokens: Int?
+    public var maxOutputTokens: Int?
+    public var maxTotalTokens: Int?
+    public var maxCostUSD: Double?
 
     public static let defaultMaxToolCalls = 64
     public static let defaultMaxRoundTrips = 32
@@ -385,8 +423,13 @@ public struct Limits: Codable, Sendable, Hashable {
 
     public init(
         maxToolCalls: Int? = nil, maxRoundTrips: Int? = nil, wallClockSeconds: Double? = nil,
-        toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil, askUserTimeoutSeconds: Double? = nil
+        toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil, askUserTimeoutSeconds: Double? = nil,
+        maxInputTokens: Int? = nil, maxOutputTokens: Int? = nil, maxTotalTokens: Int? = nil, maxCostUSD: Double? = nil
     ) {
+        self.maxInputTokens = maxInputTokens
+        self.maxOutputTokens = maxOutputTokens
+        self.maxTotalTokens = maxTotalTokens
+        self.maxCostUSD = maxCostUSD
         self.askUserTimeoutSeconds = askUserTimeoutSeconds
         self.maxToolCalls = maxToolCalls
         self.maxRoundTrips = maxRoundTrips
@@ -403,7 +446,14 @@ public struct Limits: Codable, Sendable, Hashable {
             wallClockSeconds: o.wallClockSeconds ?? wallClockSeconds,
             toolTimeoutSeconds: o.toolTimeoutSeconds ?? toolTimeoutSeconds,
             confirmationTimeoutSeconds: o.confirmationTimeoutSeconds ?? confirmationTimeoutSeconds,
-            askUserTimeoutSeconds: o.askUserTimeoutSeconds ?? askUserTimeoutSeconds)
+            askUserTimeoutSeconds: o.askUserTimeoutSeconds ?? askUserTimeoutSeconds,
+            maxInputTokens: o.maxInputTokens ?? maxInputTokens, maxOutputTokens: o.maxOutputTokens ?? maxOutputTokens,
+            maxTotalTokens: o.maxTotalTokens ?? maxTotalTokens, maxCostUSD: o.maxCostUSD ?? maxCostUSD)
+    }
+
+    /// The token and cost limits, as a session's `budget` gives them.
+    public var budget: Budget {
+        Budget(maxInputTokens: maxInputTokens, maxOutputTokens: maxOutputTokens, maxTotalTokens: maxTotalTokens, maxCostUSD: maxCostUSD)
     }
 
     public var effectiveMaxToolCalls: Int { maxToolCalls ?? Self.defaultMaxToolCalls }
@@ -421,6 +471,34 @@ extension Limits: JSONSchemaBounded {
         "toolTimeoutSeconds": DurationBounds.positiveSeconds,
         "confirmationTimeoutSeconds": DurationBounds.positiveSeconds,
         "askUserTimeoutSeconds": DurationBounds.positiveSeconds,
+    ].merging(Budget.jsonSchemaBounds) { a, _ in a }
+}
+
+/// Token and cost limits: per turn in `limits`, over the session's life in
+/// `budget`. Input and output are counted as the provider reports them
+/// (`inputTokens`, `outputTokens`); the total is their sum; the cost needs the
+/// model's `pricing`.
+public struct Budget: Codable, Sendable, Hashable {
+    public var maxInputTokens: Int?
+    public var maxOutputTokens: Int?
+    public var maxTotalTokens: Int?
+    public var maxCostUSD: Double?
+
+    public init(maxInputTokens: Int? = nil, maxOutputTokens: Int? = nil, maxTotalTokens: Int? = nil, maxCostUSD: Double? = nil) {
+        self.maxInputTokens = maxInputTokens
+        self.maxOutputTokens = maxOutputTokens
+        self.maxTotalTokens = maxTotalTokens
+        self.maxCostUSD = maxCostUSD
+    }
+
+    /// Whether any limit is set.
+    public var isEmpty: Bool { maxInputTokens == nil && maxOutputTokens == nil && maxTotalTokens == nil && maxCostUSD == nil }
+}
+
+extension Budget: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = [
+        "maxInputTokens": BudgetBounds.tokens, "maxOutputTokens": BudgetBounds.tokens, "maxTotalTokens": BudgetBounds.tokens,
+        "maxCostUSD": BudgetBounds.costUSD,
     ]
 }
 

@@ -63,6 +63,7 @@ private struct ConfigChecker {
 
     mutating func run() {
         checkLimits(config.limits, at: "limits")
+        checkBudget(config.budget, at: "budget")
         checkTools()
         checkGuards()
         checkToolChoice(config.toolChoice, at: "toolChoice")
@@ -85,7 +86,17 @@ private struct ConfigChecker {
             ("wallClockSeconds", l.wallClockSeconds), ("toolTimeoutSeconds", l.toolTimeoutSeconds),
             ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),
         ])
+        checkBudget(l.budget, at: path)
     }
+
+    mutating func checkBudget(_ b: Budget?, at path: String) {
+        guard let b else { return }
+        checkBounds(Budget.self, path, [
+            ("maxInputTokens", b.maxInputTokens.map(Double.init)), ("maxOutputTokens", b.maxOutputTokens.map(Double.init)),
+            ("maxTotalTokens", b.maxTotalTokens.map(Double.init)), ("maxCostUSD", b.maxCostUSD),
+        ])
+    }
+
 
     /// Checks values against the ranges `T` declares for its schema, so the schema
     /// and the server agree.
@@ -144,6 +155,13 @@ private struct ConfigChecker {
             if name.isEmpty { add(path, "must not be empty") }
         case .inline(let m):
             checkBounds(ModelConfig.self, path, [("timeoutSeconds", m.timeoutSeconds)])
+            if let w = m.contextWindowTokens, w <= 0 { add(path + ".contextWindowTokens", "must be positive") }
+            if let p = m.pricing {
+                checkBounds(Pricing.self, path + ".pricing", [
+                    ("inputPerMTok", p.inputPerMTok), ("outputPerMTok", p.outputPerMTok),
+                    ("cacheReadPerMTok", p.cacheReadPerMTok), ("cacheWritePerMTok", p.cacheWritePerMTok),
+                ])
+            }
             if !m.provider.takesScript, m.script != nil { add(path + ".script", "only the scripted provider takes a script") }
             for (i, item) in (m.script ?? []).enumerated() {
                 checkBounds(ScriptItem.self, "\(path).script[\(i)]", [("delayMs", item.delayMs.map(Double.init))])

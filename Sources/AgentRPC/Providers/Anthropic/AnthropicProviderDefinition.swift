@@ -34,6 +34,17 @@ enum AnthropicProviderDefinition: ProviderDefinition {
         return ("anthropic", ModelConfig(provider: .anthropic, model: environment["ANTHROPIC_MODEL"] ?? "claude-sonnet-4-5"))
     }
 
+    /// From Anthropic's model overview (https://docs.anthropic.com/en/docs/about-claude/models/overview,
+    /// "Context window"): 200K tokens for every Claude 3 and 4 model. Sonnet 4
+    /// and 4.5 take 1M only with the `context-1m` beta header, so a plain request
+    /// has 200K; a model configured with that header sets `contextWindowTokens`.
+    static let contextWindows: [String: Int] = [
+        "claude-3-haiku": 200_000, "claude-3-opus": 200_000, "claude-3-5-haiku": 200_000, "claude-3-5-sonnet": 200_000,
+        "claude-3-7-sonnet": 200_000, "claude-sonnet-4": 200_000, "claude-sonnet-4-0": 200_000, "claude-opus-4": 200_000,
+        "claude-opus-4-0": 200_000, "claude-opus-4-1": 200_000, "claude-sonnet-4-5": 200_000, "claude-haiku-4-5": 200_000,
+        "claude-opus-4-5": 200_000,
+    ]
+
     static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         let http = try ProviderFactory.httpConfiguration(
             config, environment: environment, capabilities: capabilities,

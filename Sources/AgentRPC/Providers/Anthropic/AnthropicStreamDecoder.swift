@@ -37,7 +37,8 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     private var blocks: [Block] = []
     private var stopReason: String?
     private var sawMessageDelta = false
-    private var usage = ModelUsage()
+    /// Anthropic's `input_tokens` leaves out the cache's reads and writes.
+    private var usage = ModelUsage(cacheCountedApart: true)
     private var sawUsage = false
     /// Invalid tool input seen at a block stop; reported once the stop reason is
     /// known, since `max_tokens` changes what it means.

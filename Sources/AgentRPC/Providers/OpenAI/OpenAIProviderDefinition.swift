@@ -17,6 +17,10 @@ enum OpenAIProviderDefinition: ProviderDefinition {
         return ("openai", ModelConfig(provider: .openai, model: environment["OPENAI_MODEL"] ?? "gpt-4o-mini"))
     }
 
+    /// OpenAI's models (`OpenAIModelWindows`); a compatible server's own
+    /// models are not among them and stay unknown.
+    static let contextWindows: [String: Int] = OpenAIModelWindows.byModel
+
     static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         let http = try ProviderFactory.httpConfiguration(
             config, environment: environment, capabilities: capabilities,

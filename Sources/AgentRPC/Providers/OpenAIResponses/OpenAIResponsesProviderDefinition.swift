@@ -24,6 +24,9 @@ enum OpenAIResponsesProviderDefinition: ProviderDefinition {
             }
         })
 
+    /// OpenAI's models, as for Chat Completions (`OpenAIModelWindows`).
+    static let contextWindows: [String: Int] = OpenAIModelWindows.byModel
+
     static func make(_ config: ModelConfig, environment: [String: String], capabilities: ProviderCapabilities, cassette: ModelCassette?) throws -> any ModelProvider {
         let http = try ProviderFactory.httpConfiguration(
             config, environment: environment, capabilities: capabilities,

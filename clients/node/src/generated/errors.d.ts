@@ -213,6 +213,17 @@ export declare class WallClockTimeoutExceededError extends RunLimitExceededError
 }
 
 /**
+ * `budgetExceeded` (-32023): a token or cost limit of the turn (`limits`) or the session (`budget`) was reached before a request or passed as usage arrived.
+ * Extra `data`: `limit`, `used`, `scope` (`turn`, `session`), `name` (`maxInputTokens`, `maxOutputTokens`, `maxTotalTokens`, `maxCostUSD`).
+ */
+export declare class BudgetExceededError extends AgentRPCError {
+  static readonly kind: "budgetExceeded";
+  static readonly code: -32023;
+  readonly kind: "budgetExceeded" | (string & {}) | undefined;
+  constructor(message?: string, data?: Partial<ErrorData>);
+}
+
+/**
  * `toolChoiceUnsupported` (-32030): pre-flight.
  * Extra `data`: `toolChoice`.
  */
@@ -361,4 +372,4 @@ export declare class JournalUnreadableError extends AgentRPCError {
 }
 
 /** Every generated class, in table order. */
-export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof RegexBudgetExceededError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError | typeof SessionLockedError | typeof StoreUnavailableError | typeof JournalUnreadableError)[];
+export declare const ERROR_CLASSES: readonly (typeof ParseError | typeof InvalidRequestError | typeof MessageTooLargeError | typeof MethodNotFoundError | typeof InvalidParamsError | typeof InvalidTranscriptError | typeof InvalidConfigurationError | typeof InternalError | typeof NotInitializedError | typeof CancelledError | typeof SessionNotFoundError | typeof AlreadyRunningError | typeof SessionBusyError | typeof RevisionMismatchError | typeof NoPendingConfirmationError | typeof NoRunningTurnError | typeof TurnMismatchError | typeof MaxToolCallsExceededError | typeof MaxRoundTripsExceededError | typeof WallClockTimeoutExceededError | typeof BudgetExceededError | typeof ToolChoiceUnsupportedError | typeof ToolChoiceNotHonoredError | typeof EgressRefusedError | typeof UnreadableImageAttachmentError | typeof RegexBudgetExceededError | typeof ProviderError | typeof ProviderContractViolationError | typeof ToolExecutorError | typeof HookError | typeof StructuredOutputError | typeof OverloadedError | typeof SessionLockedError | typeof StoreUnavailableError | typeof JournalUnreadableError)[];

@@ -313,6 +313,22 @@ export class WallClockTimeoutExceededError extends RunLimitExceededError {
 }
 
 /**
+ * `budgetExceeded` (-32023): a token or cost limit of the turn (`limits`) or the session (`budget`) was reached before a request or passed as usage arrived.
+ * Extra `data`: `limit`, `used`, `scope` (`turn`, `session`), `name` (`maxInputTokens`, `maxOutputTokens`, `maxTotalTokens`, `maxCostUSD`).
+ */
+export class BudgetExceededError extends AgentRPCError {
+  static kind = "budgetExceeded";
+  static code = -32023;
+  /**
+   * @param {string} [message]
+   * @param {Record<string, unknown>} [data]
+   */
+  constructor(message = '', data = {}) {
+    super(-32023, message || "budgetExceeded", { kind: "budgetExceeded", ...data });
+  }
+}
+
+/**
  * `toolChoiceUnsupported` (-32030): pre-flight.
  * Extra `data`: `toolChoice`.
  */
@@ -552,6 +568,7 @@ export const ERROR_CLASSES = Object.freeze([
   MaxToolCallsExceededError,
   MaxRoundTripsExceededError,
   WallClockTimeoutExceededError,
+  BudgetExceededError,
   ToolChoiceUnsupportedError,
   ToolChoiceNotHonoredError,
   EgressRefusedError,

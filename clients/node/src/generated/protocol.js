@@ -264,6 +264,11 @@ export const ERROR_TABLE = Object.freeze([
     "className": "WallClockTimeoutExceededError"
   },
   {
+    "kind": "budgetExceeded",
+    "code": -32023,
+    "className": "BudgetExceededError"
+  },
+  {
     "kind": "toolChoiceUnsupported",
     "code": -32030,
     "className": "ToolChoiceUnsupportedError"

@@ -51,6 +51,13 @@ export interface Block {
   })[];
 }
 
+export interface Budget {
+  maxCostUSD?: number;
+  maxInputTokens?: number;
+  maxOutputTokens?: number;
+  maxTotalTokens?: number;
+}
+
 export type CacheInvalidationReason = "instructionsChanged" | "toolsChanged" | "historyRewritten" | "modelChanged";
 
 export interface CancelRequestParams {
@@ -160,7 +167,7 @@ export interface ErrorData {
   field?: string;
   /** The index of the unreadable image. */
   index?: number;
-  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "regexBudgetExceeded" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded" | "sessionLocked" | "storeUnavailable" | "journalUnreadable";
+  kind: "parseError" | "invalidRequest" | "messageTooLarge" | "methodNotFound" | "invalidParams" | "invalidTranscript" | "invalidConfiguration" | "internalError" | "notInitialized" | "cancelled" | "sessionNotFound" | "alreadyRunning" | "sessionBusy" | "revisionMismatch" | "noPendingConfirmation" | "noRunningTurn" | "turnMismatch" | "maxToolCallsExceeded" | "maxRoundTripsExceeded" | "wallClockTimeoutExceeded" | "budgetExceeded" | "toolChoiceUnsupported" | "toolChoiceNotHonored" | "egressRefused" | "unreadableImageAttachment" | "regexBudgetExceeded" | "providerError" | "providerContractViolation" | "toolExecutorError" | "hookError" | "structuredOutput" | "overloaded" | "sessionLocked" | "storeUnavailable" | "journalUnreadable";
   /** The limit exceeded (a count, or seconds for wallClockTimeoutExceeded). */
   limit?: number;
   partialText?: string;
@@ -271,8 +278,12 @@ export interface InterruptedTurn {
 export interface Limits {
   askUserTimeoutSeconds?: number;
   confirmationTimeoutSeconds?: number;
+  maxCostUSD?: number;
+  maxInputTokens?: number;
+  maxOutputTokens?: number;
   maxRoundTrips?: number;
   maxToolCalls?: number;
+  maxTotalTokens?: number;
   toolTimeoutSeconds?: number;
   wallClockSeconds?: number;
 }
@@ -330,6 +341,7 @@ export interface ModelConfig {
   options?: {
     [key: string]: unknown;
   };
+  pricing?: Pricing;
   provider: "openai" | "openai-responses" | "anthropic" | "scripted";
   script?: ScriptItem[];
   supportsImages?: boolean;
@@ -356,6 +368,13 @@ export interface PendingConfirmation {
   callId: string;
   name: string;
   reason?: string;
+}
+
+export interface Pricing {
+  cacheReadPerMTok?: number;
+  cacheWritePerMTok?: number;
+  inputPerMTok: number;
+  outputPerMTok: number;
 }
 
 export interface ProfileCase {
@@ -536,6 +555,7 @@ export interface SessionConfig {
   blocks?: {
     [key: string]: Block;
   };
+  budget?: Budget;
   contextSources?: ContextSource[];
   egress?: Egress;
   guards?: Guard[];
@@ -663,6 +683,8 @@ export interface SessionState {
   activeProfile: string;
   activeToolCalls: ToolCallRecord[];
   approvalRules?: ApprovalRule[];
+  contextTokens?: number;
+  contextWindowTokens?: number;
   currentText: string;
   entryCount: number;
   isRunning: boolean;
@@ -853,7 +875,14 @@ export interface UndoRecordInfo {
   undo: unknown;
 }
 
-export type Usage = ScriptUsage;
+export interface Usage {
+  cachedInputTokens?: number;
+  contextTokens?: number;
+  costUSD?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+  reasoningTokens?: number;
+}
 
 export interface UserAskParams {
   callId: string;
@@ -950,6 +979,8 @@ export interface HookFiredEvent {
 
 export interface UsageEvent {
   cachedInputTokens?: number;
+  contextTokens?: number;
+  costUSD?: number;
   inputTokens?: number;
   outputTokens?: number;
   reasoningTokens?: number;

@@ -78,6 +78,8 @@ class Usage(_UsageConveniences):
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    context_tokens: int | None = None
+    cost_usd: float | None = None
 
     @classmethod
     def from_wire(cls, value: Any) -> Usage:
@@ -88,6 +90,8 @@ class Usage(_UsageConveniences):
             output_tokens=_opt_int(obj.get("outputTokens")),
             cached_input_tokens=_opt_int(obj.get("cachedInputTokens")),
             reasoning_tokens=_opt_int(obj.get("reasoningTokens")),
+            context_tokens=_opt_int(obj.get("contextTokens")),
+            cost_usd=_opt_float(obj.get("costUSD")),
         )
 
 
@@ -260,6 +264,8 @@ class SessionState(_WireLookup):
     revision: int
     session_id: str
     approval_rules: list[ApprovalRule] = field(default_factory=list)
+    context_tokens: int | None = None
+    context_window_tokens: int | None = None
     last_usage_report: Usage | None = None
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     pending_confirmation: PendingConfirmation | None = None
@@ -284,6 +290,8 @@ class SessionState(_WireLookup):
             revision=_int(obj.get("revision")),
             session_id=_str(obj.get("sessionId")),
             approval_rules=[ApprovalRule.from_wire(x) for x in _list(obj.get("approvalRules")) if isinstance(x, Mapping)],
+            context_tokens=_opt_int(obj.get("contextTokens")),
+            context_window_tokens=_opt_int(obj.get("contextWindowTokens")),
             last_usage_report=Usage.from_wire(obj.get("lastUsageReport")) if isinstance(obj.get("lastUsageReport"), Mapping) else None,
             mcp_servers=[dict(x) for x in _list(obj.get("mcpServers")) if isinstance(x, Mapping)],
             pending_confirmation=PendingConfirmation.from_wire(obj.get("pendingConfirmation")) if isinstance(obj.get("pendingConfirmation"), Mapping) else None,
@@ -367,9 +375,13 @@ class Limits(_ToWire):
     tool_timeout_seconds: float | None = None
     confirmation_timeout_seconds: float | None = None
     ask_user_timeout_seconds: float | None = None
+    max_cost_usd: float | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
 
     #: Python field name → wire name.
-    WIRE_NAMES: ClassVar[dict[str, str]] = {"max_tool_calls": "maxToolCalls", "max_round_trips": "maxRoundTrips", "wall_clock_seconds": "wallClockSeconds", "tool_timeout_seconds": "toolTimeoutSeconds", "confirmation_timeout_seconds": "confirmationTimeoutSeconds", "ask_user_timeout_seconds": "askUserTimeoutSeconds"}
+    WIRE_NAMES: ClassVar[dict[str, str]] = {"max_tool_calls": "maxToolCalls", "max_round_trips": "maxRoundTrips", "wall_clock_seconds": "wallClockSeconds", "tool_timeout_seconds": "toolTimeoutSeconds", "confirmation_timeout_seconds": "confirmationTimeoutSeconds", "ask_user_timeout_seconds": "askUserTimeoutSeconds", "max_cost_usd": "maxCostUSD", "max_input_tokens": "maxInputTokens", "max_output_tokens": "maxOutputTokens", "max_total_tokens": "maxTotalTokens"}
 
     @classmethod
     def from_wire(cls, value: Any) -> Limits:
@@ -382,6 +394,10 @@ class Limits(_ToWire):
             tool_timeout_seconds=_opt_float(obj.get("toolTimeoutSeconds")),
             confirmation_timeout_seconds=_opt_float(obj.get("confirmationTimeoutSeconds")),
             ask_user_timeout_seconds=_opt_float(obj.get("askUserTimeoutSeconds")),
+            max_cost_usd=_opt_float(obj.get("maxCostUSD")),
+            max_input_tokens=_opt_int(obj.get("maxInputTokens")),
+            max_output_tokens=_opt_int(obj.get("maxOutputTokens")),
+            max_total_tokens=_opt_int(obj.get("maxTotalTokens")),
         )
 
 
@@ -776,6 +792,8 @@ class UsageEvent(Event, _UsageEventConveniences):
     """``usage``: The provider reported usage for a round trip (a count it left out is ``None``)."""
 
     cached_input_tokens: int | None = None
+    context_tokens: int | None = None
+    cost_usd: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
@@ -785,6 +803,8 @@ class UsageEvent(Event, _UsageEventConveniences):
         obj = event
         return {
             "cached_input_tokens": _opt_int(obj.get("cachedInputTokens")),
+            "context_tokens": _opt_int(obj.get("contextTokens")),
+            "cost_usd": _opt_float(obj.get("costUSD")),
             "input_tokens": _opt_int(obj.get("inputTokens")),
             "output_tokens": _opt_int(obj.get("outputTokens")),
             "reasoning_tokens": _opt_int(obj.get("reasoningTokens")),
@@ -1125,6 +1145,16 @@ class WallClockTimeoutExceeded(RunLimitExceeded):
     CODE = -32022
 
 
+class BudgetExceeded(_KnownError):
+    """``budgetExceeded`` (-32023): a token or cost limit of the turn (``limits``) or the session (``budget``) was reached before a request or passed as usage arrived.
+
+    Extra ``data``: ``limit``, ``used``, ``scope`` (``turn``, ``session``), ``name`` (``maxInputTokens``, ``maxOutputTokens``, ``maxTotalTokens``, ``maxCostUSD``).
+    """
+
+    KIND = "budgetExceeded"
+    CODE = -32023
+
+
 class ToolChoiceUnsupported(_KnownError):
     """``toolChoiceUnsupported`` (-32030): pre-flight.
 
@@ -1281,6 +1311,7 @@ ERRORS_BY_KIND: dict[str, type[AgentRPCError]] = {
     "maxToolCallsExceeded": MaxToolCallsExceeded,
     "maxRoundTripsExceeded": MaxRoundTripsExceeded,
     "wallClockTimeoutExceeded": WallClockTimeoutExceeded,
+    "budgetExceeded": BudgetExceeded,
     "toolChoiceUnsupported": ToolChoiceUnsupported,
     "toolChoiceNotHonored": ToolChoiceNotHonored,
     "egressRefused": EgressRefused,
@@ -1319,6 +1350,7 @@ ERRORS_BY_CODE: dict[int, type[AgentRPCError]] = {
     -32020: MaxToolCallsExceeded,
     -32021: MaxRoundTripsExceeded,
     -32022: WallClockTimeoutExceeded,
+    -32023: BudgetExceeded,
     -32030: ToolChoiceUnsupported,
     -32031: ToolChoiceNotHonored,
     -32040: EgressRefused,

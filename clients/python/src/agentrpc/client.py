@@ -1097,6 +1097,7 @@ class Client:
         title: str | None = None,
         ask_user: bool | None = None,
         mcp_servers: Sequence[str | MCPServer] | None = None,
+        budget: Mapping[str, Any] | None = None,
         on_confirm: ConfirmHandler | None = None,
     ) -> _SessionOpening:
         """``session/create``: a new session; ``await`` it for the :class:`Session`.
@@ -1112,7 +1113,9 @@ class Client:
         ``user_id``, ``title``, ``ask_user`` (offer the model ``ask_user``; the
         client needs an ``on_ask_user`` handler), ``mcp_servers`` (MCP servers
         whose tools the session offers as ``mcp__<server>__<tool>``: names from
-        agentrpc.json or :class:`~agentrpc.MCPServer` dicts). ``config`` is a raw wire config (camelCase)
+        agentrpc.json or :class:`~agentrpc.MCPServer` dicts), ``budget`` (the
+        session's token and cost limits: ``max_input_tokens``,
+        ``max_output_tokens``, ``max_total_tokens``, ``max_cost_usd``). ``config`` is a raw wire config (camelCase)
         that the keywords override. The session's ``tool/call`` requests
         are answered by the functions of its tools.
 
@@ -1127,7 +1130,7 @@ class Client:
             "egress": egress, "context_sources": context_sources, "properties": properties,
             "profiles": profiles, "blocks": blocks, "router": router, "store": store,
             "user_id": user_id, "title": title, "ask_user": ask_user,
-            "mcp_servers": list(mcp_servers) if mcp_servers is not None else None,
+            "mcp_servers": list(mcp_servers) if mcp_servers is not None else None, "budget": budget,
         })
 
         async def create() -> Session:

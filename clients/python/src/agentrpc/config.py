@@ -65,6 +65,26 @@ def limits_wire(value: Limits | Mapping[str, Any]) -> dict[str, Any]:
     raise TypeError(f"limits must be a Limits or a dict, not {type(value).__name__}")
 
 
+#: The token and cost limits, the fields of a session's ``budget``.
+BUDGET_FIELDS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
+
+
+def budget_wire(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A session ``budget`` dict with snake_case or wire keys, as the wire object."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"budget must be a dict, not {type(value).__name__}")
+    names = {key: LIMITS_WIRE_NAMES[key] for key in BUDGET_FIELDS}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in names:
+            out[names[key]] = item
+        elif key in names.values():
+            out[key] = item
+        else:
+            raise TypeError(f"unknown budget {key!r}; known: {', '.join(BUDGET_FIELDS)}")
+    return out
+
+
 def tool_choice_wire(value: Any) -> Any:
     """``"auto" | "none" | "required"``, a tool (by :class:`Tool` or name dict) → wire."""
     if isinstance(value, Tool):
@@ -104,6 +124,8 @@ def session_config(
             params["tools"] = specs
         elif key == "limits":
             params["limits"] = limits_wire(value)
+        elif key == "budget":
+            params["budget"] = budget_wire(value)
         elif key == "tool_choice":
             params["toolChoice"] = tool_choice_wire(value)
         elif key == "role":
