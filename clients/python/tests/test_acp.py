@@ -274,7 +274,7 @@ async def test_new_and_prompt_stream_chunks(tmp_path: Path) -> None:
         assert {o.value for o in models[0].options} == {"s", "other"}
         answer = await prompt(conn, session.session_id, "Hi")
         assert answer.stop_reason == "end_turn"
-        assert answer.field_meta["agentrpc"]["usage"] == {"inputTokens": 5, "outputTokens": 3}
+        assert answer.field_meta["agentrpc"]["usage"] == {"inputTokens": 5, "outputTokens": 3, "contextTokens": 8}
     assert editor.kinds() == ["agent_thought_chunk", "agent_message_chunk", "agent_message_chunk", "agent_message_chunk"]
     assert editor.text() == "Hello there."
     assert editor.text("agent_thought_chunk") == "Let me think."

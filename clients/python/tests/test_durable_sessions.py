@@ -177,12 +177,13 @@ async def test_usage_totals_are_the_same_after_kill_and_resume(tmp_path: Path) -
         live = await session.state()
         await kill(first)
         running.cancel()
-    assert live.usage_totals == Usage(input_tokens=32, output_tokens=8, reasoning_tokens=2)
+    # contextTokens is the last round trip's reading, not a sum.
+    assert live.usage_totals == Usage(input_tokens=32, output_tokens=8, reasoning_tokens=2, context_tokens=25)
     async with spawn(store) as second:
         resumed = await second.resume_session(session.id)
         assert resumed.interrupted_turn is not None
         loaded = await resumed.state()
-        assert loaded.raw["usageTotals"] == live.raw["usageTotals"] == {"inputTokens": 32, "outputTokens": 8, "reasoningTokens": 2}
+        assert loaded.raw["usageTotals"] == live.raw["usageTotals"] == {"inputTokens": 32, "outputTokens": 8, "reasoningTokens": 2, "contextTokens": 25}
         # And again after a clean close, from the journal the recovery extended.
         await second.close_session(session.id)
         again = await (await second.resume_session(session.id)).state()

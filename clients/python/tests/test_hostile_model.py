@@ -166,5 +166,5 @@ async def test_usage_reported_before_a_failure_counts_in_the_session_totals(tmp_
             await session.send("go")
         assert failure.value.kind == "providerError"
         state = await s.client.get_state(session)
-        assert state["usageTotals"] == {"inputTokens": 11, "outputTokens": 7}, state.get("usageTotals")
+        assert state["usageTotals"] == {"inputTokens": 11, "outputTokens": 7, "contextTokens": 18}, state.get("usageTotals")
         await s.alive()
