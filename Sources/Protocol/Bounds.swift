@@ -146,10 +146,17 @@ public enum MCPBounds {
     public static let maxMessageBytes = 16 * 1024 * 1024
     /// Tool output longer than this (UTF-8 bytes) is cut, with a note to the model.
     public static let maxToolOutputBytes = 1024 * 1024
-    /// How often a crashed server is started again before it is marked failed.
+    /// How often a crashed server is started again within `restartWindowSeconds`
+    /// before it is marked failed.
     public static let maxRestarts = 3
-    /// The first restart backoff; it doubles per restart.
+    /// The window the restarts are counted in.
+    public static let restartWindowSeconds: Double = 60
+    /// The first restart backoff; it doubles per restart within the window.
     public static let restartBackoffSeconds: Double = 0.5
+    /// After a failure, a turn that starts this much later tries the server again;
+    /// the wait doubles per failure, up to `maxRetryBackoffSeconds`, and is reset once it is ready.
+    public static let retryBackoffSeconds: Double = 10
+    public static let maxRetryBackoffSeconds: Double = 600
     /// The stderr lines kept per server (for `mcpServerStatus` and `session/getState`).
     public static let stderrLinesKept = 20
     /// The longest stderr line kept (longer lines are cut).

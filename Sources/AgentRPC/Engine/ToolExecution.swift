@@ -59,7 +59,8 @@ extension TurnRunner {
         // Unknown tools and bad arguments never reach the client.
         guard let resolved = profile.tool(named: call.name) else {
             let available = profile.tools.map(\.name).sorted()
-            let message = "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
+            let message = await session.mcpUnavailable(toolName: call.name)
+                ?? "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
             try finishToolCall(call, profile: profile, outcome: .failed, content: .string(message), session: session)
             return .failed
         }

@@ -7,8 +7,13 @@ enum MCPRequestError: Error, CustomStringConvertible {
     /// The server answered with a JSON-RPC error.
     case rpc(code: Int, message: String)
     case timedOut(method: String, seconds: Double)
-    /// The server went away before answering.
+    /// The server went away before answering: the request may or may not have run.
     case gone(String)
+    /// The request never reached the server: it did not run.
+    case notDelivered(String)
+    /// The server no longer knows the MCP session the request went in (HTTP 404):
+    /// it did not run, and a new session may carry it again.
+    case sessionExpired(String)
     /// The answer was larger than `MCPBounds.maxMessageBytes` and was skipped.
     case tooLarge(bytes: Int)
     case malformed(String)
@@ -17,7 +22,7 @@ enum MCPRequestError: Error, CustomStringConvertible {
         switch self {
         case .rpc(let code, let message): return "the server answered error \(code): \(message)"
         case .timedOut(let method, let seconds): return "no answer to \(method) within \(seconds) seconds"
-        case .gone(let why): return why
+        case .gone(let why), .notDelivered(let why), .sessionExpired(let why): return why
         case .tooLarge(let bytes): return "the answer of \(bytes) bytes exceeds the limit of \(MCPBounds.maxMessageBytes) bytes and was dropped"
         case .malformed(let why): return why
         }
@@ -56,6 +61,12 @@ actor MCPClient {
     private var onClosed: (@Sendable (String) -> Void)?
     private var problemLog: [String] = []
     private(set) var protocolVersion: String?
+    /// Bumped each time a new MCP session replaced one the server dropped.
+    private var sessionGeneration = 0
+    /// The renewal under way, which requests that learn of the same 404 wait for.
+    private var renewing: Task<Void, any Error>?
+    /// How many MCP sessions replaced dropped ones on this connection.
+    private(set) var sessionsRenewed = 0
 
     init(serverName: String, transport: any MCPTransport, logger: Logger) {
         self.serverName = serverName
@@ -106,6 +117,9 @@ actor MCPClient {
             }
         case .closed(let reason):
             connectionEnded(reason)
+        case .undelivered(let id, let reason, let expired):
+            guard case .int(let n) = id, let waiter = pending.removeValue(forKey: n) else { return }
+            waiter.resume(throwing: expired ? MCPRequestError.sessionExpired(reason) : MCPRequestError.notDelivered(reason))
         }
     }
 
@@ -156,15 +170,72 @@ actor MCPClient {
 
     /// Sends a request and waits up to `timeout` for its answer. Cancelling the
     /// calling task sends `notifications/cancelled` and ends the wait at once.
+    /// A request the server refused because it no longer knows our MCP session
+    /// (HTTP 404: it did not run) is sent again, once, in a new session.
     func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
-        if let closedReason { throw MCPRequestError.gone(closedReason) }
+        let generation = sessionGeneration
+        let started = ContinuousClock.now
+        do {
+            return try await exchange(method, params, timeout: timeout)
+        } catch MCPRequestError.sessionExpired(let why) {
+            guard method != "initialize" else { throw MCPRequestError.notDelivered(why) }
+            do {
+                try await renewSession(after: generation, because: why)
+            } catch {
+                throw MCPRequestError.notDelivered("\(why); a new MCP session could not be started: \(error)")
+            }
+            let left = timeout - (ContinuousClock.now - started).secondsValue
+            guard left > 0 else { throw MCPRequestError.timedOut(method: method, seconds: timeout) }
+            do {
+                return try await exchange(method, params, timeout: left)
+            } catch MCPRequestError.sessionExpired(let again) {
+                throw MCPRequestError.notDelivered("\(again), in the new MCP session too")
+            }
+        }
+    }
+
+    /// Starts a new MCP session after the server dropped ours: one renewal for
+    /// every request that learned of it (`generation` is the session it was sent in).
+    private func renewSession(after generation: Int, because why: String) async throws {
+        guard generation == sessionGeneration else { return }
+        if let renewing {
+            try await renewing.value
+            return
+        }
+        let renewal = Task { try await self.reinitialize(because: why) }
+        renewing = renewal
+        defer { renewing = nil }
+        try await renewal.value
+    }
+
+    private func reinitialize(because why: String) async throws {
+        transport.resetSession()
+        do {
+            _ = try await exchangeInitialize()
+        } catch {
+            // Without a session nothing more can be sent: the runner starts over.
+            connectionEnded("\(why); a new MCP session could not be started: \(error)")
+            throw error
+        }
+        sessionGeneration += 1
+        sessionsRenewed += 1
+        problem("\(why); a new MCP session was started")
+        // The new session may list other tools.
+        onToolsChanged?()
+    }
+
+    /// One request, one answer (or error); no renewal.
+    private func exchange(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        if let closedReason { throw MCPRequestError.notDelivered(closedReason) }
         let id = nextID
         nextID += 1
         let message = Message.request(id: .int(id), method: method, params: params).json
         let timeoutTask = Task { [weak self] in
             try? await Task.sleep(for: .clampedSeconds(timeout))
             if Task.isCancelled { return }
-            await self?.abandon(id, error: MCPRequestError.timedOut(method: method, seconds: timeout), notify: true)
+            await self?.abandon(
+                id, error: MCPRequestError.timedOut(method: method, seconds: timeout),
+                notifying: "the client stopped waiting after \(timeout) seconds")
         }
         defer { timeoutTask.cancel() }
         return try await withTaskCancellationHandler {
@@ -177,26 +248,30 @@ actor MCPClient {
                 let transport = self.transport
                 Task {
                     do { try await transport.send(message) } catch {
-                        await self.abandonLater(id, error: MCPRequestError.gone("cannot send to the server: \(error)"), notify: false)
+                        await self.abandonLater(id, error: MCPRequestError.notDelivered("cannot send to the server: \(error)"))
                     }
                 }
             }
         } onCancel: {
-            Task { await self.abandon(id, error: CancellationError(), notify: true) }
+            Task { await self.abandon(id, error: CancellationError(), notifying: Self.cancelledReason) }
         }
     }
 
-    private func abandonLater(_ id: Int, error: any Error, notify: Bool) async {
-        abandon(id, error: error, notify: notify)
+    private func abandonLater(_ id: Int, error: any Error) async {
+        abandon(id, error: error, notifying: nil)
     }
 
-    /// Ends the wait for `id` with `error`; with `notify`, tells the server (it may never answer).
-    private func abandon(_ id: Int, error: any Error, notify: Bool) {
+    /// The reason `notifications/cancelled` gives when the turn's task was cancelled.
+    static let cancelledReason = "the turn was cancelled by the client"
+
+    /// Ends the wait for `id` with `error`; with a reason, tells the server why
+    /// in a sentence a person can read (it may never answer).
+    private func abandon(_ id: Int, error: any Error, notifying reason: String?) {
         guard let waiter = pending.removeValue(forKey: id) else { return }
         waiter.resume(throwing: error)
         transport.abandoned(.int(id))
-        if notify, closedReason == nil {
-            let note = Message.notification(method: "notifications/cancelled", params: ["requestId": .int(id), "reason": .string("\(error)")]).json
+        if let reason, closedReason == nil {
+            let note = Message.notification(method: "notifications/cancelled", params: ["requestId": .int(id), "reason": .string(reason)]).json
             let transport = self.transport
             Task { try? await transport.send(note) }
         }
@@ -209,7 +284,11 @@ actor MCPClient {
     /// `initialize` and `notifications/initialized`; throws when the server
     /// answers with a version we do not speak.
     func initialize() async throws -> String {
-        let result = try await request("initialize", [
+        try await exchangeInitialize()
+    }
+
+    private func exchangeInitialize() async throws -> String {
+        let result = try await exchange("initialize", [
             "protocolVersion": .string(Self.offeredVersion),
             "capabilities": .object([:]),
             "clientInfo": ["name": "agentrpc", "version": .string(Server.version)],

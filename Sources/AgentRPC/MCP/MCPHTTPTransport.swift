@@ -92,7 +92,7 @@ final class MCPHTTPTransport: MCPTransport {
         let id: RequestID? = message["method"] != nil ? message["id"].flatMap(RequestID.init(json:)) : nil
         let body = Data(message.serialized())
         if let id {
-            post(body, purpose: .request(id), idleSeconds: Self.requestIdleSeconds, then: nil)
+            post(body, purpose: .request(id, initialize: message["method"]?.stringValue == "initialize"), idleSeconds: Self.requestIdleSeconds, then: nil)
             return
         }
         var key: UUID?
@@ -136,7 +136,7 @@ final class MCPHTTPTransport: MCPTransport {
         // Registered before the request starts: its response may end before `start` returns.
         let open = state.withLock { s -> Bool in
             guard !s.closed else { return false }
-            if case .request(let id) = purpose { s.posts[key] = (slot, id) } else { s.posts[key] = (slot, nil) }
+            if case .request(let id, _) = purpose { s.posts[key] = (slot, id) } else { s.posts[key] = (slot, nil) }
             if let then { s.waiting[key] = then }
             return true
         }
@@ -144,8 +144,10 @@ final class MCPHTTPTransport: MCPTransport {
             then?()
             return key
         }
-        let sink = MCPHTTPResponseSink(transport: self, purpose: purpose, key: key)
-        slot.fill(HTTPTransports.current.start(request(method: "POST", body: body, idleSeconds: idleSeconds), sink: sink))
+        let post = request(method: "POST", body: body, idleSeconds: idleSeconds)
+        // A 404 means "unknown session" only for a request that named one.
+        let sink = MCPHTTPResponseSink(transport: self, purpose: purpose, key: key, sentInSession: post.headers["Mcp-Session-Id"] != nil)
+        slot.fill(HTTPTransports.current.start(post, sink: sink))
         return key
     }
 
@@ -165,8 +167,8 @@ final class MCPHTTPTransport: MCPTransport {
 
     private func openEventStream() {
         let key = UUID()
-        let sink = MCPHTTPResponseSink(transport: self, purpose: .eventStream, key: key)
         let r = request(method: "GET", body: Data(), idleSeconds: Self.eventStreamIdleSeconds)
+        let sink = MCPHTTPResponseSink(transport: self, purpose: .eventStream, key: key, sentInSession: r.headers["Mcp-Session-Id"] != nil)
         guard state.withLock({ !$0.closed }) else { return }
         let handle = HTTPTransports.current.start(r, sink: sink)
         let keep = state.withLock { s -> Bool in
@@ -226,26 +228,29 @@ final class MCPHTTPTransport: MCPTransport {
     }
 
     /// True when the body is to be read.
-    fileprivate func sawHead(_ head: ResponseHead, purpose: MCPHTTPResponseSink.Purpose) -> Bool {
-        let value = head.headers["mcp-session-id"]
-        let hadSession = state.withLock { s -> Bool in
-            let had = s.sessionID != nil
-            // Only initialize's answer hands out the session id; later ones repeat it.
-            if !had, let value, !value.isEmpty, value.utf8.count <= 1024,
-               value.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value <= 0x7E }) {
-                s.sessionID = value
-            }
-            return had
+    fileprivate func sawHead(_ head: ResponseHead, purpose: MCPHTTPResponseSink.Purpose, sentInSession: Bool) -> Bool {
+        if case .request(_, initialize: true) = purpose, let value = head.headers["mcp-session-id"], !value.isEmpty,
+           value.utf8.count <= 1024, value.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value <= 0x7E }) {
+            // Only initialize's answer hands out the session id; later ones repeat it
+            // (and an answer from a dropped session must not bring its id back).
+            state.withLock { $0.sessionID = value }
         }
-        if head.status == 404 && hadSession {
-            // The server ended our session: the runner starts over with a new initialize.
-            state.withLock { $0.sessionID = nil }
-            deliver(.closed(reason: "the server ended the MCP session (HTTP 404)"), essential: true)
+        if head.status == 404 && sentInSession {
+            // The server does not know the session the message went in: it was not
+            // processed. The client starts a new session and sends the request again.
+            switch purpose {
+            case .request(let id, _):
+                deliver(.undelivered(id: id, reason: "the server ended the MCP session (HTTP 404)", sessionExpired: true), essential: true)
+            case .oneWay:
+                logger.debug("mcp \(serverName): a notification or answer was refused: the server ended the MCP session (HTTP 404)")
+            case .eventStream:
+                break
+            }
             return false
         }
         guard (200..<300).contains(head.status) else {
             switch purpose {
-            case .request(let id):
+            case .request(let id, _):
                 deliver(.message(Message.failure(id, RPCError(.internalError, "the server answered HTTP \(head.status)")).json), essential: true)
             case .oneWay:
                 logger.debug("mcp \(serverName): a notification or answer was refused with HTTP \(head.status)")
@@ -255,6 +260,20 @@ final class MCPHTTPTransport: MCPTransport {
             return false
         }
         return true
+    }
+
+    /// The server dropped our MCP session: the next `initialize` goes without
+    /// one and its answer's id is taken; the GET stream of the old one is closed.
+    func resetSession() {
+        let stream = state.withLock { s -> HTTPRequestHandle? in
+            s.sessionID = nil
+            s.version = nil
+            s.lastEventID = nil
+            s.eventStreamBackoff = Self.eventStreamBackoffSeconds
+            defer { s.eventStream = nil }
+            return s.eventStream
+        }
+        stream?.cancel()
     }
 
     /// Hands `item` to the client without blocking the HTTP thread. Answers and
@@ -306,7 +325,8 @@ final class MCPHTTPTransport: MCPTransport {
 private final class MCPHTTPResponseSink: HTTPResponseSink {
     enum Purpose {
         /// A request of ours: its answer must come, else the client is told why not.
-        case request(RequestID)
+        /// `initialize`'s answer hands out the MCP session id.
+        case request(RequestID, initialize: Bool)
         /// A notification or an answer to the server: 202 and no body, normally.
         case oneWay
         /// The GET stream: the server's messages outside any request.
@@ -326,21 +346,24 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
     private let transport: MCPHTTPTransport
     private let purpose: Purpose
     private let key: UUID
+    /// The message went with an `Mcp-Session-Id`.
+    private let sentInSession: Bool
     private let state = Mutex(State())
 
-    init(transport: MCPHTTPTransport, purpose: Purpose, key: UUID) {
+    init(transport: MCPHTTPTransport, purpose: Purpose, key: UUID, sentInSession: Bool) {
         self.transport = transport
         self.purpose = purpose
         self.key = key
+        self.sentInSession = sentInSession
     }
 
     private var requestID: RequestID? {
-        if case .request(let id) = purpose { return id }
+        if case .request(let id, _) = purpose { return id }
         return nil
     }
 
     func head(_ head: ResponseHead) {
-        let read = transport.sawHead(head, purpose: purpose)
+        let read = transport.sawHead(head, purpose: purpose, sentInSession: sentInSession)
         let type = head.headers["content-type"]?.lowercased() ?? ""
         state.withLock {
             $0.status = head.status
@@ -403,8 +426,10 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
                 out.append(parse(s.body, &s))
             }
             if let id = requestID, s.read || s.status == nil, !s.answered {
-                if let lost = Self.serverGone(error) {
-                    // The server crashed or is down: the connection ends, every call in flight with it.
+                if let (lost, unsent) = Self.serverGone(error) {
+                    // The server crashed or is down: the connection ends, every call in
+                    // flight with it. A request whose connection was never made did not run.
+                    if unsent && s.status == nil { out.append(.undelivered(id: id, reason: lost, sessionExpired: false)) }
                     out.append(.closed(reason: lost))
                 } else {
                     let why = error.map { "the HTTP request failed: \($0)" } ?? "the server ended its answer without a response"
@@ -420,12 +445,15 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
         }
     }
 
-    /// Why the server counts as gone after a request failed with `error`, or nil.
-    private static func serverGone(_ error: (any Error)?) -> String? {
+    /// Why the server counts as gone after a request failed with `error`, and
+    /// whether the request never left (no connection was made), or nil.
+    private static func serverGone(_ error: (any Error)?) -> (String, unsent: Bool)? {
         guard let error = error as? HTTPTransportError else { return nil }
         switch error.kind {
-        case .connectFailed, .connectionLost, .resolveFailed:
-            return "the server cannot be reached (\(error))"
+        case .connectFailed, .resolveFailed:
+            return ("the server cannot be reached (\(error))", true)
+        case .connectionLost:
+            return ("the server cannot be reached (\(error))", false)
         case .connectTimedOut, .idleTimedOut, .badResponse, .tlsFailed, .unavailable:
             return nil
         }
@@ -434,7 +462,7 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
     private func isEssential(_ item: MCPIncoming) -> Bool {
         switch item {
         case .message(let value): return value["method"] == nil
-        case .oversized, .badFrame, .closed: return true
+        case .oversized, .badFrame, .closed, .undelivered: return true
         }
     }
 

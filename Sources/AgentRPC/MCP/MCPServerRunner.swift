@@ -2,14 +2,23 @@ import AgentRPCProtocol
 import Foundation
 
 /// One MCP server of one session: starts it, initializes, lists its tools,
-/// re-lists on `list_changed`, restarts it after a crash (with backoff, a
-/// bounded number of times), and stops it. Every change of status is reported
-/// through `report` (the `mcpServerStatus` event).
+/// re-lists on `list_changed`, restarts it after a crash (with backoff, at most
+/// `MCPBounds.maxRestarts` times in any `MCPBounds.restartWindowSeconds`), tries
+/// a failed one again when a later turn starts (with a growing backoff), and
+/// stops it. Every change of status is reported through `report` (the
+/// `mcpServerStatus` event).
 actor MCPServerRunner {
     nonisolated let spec: MCPServerSpec
     private let environment: [String: String]
     private let logger: Logger
     private let report: @Sendable (MCPServerState) async -> Void
+    private let clock: MCPClock
+    /// When the restarts of the current window happened (`clock` seconds).
+    private var recentRestarts: [Double] = []
+    /// When a failed server may be tried again: at the first turn that starts after it.
+    private var nextTry: Double?
+    /// The wait before the next try after a failure; doubles per failure, reset once ready.
+    private var retryBackoff = MCPBounds.retryBackoffSeconds
 
     private var status: MCPServerStatus = .starting
     private var reason: String?
@@ -36,10 +45,14 @@ actor MCPServerRunner {
     /// Round trips waiting for a listing that covers `changesSeen` as it was when they came.
     private var listingWaiters: [UUID: (covering: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
 
-    init(spec: MCPServerSpec, environment: [String: String], logger: Logger, report: @escaping @Sendable (MCPServerState) async -> Void) {
+    init(
+        spec: MCPServerSpec, environment: [String: String], logger: Logger, clock: MCPClock = MCPClock(),
+        report: @escaping @Sendable (MCPServerState) async -> Void
+    ) {
         self.spec = spec
         self.environment = environment
         self.logger = logger
+        self.clock = clock
         self.report = report
     }
 
@@ -67,10 +80,12 @@ actor MCPServerRunner {
     func state(exposedNames: [String]) async -> MCPServerState {
         let problems = await client?.problems ?? []
         let all = spec.ignoredKeyWarnings + notes + problems
-        return MCPServerState(
+        var state = MCPServerState(
             name: spec.name, transport: spec.transport, status: status, reason: reason,
             protocolVersion: await client?.protocolVersion, tools: exposedNames,
             stderr: stderrTail.isEmpty ? nil : stderrTail, restarts: restarts, problems: all.isEmpty ? nil : Array(all.suffix(MCPBounds.problemsKept)))
+        state.nextTryAt = nextTryAt
+        return state
     }
 
     var currentStatus: MCPServerStatus { status }
@@ -99,30 +114,60 @@ actor MCPServerRunner {
     }
 
     private func run() async {
-        var backoff = MCPBounds.restartBackoffSeconds
+        // A first start that fails is not restarted: it is tried again at a later turn.
+        var wasReady = false
         while !stopped {
             let outcome = await connectOnce()
             if stopped { break }
             let why: String
             switch outcome {
-            case .failedToStart(let firstWhy) where restarts == 0:
-                await setStatus(.failed, reason: firstWhy)
+            case .failedToStart(let w) where !wasReady:
+                await fail(w)
                 return
-            case .failedToStart(let w), .ended(let w):
+            case .failedToStart(let w):
                 // A restart that cannot start yet is tried again (an HTTP server
                 // being restarted, say), within the same bound.
                 why = w
+            case .ended(let w):
+                wasReady = true
+                why = w
             }
-            guard restarts < MCPBounds.maxRestarts else {
-                await setStatus(.failed, reason: "\(why); gave up after \(restarts) restarts")
+            let now = clock.now()
+            recentRestarts.removeAll { now - $0 >= MCPBounds.restartWindowSeconds }
+            guard recentRestarts.count < MCPBounds.maxRestarts else {
+                await fail("\(why); restarted \(recentRestarts.count) times within \(Int(MCPBounds.restartWindowSeconds)) s")
                 return
             }
+            recentRestarts.append(now)
             restarts += 1
-            reason = why
             await setStatus(.restarting, reason: why)
-            try? await Task.sleep(for: .clampedSeconds(backoff))
-            backoff *= 2
+            // 0.5 s, 1 s, 2 s within one window.
+            try? await Task.sleep(for: .clampedSeconds(MCPBounds.restartBackoffSeconds * Double(1 << (recentRestarts.count - 1))))
         }
+    }
+
+    /// Gives up for now: `failed`, tried again at the first turn after the backoff.
+    private func fail(_ why: String) async {
+        nextTry = clock.now() + retryBackoff
+        retryBackoff = min(retryBackoff * 2, MCPBounds.maxRetryBackoffSeconds)
+        runTask = nil
+        await setStatus(.failed, reason: why)
+    }
+
+    /// A turn is starting: a failed server whose next try is due starts again
+    /// (the turn's round trip then waits for it as for any starting server).
+    func retryIfDue() async {
+        guard status == .failed, !stopped, runTask == nil, let due = nextTry, clock.now() >= due else { return }
+        nextTry = nil
+        logger.info("mcp \(spec.name): trying the failed server again")
+        await setStatus(.starting)
+        runTask = Task { await self.run() }
+    }
+
+    /// The next try as a wall-clock time, while the server is failed.
+    private var nextTryAt: String? {
+        guard status == .failed, let nextTry else { return nil }
+        return Timestamp.iso8601(Date().addingTimeInterval(max(0, nextTry - clock.now())))
     }
 
     private enum ConnectionOutcome {
@@ -171,6 +216,7 @@ actor MCPServerRunner {
             await client.close(reason: why)
             return .failedToStart(why)
         }
+        retryBackoff = MCPBounds.retryBackoffSeconds
         await setStatus(.ready)
         // A list_changed that came during the first listing is listed now.
         if changesListed < changesSeen, relistTask == nil { relistTask = Task { await self.relistLoop() } }
@@ -285,27 +331,34 @@ actor MCPServerRunner {
     }
 
     /// Calls one tool. Errors that are the server's (crash, timeout, protocol) come
-    /// back as a failed outcome the model sees; cancellation is thrown.
+    /// back as a failed outcome the model sees, saying whether the tool ran as
+    /// far as is known; cancellation is thrown.
     func call(tool: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue) {
-        guard status == .ready, let client else {
-            return (.failed, .string("The MCP server '\(spec.name)' is not available (\(status.rawValue)\(reason.map { ": \($0)" } ?? "")); the tool was not run."))
-        }
+        guard status == .ready, let client else { return (.failed, .string(unavailable)) }
         do {
             let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout)
             return MCPToolOutput.outcome(of: result)
         } catch let error as MCPRequestError {
             switch error {
             case .timedOut(_, let seconds):
-                return (.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."))
+                return (.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned; it may or may not have run."))
             case .rpc(let code, let message):
                 return (.failed, .string("The MCP server '\(spec.name)' refused the call (error \(code)): \(message)"))
             case .gone(let why):
                 connectionClosed(why)
                 return (.failed, .string("The MCP server '\(spec.name)' went away during the call (\(why)); the tool may or may not have run."))
+            case .notDelivered(let why), .sessionExpired(let why):
+                return (.failed, .string("The call did not reach the MCP server '\(spec.name)' (\(why)); the tool did not run."))
             case .tooLarge, .malformed:
                 return (.failed, .string("The MCP server '\(spec.name)' answered unusably: \(error)"))
             }
         }
+    }
+
+    /// What a call to a tool of this server gets while it is not ready.
+    var unavailable: String {
+        let why = reason ?? status.rawValue
+        return "The call was not run: the MCP server '\(spec.name)' is unavailable: \(why)" + (status == .failed ? "" : " (\(status.rawValue))") + "."
     }
 
     /// Stops the server for good (session closed or deleted, process exit).

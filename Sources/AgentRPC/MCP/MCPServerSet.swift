@@ -9,6 +9,8 @@ final class MCPServerSet: Sendable {
     private let byName: [String: MCPServerRunner]
     /// The turn whose schema warnings were reported, and for which tools.
     private let warned = Mutex<(turn: String?, tools: Set<String>)>((nil, []))
+    /// The last turn that tried failed servers again.
+    private let retriedTurn = Mutex<String?>(nil)
 
     /// The session's servers: its `mcpServers` entries, then agentrpc.json servers
     /// its profiles name. Throws `invalidConfiguration` for a name nowhere defined.
@@ -18,7 +20,8 @@ final class MCPServerSet: Sendable {
     ) throws -> MCPServerSet? {
         let specs = try specs(config: config, catalog: catalog)
         guard !specs.isEmpty else { return nil }
-        return MCPServerSet(runners: specs.map { MCPServerRunner(spec: $0, environment: environment, logger: logger, report: report) })
+        let clock = MCPClock(environment: environment)
+        return MCPServerSet(runners: specs.map { MCPServerRunner(spec: $0, environment: environment, logger: logger, clock: clock, report: report) })
     }
 
     static func specs(config: SessionConfig, catalog: ModelCatalog) throws -> [MCPServerSpec] {
@@ -75,6 +78,23 @@ final class MCPServerSet: Sendable {
         await withTaskGroup(of: Void.self) { group in
             for r in runners { group.addTask { await r.stop() } }
         }
+    }
+
+    /// The first round trip of each turn tries failed servers again whose next try is due.
+    func retryFailed(turn: String?) async {
+        let first = retriedTurn.withLock { last -> Bool in
+            guard let turn, last != turn else { return false }
+            last = turn
+            return true
+        }
+        guard first else { return }
+        for r in runners { await r.retryIfDue() }
+    }
+
+    /// The runner of the server whose tools `toolName` would name, if any.
+    func runner(ofTool toolName: String) -> MCPServerRunner? {
+        guard toolName.hasPrefix("mcp__") else { return nil }
+        return runners.first { toolName.hasPrefix("mcp__\($0.spec.name)__") }
     }
 
     /// Before a round trip: waits for servers still starting (each up to its

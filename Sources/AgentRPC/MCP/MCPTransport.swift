@@ -14,6 +14,10 @@ enum MCPIncoming: Sendable {
     case oversized(bytes: Int, id: RequestID?)
     /// The server is gone (end of output, a crash, an HTTP session that cannot be renewed).
     case closed(reason: String)
+    /// The request `id` never reached the server (it did not run): its connection
+    /// was refused, or (`sessionExpired`) the server no longer knows the MCP session
+    /// it was sent in (HTTP 404) and a new session may carry it again.
+    case undelivered(id: RequestID, reason: String, sessionExpired: Bool)
 }
 
 /// How the MCP client talks to one server: stdio (a child process) or streamable HTTP.
@@ -30,11 +34,14 @@ protocol MCPTransport: Sendable {
     func initialized()
     /// The client no longer waits for the answer to `id` (HTTP stops reading its POST).
     func abandoned(_ id: RequestID)
+    /// The server ended the MCP session: forget it, so the next `initialize` starts a new one (HTTP).
+    func resetSession()
 }
 
 extension MCPTransport {
     func initialized() {}
     func abandoned(_ id: RequestID) {}
+    func resetSession() {}
 }
 
 struct MCPTransportError: Error, CustomStringConvertible {
@@ -98,7 +105,7 @@ final class MCPInbox: @unchecked Sendable {
         case .closed:
             // The end always goes through, as with `put`.
             admitted = true
-        case .message, .badFrame, .oversized:
+        case .message, .badFrame, .oversized, .undelivered:
             if room > 0 {
                 room -= 1
                 admitted = true

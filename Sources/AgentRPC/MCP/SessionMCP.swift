@@ -63,6 +63,7 @@ extension AgentSession {
     func withMCPTools(_ profile: ResolvedProfile) async -> ResolvedProfile {
         if case .deferred = mcpServers { await startMCPServers() }
         guard let mcp else { return profile }
+        await mcp.retryFailed(turn: runner?.id)
         await mcp.settle()
         var out = profile
         let taken = Set(profile.tools.map(\.name))
@@ -85,9 +86,15 @@ extension AgentSession {
 
     /// Which MCP server a tool name belongs to, for events.
     func mcpSource(of toolName: String) -> ToolSource? {
-        guard toolName.hasPrefix("mcp__"), let mcp else { return nil }
-        for r in mcp.runners where toolName.hasPrefix("mcp__\(r.spec.name)__") { return ToolSource(mcp: r.spec.name) }
-        return nil
+        mcp?.runner(ofTool: toolName).map { ToolSource(mcp: $0.spec.name) }
+    }
+
+    /// For a call to a tool no round trip offers: when the name is one of a
+    /// server's that is not ready, the outcome says so ("the MCP server 'h' is
+    /// unavailable: …") instead of "no tool named".
+    func mcpUnavailable(toolName: String) async -> String? {
+        guard let runner = mcp?.runner(ofTool: toolName), await runner.currentStatus != .ready else { return nil }
+        return await runner.unavailable
     }
 
     /// Runs a call to an MCP tool, or returns nil when `name` is not one. Server
@@ -98,6 +105,7 @@ extension AgentSession {
         guard let offered = await mcp.offeredTools(servers: nil).first(where: { $0.spec.name == name }) else {
             // Offered at the round trip, gone now (the server crashed or re-listed).
             guard let source = mcpSource(of: name) else { return nil }
+            if let down = await mcpUnavailable(toolName: name) { return (.failed, .string(down)) }
             return (.failed, .string("The tool is no longer offered by MCP server '\(source.mcp ?? "")'; it was not run."))
         }
         // The wait is a checkpoint: session/cancel ends it now, as it ends a wait for the model.

@@ -261,6 +261,8 @@ public struct MCPServerState: Codable, Sendable, Hashable {
     public var restarts: Int
     /// The last things it did wrong that did not stop it (bad JSON, an answer to an unknown id, ...).
     public var problems: [String]?
+    /// While `failed`: when it is tried again (ISO 8601); the first turn that starts after it does.
+    public var nextTryAt: String?
 
     public init(
         name: String, transport: MCPTransportKind, status: MCPServerStatus, reason: String? = nil, protocolVersion: String? = nil,

@@ -83,6 +83,14 @@ def write(text: str) -> str:
     return f"wrote {text}"
 
 
+@server.tool(annotations=CHANGES)
+def count(label: str) -> str:
+    """Appends the label to the file $MCP_TEST_COUNT_FILE: the test counts how often each call ran."""
+    with open(os.environ["MCP_TEST_COUNT_FILE"], "a") as f:
+        f.write(label + "\n")
+    return f"counted {label}"
+
+
 def extra() -> str:
     """Added at run time by grow."""
     return "extra ran"

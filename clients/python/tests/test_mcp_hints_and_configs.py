@@ -21,7 +21,7 @@ import pytest
 
 from agentrpc import AgentRPCError
 from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
-from test_mcp_servers import MCP2_PYTHON, SDK_SERVER, get_state, wait_status
+from test_mcp_servers import MCP2_PYTHON, SDK_SERVER, get_state, status_of, wait_status
 
 pytestmark = requires_real
 
@@ -215,8 +215,8 @@ async def test_entries_other_clients_write_load_with_warnings(tmp_path: Path) ->
     async with spawn_real(tmp_path) as client:
         events = client.notifications("session/event")
         session = await client.open_session({"model": script(call("mcp__roo__write", text="w")), "mcpServers": names})
-        await wait_status(events, "roo", "ready")
-        await wait_status(events, "desktop", "ready")
+        statuses = await status_of(events, {"roo", "desktop"})
+        assert {name: s["status"] for name, s in statuses.items()} == {"roo": "ready", "desktop": "ready"}
         state = {s["name"]: s for s in (await get_state(client, session))["mcpServers"]}
         assert state["cline"]["status"] == "disabled" and state["cline"]["reason"] == "disabled in its configuration"
         assert "the configuration key 'timeout' is not one agentrpc reads; it was ignored" in state["cline"]["problems"]

@@ -311,6 +311,7 @@ export interface MCPServerSpec {
 
 export interface MCPServerState {
   name: string;
+  nextTryAt?: string;
   problems?: string[];
   protocolVersion?: string;
   reason?: string;
