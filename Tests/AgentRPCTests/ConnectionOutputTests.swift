@@ -26,4 +26,23 @@ import Testing
         expected.append(0x0A)
         #expect(Array(written) == expected)
     }
+
+    /// A notification whose params are written as bytes (the delta hot path)
+    /// is framed as the same params sent as a value would be, in either framing.
+    @Test(arguments: [Framing.newline, .contentLength])
+    func paramsWrittenAsBytesGoOutAsTheirValue(framing: Framing) throws {
+        let pipe = Pipe()
+        let connection = Connection(
+            inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off),
+            framing: framing)
+        let params: JSONValue = ["event": ["delta": "é \"x\"\n", "type": "textDelta"], "seq": 3, "sessionId": "s-1"]
+        connection.notify("session/event", writingParams: { params.serialize(into: &$0) }, params: { params })
+        connection.notify("session/event", params)
+        connection.flush(timeoutSeconds: 5)
+        try pipe.fileHandleForWriting.close()
+        let written = try #require(try pipe.fileHandleForReading.readToEnd())
+
+        let one = framing.frame(Message.notification(method: "session/event", params: params).json.serialized())
+        #expect(Array(written) == one + one)
+    }
 }

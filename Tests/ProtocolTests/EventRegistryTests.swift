@@ -38,6 +38,25 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
         }
     }
 
+    /// A delta's params written as bytes are what its `SessionEventParams`
+    /// serializes to: escapes, non-ASCII text, with and without a turn.
+    @Test func deltaParamsWrittenAsBytesAreTheirSerializedForm() {
+        for delta in ["", "plain", "a \"quoted\"\nline\té\\ \u{1} 😀", "</script>"] {
+            for turnId in [nil, "t-2", "t \"odd\""] as [String?] {
+                for reasoning in [false, true] {
+                    for seq in [0, 1, 4_242, Int.max] {
+                        let tail = SessionEventParams.deltaTail(sessionId: "s-1 é", turnId: turnId)
+                        var bytes: [UInt8] = []
+                        SessionEventParams.writeDelta(delta, reasoning: reasoning, seq: seq, tail: tail, into: &bytes)
+                        let event: SessionEvent = reasoning ? .reasoningDelta(delta) : .textDelta(delta)
+                        let expected = SessionEventParams(sessionId: "s-1 é", turnId: turnId, seq: seq, event: event).json.serialized()
+                        #expect(bytes == expected, "\(String(decoding: bytes, as: UTF8.self))")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func everyWireNameIsListedOnce() {
         #expect(SessionEvent.duplicateTypes() == [])
         #expect(SessionEvent.registry.count == Set(SessionEvent.registry.map { $0.type }).count)

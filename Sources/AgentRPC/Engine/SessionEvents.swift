@@ -13,14 +13,22 @@ final class SessionEvents {
     private var seq = 0
     /// The turn that events naming none are tagged with: the running one. The
     /// last turn (which `getState` still names) must not tag events outside a turn.
-    var runningTurnId: String?
+    var runningTurnId: String? {
+        didSet { if runningTurnId != oldValue { deltaTail = nil } }
+    }
     /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
     private var heldDelta: (reasoning: Bool, text: String)?
+    /// The server's own connection, when that is the channel: deltas are
+    /// written to it as bytes (`Connection.notify(_:writingParams:params:)`).
+    private let connection: Connection?
+    /// The end of a delta's params for the running turn, made at its first delta.
+    private var deltaTail: [UInt8]?
 
     init(sessionId: String, channel: any ClientChannel, logger: Logger) {
         self.sessionId = sessionId
         self.channel = channel
         self.logger = logger
+        self.connection = channel as? Connection
     }
 
     /// Sends one `session/event`.
@@ -42,7 +50,7 @@ final class SessionEvents {
         if channel.isBehind {
             heldDelta = (reasoning, text)
         } else {
-            send(reasoning ? .reasoningDelta(text) : .textDelta(text))
+            sendDelta(text, reasoning: reasoning)
         }
     }
 
@@ -66,9 +74,25 @@ final class SessionEvents {
         channel.notify(SessionEventNotification.name, params.json)
     }
 
+    /// What `send(.textDelta(text))` sends, written as bytes when the channel
+    /// is the server's connection.
+    private func sendDelta(_ text: String, reasoning: Bool) {
+        guard let connection else { return send(reasoning ? .reasoningDelta(text) : .textDelta(text)) }
+        seq += 1
+        let seq = seq
+        let tail = deltaTail ?? SessionEventParams.deltaTail(sessionId: sessionId, turnId: runningTurnId)
+        deltaTail = tail
+        connection.notify(
+            SessionEventNotification.name,
+            writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
+            params: {
+                SessionEventParams(sessionId: sessionId, turnId: runningTurnId, seq: seq, event: reasoning ? .reasoningDelta(text) : .textDelta(text)).json
+            })
+    }
+
     private func releaseHeldDelta() {
         guard let held = heldDelta else { return }
         heldDelta = nil
-        send(held.reasoning ? .reasoningDelta(held.text) : .textDelta(held.text))
+        sendDelta(held.text, reasoning: held.reasoning)
     }
 }

@@ -219,12 +219,34 @@ package final class Connection: Sendable {
         // serializes to, sparing a dictionary and a sort per event.
         var bytes: [UInt8] = []
         bytes.reserveCapacity(192)
-        bytes.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
-        JSONValue.string(method).serialize(into: &bytes)
-        bytes.append(contentsOf: #","params":"#.utf8)
+        Self.appendNotificationHead(method, into: &bytes)
         params.serialize(into: &bytes)
         bytes.append(UInt8(ascii: "}"))
         sendSerialized(bytes, message: .notification(method: method, params: params))
+    }
+
+    /// Sends a notification whose params `write` appends as JSON text (the
+    /// delta hot path): with newline framing, written straight into the output
+    /// queue under its lock, no `JSONValue` and no intermediate buffer. `params`
+    /// is the same params as a value, used instead when a recorder or the
+    /// trace log must see the message, or a header must count its bytes first.
+    package func notify(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue) {
+        guard recorder == nil, logger.level < .trace, outputFraming == .newline else { return notify(method, params()) }
+        // The stdout queue has no byte limit (`maxQueuedBytes` nil), so the size need not be known up front.
+        writer.enqueue(byteCount: 0) { queue in
+            Self.appendNotificationHead(method, into: &queue)
+            write(&queue)
+            queue.append(UInt8(ascii: "}"))
+            queue.append(0x0A)
+        }
+    }
+
+    /// `{"jsonrpc":"2.0","method":METHOD,"params":` — the envelope up to its
+    /// params, in the sorted-key order `Message.json` serializes to.
+    private static func appendNotificationHead(_ method: String, into bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
+        JSONValue.string(method).serialize(into: &bytes)
+        bytes.append(contentsOf: #","params":"#.utf8)
     }
 
     /// Sends a request to the client and waits for its answer, at most `timeout`

@@ -85,6 +85,38 @@ public struct SessionEventParams: Codable, Sendable, Hashable, JSONValueRepresen
     }
 }
 
+extension SessionEventParams {
+    /// The params of a `textDelta` (or `reasoningDelta`) event, appended to
+    /// `out` byte for byte as `json.serialize(into:)` writes them (members in
+    /// sorted order), without building a `JSONValue`: the engine sends one per
+    /// streamed token. `tail` is `deltaTail(sessionId:turnId:)`, the same for
+    /// every delta of a turn.
+    public static func writeDelta(_ delta: String, reasoning: Bool, seq: Int, tail: [UInt8], into out: inout [UInt8]) {
+        JSONTextWriter.appendLiteral(#"{"event":{"delta":"#, into: &out)
+        JSONTextWriter.writeString(delta, into: &out)
+        if reasoning {
+            JSONTextWriter.appendLiteral(#","type":"reasoningDelta"},"seq":"#, into: &out)
+        } else {
+            JSONTextWriter.appendLiteral(#","type":"textDelta"},"seq":"#, into: &out)
+        }
+        JSONTextWriter.writeInt(seq, into: &out)
+        out.append(contentsOf: tail)
+    }
+
+    /// What follows `seq` in a delta's params: `sessionId`, `turnId`, the closing brace.
+    public static func deltaTail(sessionId: String, turnId: String?) -> [UInt8] {
+        var out: [UInt8] = []
+        JSONTextWriter.appendLiteral(#","sessionId":"#, into: &out)
+        JSONTextWriter.writeString(sessionId, into: &out)
+        if let turnId {
+            JSONTextWriter.appendLiteral(#","turnId":"#, into: &out)
+            JSONTextWriter.writeString(turnId, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}
+
 /// How a turn ended.
 public enum TurnStatus: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
     case completed
