@@ -107,7 +107,7 @@ final class FixtureServer {
     }
 }
 
-func collect(_ stream: AsyncThrowingStream<ProviderEvent, any Error>) async -> (events: [ProviderEvent], error: (any Error)?) {
+func collect(_ stream: ProviderEventStream) async -> (events: [ProviderEvent], error: (any Error)?) {
     var events: [ProviderEvent] = []
     do {
         for try await e in stream { events.append(e) }

@@ -31,7 +31,7 @@ extension HTTPProviderConfiguration {
     func stream(
         _ request: HTTPRequest, kind: ProviderKind, decoder: ([String]) -> some ProviderStreamDecoder,
         wholeBody: (@Sendable ([UInt8], [String]) throws -> [ProviderEvent])? = nil
-    ) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    ) -> ProviderEventStream {
         let secrets = self.secrets
         var whole: HTTPStreamTransport.WholeBodyDecoder?
         if let wholeBody { whole = { body in try wholeBody(body, secrets) } }

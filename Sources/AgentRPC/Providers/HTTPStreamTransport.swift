@@ -23,10 +23,10 @@ enum HTTPStreamTransport {
     static func stream(
         _ request: HTTPRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?, secrets: [String],
         cassette: CassetteBinding? = nil
-    ) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    ) -> ProviderEventStream {
         // A model cassette decorates the transport: it replays, records or refuses (docs/testing.md).
         let transport = cassette.map { CassetteTransport($0, secrets: secrets, wrapping: HTTPTransports.current) } ?? HTTPTransports.current
-        return AsyncThrowingStream { continuation in
+        return ProviderEventStream { continuation in
             let delegate = StreamingDataDelegate(
                 decoder: decoder, wholeBodyDecoder: wholeBodyDecoder, secrets: secrets, continuation: continuation)
             let handle = transport.start(request, sink: delegate)
@@ -69,11 +69,11 @@ final class StreamingDataDelegate: HTTPResponseSink {
     private let state: Mutex<State>
     private let wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?
     private let secrets: [String]
-    private let continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation
+    private let continuation: ProviderEventStream.Continuation
 
     init(
         decoder: any ProviderStreamDecoder, wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?, secrets: [String],
-        continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation
+        continuation: ProviderEventStream.Continuation
     ) {
         self.state = Mutex(State(decoder: decoder))
         self.wholeBodyDecoder = wholeBodyDecoder
@@ -183,7 +183,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
     private func perform(_ action: Action) {
         switch action {
         case .yield(let events, let finish):
-            for event in events { continuation.yield(event) }
+            continuation.yield(contentsOf: events)
             if finish {
                 // The answer is whole: let the response end by itself, so its
                 // connection stays reusable, rather than cancel it. Said before
@@ -192,7 +192,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
                 continuation.finish()
             }
         case .fail(let error, let events):
-            for event in events { continuation.yield(event) }
+            continuation.yield(contentsOf: events)
             state.withLock { $0.handle }?.cancel()
             continuation.finish(throwing: error)
         case .nothing:

@@ -11,7 +11,7 @@ protocol ModelProvider: Sendable {
     /// Streams one round trip. The stream finishes after `.end`, or throws a
     /// `ProviderError` (or `ProviderContractViolation`). Cancelling the consuming
     /// task must stop the underlying work promptly.
-    func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error>
+    func stream(_ request: ModelRequest) -> ProviderEventStream
     /// Rewrites tool schemas this provider cannot take as they are, reporting
     /// each change (see the default in the extension below).
     func adaptTools(_ tools: [ModelToolDefinition]) -> (tools: [ModelToolDefinition], warnings: [SchemaWarning])

@@ -34,7 +34,7 @@ package struct AnthropicProvider: ModelProvider {
         return configuration.post(path: "messages", accept: "text/event-stream", auth: auth, body: bodyBytes(for: request))
     }
 
-    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> ProviderEventStream {
         configuration.stream(httpRequest(for: request), kind: .anthropic, decoder: AnthropicStreamDecoder.init(secrets:))
     }
 }

@@ -40,7 +40,7 @@ package struct OpenAIProvider: ModelProvider {
             body: bodyBytes(for: request))
     }
 
-    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> ProviderEventStream {
         configuration.stream(
             httpRequest(for: request), kind: .openai, decoder: OpenAIChatStreamDecoder.init(secrets:),
             wholeBody: OpenAIChatStreamDecoder.decodeResponse)

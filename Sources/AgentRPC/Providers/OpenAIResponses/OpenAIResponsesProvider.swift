@@ -34,7 +34,7 @@ package struct OpenAIResponsesProvider: ModelProvider {
             body: bodyBytes(for: request))
     }
 
-    package func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    package func stream(_ request: ModelRequest) -> ProviderEventStream {
         configuration.stream(
             httpRequest(for: request), kind: .openaiResponses, decoder: OpenAIResponsesStreamDecoder.init(secrets:),
             wholeBody: OpenAIResponsesStreamDecoder.decodeResponse)

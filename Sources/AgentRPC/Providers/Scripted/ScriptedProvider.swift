@@ -22,7 +22,7 @@ final class ScriptedProvider: ModelProvider {
     /// Script items consumed so far.
     var consumed: Int { cursor.withLock { $0 } }
 
-    func stream(_ request: ModelRequest) -> AsyncThrowingStream<ProviderEvent, any Error> {
+    func stream(_ request: ModelRequest) -> ProviderEventStream {
         let item: ScriptItem? = cursor.withLock { index in
             guard index < script.count else {
                 // A retry of a final error item must show that error, not
@@ -34,7 +34,7 @@ final class ScriptedProvider: ModelProvider {
             return script[index]
         }
         let callBase = cursor.withLock { $0 }
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ProviderEvent.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = ProviderEventStream.makeStream()
         guard let item else {
             // badRequest, not a transient code: asking again cannot help, so the
             // engine must not retry it (a transient code cost seconds of backoff).
@@ -83,30 +83,35 @@ final class ScriptedProvider: ModelProvider {
         }
     }
 
-    private static func emit(_ item: ScriptItem, callBase: Int, into continuation: AsyncThrowingStream<ProviderEvent, any Error>.Continuation) {
-        for chunk in item.reasoning ?? [] { continuation.yield(.reasoningDelta(chunk)) }
-        for chunk in item.text ?? [] { continuation.yield(.textDelta(chunk)) }
-        for chunk in item.refusal ?? [] { continuation.yield(.refusalDelta(chunk)) }
+    private static func emit(_ item: ScriptItem, callBase: Int, into continuation: ProviderEventStream.Continuation) {
+        // One batch: the consumer takes the whole item at once.
+        var events: [ProviderEvent] = []
+        events.reserveCapacity((item.reasoning?.count ?? 0) + (item.text?.count ?? 0) + (item.refusal?.count ?? 0) + (item.toolCalls?.count ?? 0) + 2)
+        for chunk in item.reasoning ?? [] { events.append(.reasoningDelta(chunk)) }
+        for chunk in item.text ?? [] { events.append(.textDelta(chunk)) }
+        for chunk in item.refusal ?? [] { events.append(.refusalDelta(chunk)) }
         let calls = item.toolCalls ?? []
         for (i, call) in calls.enumerated() {
             let id = call.id ?? "call_\(callBase)_\(i + 1)"
             let arguments = call.argumentsText ?? (call.arguments ?? [:]).serializedString()
-            continuation.yield(.toolCall(ModelToolCall(id: id, name: call.name, argumentsJSON: arguments)))
+            events.append(.toolCall(ModelToolCall(id: id, name: call.name, argumentsJSON: arguments)))
         }
         if let u = item.usage {
-            continuation.yield(.usage(ModelUsage(
+            events.append(.usage(ModelUsage(
                 inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0,
                 cachedInputTokens: u.cachedInputTokens, reasoningTokens: u.reasoningTokens)))
         }
         if let e = item.error {
             let code = e.code
+            continuation.yield(contentsOf: events)
             continuation.finish(throwing: ProviderError(
                 code: code, httpStatus: e.httpStatus, retryAfterSeconds: e.afterSeconds,
                 safeDescription: "the scripted provider reported \(code.rawValue)",
                 unsafeMessage: e.message ?? ""))
             return
         }
-        continuation.yield(.end(stopReason(item, hasCalls: !calls.isEmpty)))
+        events.append(.end(stopReason(item, hasCalls: !calls.isEmpty)))
+        continuation.yield(contentsOf: events)
         continuation.finish()
     }
 }
