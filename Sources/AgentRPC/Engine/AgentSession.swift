@@ -453,11 +453,6 @@ actor AgentSession {
 
     // MARK: Confirmation
 
-    /// Settles the running turn's built-in confirmation (`TurnRunner.resolveConfirmation`).
-    func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String) {
-        runner?.resolveConfirmation(answer, callId: callId)
-    }
-
     /// `session/confirm`. A decision that cannot be honoured (edited arguments that
     /// break the schema, a bad rule) is refused and the confirmation stays pending.
     func confirm(_ params: SessionConfirmParams) throws -> SessionConfirmResult {

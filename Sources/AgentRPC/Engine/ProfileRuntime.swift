@@ -163,11 +163,12 @@ extension TurnRunner {
 
     // MARK: Built-in orchestration tools
 
-    /// Runs a built-in tool; returns the outcome and content to append.
-    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
+    /// Runs a built-in tool; returns the outcome and content to append. `span`:
+    /// the call's span, under which a consult's model call hangs.
+    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, span: SpanContext?, session: isolated AgentSession) async throws -> (ToolOutcome, JSONValue) {
         switch tool {
         case .client, .askUser:
-            // Client tools go to the client, ask_user to the user (ToolExecution).
+            // Client tools go to the client, ask_user to the user (the tool stage).
             return (.failed, "not a built-in tool")
         case .handoff(let target, _, _):
             guard let selector = session.config.profiles?.selector else {
@@ -177,7 +178,7 @@ extension TurnRunner {
             return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
         case .consult(let target, _, _):
             let question = arguments["question"]?.stringValue ?? arguments.serializedString()
-            let answer = try await consult(target, question: question, session: session)
+            let answer = try await consult(target, question: question, parent: span ?? turn.spanParent, session: session)
             return (.ok, .string(answer))
         case .activateSkill(let skills):
             guard let name = arguments["name"]?.stringValue, let skill = skills.first(where: { $0.name == name }) else {
@@ -198,7 +199,7 @@ extension TurnRunner {
     /// transcript (the parent's history is never shown), prompted with the
     /// question; its answer becomes the tool output. Usage counts in the parent
     /// turn; it runs inside the parent's task, so cancelling the parent cancels it.
-    private func consult(_ target: String, question: String, session: isolated AgentSession) async throws -> String {
+    private func consult(_ target: String, question: String, parent: SpanContext?, session: isolated AgentSession) async throws -> String {
         var childProperties = session.properties
         if let selector = session.config.profiles?.selector { childProperties[selector] = .string(target) }
         let child = try ProfileResolver.resolve(config: session.config, properties: childProperties, activeSkills: [])
@@ -209,7 +210,7 @@ extension TurnRunner {
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: session.personaPrefix() + child.instructions,
             messages: [.user(text: question, images: [])], tools: [], toolChoice: .none,
             options: GenerationOptions(temperature: child.options.temperature, maxOutputTokens: child.options.maxOutputTokens, reasoningLevel: child.options.reasoningLevel))
-        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: turn.toolSpan ?? turn.spanParent, session: session).text
+        return try await sideRequest(request, provider: provider, purpose: .consult, profile: child.name, parent: parent, session: session).text
     }
 
     // MARK: Router

@@ -28,8 +28,6 @@ struct TurnState: Sendable {
     /// Spans (nil when tracing is off): the turn's root, and the active agent's.
     var turnSpan: ActiveSpan?
     var agentSpan: ActiveSpan?
-    /// The span of the tool call running now (a consult's model call hangs under it).
-    var toolSpan: SpanContext?
     /// Option warnings already reported in this turn (each is reported once).
     var reportedOptionWarnings: Set<OptionWarning> = []
     /// The span new model and tool spans hang under.
@@ -214,13 +212,14 @@ extension TurnRunner {
             }
             let callsEntry = try session.append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
             turn.openToolCallsEntryID = callsEntry.id
-            for call in output.toolCalls {
+            // The calls within maxToolCalls run; one more ends the turn once they have.
+            let admitted = Array(output.toolCalls.prefix(max(0, turn.limits.maxToolCalls - turn.toolCallCount)))
+            let outcomes = try await runTools(admitted, profile: profile, session: session)
+            turn.toolCallCount += outcomes.count
+            if let final = outcomes.last(where: { $0.finalAnswer != nil })?.finalAnswer { turn.finalAnswer = final }
+            if admitted.count < output.toolCalls.count {
                 try control.checkpoint()
-                if turn.toolCallCount >= turn.limits.maxToolCalls {
-                    throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
-                }
-                turn.toolCallCount += 1
-                try await runToolCall(call, profile: profile, session: session)
+                throw RPCError(.maxToolCallsExceeded, "the turn made more than \(turn.limits.maxToolCalls) tool calls", data: ["limit": .int(turn.limits.maxToolCalls)])
             }
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
@@ -231,6 +230,19 @@ extension TurnRunner {
             // round trip's text starts a fresh answer.
             currentText = ""
         }
+    }
+
+    /// Hands the calls to a tool stage of their own, which `getState`,
+    /// `session/confirm` and `session/cancel` reach while it runs.
+    private func runTools(_ calls: [ModelToolCall], profile: ResolvedProfile, session: isolated AgentSession) async throws -> [ToolCallOutcome] {
+        var context = session.toolStageContext(for: self, profile: profile)
+        for call in calls where profile.tool(named: call.name) == nil {
+            context.unavailableTools[call.name] = await session.mcpUnavailable(toolName: call.name)
+        }
+        let stage = ToolStage<AgentSession>(calls: calls, context: context)
+        toolStage = stage
+        defer { toolStage = nil }
+        return try await stage.run(host: session)
     }
 
     // MARK: Streaming

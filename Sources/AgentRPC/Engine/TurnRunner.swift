@@ -22,10 +22,12 @@ final class TurnRunner {
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true
     var currentText = ""
-    var activeToolCalls: [ToolCallRecord] = []
-    var pendingConfirmation: PendingConfirmation?
+    /// The tool calls of the round trip running now, if any (`ToolStage`).
+    var toolStage: ToolStage<AgentSession>?
+    var activeToolCalls: [ToolCallRecord] { toolStage?.activeToolCalls ?? [] }
+    var pendingConfirmation: PendingConfirmation? { toolStage?.pendingConfirmation }
     /// The input schema of the call waiting for `session/confirm`, for edited arguments.
-    var pendingConfirmationSchema: JSONValue?
+    var pendingConfirmationSchema: JSONValue? { toolStage?.pendingConfirmationSchema }
     var lastUsageReport: Usage?
     let schemaWarnings: [SchemaWarning]
     var contextDiagnostics: [ContextDiagnostic]
@@ -35,11 +37,6 @@ final class TurnRunner {
     private var pendingSteering: [TurnInput] = []
     /// Set once the turn has decided to end: steering would be lost now.
     var finishing = false
-    private var confirmationWaiter: (callId: String, continuation: CheckedContinuation<ConfirmationAnswer, Never>)?
-    /// A decision that arrived before the waiter was installed.
-    private var earlyConfirmation: (callId: String, answer: ConfirmationAnswer)?
-    /// The outstanding `user/ask`, which `session/cancel` withdraws.
-    var askUserRequest: Task<JSONValue, any Error>?
 
     /// `previous`: the session's last turn, whose context diagnostics stay
     /// visible until this turn refreshes its context sources.
@@ -57,9 +54,7 @@ final class TurnRunner {
     /// took in ends with the turn (docs/protocol.md §17).
     func end() {
         isRunning = false
-        activeToolCalls = []
-        pendingConfirmation = nil
-        pendingConfirmationSchema = nil
+        toolStage = nil
         pendingSteering = []
         finishing = false
         if events.runningTurnId == id { events.runningTurnId = nil }
@@ -92,8 +87,7 @@ final class TurnRunner {
     /// is denied and a question to the user withdrawn at once.
     func cancel() {
         control.requestCooperativeCancel()
-        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
-        askUserRequest?.cancel()
+        toolStage?.cancel()
     }
 
     /// Close or shutdown: the turn stops now.
@@ -104,41 +98,21 @@ final class TurnRunner {
 
     // MARK: Confirmation
 
-    /// Installs the waiter of the built-in confirmation of `callId`, or answers
-    /// it at once with a decision that came before it.
-    func awaitConfirmation(callId: String, _ continuation: CheckedContinuation<ConfirmationAnswer, Never>) {
-        if let early = earlyConfirmation, early.callId == callId {
-            earlyConfirmation = nil
-            continuation.resume(returning: early.answer)
-        } else {
-            confirmationWaiter = (callId, continuation)
-        }
-    }
-
-    /// Keeps a decision for the waiter about to be installed.
-    func resolveConfirmationLater(callId: String, _ answer: ConfirmationAnswer) {
-        earlyConfirmation = (callId, answer)
-    }
-
     /// Whether `session/confirm` for `callId` would settle the pending confirmation.
     func confirmationIsOpen(callId: String) -> Bool {
-        guard let pending = pendingConfirmation, pending.callId == callId else { return false }
-        return confirmationWaiter?.callId ?? callId == callId && earlyConfirmation == nil
+        toolStage?.confirmationIsOpen(callId: callId) ?? false
     }
 
     /// Settles the waiting built-in confirmation, if any (and if it is `callId`'s).
     @discardableResult
     func resolveConfirmation(_ answer: ConfirmationAnswer, callId: String? = nil) -> Bool {
-        guard let waiter = confirmationWaiter else {
-            if let pending = pendingConfirmation, callId == nil || callId == pending.callId {
-                earlyConfirmation = (pending.callId, answer)
-                return true
-            }
-            return false
-        }
-        if let callId, callId != waiter.callId { return false }
-        confirmationWaiter = nil
-        waiter.continuation.resume(returning: answer)
-        return true
+        toolStage?.resolveConfirmation(answer, callId: callId) ?? false
+    }
+
+    /// The client's input closed while the turn waited on it: the turn ends as
+    /// it does at end of input (`data.source: "shutdown"`), whichever noticed first.
+    func clientGone() -> CancellationError {
+        if isRunning { control.abort(.shutdown) }
+        return CancellationError()
     }
 }

@@ -94,7 +94,12 @@ final class MCPServerSet: Sendable {
     /// The runner of the server whose tools `toolName` would name, if any.
     func runner(ofTool toolName: String) -> MCPServerRunner? {
         guard toolName.hasPrefix("mcp__") else { return nil }
-        return runners.first { toolName.hasPrefix("mcp__\($0.spec.name)__") }
+        return runners.first { Self.names(toolName, server: $0.spec.name) }
+    }
+
+    /// Whether `toolName` is a name the server `server` gives its tools (`mcp__<server>__<tool>`).
+    static func names(_ toolName: String, server: String) -> Bool {
+        toolName.hasPrefix("mcp__\(server)__")
     }
 
     /// Before a round trip: waits for servers still starting (each up to its
@@ -200,6 +205,13 @@ final class MCPServerSet: Sendable {
 
     /// Whether an MCP tool's annotations (as `toolSpec` fills them) ask for
     /// confirmation: it may change something and may destroy it.
+    /// Why a tool of the MCP server `server` (nil: not an MCP tool) asks by its
+    /// hints, or nil: guards and approval rules decide the rest.
+    static func hintConfirmation(for tool: ToolSpec, server: String?) -> String? {
+        guard tool.confirmation == nil, let server, asksByHints(tool.annotations) else { return nil }
+        return "the MCP server '\(server)' does not mark this tool read-only or non-destructive"
+    }
+
     static func asksByHints(_ annotations: ToolAnnotations?) -> Bool {
         guard let annotations else { return true }
         return annotations.readOnly != true && annotations.destructive != false

@@ -46,14 +46,6 @@ extension AgentSession {
         }
     }
 
-    /// Why an MCP tool asks by its hints (its server's `confirm` is `hints`, the
-    /// default), or nil: guards and approval rules decide the rest.
-    func mcpHintConfirmation(for tool: ToolSpec) -> String? {
-        guard tool.confirmation == nil, let server = mcpSource(of: tool.name)?.mcp,
-              MCPServerSet.asksByHints(tool.annotations) else { return nil }
-        return "the MCP server '\(server)' does not mark this tool read-only or non-destructive"
-    }
-
     func stopMCPServers() async {
         await mcp?.stop()
     }

@@ -1,0 +1,35 @@
+import AgentRPCProtocol
+
+/// The session's side of the tool stage: the members `ToolStageHost` asks for
+/// that the session does not have under the same name already (`revision`,
+/// `inputValidator`, `append`, `emit`, `acceptDecision`, `runMCPTool`).
+extension AgentSession: ToolStageHost {
+    func approvingRule(tool: String, arguments: JSONValue) -> ApprovalRule? {
+        approvalRules.approving(tool: tool, arguments: arguments)
+    }
+
+    func recordUndo(_ record: UndoRecord) throws {
+        guard let runner else { throw RPCError.internalError("a tool call's undo arrived with no turn") }
+        runner.turn.undoLog.append((callId: record.callId, name: record.name, undo: record.undo))
+        try transcript.recordUndo(record, turn: record.turnId)
+    }
+
+    func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws {
+        guard let runner else { throw RPCError.internalError("a tool hook ran with no turn") }
+        try await runner.runHooks(hook, profile: profile, toolName: toolName, payload: payload, session: self)
+    }
+
+    func runBuiltinTool(_ tool: ResolvedTool, arguments: JSONValue, profile: ResolvedProfile, span: SpanContext?) async throws -> (ToolOutcome, JSONValue) {
+        guard let runner else { throw RPCError.internalError("a built-in tool ran with no turn") }
+        return try await runner.runBuiltinTool(tool, arguments: arguments, profile: profile, span: span, session: self)
+    }
+
+    /// What the stage is given for one round trip of `runner`'s turn.
+    func toolStageContext(for runner: TurnRunner, profile: ResolvedProfile) -> ToolStageContext {
+        ToolStageContext(
+            sessionId: id, turnId: runner.turn.id, profile: profile, limits: runner.turn.limits, guards: config.guards ?? [],
+            capabilities: context.clientCapabilities, channel: context.channel, control: runner.control,
+            logger: context.logger, tracer: context.tracer, spanParent: runner.turn.spanParent,
+            mcpServers: mcp?.runners.map(\.spec.name) ?? [])
+    }
+}
