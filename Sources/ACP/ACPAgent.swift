@@ -29,6 +29,9 @@ final class ACPAgent: Sendable {
         var editor: EditorCapabilities?
         /// Requests whose answer is still being worked out, for `$/cancel_request`.
         var inFlight: [RequestID: Task<Void, Never>] = [:]
+        /// `session/update`s that must follow a request's answer (an editor drops
+        /// `available_commands_update` sent before the session exists for it).
+        var afterAnswer: [RequestID: [JSONValue]] = [:]
         /// The local model, started at the first session that needs it.
         var localModel: LocalModelServer?
         var localModelTried = false
@@ -157,12 +160,14 @@ final class ACPAgent: Sendable {
         do {
             reply = try await serve(id: id, method: method, params: params)
         } catch {
+            state.withLock { _ = $0.afterAnswer.removeValue(forKey: id) }
             fail(id, Self.rpcError(error, method: method, logger: logger))
             return
         }
         switch reply {
         case .now(let value):
             editor.send(.success(id, value))
+            for update in state.withLock({ $0.afterAnswer.removeValue(forKey: id) }) ?? [] { editor.notify("session/update", update) }
         case .later(let work):
             // Started and tracked under the lock, so its own removal always comes after the insert.
             state.withLock { s in
@@ -213,9 +218,10 @@ final class ACPAgent: Sendable {
             // Nothing to log into: a key comes from the environment or the config file.
             if (try? chooseModel()) != nil { return .now(.object([:])) }
             throw noModelError()
-        case "session/new": return .now(try await newSession(p))
-        case "session/load": return .now(try await loadSession(p, replay: true))
-        case "session/resume": return .now(try await loadSession(p, replay: false))
+        case "session/new": return .now(try await newSession(p, request: id))
+        case "session/load": return .now(try await loadSession(p, replay: true, request: id))
+        case "session/resume": return .now(try await loadSession(p, replay: false, request: id))
+        case "session/fork": return .now(try await fork(p, request: id))
         case "session/prompt": return try await prompt(id: id, p)
         case "session/cancel":
             // A notification in ACP; some clients send it as a request. Answered
@@ -252,7 +258,7 @@ final class ACPAgent: Sendable {
                 "promptCapabilities": ["image": true, "audio": false, "embeddedContext": true],
                 // stdio and streamable HTTP MCP servers; the deprecated HTTP+SSE transport is not offered.
                 "mcpCapabilities": ["http": true, "sse": false],
-                "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:], "additionalDirectories": [:]],
+                "sessionCapabilities": ["list": [:], "delete": [:], "resume": [:], "close": [:], "additionalDirectories": [:], "fork": [:]],
             ],
             "agentInfo": ["name": "agentrpc", "title": "agentrpc", "version": .string(Server.version)],
             "authMethods": [
@@ -301,7 +307,15 @@ final class ACPAgent: Sendable {
             + (engine.configPath.map { "; the configuration file \($0) names none" } ?? ""))
     }
 
-    private func newSession(_ p: ACPParams) async throws -> JSONValue {
+    /// Queues the session's slash commands to follow the answer to `request`.
+    private func advertiseCommands(_ session: ACPSession, after request: RequestID) {
+        let update: JSONValue = ["sessionId": .string(session.id), "update": [
+            "sessionUpdate": "available_commands_update", "availableCommands": SlashCommand.advertised,
+        ]]
+        state.withLock { $0.afterAnswer[request, default: []].append(update) }
+    }
+
+    private func newSession(_ p: ACPParams, request: RequestID) async throws -> JSONValue {
         let cwd = try p.absolutePath("cwd")
         let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
         // Required by ACP, but some clients (acpc) leave it out: none.
@@ -313,9 +327,13 @@ final class ACPAgent: Sendable {
         var config = configuration.session
         config["model"] = model.reference
         config["tools"] = .array((config["tools"]?.arrayValue ?? []) + offered.map { $0.spec(needsPermission: configuration.permissions.contains($0)) })
+        let builtins = config["builtinTools"]?.arrayValue ?? []
+        if configuration.offersPlan && !builtins.contains(.string(ACPConfiguration.planTool)) {
+            config["builtinTools"] = .array(builtins + [.string(ACPConfiguration.planTool)])
+        }
         if config["role"] == nil && config["instructions"] == nil {
             // A role reaches every profile's instructions; `instructions` would not with profiles.
-            config["role"] = ["persona": .string(configuration.instructions ?? ACPConfiguration.defaultInstructions(tools: offered))]
+            config["role"] = ["persona": .string(configuration.instructions ?? ACPConfiguration.defaultInstructions(tools: offered, plan: configuration.offersPlan))]
         }
         // The workspace is kept with the session, so session/list can say where it belongs.
         config["userId"] = .string(Self.userIdPrefix + cwd)
@@ -327,14 +345,37 @@ final class ACPAgent: Sendable {
         guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, catalog: catalog, model: model.name,
                                  profile: created["activeProfile"]?.stringValue, mcpServers: servers)
+        session.mcpShownNames = mcp.shownNames
         sessions.add(session)
+        advertiseCommands(session, after: request)
         var answer = sessionState(session)
         answer["sessionId"] = .string(id)
-        if let meta = mcpMeta(mcp.notStarted) { answer["_meta"] = meta }
+        let notStarted = mcp.notStarted + (await failedMCPServers(session))
+        session.noteUnavailable(notStarted)
+        if let meta = mcpMeta(notStarted) { answer["_meta"] = meta }
         return .object(answer)
     }
 
     static let userIdPrefix = "acp:"
+
+    /// The session's MCP servers that failed, once every one is ready or failed
+    /// (a bounded wait: one still starting after it is not named here, and is
+    /// shown to the user at a prompt if it fails later).
+    private func failedMCPServers(_ session: ACPSession) async -> [(name: String, reason: String)] {
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(ACPToolBounds.mcpSettleSeconds))
+        while true {
+            let servers = (try? await engine.call("session/getState", ["sessionId": .string(session.id)]))?["mcpServers"]?.arrayValue ?? []
+            let settling = servers.contains { ["starting", "restarting"].contains($0["status"]?.stringValue ?? "") }
+            if !settling || ContinuousClock.now >= deadline {
+                return servers.filter { $0["status"]?.stringValue == "failed" }.map { server in
+                    let name = server["name"]?.stringValue ?? "?"
+                    return (session.mcpShownNames[name] ?? name, server["reason"]?.stringValue ?? "it failed")
+                }
+            }
+            // Servers report no event this front end can await before the session is known: 50 ms steps within the bound.
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
 
     /// Names the editor's MCP servers that were not started, never dropping them silently.
     private func mcpMeta(_ notStarted: [(name: String, reason: String)]) -> JSONValue? {
@@ -356,7 +397,27 @@ final class ACPAgent: Sendable {
             profiles: configuration.profiles)
     }
 
-    private func loadSession(_ p: ACPParams, replay: Bool) async throws -> JSONValue {
+    /// `session/fork` (unstable ACP): the engine's fork, with everything a load
+    /// gives (the model, mode and choices stored with it are copied). The fork runs
+    /// the MCP servers the editor sends now: a stored fork is closed and loaded
+    /// again with them, as a load in a new process would be.
+    private func fork(_ p: ACPParams, request: RequestID) async throws -> JSONValue {
+        let source = try p.string("sessionId")
+        _ = try p.absolutePath("cwd")
+        let forked = try await engine.call("session/fork", ["sessionId": .string(source)])
+        guard let id = forked["sessionId"]?.stringValue else { throw RPCError.internalError("session/fork answered no sessionId") }
+        if isStored { _ = try await engine.call("session/close", ["sessionId": .string(id)]) }
+        var params = p.value
+        params["sessionId"] = .string(id)
+        var answer = try await loadSession(ACPParams(.object(params), method: "session/fork"), replay: false, request: request,
+                                           engineHasIt: !isStored).objectValue ?? [:]
+        answer["sessionId"] = .string(id)
+        return .object(answer)
+    }
+
+    /// `engineHasIt`: the engine holds the session already though this front end
+    /// does not (a fork that is not stored); it keeps the servers it runs.
+    private func loadSession(_ p: ACPParams, replay: Bool, request: RequestID, engineHasIt: Bool = false) async throws -> JSONValue {
         let id = try p.string("sessionId")
         let cwd = try p.absolutePath("cwd")
         let roots = [cwd] + (try p.absolutePaths("additionalDirectories"))
@@ -379,7 +440,9 @@ final class ACPAgent: Sendable {
             }
         }
         let reloading = sessions.get(id) == nil
-        if reloading {
+        if engineHasIt {
+            notApplied += servers.map { ($0["name"]?.stringValue ?? "(unnamed)", "sessions are not stored, so the fork keeps the MCP servers of the session it was forked from") }
+        } else if reloading {
             // The editor sends the servers it wants on every load: they replace those it
             // sent before, beside the agent's own (acp.session.mcpServers).
             let own = configuration.session["mcpServers"]?.arrayValue ?? []
@@ -391,10 +454,15 @@ final class ACPAgent: Sendable {
         let handle = try await engine.call("session/resume", .object(resume))
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities, catalog: catalog,
                                  model: nil, profile: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
+        session.mcpShownNames = reloading ? mcp.shownNames : sessions.get(id)?.mcpShownNames ?? [:]
         if replay {
             do {
                 let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
-                for update in ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd) {
+                var updates = ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd)
+                // The plan as the model last left it comes after the conversation.
+                let plan = try await engine.call("session/getState", ["sessionId": .string(id)])["plan"]
+                if let plan, !plan.isNull { updates.append(ACPUpdates.plan(plan)) }
+                for update in updates {
                     // A long conversation goes out at the editor's pace, not into memory.
                     if editor.isBehind { await editor.waitUntilWritable() }
                     editor.notify("session/update", ["sessionId": .string(id), "update": update])
@@ -418,8 +486,13 @@ final class ACPAgent: Sendable {
         }
         session.permissionMode = properties?[ACPProperty.mode]?.stringValue.flatMap(PermissionMode.init(rawValue:)) ?? .default
         session.choices = StandingChoices(properties?[ACPProperty.permissions])
+        // A session that was prompted before has its title already.
+        if (state["entryCount"]?.intValue ?? 0) > 0 { session.markTitled() }
+        advertiseCommands(session, after: request)
         var answer = sessionState(session)
-        if let meta = mcpMeta(notApplied) { answer["_meta"] = meta }
+        let notStarted = notApplied + (await failedMCPServers(session))
+        session.noteUnavailable(notStarted)
+        if let meta = mcpMeta(notStarted) { answer["_meta"] = meta }
         return .object(answer)
     }
 
@@ -443,6 +516,24 @@ final class ACPAgent: Sendable {
         let session = try session(p)
         let input = try ACPPrompt.input(try p.array("prompt"), cwd: session.cwd)
         try session.beginPrompt(id)
+        if let (command, argument) = SlashCommand.parse(input["text"]?.stringValue ?? "") {
+            return .later { [self] in
+                defer { _ = session.endPrompt() }
+                let (message, meta) = try await command.run(SlashCommandContext(engine: engine, session: session), argument)
+                editor.notify("session/update", ["sessionId": .string(session.id), "update": ACPUpdates.chunk("agent_message_chunk", message)])
+                return ["stopReason": "end_turn", "_meta": ["agentrpc": .object(meta)]]
+            }
+        }
+        // MCP servers that cannot run are said once, before the answer that would have used them.
+        let unavailable = session.takeUnavailable()
+        if !unavailable.isEmpty {
+            let text = unavailable.map { "MCP server '\($0.name)' is not available: \($0.reason)." }.joined(separator: "\n") + "\n\n"
+            editor.notify("session/update", ["sessionId": .string(session.id), "update": ACPUpdates.chunk("agent_message_chunk", text)])
+        }
+        if let title = session.takeTitle(from: input["text"]?.stringValue ?? "") {
+            // The first prompt names the session in the editor's list.
+            editor.notify("session/update", ["sessionId": .string(session.id), "update": ["sessionUpdate": "session_info_update", "title": .string(title)]])
+        }
         var send: [String: JSONValue] = ["sessionId": .string(session.id), "input": input]
         var options = session.permissionMode.turnOptions
         if let model = session.chosenModel {

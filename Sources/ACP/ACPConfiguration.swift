@@ -15,6 +15,10 @@ struct ACPConfiguration: Sendable {
     var instructions: String?
     /// The built-in tools offered (through the editor where it can, else run by the front end).
     var tools: [BuiltinTool] = BuiltinTool.allCases
+    /// Whether the engine's `update_plan` is offered (its plan becomes ACP `plan` updates).
+    var offersPlan = true
+    static let planTool = BuiltinToolName.updatePlan.rawValue
+
     /// The built-in tools that ask the user before they run.
     var permissions: Set<BuiltinTool> = [.editFile, .writeFile, .runCommand]
     /// The base of every ACP session's `session/create` params (limits,
@@ -40,7 +44,12 @@ struct ACPConfiguration: Sendable {
             guard let text = i.stringValue else { throw Self.problem("acp.instructions", "must be a string") }
             instructions = text
         }
-        if let t = o["tools"] { tools = try Self.toolList(t, field: "acp.tools") }
+        if let t = o["tools"] {
+            // The engine's `update_plan` is named beside the front end's tools.
+            let names = t.arrayValue?.compactMap(\.stringValue) ?? []
+            offersPlan = names.contains(Self.planTool)
+            tools = try Self.toolList(.array((t.arrayValue ?? []).filter { $0.stringValue != Self.planTool }), field: "acp.tools")
+        }
         if let p = o["permissions"] {
             let asking = try Self.toolList(p, field: "acp.permissions")
             if let index = asking.firstIndex(where: \.isReadOnly) {
@@ -61,7 +70,7 @@ struct ACPConfiguration: Sendable {
         guard let items = value.arrayValue else { throw problem(field, "must be an array of tool names") }
         return try items.enumerated().map { index, item in
             guard let name = item.stringValue, let tool = BuiltinTool(rawValue: name) else {
-                throw problem("\(field)[\(index)]", "must be one of \(BuiltinTool.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw problem("\(field)[\(index)]", "must be one of \((BuiltinTool.allCases.map(\.rawValue) + [planTool]).joined(separator: ", "))")
             }
             return tool
         }
@@ -84,7 +93,7 @@ struct ACPConfiguration: Sendable {
     }
 
     /// The instructions every ACP session starts from, naming only the tools offered.
-    static func defaultInstructions(tools: [BuiltinTool]) -> String {
+    static func defaultInstructions(tools: [BuiltinTool], plan: Bool) -> String {
         var lines = [
             "You are a coding agent working inside the user's editor, on the project in its workspace.",
             "Paths are relative to the workspace root. Look before you change: read a file before you edit it.",
@@ -95,6 +104,7 @@ struct ACPConfiguration: Sendable {
         if tools.contains(.editFile) { lines.append("edit_file replaces old_text by new_text; old_text must match exactly once, so include enough context.") }
         if tools.contains(.writeFile) { lines.append("write_file creates a file or replaces all of its content.") }
         if tools.contains(.runCommand) { lines.append("run_command runs a program (build, tests, git) and returns its output and exit code.") }
+        if plan { lines.append("For a task of several steps, keep a plan with update_plan and update it as steps are done.") }
         lines.append("The user may decline an edit or a command; then do not try to get around it. Keep answers short and say what you changed.")
         return lines.joined(separator: "\n")
     }

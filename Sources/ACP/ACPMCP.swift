@@ -7,6 +7,8 @@ enum ACPMCP {
     struct Conversion {
         var specs: [JSONValue] = []
         var notStarted: [(name: String, reason: String)] = []
+        /// The editor's name of each server, by the name agentrpc gave it.
+        var shownNames: [String: String] = [:]
     }
 
     static func convert(_ servers: [JSONValue]) -> Conversion {
@@ -15,6 +17,7 @@ enum ACPMCP {
         for server in servers {
             let shown = server["name"]?.stringValue ?? "(unnamed)"
             let name = uniqueName(shown, taken: &taken)
+            out.shownNames[name] = shown
             switch server["type"]?.stringValue ?? "stdio" {
             case "stdio":
                 guard let command = server["command"]?.stringValue, !command.isEmpty else {

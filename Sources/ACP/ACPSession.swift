@@ -1,5 +1,6 @@
 import AgentRPC
 import AgentRPCProtocol
+import Foundation
 import Synchronization
 
 /// What the front end keeps about one ACP session beside the engine's session
@@ -47,6 +48,13 @@ final class ACPSession: Sendable {
         /// reports its usage outside those bounds).
         var requestWindow: Int?
         var inRoundTrip = false
+        /// Whether the editor has the session's title (`session_info_update`).
+        var titled = false
+        /// MCP servers that are not available, not yet shown to the user; and
+        /// those already shown (each is shown once).
+        var unavailable: [(name: String, reason: String)] = []
+        var mcpShownNames: [String: String] = [:]
+        var shownUnavailable: Set<String> = []
     }
 
     struct RunningPrompt {
@@ -100,6 +108,49 @@ final class ACPSession: Sendable {
         get { state.withLock { $0.choices } }
         set { state.withLock { $0.choices = newValue } }
     }
+
+    /// The editor's names of the session's MCP servers, by agentrpc's.
+    var mcpShownNames: [String: String] {
+        get { state.withLock { $0.mcpShownNames } }
+        set { state.withLock { $0.mcpShownNames = newValue } }
+    }
+
+    /// MCP servers that cannot run, to be shown to the user once (at the next prompt).
+    func noteUnavailable(_ servers: [(name: String, reason: String)]) {
+        state.withLock { s in
+            for server in servers where !s.shownUnavailable.contains(server.name) && !s.unavailable.contains(where: { $0.name == server.name }) {
+                s.unavailable.append(server)
+            }
+        }
+    }
+
+    /// The servers not shown yet; they count as shown from now on.
+    func takeUnavailable() -> [(name: String, reason: String)] {
+        state.withLock { s in
+            defer {
+                for server in s.unavailable { s.shownUnavailable.insert(server.name) }
+                s.unavailable = []
+            }
+            return s.unavailable
+        }
+    }
+
+    /// The session already has a title (it was prompted before this process loaded it).
+    func markTitled() { state.withLock { $0.titled = true } }
+
+    /// The title the first prompt gives the session (its first line, cut), once; nil after.
+    func takeTitle(from text: String) -> String? {
+        let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard !line.isEmpty else { return nil }
+        return state.withLock { s in
+            guard !s.titled else { return nil }
+            s.titled = true
+            return line.count > Self.titleLength ? String(line.prefix(Self.titleLength - 1)) + "…" : line
+        }
+    }
+
+    /// The longest title, in characters.
+    static let titleLength = 80
 
     // MARK: The running prompt
 

@@ -127,6 +127,9 @@ struct ToolCallView: Sendable {
                 let tool = parts.dropFirst(2).joined(separator: "__")
                 title = "\(tool) (\(parts[1]))"
                 kind = Self.kind(ofToolNamed: tool)
+            } else if name == ACPConfiguration.planTool {
+                title = "Update the plan"
+                kind = "think"
             } else {
                 title = name
                 kind = Self.kind(ofToolNamed: name)

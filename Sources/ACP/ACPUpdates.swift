@@ -35,6 +35,9 @@ enum ACPUpdates {
         case "turnEnded":
             session.roundTripEnded()
             return []
+        case "planUpdated":
+            guard let entries = event["entries"] else { return [] }
+            return [plan(entries)]
         case "profileActivated":
             // A profile change the engine made itself (handoff, router) is news to the editor's profile selector.
             guard let profile = event["profile"]?.stringValue, session.setProfile(profile), session.catalog.profiles != nil else { return [] }
@@ -75,6 +78,11 @@ enum ACPUpdates {
             }
         }
         return updates
+    }
+
+    /// An ACP `plan` update: the whole plan, which the editor shows in place of the last.
+    static func plan(_ entries: JSONValue) -> JSONValue {
+        ["sessionUpdate": "plan", "entries": entries]
     }
 
     static func chunk(_ kind: String, _ text: String) -> JSONValue {

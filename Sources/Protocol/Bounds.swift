@@ -200,4 +200,8 @@ public enum ACPToolBounds {
     public static let shownLineCharacters = 240
     /// `.gitignore` files read above the walked directory, up to the repository's root.
     public static let maxIgnoreAncestors = 32
+    /// How long `session/new`, `load`, `resume` and `fork` wait for the session's MCP
+    /// servers to be ready or failed, so the answer names those that failed (a server
+    /// that exits at once fails after its restarts, about 3.5 s).
+    public static let mcpSettleSeconds = 10.0
 }

@@ -38,6 +38,8 @@ import Testing
             .profileActivated("fast"),
             .undoRecordsKept([undo]),
             .undoRecordsTaken([undo]),
+            .planUpdated([PlanEntry(content: "Read \"it\"", priority: .high, status: .inProgress), PlanEntry(content: "é", priority: .low, status: .pending)]),
+            .planUpdated([]),
         ]
         var lines = try changes.map { String(decoding: try JournalCodec.line(for: $0, at: at).dropLast(), as: UTF8.self) }
 
@@ -46,6 +48,7 @@ import Testing
         try state.keepUndoRecords([undo])
         let id = try state.beginTurn { "t-\($0)" }
         for e in entries { try state.append(e.content, turn: id) }
+        try state.updatePlan([PlanEntry(content: "Write the test", priority: .medium, status: .completed)])
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
         try state.endTurn(TurnEnd(turnId: id, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 1), undo: .none))
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))

@@ -88,7 +88,13 @@ actor AgentSession {
             properties: properties, revision: revision, entryCount: entries.count,
             queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.rules.isEmpty ? nil : approvalRules.rules,
             usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals,
-            contextTokens: contextTokens, contextWindowTokens: contextWindowTokens)
+            contextTokens: contextTokens, contextWindowTokens: contextWindowTokens, plan: transcript.plan)
+    }
+
+    /// Keeps the model's plan with the session (journaled) and says so (`planUpdated`).
+    func updatePlan(_ entries: [PlanEntry]) throws {
+        try transcript.updatePlan(entries)
+        emit(SessionEvent(SessionEvent.PlanUpdated(entries: entries)))
     }
 
     /// The context meter's last figure: the running turn's last round trip,

@@ -170,6 +170,12 @@ extension TurnRunner {
         case .client, .askUser:
             // Client tools go to the client, ask_user to the user (the tool stage).
             return (.failed, "not a built-in tool")
+        case .updatePlan:
+            // The arguments passed the tool's schema: entries of content, priority and status.
+            let entries = try arguments["entries"].map { try $0.decode(as: [PlanEntry].self) } ?? []
+            try session.updatePlan(entries)
+            let open = entries.filter { $0.status != .completed }.count
+            return (.ok, .string("Plan updated: \(entries.count) step\(entries.count == 1 ? "" : "s"), \(open) not completed."))
         case .handoff(let target, _, _):
             guard let selector = session.config.profiles?.selector else {
                 return (.failed, .string("Handoff is unavailable: the session's profiles have no selector property."))

@@ -26,6 +26,8 @@ enum TranscriptChange: Sendable, Equatable {
     case undoRecordsKept([UndoRecord])
     /// A rewind removed these records' calls (and sent or dropped their undos).
     case undoRecordsTaken([UndoRecord])
+    /// The model replaced the session's plan (`update_plan`).
+    case planUpdated([PlanEntry])
 }
 
 /// How a turn ended, as the journal keeps it.
@@ -131,6 +133,8 @@ struct Transcript: Sendable {
     /// Undo records of committed turns, oldest first: what `session/rewind` can
     /// still undo. Kept here so a store keeps them with the session.
     private(set) var committedUndo: [UndoRecord] = []
+    /// The plan the model keeps with `update_plan`; nil before its first call.
+    private(set) var plan: [PlanEntry]?
     /// Older records are dropped first beyond this many.
     static let maxCommittedUndoRecords = 1000
     /// Nil without a store.
@@ -154,6 +158,7 @@ struct Transcript: Sendable {
         nextTurnNumber = snapshot.nextTurnNumber
         usageTotals = snapshot.usage
         committedUndo = snapshot.committedUndo
+        plan = snapshot.plan
         updatedAt = snapshot.updatedAt
         indexIDs()
     }
@@ -174,7 +179,7 @@ struct Transcript: Sendable {
         TranscriptSnapshot(
             entries: entries, revision: revision, nextEntryNumber: nextEntryNumber, properties: properties,
             activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, committedUndo: committedUndo,
-            updatedAt: updatedAt)
+            plan: plan, updatedAt: updatedAt)
     }
 
     // MARK: Changes
@@ -253,6 +258,10 @@ struct Transcript: Sendable {
         let id = makeID(number)
         try commit(.turnStarted(turnId: id, number: number))
         return id
+    }
+
+    mutating func updatePlan(_ entries: [PlanEntry]) throws {
+        try commit(.planUpdated(entries))
     }
 
     mutating func recordUndo(_ record: UndoRecord, turn: String) throws {
@@ -365,6 +374,8 @@ struct Transcript: Sendable {
         case .undoRecordsTaken(let records):
             let taken = Set(records)
             committedUndo.removeAll { taken.contains($0) }
+        case .planUpdated(let entries):
+            plan = entries
         }
         updatedAt = date
     }
@@ -452,5 +463,7 @@ struct TranscriptSnapshot: Sendable, Equatable {
     var usage: Usage
     /// Undo records of committed turns (what `session/rewind` can still undo).
     var committedUndo: [UndoRecord]
+    /// The model's plan (`update_plan`), when it made one.
+    var plan: [PlanEntry]? = nil
     var updatedAt: Date
 }

@@ -60,6 +60,7 @@ enum ProfileResolver {
             builder.appendText(config.instructions ?? "")
             var tools = (config.tools ?? []).map(ResolvedTool.client)
             if config.askUser == true, !tools.contains(where: { $0.name == ResolvedTool.askUserName }) { tools.append(.askUser) }
+            if config.offersPlan, !tools.contains(where: { $0.name == ResolvedTool.updatePlan.name }) { tools.append(.updatePlan) }
             return ResolvedProfile(
                 name: defaultProfileName, instructions: builder.renderedInstructions,
                 tools: tools, model: config.model,
@@ -89,8 +90,9 @@ enum ProfileResolver {
             try builder.addItems(items, at: "profiles.defaults.instructions")
         }
         builder.appendActiveSkills(activeSkills)
-        // `askUser` on the session offers the question tool in every case.
+        // `askUser` on the session offers the question tool in every case, `builtinTools` the engine's others.
         if config.askUser == true { builder.offer(.askUser) }
+        if config.offersPlan { builder.offer(.updatePlan) }
 
         let own = chosen.options ?? ProfileOptions()
         let shared = defaults.options ?? ProfileOptions()
@@ -349,4 +351,9 @@ private struct ProfileBuilder {
             if let text = skill.instructions { appendText(text) }
         }
     }
+}
+
+extension SessionConfig {
+    /// Whether the session names `update_plan` among its built-in tools.
+    var offersPlan: Bool { builtinTools?.contains(.updatePlan) == true }
 }

@@ -83,6 +83,8 @@ enum ResolvedTool: Sendable, Hashable {
     case activateSkill(skills: [Skill])
     /// `ask_user`: the engine asks the client's user (`user/ask`); the answer is the output.
     case askUser
+    /// `update_plan`: the model keeps the session's plan (`SessionConfig.builtinTools`).
+    case updatePlan
 
     /// The name of the built-in skill tool.
     static let activateSkillName = "activate_skill"
@@ -96,6 +98,7 @@ enum ResolvedTool: Sendable, Hashable {
         case .handoff(_, let name, _), .consult(_, let name, _): return name
         case .activateSkill: return Self.activateSkillName
         case .askUser: return Self.askUserName
+        case .updatePlan: return BuiltinToolName.updatePlan.rawValue
         }
     }
 
@@ -135,6 +138,22 @@ enum ResolvedTool: Sendable, Hashable {
                     ],
                     "required": ["question"],
                     "additionalProperties": false,
+                ])
+        case .updatePlan:
+            let entry: JSONValue = [
+                "type": "object", "additionalProperties": false, "required": ["content", "priority", "status"],
+                "properties": [
+                    "content": ["type": "string", "minLength": 1, "description": "What the step does, in a line."],
+                    "priority": ["type": "string", "enum": .array(PlanEntryPriority.allCases.map { .string($0.rawValue) })],
+                    "status": ["type": "string", "enum": .array(PlanEntryStatus.allCases.map { .string($0.rawValue) })],
+                ],
+            ]
+            return ModelToolDefinition(
+                name: BuiltinToolName.updatePlan.rawValue,
+                description: "Keep a plan of a task of several steps: call it with the whole plan when you make it and whenever a step's status changes. Each call replaces the plan.",
+                inputSchema: [
+                    "type": "object", "additionalProperties": false, "required": ["entries"],
+                    "properties": ["entries": ["type": "array", "items": entry, "maxItems": .int(PlanEntry.maxEntries)]],
                 ])
         case .activateSkill(let skills):
             let list = skills.map { skill in

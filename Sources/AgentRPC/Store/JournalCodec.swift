@@ -49,6 +49,9 @@ enum JournalCodec {
         case .undoRecordsTaken(let records):
             o["type"] = "undoRecordsTaken"
             o["records"] = .array(records.map(undoJSON))
+        case .planUpdated(let entries):
+            o["type"] = "planUpdated"
+            o["entries"] = try JSONValue(encoding: entries)
         case .turnEnded(let end):
             o["type"] = "turnEnded"
             o["turnId"] = .string(end.turnId)
@@ -69,6 +72,7 @@ enum JournalCodec {
         ]
         if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
         if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
+        if let plan = s.plan { o["plan"] = try JSONValue(encoding: plan) }
         if let open = state.openTurn {
             o["openTurn"] = [
                 "turnId": .string(open.id), "entriesBefore": .array(open.entriesBefore(current: state.entries).map(\.json)),
@@ -287,6 +291,8 @@ enum JournalCodec {
             return (.undoRecordsKept(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
         case "undoRecordsTaken":
             return (.undoRecordsTaken(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
+        case "planUpdated":
+            return (.planUpdated(try field(value, "entries") { $0 }.decode(as: [PlanEntry].self)), at)
         case "turnEnded":
             guard let status = TurnEnd.Status(rawValue: try field(value, "status", \.stringValue)) else {
                 throw Malformed(description: "unknown turn status")
@@ -315,6 +321,7 @@ enum JournalCodec {
             properties: try field(value, "properties", \.objectValue), activeProfile: value["activeProfile"]?.stringValue,
             nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try Usage(json: try field(value, "usage") { $0 }),
             committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
+            plan: try value["plan"].map { try $0.decode(as: [PlanEntry].self) },
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
         if let open = value["openTurn"] { transcript.restoreOpenTurn(try decodeOpenTurn(open)) }

@@ -109,6 +109,7 @@ struct JournalRecordReader {
         var nextTurn: Int?
         var activeProfile: JSONValue?
         var committedUndo: JSONValue?
+        var plan: JSONValue?
         var openTurn: JSONValue?
         var updatedAt: Int?
 
@@ -152,6 +153,8 @@ struct JournalRecordReader {
                 activeProfile = try p.parseValue()
             } else if named(name, "committedUndo") {
                 committedUndo = try p.parseValue()
+            } else if named(name, "plan") {
+                plan = try p.parseValue()
             } else if named(name, "openTurn") {
                 openTurn = try p.parseValue()
             } else if named(name, "updatedAt") {
@@ -174,6 +177,7 @@ struct JournalRecordReader {
                     entries: entries, revision: revision, nextEntryNumber: nextEntry, properties: properties,
                     activeProfile: activeProfile?.stringValue, nextTurnNumber: nextTurn, usage: usage,
                     committedUndo: try (committedUndo?.arrayValue ?? []).map(JournalCodec.decodeUndo),
+                    plan: try plan.map { try $0.decode(as: [PlanEntry].self) },
                     updatedAt: JournalCodec.date(millis: updatedAt))
                 var transcript = Transcript(snapshot: snapshot)
                 if let openTurn { transcript.restoreOpenTurn(try JournalCodec.decodeOpenTurn(openTurn)) }

@@ -180,6 +180,7 @@ extension SessionEvent {
         SteeringApplied.self,
         ApprovalRulesChanged.self,
         MCPServerStatusChanged.self,
+        PlanUpdated.self,
     ]
 
     /// A turn began.
@@ -426,6 +427,13 @@ extension SessionEvent {
         public static let type = "approvalRulesChanged"
         public var rules: [ApprovalRule]
         public init(rules: [ApprovalRule]) { self.rules = rules }
+    }
+
+    /// The model changed the session's plan (`update_plan`): the whole plan as it is now.
+    public struct PlanUpdated: SessionEventPayload {
+        public static let type = "planUpdated"
+        public var entries: [PlanEntry]
+        public init(entries: [PlanEntry]) { self.entries = entries }
     }
 
     /// An MCP server is starting, ready (with the names the model sees), failed or restarting.

@@ -1115,6 +1115,8 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var contextTokens: Int?
     /// The window of the model the next round trip goes to, when it is known.
     public var contextWindowTokens: Int?
+    /// The plan the model keeps with `update_plan`, as its last call left it; absent before any.
+    public var plan: [PlanEntry]?
 
     public init(
         sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
@@ -1123,8 +1125,9 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
         queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil,
-        mcpServers: [MCPServerState]? = nil, contextTokens: Int? = nil, contextWindowTokens: Int? = nil
+        mcpServers: [MCPServerState]? = nil, contextTokens: Int? = nil, contextWindowTokens: Int? = nil, plan: [PlanEntry]? = nil
     ) {
+        self.plan = plan
         self.contextTokens = contextTokens
         self.contextWindowTokens = contextWindowTokens
         self.mcpServers = mcpServers

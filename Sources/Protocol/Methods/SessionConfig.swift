@@ -27,6 +27,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var title: String?
     /// Offers the built-in `ask_user` tool in every profile (docs/protocol.md §17).
     public var askUser: Bool?
+    /// The engine's own tools offered in every profile, by name (`update_plan`).
+    public var builtinTools: [BuiltinToolName]?
     /// MCP servers whose tools the session offers as `mcp__<server>__<tool>` (docs/protocol.md, "MCP tool servers").
     public var mcpServers: [MCPServerEntry]?
     /// Records or replays this session's model traffic (docs/testing.md); overrides the server's.
@@ -40,8 +42,9 @@ public struct SessionConfig: Codable, Sendable, Hashable {
         transcriptErrorPolicy: TranscriptErrorPolicy? = nil, egress: Egress? = nil,
         contextSources: [ContextSource]? = nil, properties: [String: JSONValue]? = nil, profiles: Profiles? = nil,
         blocks: [String: Block]? = nil, router: Router? = nil, store: Bool? = nil, userId: String? = nil,
-        title: String? = nil, askUser: Bool? = nil, mcpServers: [MCPServerEntry]? = nil
+        title: String? = nil, askUser: Bool? = nil, mcpServers: [MCPServerEntry]? = nil, builtinTools: [BuiltinToolName]? = nil
     ) {
+        self.builtinTools = builtinTools
         self.mcpServers = mcpServers
         self.askUser = askUser
         self.model = model
@@ -331,6 +334,39 @@ public struct ToolSpec: Codable, Sendable, Hashable {
         self.annotations = annotations
         self.final = final
     }
+}
+
+/// A tool the engine runs itself, offered by naming it in `SessionConfig.builtinTools`.
+public enum BuiltinToolName: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// The model keeps a plan of its work: `update_plan {entries: [PlanEntry]}` (docs/protocol.md, "Plans").
+    case updatePlan = "update_plan"
+}
+
+/// One step of a session's plan (`update_plan`, `planUpdated`, `session/getState`).
+public struct PlanEntry: Codable, Sendable, Hashable {
+    /// What the step does, in a line.
+    public var content: String
+    public var priority: PlanEntryPriority
+    public var status: PlanEntryStatus
+
+    /// The most steps a plan holds (`update_plan` refuses more).
+    public static let maxEntries = 100
+
+    public init(content: String, priority: PlanEntryPriority, status: PlanEntryStatus) {
+        self.content = content
+        self.priority = priority
+        self.status = status
+    }
+}
+
+public enum PlanEntryPriority: String, Codable, Sendable, Hashable, CaseIterable, JSONSchemaStringEnum {
+    case high, medium, low
+}
+
+public enum PlanEntryStatus: String, Codable, Sendable, Hashable, CaseIterable, JSONSchemaStringEnum {
+    case pending
+    case inProgress = "in_progress"
+    case completed
 }
 
 /// Whether a tool always needs the user's confirmation.

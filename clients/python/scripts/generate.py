@@ -194,6 +194,8 @@ EVENTS: dict[str, EventSpec] = {
                                  base="_InputText"),
     "approvalRulesChanged": EventSpec("The session's standing approval rules changed; ``rules`` is the whole new list.",
                                       dicts={"rules"}),
+    "planUpdated": EventSpec("The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each"
+                             " ``{content, priority, status}``.", dicts={"entries"}),
 }
 
 #: Event types of the schema that still decode as a plain ``Event``: the client's

@@ -275,7 +275,8 @@ async def test_new_and_prompt_stream_chunks(tmp_path: Path) -> None:
         answer = await prompt(conn, session.session_id, "Hi")
         assert answer.stop_reason == "end_turn"
         assert answer.field_meta["agentrpc"]["usage"] == {"inputTokens": 5, "outputTokens": 3, "contextTokens": 8}
-    assert editor.kinds() == ["agent_thought_chunk", "agent_message_chunk", "agent_message_chunk", "agent_message_chunk"]
+    assert editor.kinds() == ["available_commands_update", "session_info_update",
+                              "agent_thought_chunk", "agent_message_chunk", "agent_message_chunk", "agent_message_chunk"]
     assert editor.text() == "Hello there."
     assert editor.text("agent_thought_chunk") == "Let me think."
 
@@ -750,7 +751,8 @@ async def test_load_replays_everything_before_an_mcp_server_starts_and_runs_the_
                 while time.monotonic() < deadline and not (starts(old_marker) > 1 or new_marker.exists()):
                     time.sleep(0.01)
                 at_first_update.append((starts(old_marker), starts(new_marker)))
-            replayed.append(event.message)
+            if event.message["params"]["update"]["sessionUpdate"] != "available_commands_update":
+                replayed.append(event.message)
 
     config = scripted({"toolCalls": [{"id": "call_m", "name": "mcp__tools__add", "arguments": {"a": 1, "b": 2}}]}, {"text": ["3."]})
     async with agent(tmp_path, config, second, store=store, observe=observe) as (conn, cwd):

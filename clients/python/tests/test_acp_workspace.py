@@ -57,6 +57,7 @@ TASK = scripted(
     {"toolCalls": [call("call_edit", "edit_file", path="src/app.py", old_text="'Hello, '", new_text="'Hi, '")]},
     {"toolCalls": [call("call_run", "run_command", command="python3", args=["-c", "print('ran here')"])]},
     {"text": ["Done."]},
+    {"text": ["Still here."]},
 )
 
 
@@ -71,6 +72,17 @@ async def test_a_whole_coding_task_in_any_editor(tmp_path: Path, caps: str) -> N
         session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
         answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Say Hi instead of Hello")]), WAIT)
         assert answer.stop_reason == "end_turn"
+        edited = editor.files.get(str(root / "src" / "app.py")) if caps != "none" else (root / "src" / "app.py").read_text()
+        assert edited == APP.replace("'Hello, '", "'Hi, '")
+        # /undo: the last turn goes, and the file it edited gets its old text back.
+        undone = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("/undo")]), WAIT)
+        assert undone.stop_reason == "end_turn" and undone.field_meta["agentrpc"]["command"] == "undo"
+        assert [u["status"] for u in undone.field_meta["agentrpc"]["undos"]] == ["undone"]
+        assert editor.text().endswith("1 of 1 edit undone.")
+        restored = editor.files.get(str(root / "src" / "app.py")) if caps != "none" else (root / "src" / "app.py").read_text()
+        assert restored == APP
+        # The session goes on; nothing to undo is said so.
+        assert (await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("still there?")]), WAIT)).stop_reason == "end_turn"
 
     # list_files and search always run in the front end, on disk, and leave out what .gitignore does.
     assert output(editor, "call_ls").splitlines() == ["src/app.py", "test_app.py"]
@@ -91,12 +103,11 @@ async def test_a_whole_coding_task_in_any_editor(tmp_path: Path, caps: str) -> N
         # Nothing went to the editor but updates and permission requests (the frame check
         # fails any fs/* or terminal/*); the front end did the work on disk.
         assert {name for name, _ in editor.calls} == {"request_permission"}
-        assert (root / "src" / "app.py").read_text() == diff["newText"]
         assert "ran here" in output(editor, "call_run") and "[exit code 0]" in output(editor, "call_run")
     else:
-        # Reads, the edit and the command went through the editor, as before.
+        # Reads, the edit, its undo and the command went through the editor, as before.
         assert [c["path"] for c in editor.called("read_text_file")] == [str(root / "src" / "app.py")] * 3
-        assert editor.files[str(root / "src" / "app.py")] == diff["newText"]
+        assert [w["content"] for w in editor.called("write_text_file")] == [diff["newText"], APP]
         assert (root / "src" / "app.py").read_text() == APP, "the editor's buffer was written, not the disk"
         assert [c["command"] for c in editor.called("terminal/create")] == ["python3"]
         assert "ran in the editor" in output(editor, "call_run")

@@ -371,6 +371,12 @@ export interface PendingConfirmation {
   reason?: string;
 }
 
+export interface PlanEntry {
+  content: string;
+  priority: "high" | "medium" | "low";
+  status: "pending" | "in_progress" | "completed";
+}
+
 export interface Pricing {
   cacheReadPerMTok?: number;
   cacheWritePerMTok?: number;
@@ -557,6 +563,7 @@ export interface SessionConfig {
     [key: string]: Block;
   };
   budget?: Budget;
+  builtinTools?: "update_plan"[];
   contextSources?: ContextSource[];
   egress?: Egress;
   guards?: Guard[];
@@ -694,6 +701,7 @@ export interface SessionState {
   lastUsageReport?: Usage;
   mcpServers?: MCPServerState[];
   pendingConfirmation?: PendingConfirmation;
+  plan?: PlanEntry[];
   properties: {
     [key: string]: unknown;
   };
@@ -1039,8 +1047,13 @@ export interface McpServerStatusEvent {
   type: "mcpServerStatus";
 }
 
+export interface PlanUpdatedEvent {
+  entries: PlanEntry[];
+  type: "planUpdated";
+}
+
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | PlanUpdatedEvent;
 
 export interface RemoveOperation {
   ids: string[];

@@ -38,6 +38,7 @@ from ._wire import (
     TurnEnded,
     SteeringApplied,
     ApprovalRulesChanged,
+    PlanUpdated,
     EVENT_TYPES,
 )
 # </generated>
@@ -64,6 +65,7 @@ __all__ = [
     "TurnEnded",
     "SteeringApplied",
     "ApprovalRulesChanged",
+    "PlanUpdated",
     "EVENT_TYPES",
     # </generated>
     "Event",

@@ -1,0 +1,178 @@
+"""``agentrpc acp``'s session features through the real binary with the official
+ACP SDK: the model's plan as ACP ``plan`` updates (live, on load, in a fork), the
+session's title after its first prompt, slash commands advertised after the
+answer that makes the session, and ``session/fork``. Every frame is checked
+against the ACP schema (acp_check.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from acp import text_block
+from acp.connection import StreamDirection, StreamEvent
+
+from conftest import requires_real  # type: ignore[import-not-found]
+from test_acp import WAIT, Editor, agent, scripted  # type: ignore[import-not-found]
+from test_acp_workspace import NONE, call, model_tools  # type: ignore[import-not-found]
+
+pytestmark = requires_real
+
+PLAN = [{"content": "Read the module", "priority": "high", "status": "completed"},
+        {"content": "Write the test", "priority": "medium", "status": "in_progress"}]
+
+
+def plans(editor: Editor) -> list[list[dict[str, Any]]]:
+    return [u["entries"] for u in editor.updates if u["sessionUpdate"] == "plan"]
+
+
+def replayed(editor: Editor) -> list[dict[str, Any]]:
+    """The updates of a load, without the commands that follow its answer."""
+    return [u for u in editor.updates if u["sessionUpdate"] != "available_commands_update"]
+
+
+async def test_the_plan_is_a_plan_update_live_on_load_and_in_a_fork(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    dump = tmp_path / "requests.jsonl"
+    config = scripted({"toolCalls": [call("call_p", "update_plan", entries=PLAN)]}, {"text": ["Planned."]})
+    first = Editor()
+    async with agent(tmp_path, config, first, "--dump-requests", str(dump), store=store) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Plan it")]), WAIT)
+    # On by default in acp: the model is offered update_plan, and each call is a plan update.
+    assert "update_plan" in model_tools(dump)[0]
+    assert plans(first) == [PLAN]
+    assert first.statuses("call_p") == ["pending", "in_progress", "completed"]
+    assert first.tool_updates("call_p")[0]["title"] == "Update the plan" and first.tool_updates("call_p")[0]["kind"] == "think"
+    # A load in another process: the plan comes again, after the conversation.
+    second = Editor()
+    async with agent(tmp_path, scripted({"text": ["-"]}), second, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        assert replayed(second)[-1] == {"sessionUpdate": "plan", "entries": PLAN}
+        forked = await asyncio.wait_for(conn.fork_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        assert forked.session_id != session.session_id
+        assert [o.id for o in forked.config_options] == ["mode", "model"] and forked.modes.current_mode_id == "ask"
+        # The fork is a session of its own that goes on from the same conversation.
+        third = Editor()
+    async with agent(tmp_path, scripted({"text": ["Forked."]}), third, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=forked.session_id, mcp_servers=[]), WAIT)
+        said = "".join(u["content"]["text"] for u in third.updates if u["sessionUpdate"] == "user_message_chunk")
+        assert said == "Plan it" and replayed(third)[-1] == {"sessionUpdate": "plan", "entries": PLAN}
+        await asyncio.wait_for(conn.prompt(session_id=forked.session_id, prompt=[text_block("go on")]), WAIT)
+    assert third.text().endswith("Forked.")
+
+
+async def test_acp_tools_can_leave_the_plan_out(tmp_path: Path) -> None:
+    dump = tmp_path / "requests.jsonl"
+    config = scripted({"text": ["-"]})
+    config["acp"] = {"tools": ["read_file", "list_files"]}
+    async with agent(tmp_path, config, Editor(), "--dump-requests", str(dump)) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]), WAIT)
+    assert model_tools(dump) == [["list_files", "read_file"]]
+
+
+async def test_a_title_after_the_first_prompt_and_commands_after_the_answer(tmp_path: Path) -> None:
+    order: list[str] = []
+
+    def observe(event: StreamEvent) -> None:
+        message = event.message
+        if event.direction == StreamDirection.INCOMING:
+            if "result" in message and isinstance(message["result"], dict) and "sessionId" in message["result"]:
+                order.append("answer")
+            elif message.get("method") == "session/update":
+                order.append(message["params"]["update"]["sessionUpdate"])
+
+    store = tmp_path / "store"
+    editor = Editor()
+    long_line = "Fix the greeting in src/app.py so that it says Hi instead of Hello, and add a test for it please"
+    async with agent(tmp_path, scripted({"text": ["One."]}, {"text": ["Two."]}), editor, store=store, observe=observe) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        await editor.wait_for(lambda: "available_commands_update" in editor.kinds())
+        assert order[:2] == ["answer", "available_commands_update"], "the commands come after the session exists for the editor"
+        (commands,) = [u for u in editor.updates if u["sessionUpdate"] == "available_commands_update"]
+        assert [c["name"] for c in commands["availableCommands"]] == ["undo"]
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(long_line + "\nmore details")]), WAIT)
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("And again")]), WAIT)
+    titles = [u["title"] for u in editor.updates if u["sessionUpdate"] == "session_info_update"]
+    assert titles == [long_line[:79] + "…"]
+    # Loaded again: it has its title, and the commands come after the load's answer.
+    again = Editor()
+    async with agent(tmp_path, scripted({"text": ["Three."]}), again, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        await again.wait_for(lambda: "available_commands_update" in again.kinds())
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Third")]), WAIT)
+    assert "session_info_update" not in again.kinds()
+
+
+async def test_undo_with_nothing_to_undo_and_an_unknown_command(tmp_path: Path) -> None:
+    editor = Editor()
+    dump = tmp_path / "requests.jsonl"
+    async with agent(tmp_path, scripted({"text": ["Seen."]}), editor, "--dump-requests", str(dump), capabilities=NONE) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("/undo")]), WAIT)
+        assert answer.stop_reason == "end_turn" and editor.text() == "There is no turn to undo."
+        # Not a command of this agent: it goes to the model as it is.
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("/deploy now")]), WAIT)
+    assert editor.text().endswith("Seen.") and len(dump.read_text().splitlines()) == 1
+
+
+# A server that serves until its first tools/call, then exits; started again, it exits at once.
+CRASHING_MCP_SERVER = """
+import json, os, sys
+marker = sys.argv[1]
+if os.path.exists(marker): sys.exit(4)
+open(marker, "w").close()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "tools/call": sys.exit(5)
+    if m["method"] == "initialize": r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "1"}}
+    elif m["method"] == "tools/list": r = {"tools": [{"name": "crash", "inputSchema": {"type": "object"}}]}
+    else: r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"""
+
+
+async def test_mcp_servers_that_cannot_start_or_fail_later_are_named_and_said_once(tmp_path: Path) -> None:
+    import sys
+
+    from acp.schema import HttpMcpServer, McpServerStdio
+
+    servers = [McpServerStdio(name="missing", command="/nonexistent/mcp-server", args=[], env=[]),
+               McpServerStdio(name="quitter", command=sys.executable, args=["-c", "import sys; sys.exit(3)"], env=[]),
+               HttpMcpServer(type="http", name="nowhere", url="http://127.0.0.1:9/mcp", headers=[])]
+    editor = Editor()
+    config = scripted({"text": ["First."]}, {"text": ["Second."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=servers), WAIT)
+        named = {s["name"]: s["reason"] for s in session.field_meta["agentrpc"]["mcpServersNotStarted"]}
+        assert set(named) == {"missing", "quitter", "nowhere"} and all(named.values())
+        assert "/nonexistent/mcp-server" in named["missing"]
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("one")]), WAIT)
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("two")]), WAIT)
+    # Said once, before the first answer, in the editor's own words for the servers.
+    text = editor.text()
+    assert text.endswith("First.Second.")
+    for name in ("missing", "quitter", "nowhere"):
+        assert text.count(f"MCP server '{name}' is not available: ") == 1
+    assert text.index("nowhere") < text.index("First.")
+
+    # A server that works at first and fails during the session: said at the next prompt.
+    marker = tmp_path / "started-once"
+    flaky = McpServerStdio(name="flaky one", command=sys.executable, args=["-c", CRASHING_MCP_SERVER, str(marker)], env=[])
+    later = Editor()
+    config = scripted({"toolCalls": [call("call_c", "mcp__flaky_one__crash")]}, {"text": ["It crashed."]}, {"text": ["Next."]})
+    async with agent(tmp_path, config, later) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[flaky]), WAIT)
+        assert session.field_meta is None
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("crash it")]), WAIT)
+        assert later.statuses("call_c")[-1] == "failed"
+        # Its restarts fail: the failure is reported (bounded wait for the engine to give up on it).
+        async with asyncio.timeout(WAIT):
+            while True:
+                await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("next")]), WAIT)
+                if "MCP server 'flaky one' is not available" in later.text():
+                    break
+    assert later.text().count("MCP server 'flaky one' is not available") == 1
