@@ -60,6 +60,13 @@ test('every event type of the schema reaches session.stream() / session.events()
     record([await nextMatching(rules, (e) => e.type === 'approvalRulesChanged', 5000, 'approvalRulesChanged')]);
     await rules.return();
 
+    // The engine's update_plan, named in builtinTools: planUpdated.
+    const planner = await client.openSession({
+      model: scripted({ toolCalls: [{ name: 'update_plan', arguments: { entries: [{ content: 'Write it', priority: 'high', status: 'pending' }] } }] }, { text: ['ok'] }),
+      builtinTools: ['update_plan'],
+    });
+    record(await collect(planner.stream('plan it')));
+
     // An MCP server (a few lines of Python on stdio): mcpServerStatus, outside any turn.
     const mcp = await client.openSession({ model: scripted({ text: ['ok'] }), mcpServers: [{ name: 'calc', command: 'python3', args: ['-c', MCP_SERVER] }] });
     const statuses = mcp.events();

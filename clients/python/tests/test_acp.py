@@ -366,7 +366,9 @@ async def test_the_editors_mcp_servers_are_started_and_those_that_cannot_be_are_
     # The editor's header went with every request.
     received = [json.loads(line) for line in log.read_text().splitlines()]
     assert received and all(r["headers"].get("x-editor") == "from the editor" for r in received)
-    assert editor.text() == "5."
+    # Said to the user once, before the first answer.
+    assert editor.text() == ("MCP server 'old' is not available: the sse transport is not supported "
+                             "(mcpCapabilities says which are).\n\n5.")
 
 
 # -- tools through the editor -----------------------------------------------------------

@@ -14,6 +14,7 @@ from agentrpc import (
     Event,
     HookFired,
     Limits,
+    PlanUpdated,
     ProfileActivated,
     PropertiesChanged,
     Retrying,
@@ -47,7 +48,7 @@ def test_every_protocol_event_type_has_a_class() -> None:
         "turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted",
         "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended",
         "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated",
-        "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged",
+        "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "planUpdated",
     }
     assert all(cls is not Event and issubclass(cls, Event) for cls in EVENT_TYPES.values())
 
@@ -68,6 +69,8 @@ def test_events_the_scripted_server_does_not_emit_yet_decode() -> None:
     assert isinstance(ended, TurnEnded) and isinstance(ended.error, Cancelled) and ended.error.partial_text == "p"
     resolved = parse_event(note({"type": "confirmationResolved", "callId": "c", "decision": "deny", "source": "timeout"}))
     assert isinstance(resolved, ConfirmationResolved) and not resolved.approved
+    plan = parse_event(note({"type": "planUpdated", "entries": [{"content": "a", "priority": "high", "status": "in_progress"}]}))
+    assert isinstance(plan, PlanUpdated) and plan.entries == [{"content": "a", "priority": "high", "status": "in_progress"}]
     props = parse_event(note({"type": "propertiesChanged", "set": {"a": 1}, "removed": ["b"]}, turn=None))
     assert isinstance(props, PropertiesChanged) and props.turn_id is None and props.set == {"a": 1}
     warnings = parse_event(note({"type": "schemaWarnings", "warnings": [{"tool": "t", "path": "#", "message": "m"}]}))
