@@ -298,7 +298,7 @@ for line in sys.stdin:
     m = json.loads(line)
     if "id" not in m: continue
     if m["method"] == "initialize": r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
-    elif m["method"] == "tools/list": r = {"tools": [{"name": "add", "description": "Adds a and b.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}]}
+    elif m["method"] == "tools/list": r = {"tools": [{"name": "add", "description": "Adds a and b.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}, "annotations": {"readOnlyHint": True}}]}
     elif m["method"] == "tools/call":
         a = m["params"]["arguments"]
         r = {"content": [{"type": "text", "text": str(a["a"] + a["b"])}]}

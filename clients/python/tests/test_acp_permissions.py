@@ -148,7 +148,9 @@ async def test_read_only_offers_no_tool_that_writes_and_the_mode_is_stored(tmp_p
                       {"text": ["-"]})
     editor = Editor()
     # An MCP tool that does not say it only reads is not offered either.
-    calc = McpServerStdio(name="calc", command=sys.executable, args=["-c", CALC_MCP_SERVER], env=[])
+    unannotated = CALC_MCP_SERVER.replace(', "annotations": {"readOnlyHint": True}', "")
+    assert unannotated != CALC_MCP_SERVER
+    calc = McpServerStdio(name="calc", command=sys.executable, args=["-c", unannotated], env=[])
     async with agent(tmp_path, config, editor, "--dump-requests", str(dump), capabilities=NONE, store=store) as (conn, _):
         session = await asyncio.wait_for(conn.new_session(cwd=str(workspace), mcp_servers=[calc]), WAIT)
         await go(conn, session.session_id, "before")
