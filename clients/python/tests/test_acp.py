@@ -872,10 +872,11 @@ async def test_list_resume_close_delete(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as closed:
             await prompt(conn, a.session_id, "still there?")
         assert closed.value.data["kind"] == "sessionNotFound"
-        # resume: loaded again, without a replay.
+        # resume: loaded again, without a replay (the slash commands are announced again, nothing else).
         before = len(editor.updates)
         await asyncio.wait_for(conn.resume_session(cwd=cwd, session_id=a.session_id, mcp_servers=[]), WAIT)
-        assert len(editor.updates) == before
+        await editor.wait_for(lambda: "available_commands_update" in editor.kinds()[before:])
+        assert [u["sessionUpdate"] for u in editor.updates[before:]] == ["available_commands_update"]
         raw = conn._conn  # the SDK has no helper for session/delete
         assert await asyncio.wait_for(raw.send_request("session/delete", {"sessionId": b.session_id}), WAIT) == {}
         assert await asyncio.wait_for(raw.send_request("session/delete", {"sessionId": "s-never-was"}), WAIT) == {}
