@@ -68,6 +68,8 @@ public enum BudgetBounds {
     public static let tokens = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 1e15, unit: "tokens")
     /// More than zero, at most a billion dollars.
     public static let costUSD = NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 1e9, unit: "US dollars")
+    /// Entries kept verbatim after a summary (compaction's `keepLast`): 0 to a million.
+    public static let keepLast = NumericBounds(lowerBound: 0, excludesLowerBound: false, upperBound: 1_000_000, unit: "entries")
 }
 
 /// A wire type whose numeric properties have ranges: the schema generator adds

@@ -35,6 +35,8 @@ actor AgentSession {
     var approvalRules = ApprovalRuleSet()
     /// True while a rewind sends its `tool/undo`s: no turn starts meanwhile.
     var rewindingUndos = false
+    /// A `session/compact` in progress: no turn starts and the transcript is not edited meanwhile.
+    var compaction: CompactionInProgress?
     /// The session's MCP servers, or why there are none yet; see `startMCPServers()`.
     var mcpServers = SessionMCPServers.none
     /// The session's MCP servers (nil: it names none, or they are not started).
@@ -283,6 +285,9 @@ actor AgentSession {
         if rewindingUndos {
             throw RPCError(.sessionBusy, "a rewind is still undoing tool calls; send again when it has answered")
         }
+        if compaction != nil {
+            throw RPCError(.sessionBusy, "the session is being compacted; send again when session/compact has answered")
+        }
         let profile = try resolveProfile()
         let modelRef = try resolveModelReference(options: options, profile: profile)
         let provider = try provider(for: modelRef)
@@ -347,6 +352,7 @@ actor AgentSession {
     /// Stops a running turn from outside (close, shutdown) and waits for it to wind down.
     func abortRunningTurn(reason: AbortReason) async {
         dropQueuedSends(source: reason == .closed ? "close" : "shutdown")
+        abortCompaction(reason)
         guard let runner, runner.isRunning else { return }
         runner.abort(reason)
         let control = runner.control

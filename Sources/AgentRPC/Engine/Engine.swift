@@ -172,6 +172,12 @@ final class Engine: Sendable {
                 return answer
             }
         }
+        table.on(SessionCompactRequest.self) { [self] params, _ in
+            let s = try session(params.sessionId)
+            // Admitted in request order (a send right after it is sessionBusy); the summary request runs after.
+            try await s.beginCompaction(params)
+            return .later { try await s.runCompaction(params) }
+        }
         table.on(SessionSetApprovalRulesRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).setApprovalRules(add: params.add ?? [], remove: params.remove ?? []))
         }

@@ -16,6 +16,8 @@ struct SessionCaches {
     /// What was sent last per model (for `cacheInvalidated`), which the
     /// conversion's stable prefix lets skip comparing again.
     var prefix = PrefixTracker()
+    /// What the last round trip's request held, for the next one's estimate.
+    var contextMark: ContextMark?
 
     /// A compiled validator for a tool's input schema, compiled once per schema.
     mutating func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {

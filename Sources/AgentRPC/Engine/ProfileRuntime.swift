@@ -130,33 +130,22 @@ extension TurnRunner {
 
     /// Lossy and global (docs/protocol.md §11): old entries are summarized by a model into
     /// a property and removed from the real transcript. The current turn's
-    /// entries are never removed, and a tool exchange is never split.
+    /// entries are never removed, and a tool exchange is never split. One more
+    /// trigger of compaction's code: its cut (moved back to a prompt) and its
+    /// summary request; what differs is where the summary goes, and that it
+    /// starts at an entry count rather than at the window.
     private func summarizeHistory(_ spec: SummarizeHistory, profile: ResolvedProfile, session: isolated AgentSession) async throws {
         let threshold = spec.threshold ?? 20
-        let keepLast = max(0, spec.keepLast ?? 6)
         guard session.entries.count > threshold else { return }
-        var cut = max(0, session.entries.count - keepLast)
-        if let currentPrompt = session.entries.firstIndex(where: { $0.turnId == turn.id }) { cut = min(cut, currentPrompt) }
-        cut = min(cut, session.entries.count - 1)
-        // Move the cut back to a prompt so no exchange is split.
-        while cut > 0 {
-            if case .prompt = session.entries[cut].content { break }
-            cut -= 1
-        }
-        guard cut > 0 else { return }
-        let old = Array(session.entries[..<cut])
+        let entries = session.entries
+        let running = entries.firstIndex { $0.turnId == turn.id }
+        guard let cut = CompactionCut.index(in: entries, keepLast: spec.keepLast ?? 6, protectFrom: running, toPrompt: true) else { return }
+        let old = Array(entries[..<cut])
         let reference = try spec.model ?? profile.model ?? session.resolveModelReference(options: turn.options)
-        let provider = try session.provider(for: reference)
-        let modelConfig = try session.context.catalog.resolve(reference, field: "summarizeHistory.model")
-        var previous = ""
-        if let into = spec.into, let existing = session.properties[into]?.stringValue { previous = existing }
-        let request = ModelRequest(
-            model: modelConfig.model ?? modelConfig.provider.rawValue,
-            instructions: "Summarize the conversation below for your own later reference: keep facts, decisions, open questions and tool results that matter; be concise."
-                + (previous.isEmpty ? "" : "\n\nAn earlier summary to fold in:\n\(previous)"),
-            messages: ModelHistory.messages(from: old) + [.user(text: "Write the summary now.", images: [])],
-            tools: [], toolChoice: .none)
-        let summary = try await sideRequest(request, provider: provider, purpose: .summary, profile: profile.name, parent: turn.spanParent, session: session).text
+        let previous = spec.into.flatMap { session.properties[$0]?.stringValue } ?? ""
+        let summary = try await summarize(
+            old, model: reference, field: "summarizeHistory.model", extraInstructions: nil, earlierSummary: previous,
+            purpose: .summary, profile: profile.name, session: session)
         _ = try session.setProperties(set: [spec.into ?? "summary": .string(summary)], remove: [])
         try session.transcript.mutate([.remove(ids: old.map(\.id))])
     }

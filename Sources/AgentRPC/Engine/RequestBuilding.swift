@@ -369,8 +369,16 @@ enum ModelHistory {
                 }
             case .toolOutput(let callId, let name, let outcome, let content, _, let approved):
                 add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entry.id)
+            case .summary(let text):
+                add(.user(text: Self.summaryText(text), images: []), entry.id)
             }
         }
+    }
+
+    /// How a compaction's summary reaches the model: as the user's note of
+    /// what came before, since no provider has a message kind for it.
+    static func summaryText(_ summary: String) -> String {
+        "[Summary of the conversation so far]\n\n" + summary
     }
 
     /// What the model reads for a tool output. When the user edited the arguments

@@ -30,19 +30,21 @@ final class RequestDumper: Sendable {
 
     /// Why the engine sent a request.
     enum Purpose: String {
-        case turn, router, consult, summary
+        case turn, router, consult, summary, compaction
     }
 
     /// `body` is the exact JSON body an HTTP provider sends (it never holds a key:
     /// credentials travel in headers only).
     func dump(
-        sessionId: String, turnId: String, purpose: Purpose, roundTrip: Int, profile: String, provider: String, request: ModelRequest,
+        sessionId: String, turnId: String?, purpose: Purpose, roundTrip: Int, profile: String, provider: String, request: ModelRequest,
         body: JSONValue? = nil
     ) {
+        // A request outside any turn (`session/compact`) names none.
         var members: [String: JSONValue] = [
-            "sessionId": .string(sessionId), "turnId": .string(turnId), "purpose": .string(purpose.rawValue), "roundTrip": .int(roundTrip),
+            "sessionId": .string(sessionId), "purpose": .string(purpose.rawValue), "roundTrip": .int(roundTrip),
             "profile": .string(profile), "provider": .string(provider), "request": request.dumpJSON,
         ]
+        if let turnId { members["turnId"] = .string(turnId) }
         if let body { members["body"] = body }
         let line = JSONValue.object(members)
         var bytes = line.serialized()

@@ -28,6 +28,20 @@ enum TranscriptChange: Sendable, Equatable {
     case undoRecordsTaken([UndoRecord])
     /// The model replaced the session's plan (`update_plan`).
     case planUpdated([PlanEntry])
+    /// A compaction replaced the entries `removedIDs` by `summary`, which takes the
+    /// place of the first of them; `nextEntryNumber` is the counter after it.
+    case compacted(summary: TranscriptEntry, removedIDs: [String], nextEntryNumber: Int, revision: Int)
+    /// The compaction whose summary is `summaryID` was undone: its entries are back in its place.
+    case compactionUndone(summaryID: String, revision: Int)
+    /// Usage outside any turn (a `session/compact`'s summary request) joins the totals.
+    case usageRecorded(Usage)
+}
+
+/// The entries a compaction replaced by its summary, kept (with the session)
+/// so that the compaction can be undone.
+struct CompactionRecord: Sendable, Equatable {
+    var summaryID: String
+    var removed: [TranscriptEntry]
 }
 
 /// How a turn ended, as the journal keeps it.
@@ -137,6 +151,10 @@ struct Transcript: Sendable {
     private(set) var plan: [PlanEntry]?
     /// Older records are dropped first beyond this many.
     static let maxCommittedUndoRecords = 1000
+    /// The compactions that can still be undone, oldest first.
+    private(set) var compactions: [CompactionRecord] = []
+    /// Older compactions stop being undoable beyond this many.
+    static let maxCompactionRecords = 1000
     /// Nil without a store.
     var journal: (any TranscriptJournal)?
     /// A change was made that the journal refused (see `mutateEvenIfUnjournaled`):
@@ -159,6 +177,7 @@ struct Transcript: Sendable {
         usageTotals = snapshot.usage
         committedUndo = snapshot.committedUndo
         plan = snapshot.plan
+        compactions = snapshot.compactions
         updatedAt = snapshot.updatedAt
         indexIDs()
     }
@@ -179,7 +198,7 @@ struct Transcript: Sendable {
         TranscriptSnapshot(
             entries: entries, revision: revision, nextEntryNumber: nextEntryNumber, properties: properties,
             activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, committedUndo: committedUndo,
-            plan: plan, updatedAt: updatedAt)
+            plan: plan, compactions: compactions, updatedAt: updatedAt)
     }
 
     // MARK: Changes
@@ -236,6 +255,58 @@ struct Transcript: Sendable {
         let (entry, next) = freshEntry(content, turn: turn)
         try? make(.entryAppended(entry, nextEntryNumber: next), mutatedEntries: nil, at: Date())
         return entry
+    }
+
+    /// Replaces the entries `removedIDs` (each present, in transcript order) by a
+    /// `summary` entry under a fresh id, in the place of the first of them: one
+    /// revision, journaled with what lets it be undone.
+    @discardableResult
+    mutating func compact(removing removedIDs: [String], summary text: String) throws -> TranscriptEntry {
+        let (summary, next) = freshEntry(.summary(text: text), turn: nil)
+        try commit(.compacted(summary: summary, removedIDs: removedIDs, nextEntryNumber: next, revision: revision + 1))
+        return summary
+    }
+
+    /// The entries once the compaction of `summaryID` is undone; nothing changes.
+    /// Nil when no undoable compaction has that summary in the transcript.
+    func entriesUndoingCompaction(_ summaryID: String) -> [TranscriptEntry]? {
+        guard let record = compactions.last(where: { $0.summaryID == summaryID }),
+            let at = entries.firstIndex(where: { $0.id == summaryID })
+        else { return nil }
+        var working = entries
+        working.replaceSubrange(at...at, with: record.removed)
+        return working
+    }
+
+    /// Puts back the entries the compaction of `summaryID` replaced (check them
+    /// with `entriesUndoingCompaction` first).
+    mutating func undoCompaction(_ summaryID: String) throws {
+        try commit(.compactionUndone(summaryID: summaryID, revision: revision + 1))
+    }
+
+    /// The summary in the transcript under which `contains` finds an entry,
+    /// directly or under a summary it replaced in turn.
+    func summaryHolding(_ contains: (TranscriptEntry) -> Bool) -> String? {
+        func holds(_ record: CompactionRecord, depth: Int) -> Bool {
+            record.removed.contains { entry in
+                if contains(entry) { return true }
+                guard depth < Self.maxCompactionRecords, case .summary = entry.content,
+                    let inner = compactions.last(where: { $0.summaryID == entry.id })
+                else { return false }
+                return holds(inner, depth: depth + 1)
+            }
+        }
+        for entry in entries {
+            guard case .summary = entry.content, let record = compactions.last(where: { $0.summaryID == entry.id }) else { continue }
+            if holds(record, depth: 0) { return entry.id }
+        }
+        return nil
+    }
+
+    /// Usage outside a turn, added to the totals (and, with `contextTokens`, the meter).
+    mutating func recordUsage(_ usage: Usage) throws {
+        guard usage != Usage() else { return }
+        try commit(.usageRecorded(usage))
     }
 
     /// Sets and removes properties; returns the removed keys that were present, sorted.
@@ -339,20 +410,49 @@ struct Transcript: Sendable {
         revision += 1
     }
 
+    /// Entries rewritten (anything but an append): a running turn keeps a copy
+    /// of the entries before it for the `revert` policy.
+    private mutating func replaceEntries(_ working: [TranscriptEntry], revision newRevision: Int) {
+        if var open = openTurn, open.copiedBefore == nil {
+            open.copiedBefore = Array(entries.prefix(open.countBefore))
+            openTurn = open
+        }
+        entries = working
+        indexIDs()
+        revision = newRevision
+        appendRunStamp = Self.newAppendRunStamp()
+    }
+
     private mutating func make(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]?, at date: Date) throws {
         switch change {
         case .entryAppended(let entry, let next):
             try appendEntry(entry, next: next)
         case .entriesMutated(let operations, let newRevision):
-            if var open = openTurn, open.copiedBefore == nil {
-                open.copiedBefore = Array(entries.prefix(open.countBefore))
-                openTurn = open
-            }
             let working = try mutatedEntries ?? TranscriptOperations.apply(operations, to: entries)
-            entries = working
-            indexIDs()
-            revision = newRevision
-            appendRunStamp = Self.newAppendRunStamp()
+            replaceEntries(working, revision: newRevision)
+        case .compacted(let summary, let removedIDs, let next, let newRevision):
+            let doomed = Set(removedIDs)
+            guard doomed.count == removedIDs.count, let first = entries.firstIndex(where: { doomed.contains($0.id) }) else {
+                throw ReplayMismatch("a compaction of entries the transcript does not hold")
+            }
+            let removed = entries.filter { doomed.contains($0.id) }
+            guard removed.count == doomed.count else { throw ReplayMismatch("a compaction of entries the transcript does not hold") }
+            var working = entries.filter { !doomed.contains($0.id) }
+            guard !working.contains(where: { $0.id == summary.id }) else { throw ReplayMismatch("entry id '\(summary.id)' is already taken") }
+            working.insert(summary, at: first)
+            replaceEntries(working, revision: newRevision)
+            nextEntryNumber = next
+            compactions.append(CompactionRecord(summaryID: summary.id, removed: removed))
+            let excess = compactions.count - Self.maxCompactionRecords
+            if excess > 0 { compactions.removeFirst(excess) }
+        case .compactionUndone(let summaryID, let newRevision):
+            guard let working = entriesUndoingCompaction(summaryID), let index = compactions.lastIndex(where: { $0.summaryID == summaryID }) else {
+                throw ReplayMismatch("no compaction with the summary '\(summaryID)' to undo")
+            }
+            replaceEntries(working, revision: newRevision)
+            compactions.remove(at: index)
+        case .usageRecorded(let usage):
+            usageTotals.add(usage)
         case .propertiesChanged(let set, let removed):
             for key in removed { properties.removeValue(forKey: key) }
             for (k, v) in set { properties[k] = v }
@@ -465,5 +565,7 @@ struct TranscriptSnapshot: Sendable, Equatable {
     var committedUndo: [UndoRecord]
     /// The model's plan (`update_plan`), when it made one.
     var plan: [PlanEntry]? = nil
+    /// The compactions that can still be undone.
+    var compactions: [CompactionRecord] = []
     var updatedAt: Date
 }

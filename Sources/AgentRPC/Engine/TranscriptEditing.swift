@@ -8,6 +8,7 @@ extension AgentSession {
         if isRunning {
             throw RPCError(.sessionBusy, "the transcript cannot change while a turn is running", data: ["turnId": turnId.map { .string($0) } ?? .null])
         }
+        if compaction != nil { throw RPCError(.sessionBusy, "the transcript cannot change while the session is being compacted") }
         if let expectedRevision, expectedRevision != revision {
             throw RPCError(.revisionMismatch, "the transcript is at revision \(revision), not \(expectedRevision)", data: [
                 "expectedRevision": .int(expectedRevision), "revision": .int(revision),
@@ -31,9 +32,24 @@ extension AgentSession {
         if rewindingUndos {
             throw RPCError(.sessionBusy, "an earlier rewind is still undoing tool calls")
         }
+        if compaction != nil { throw RPCError(.sessionBusy, "the transcript cannot be rewound while the session is being compacted") }
+        let given = [("toEntryId", params.toEntryId), ("turnId", params.turnId), ("compaction", params.compaction)].filter { $0.1 != nil }.map(\.0)
+        guard given.count == 1 else {
+            // None: the first there could be; several: the first one too many.
+            throw RPCError.invalidParams("give exactly one of toEntryId, turnId and compaction", field: given.count == 0 ? "toEntryId" : given[1])
+        }
+        if let summary = params.compaction {
+            let restored = try undoCompactions(holding: nil, summary: summary)
+            try transcript.sync()
+            return (SessionRewindResult(revision: revision, entryCount: entries.count, removedEntries: [summary], undos: [], restoredEntries: restored), [])
+        }
+        // A point a compaction summarized is put back first, then cut as any other.
+        let isPoint: (TranscriptEntry) -> Bool = { entry in params.toEntryId.map { entry.id == $0 } ?? (entry.turnId == params.turnId) }
+        var restored: [String] = []
+        if !entries.contains(where: isPoint) { restored = try undoCompactions(holding: isPoint, summary: nil) }
         let cut: Int
         switch (params.toEntryId, params.turnId) {
-        case (let entryId?, nil):
+        case (let entryId?, _):
             guard let index = entries.firstIndex(where: { $0.id == entryId }) else {
                 throw RPCError(.invalidParams, "the transcript has no entry with this id", data: ["field": "toEntryId", "entryId": .string(entryId)])
             }
@@ -44,7 +60,7 @@ extension AgentSession {
             }
             cut = index
         default:
-            throw RPCError.invalidParams("give exactly one of toEntryId and turnId", field: params.toEntryId == nil ? "toEntryId" : "turnId")
+            throw RPCError.invalidParams("give exactly one of toEntryId, turnId and compaction", field: "toEntryId")
         }
         let removed = Array(entries[cut...])
         // A call is identified by its turn and call id: models reuse call ids across turns.
@@ -56,8 +72,41 @@ extension AgentSession {
         let taken = try transcript.takeUndoRecords { removedCalls.contains(UndoKey(turnId: $0.turnId, callId: $0.callId)) }
         let undos = params.undo ? Array(taken.reversed()) : []
         if !undos.isEmpty { rewindingUndos = true }
-        let result = SessionRewindResult(revision: revision, entryCount: entries.count, removedEntries: removed.map(\.id), undos: [])
+        let kept = Set(entries.map(\.id))
+        let stillRestored = restored.filter { kept.contains($0) }
+        let result = SessionRewindResult(
+            revision: revision, entryCount: entries.count, removedEntries: removed.map(\.id), undos: [],
+            restoredEntries: stillRestored.isEmpty ? nil : stillRestored)
         return (result, undos)
+    }
+
+    /// Undoes the compaction of `summary`, or those (newest first) under which
+    /// the transcript holds an entry `holding` finds, until it is back. Returns
+    /// the ids put back. Each undo is one journaled revision; a compaction whose
+    /// entries would clash with the transcript's (an id taken since) is refused
+    /// before anything changes.
+    private func undoCompactions(holding: ((TranscriptEntry) -> Bool)?, summary: String?) throws -> [String] {
+        var restored: [String] = []
+        var next = summary
+        if let holding { next = transcript.summaryHolding(holding) }
+        guard let first = next, transcript.entriesUndoingCompaction(first) != nil else {
+            if let summary {
+                throw RPCError(.invalidParams, "the transcript has no summary entry with this id whose compaction can be undone", data: [
+                    "field": "compaction", "entryId": .string(summary),
+                ])
+            }
+            return []
+        }
+        while let summaryID = next {
+            guard let working = transcript.entriesUndoingCompaction(summaryID) else { break }
+            try TranscriptShape.check(working)
+            let before = Set(entries.map(\.id))
+            try transcript.undoCompaction(summaryID)
+            restored.append(contentsOf: entries.map(\.id).filter { !before.contains($0) })
+            guard let holding, !entries.contains(where: holding) else { break }
+            next = transcript.summaryHolding(holding)
+        }
+        return restored
     }
 
     /// Sends `tool/undo` for each record in order; a failure does not stop the rest.

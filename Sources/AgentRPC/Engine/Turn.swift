@@ -175,17 +175,7 @@ extension TurnRunner {
             let modelRef = try session.resolveModelReference(options: turn.options, profile: profile)
             let provider = try session.provider(for: modelRef)
             try checkBudgets(provider: provider, session: session)
-            var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
-            if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
-            reportOptionWarnings(provider.optionWarnings(for: request), session: session)
-            if let change = session.caches.prefix.observe(
-                model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
-                stablePrefix: stablePrefix) {
-                session.emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
-            }
-            session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model,
-                                         contextWindowTokens: provider.capabilities.contextWindowTokens))
-            let output = try await send(request, provider: provider, purpose: .turn, profile: profile.name, parent: turn.spanParent, shown: true, session: session)
+            let output = try await roundTrip(profile: profile, modelRef: modelRef, provider: provider, session: session)
             try control.checkpoint()
 
             // A round trip cut off by the token limit or the content filter runs none of
@@ -245,6 +235,43 @@ extension TurnRunner {
         return try await stage.run(host: session)
     }
 
+    /// One round trip: the request built from the transcript and sent. When it
+    /// would pass the compaction threshold of the model's window the
+    /// conversation is compacted first; when the provider answers that the
+    /// context is too long, it is compacted once and the round trip sent again
+    /// (docs/protocol.md, "Compaction").
+    private func roundTrip(profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession) async throws -> RoundTripOutput {
+        var compacted = false
+        var overflowRetried = false
+        while true {
+            var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
+            if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
+            if !compacted, try await compactBeforeRoundTrip(request, provider: provider, session: session) {
+                compacted = true
+                continue
+            }
+            reportOptionWarnings(provider.optionWarnings(for: request), session: session)
+            if let change = session.caches.prefix.observe(
+                model: request.model, instructions: request.instructions, tools: request.tools, messages: request.messages, entryIDs: entryIDs,
+                stablePrefix: stablePrefix) {
+                session.emit(.cacheInvalidated(reason: change.reason, firstChangedEntry: change.firstChangedEntry))
+            }
+            session.emit(.requestStarted(roundTrip: turn.roundTrips, profile: profile.name, provider: provider.name, model: request.model,
+                                         contextWindowTokens: provider.capabilities.contextWindowTokens))
+            let (stamp, count) = (session.transcript.appendRunStamp, session.entries.count)
+            do {
+                let output = try await send(request, provider: provider, purpose: .turn, profile: profile.name, parent: turn.spanParent, shown: true, session: session)
+                markContext(output.usage, entryCount: count, appendRunStamp: stamp, session: session)
+                return output
+            } catch let error as ProviderError where error.code == .contextLengthExceeded && !overflowRetried {
+                overflowRetried = true
+                compacted = true
+                guard try await compactAfterOverflow(request, provider: provider, session: session) else { throw error }
+                currentText = ""
+            }
+        }
+    }
+
     // MARK: Streaming
 
     /// One request to the model with its retries: a round trip of the turn
@@ -293,7 +320,7 @@ extension TurnRunner {
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, shown: Bool, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
-        session.context.dumper?.dump(sessionId: session.id, turnId: turn.id, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
+        session.context.dumper?.dump(sessionId: session.id, turnId: turnIDForClients, purpose: purpose, roundTrip: turn.roundTrips, profile: profile, provider: provider.name, request: request,
                                body: session.context.dumper == nil ? nil : provider.wireBody(for: request))
         let span = parent.flatMap { session.context.tracer?.startCompletionSpan(provider: provider.name, model: request.model, parent: $0) }
         span?.setPayload(SpanAttributeKey.prompt, request.dumpJSON.serializedString())
@@ -561,7 +588,9 @@ extension TurnRunner {
     }
 
     func providerRPCError(_ e: ProviderError) -> RPCError {
-        RPCError(.providerError, e.safeDescription, data: ["provider": e.json, "turnId": .string(turn.id), "partialText": .string(currentText)])
+        var data: [String: JSONValue] = ["provider": e.json, "partialText": .string(currentText)]
+        if let id = turnIDForClients { data["turnId"] = .string(id) }
+        return RPCError(.providerError, e.safeDescription, data: data)
     }
 }
 

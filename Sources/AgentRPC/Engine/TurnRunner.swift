@@ -31,6 +31,12 @@ final class TurnRunner {
     var lastUsageReport: Usage?
     let schemaWarnings: [SchemaWarning]
     var contextDiagnostics: [ContextDiagnostic]
+    /// A runner of the engine's own work outside any turn (`session/compact`):
+    /// its model requests go through the turn's code, but there is no turn to
+    /// announce, tag events with or end.
+    let isMaintenance: Bool
+    /// The id events, errors and dumps name: none for maintenance work.
+    var turnIDForClients: String? { isMaintenance ? nil : turn.id }
 
     // The mailbox
     /// `session/steer` input waiting for the next checkpoint.
@@ -47,7 +53,19 @@ final class TurnRunner {
         self.events = events
         self.schemaWarnings = schemaWarnings
         self.contextDiagnostics = previous?.contextDiagnostics ?? []
+        self.isMaintenance = false
         events.runningTurnId = turn.id
+    }
+
+    /// A maintenance runner (`isMaintenance`) on the session's limits.
+    init(maintenanceOn turn: TurnState, events: SessionEvents) {
+        self.id = turn.id
+        self.turn = turn
+        self.control = TurnControl(turnId: turn.id)
+        self.events = events
+        self.schemaWarnings = []
+        self.contextDiagnostics = []
+        self.isMaintenance = true
     }
 
     /// The turn ended: nothing is pending any more. Steering that no checkpoint
@@ -57,7 +75,7 @@ final class TurnRunner {
         toolStage = nil
         pendingSteering = []
         finishing = false
-        if events.runningTurnId == id { events.runningTurnId = nil }
+        if !isMaintenance, events.runningTurnId == id { events.runningTurnId = nil }
     }
 
     // MARK: Steering

@@ -98,6 +98,8 @@ enum HistoryTransformer {
         switch entry.content {
         case .prompt(let text, _), .response(let text, _, _, _):
             characters = text.unicodeScalars.count
+        case .summary(let text):
+            characters = ModelHistory.summaryText(text).unicodeScalars.count
         case .reasoning:
             characters = 0
         case .toolCalls(let calls, _, let text):
@@ -178,6 +180,8 @@ enum HistoryTransformer {
                 out.content = .toolCalls(calls: rewritten, profile: profile, text: try t.map(text))
             case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved):
                 out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: try json(content), profile: profile, approvedArguments: try approved.map(json))
+            case .summary(let t):
+                out.content = .summary(text: try text(t))
             }
             return out
         }

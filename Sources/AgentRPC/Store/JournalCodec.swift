@@ -59,6 +59,19 @@ enum JournalCodec {
             if let reason = end.stopReason { o["stopReason"] = .string(reason.rawValue) }
             o["usage"] = end.usage.json
             o["undo"] = .string(end.undo.rawValue)
+        case .compacted(let summary, let removedIDs, let next, let revision):
+            o["type"] = "compacted"
+            o["entry"] = summary.json
+            o["removed"] = .array(removedIDs.map { .string($0) })
+            o["nextEntry"] = .int(next)
+            o["revision"] = .int(revision)
+        case .compactionUndone(let summaryID, let revision):
+            o["type"] = "compactionUndone"
+            o["summaryId"] = .string(summaryID)
+            o["revision"] = .int(revision)
+        case .usageRecorded(let usage):
+            o["type"] = "usageRecorded"
+            o["usage"] = usage.json
         }
         return line(.object(o))
     }
@@ -73,6 +86,9 @@ enum JournalCodec {
         if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
         if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
         if let plan = s.plan { o["plan"] = try JSONValue(encoding: plan) }
+        if !s.compactions.isEmpty {
+            o["compactions"] = .array(s.compactions.map { ["summaryId": .string($0.summaryID), "removed": .array($0.removed.map(\.json))] })
+        }
         if let open = state.openTurn {
             o["openTurn"] = [
                 "turnId": .string(open.id), "entriesBefore": .array(open.entriesBefore(current: state.entries).map(\.json)),
@@ -235,7 +251,10 @@ enum JournalCodec {
         }
         switch record {
         case .change(.entryAppended(_, let next), _): try check("nextEntry", next)
-        case .change(.entriesMutated(_, let revision), _): try check("revision", revision)
+        case .change(.entriesMutated(_, let revision), _), .change(.compactionUndone(_, let revision), _): try check("revision", revision)
+        case .change(.compacted(_, _, let next, let revision), _):
+            try check("nextEntry", next)
+            try check("revision", revision)
         case .change(.turnStarted(_, let number), _): try check("number", number)
         case .change: break
         case .snapshot(let t):
@@ -303,6 +322,18 @@ enum JournalCodec {
                 usage: try Usage(json: try field(value, "usage") { $0 }),
                 undo: value["undo"]?.stringValue.flatMap(UndoOutcome.init(rawValue:)) ?? .none)
             return (.turnEnded(end), at)
+        case "compacted":
+            let summary = try TranscriptEntry(json: try field(value, "entry") { $0 })
+            let removed = try field(value, "removed", \.arrayValue).map { id in
+                guard let id = id.stringValue else { throw Malformed(description: "'removed' holds a non-string") }
+                return id
+            }
+            return (.compacted(summary: summary, removedIDs: removed, nextEntryNumber: try field(value, "nextEntry", \.intValue),
+                               revision: try field(value, "revision", \.intValue)), at)
+        case "compactionUndone":
+            return (.compactionUndone(summaryID: try field(value, "summaryId", \.stringValue), revision: try field(value, "revision", \.intValue)), at)
+        case "usageRecorded":
+            return (.usageRecorded(try Usage(json: try field(value, "usage") { $0 })), at)
         default:
             throw Malformed(description: "unknown record type '\(type)'")
         }
@@ -322,6 +353,11 @@ enum JournalCodec {
             nextTurnNumber: try field(value, "nextTurn", \.intValue), usage: try Usage(json: try field(value, "usage") { $0 }),
             committedUndo: try (value["committedUndo"]?.arrayValue ?? []).map(decodeUndo),
             plan: try value["plan"].map { try $0.decode(as: [PlanEntry].self) },
+            compactions: try (value["compactions"]?.arrayValue ?? []).map { record in
+                CompactionRecord(
+                    summaryID: try field(record, "summaryId", \.stringValue),
+                    removed: try field(record, "removed", \.arrayValue).map(TranscriptEntry.init(json:)))
+            },
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
         if let open = value["openTurn"] { transcript.restoreOpenTurn(try decodeOpenTurn(open)) }

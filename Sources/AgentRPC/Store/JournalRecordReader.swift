@@ -307,6 +307,9 @@ struct JournalRecordReader {
             entryContent = .toolOutput(
                 callId: callID, name: toolName, outcome: outcome, content: content, profile: profile,
                 approvedArguments: approved == .null ? nil : approved)
+        case .summary:
+            guard let text else { throw decline() }
+            entryContent = .summary(text: text)
         }
         return TranscriptEntry(id: id, turnId: turnID, entryContent)
     }

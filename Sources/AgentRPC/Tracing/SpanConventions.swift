@@ -13,6 +13,8 @@ enum SpanName {
     static let turn = "chat.turn"
     static let routerClassify = "router.classify"
     static let llmCompletion = "llm.completion"
+    /// A `session/compact` outside any turn.
+    static let compaction = "session.compact"
 
     /// `agent.<profile>`.
     static func agent(_ profile: String) -> String { "agent.\(profile)" }
@@ -74,6 +76,11 @@ extension Tracer {
         startSpan(
             name: SpanName.turn, parent: nil, kind: .internal,
             attributes: [SpanAttributeKey.sessionID: .string(sessionID), SpanAttributeKey.turnID: .string(turnID)])
+    }
+
+    /// The root span of a `session/compact`: its summary request hangs under it.
+    func startCompactionSpan(sessionID: String) -> ActiveSpan {
+        startSpan(name: SpanName.compaction, parent: nil, kind: .internal, attributes: [SpanAttributeKey.sessionID: .string(sessionID)])
     }
 
     /// The router's decision; set `agentrpc.profile` on it once the choice is made.

@@ -50,7 +50,7 @@ enum ChatFormatting {
         case .response(let text, _, let incomplete, let stopReason):
             let reason = stopReason.map { " (\($0.rawValue))" } ?? ""
             return "\(head): \(shorten(text))" + (incomplete ? " [incomplete\(reason)]" : stopReason.map { " [\($0.rawValue)]" } ?? "")
-        case .reasoning(let text, _, _):
+        case .reasoning(let text, _, _), .summary(let text):
             return "\(head): \(shorten(text))"
         case .toolCalls(let calls, _, let text):
             let said = text.map { " — said: \(shorten($0, limit: 60))" } ?? ""

@@ -181,6 +181,7 @@ extension SessionEvent {
         ApprovalRulesChanged.self,
         MCPServerStatusChanged.self,
         PlanUpdated.self,
+        ContextCompacted.self,
     ]
 
     /// A turn began.
@@ -453,6 +454,31 @@ extension SessionEvent {
             self.reason = reason
             self.stderr = stderr
             self.tools = tools
+        }
+    }
+}
+
+extension SessionEvent {
+    /// The conversation was compacted: entries before the kept tail replaced by
+    /// a `summary` entry (`entryId`), and within a long turn, its oldest tool
+    /// outputs elided (`outputsElided`).
+    public struct ContextCompacted: SessionEventPayload {
+        public static let type = "contextCompacted"
+        public var entriesRemoved: Int
+        public var tokensBefore: Int
+        public var tokensAfter: Int
+        public var trigger: CompactionTrigger
+        /// The `summary` entry, when entries were summarized.
+        public var entryId: String?
+        /// Tool outputs of the running turn whose text was replaced by a note.
+        public var outputsElided: Int?
+        public init(entriesRemoved: Int, tokensBefore: Int, tokensAfter: Int, trigger: CompactionTrigger, entryId: String? = nil, outputsElided: Int? = nil) {
+            self.entriesRemoved = entriesRemoved
+            self.tokensBefore = tokensBefore
+            self.tokensAfter = tokensAfter
+            self.trigger = trigger
+            self.entryId = entryId
+            self.outputsElided = outputsElided
         }
     }
 }

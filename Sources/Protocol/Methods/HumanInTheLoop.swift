@@ -165,15 +165,21 @@ public struct UserAskResult: Codable, Sendable, Hashable {
 /// that entry) and `turnId` (remove that turn and everything after it).
 public struct SessionRewindParams: Codable, Sendable, Hashable {
     public var sessionId: String
+    /// Keep the transcript up to this entry (also one a compaction summarized: it is put back first).
     public var toEntryId: String?
+    /// Remove this turn's entries and everything after them (also a turn a compaction summarized).
     public var turnId: String?
+    /// A `summary` entry's id: its compaction is undone, the entries it replaced put back in its
+    /// place, and nothing else changes.
+    public var compaction: String?
     /// Send `tool/undo`, newest first, for every undo record of the removed tool calls.
     public var undo: Bool
 
-    public init(sessionId: String, toEntryId: String? = nil, turnId: String? = nil, undo: Bool) {
+    public init(sessionId: String, toEntryId: String? = nil, turnId: String? = nil, compaction: String? = nil, undo: Bool) {
         self.sessionId = sessionId
         self.toEntryId = toEntryId
         self.turnId = turnId
+        self.compaction = compaction
         self.undo = undo
     }
 }
@@ -210,11 +216,14 @@ public struct SessionRewindResult: Codable, Sendable, Hashable {
     public var removedEntries: [String]
     /// The undos sent (empty with `undo: false`).
     public var undos: [RewindUndo]
+    /// The ids of the entries a compaction had replaced and the rewind put back; absent when none.
+    public var restoredEntries: [String]?
 
-    public init(revision: Int, entryCount: Int, removedEntries: [String], undos: [RewindUndo]) {
+    public init(revision: Int, entryCount: Int, removedEntries: [String], undos: [RewindUndo], restoredEntries: [String]? = nil) {
         self.revision = revision
         self.entryCount = entryCount
         self.removedEntries = removedEntries
         self.undos = undos
+        self.restoredEntries = restoredEntries
     }
 }

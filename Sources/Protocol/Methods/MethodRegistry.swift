@@ -25,6 +25,7 @@ public enum MethodRegistry {
         SessionSteerRequest.self,
         SessionSetApprovalRulesRequest.self,
         SessionRewindRequest.self,
+        SessionCompactRequest.self,
         ToolCallRequest.self,
         ToolUndoRequest.self,
         ConfirmationRequest.self,

@@ -768,6 +768,8 @@ public enum TranscriptEntryType: String, Codable, Sendable, Hashable, JSONSchema
     case reasoning
     case toolCalls
     case toolOutput
+    /// What a compaction left in place of the entries it summarized.
+    case summary
 }
 
 /// One transcript entry: a stable `id`, the turn that produced it, and its content.
@@ -802,7 +804,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
         guard let type = TranscriptEntryType(rawValue: typeName) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c,
-                debugDescription: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls or toolOutput)")
+                debugDescription: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls, toolOutput or summary)")
         }
         switch type {
         case .prompt:
@@ -827,6 +829,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
                 content: try c.decodeNil(forKey: .content) ? .null : c.decode(JSONValue.self, forKey: .content),
                 profile: try c.decodeIfPresent(String.self, forKey: .profile),
                 approvedArguments: try c.decodeIfPresent(JSONValue.self, forKey: .approvedArguments))
+        case .summary:
+            content = .summary(text: try c.decode(String.self, forKey: .text))
         }
     }
 
@@ -861,6 +865,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
             o["content"] = value
             profile(p)
             if let approved { o["approvedArguments"] = approved }
+        case .summary(let text):
+            o["text"] = .string(text)
         }
         return .object(o)
     }
@@ -901,7 +907,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
         let typeName = try string(.type)
         guard let type = TranscriptEntryType(rawValue: typeName) else {
             throw JSONDecodingFailure(
-                path: "type", message: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls or toolOutput)")
+                path: "type", message: "unknown entry type '\(typeName)' (expected prompt, response, reasoning, toolCalls, toolOutput or summary)")
         }
         switch type {
         case .prompt:
@@ -935,6 +941,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
             content = .toolOutput(
                 callId: try string(.callId), name: try string(.name), outcome: outcome, content: output,
                 profile: try optionalString(.profile), approvedArguments: optionalJSON(.approvedArguments))
+        case .summary:
+            content = .summary(text: try string(.text))
         }
     }
 
@@ -961,6 +969,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
                     "approvedArguments": WireSchema.any,
                 ],
                 ["callId", "name", "outcome", "content"]),
+            variant("summary", ["text": s], ["text"]),
         ])
     }
     public static var jsonSchemaDependencies: [any Decodable.Type] {
@@ -988,6 +997,8 @@ public enum TranscriptContent: Sendable, Hashable {
     /// `approvedArguments`: what the call ran with when the user edited the model's
     /// arguments while approving it (the model's stay in the `toolCalls` entry).
     indirect case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?, approvedArguments: JSONValue? = nil)
+    /// A compaction's summary of the entries it replaced (docs/protocol.md, "Compaction").
+    case summary(text: String)
 
     public var type: TranscriptEntryType {
         switch self {
@@ -996,13 +1007,14 @@ public enum TranscriptContent: Sendable, Hashable {
         case .reasoning: return .reasoning
         case .toolCalls: return .toolCalls
         case .toolOutput: return .toolOutput
+        case .summary: return .summary
         }
     }
 
     /// The producing profile (prompts have none).
     public var profile: String? {
         switch self {
-        case .prompt: return nil
+        case .prompt, .summary: return nil
         case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p, _): return p
         }
     }

@@ -35,6 +35,8 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var modelCassette: ModelCassetteConfig?
     /// Token and cost limits over the session's whole life (docs/protocol.md, "Budgets").
     public var budget: Budget?
+    /// How the conversation is compacted when it outgrows the model's window (docs/protocol.md, "Compaction").
+    public var compaction: CompactionConfig?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,
@@ -535,6 +537,40 @@ extension Budget: JSONSchemaBounded {
     public static let jsonSchemaBounds: [String: NumericBounds] = [
         "maxInputTokens": BudgetBounds.tokens, "maxOutputTokens": BudgetBounds.tokens, "maxTotalTokens": BudgetBounds.tokens,
         "maxCostUSD": BudgetBounds.costUSD,
+    ]
+}
+
+/// How a session's conversation is compacted (docs/protocol.md, "Compaction").
+public struct CompactionConfig: Codable, Sendable, Hashable {
+    /// Compact before a round trip whose context would pass `threshold` of a
+    /// known window, and once when the provider says the context is too long.
+    /// Default `true`.
+    public var auto: Bool?
+    /// The share of the window that triggers a compaction (default 0.8).
+    public var threshold: Double?
+    /// Entries kept verbatim after the summary (default 6).
+    public var keepLast: Int?
+    /// The model that writes the summary (default: the one the conversation uses).
+    public var model: ModelReference?
+    /// Replaces the default instructions of the summary request.
+    public var instructions: String?
+
+    public static let defaultThreshold = 0.8
+    public static let defaultKeepLast = 6
+
+    public init(auto: Bool? = nil, threshold: Double? = nil, keepLast: Int? = nil, model: ModelReference? = nil, instructions: String? = nil) {
+        self.auto = auto
+        self.threshold = threshold
+        self.keepLast = keepLast
+        self.model = model
+        self.instructions = instructions
+    }
+}
+
+extension CompactionConfig: JSONSchemaBounded {
+    public static let jsonSchemaBounds: [String: NumericBounds] = [
+        "threshold": NumericBounds(lowerBound: 0, excludesLowerBound: true, upperBound: 1),
+        "keepLast": BudgetBounds.keepLast,
     ]
 }
 

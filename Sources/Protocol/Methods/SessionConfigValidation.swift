@@ -64,6 +64,7 @@ private struct ConfigChecker {
     mutating func run() {
         checkLimits(config.limits, at: "limits")
         checkBudget(config.budget, at: "budget")
+        checkCompaction(config.compaction, at: "compaction")
         checkTools()
         checkGuards()
         checkToolChoice(config.toolChoice, at: "toolChoice")
@@ -87,6 +88,12 @@ private struct ConfigChecker {
             ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),
         ])
         checkBudget(l.budget, at: path)
+    }
+
+    mutating func checkCompaction(_ c: CompactionConfig?, at path: String) {
+        guard let c else { return }
+        checkBounds(CompactionConfig.self, path, [("threshold", c.threshold), ("keepLast", c.keepLast.map(Double.init))])
+        if let m = c.model { checkModel(m, at: path + ".model") }
     }
 
     mutating func checkBudget(_ b: Budget?, at path: String) {

@@ -196,6 +196,9 @@ EVENTS: dict[str, EventSpec] = {
                                       dicts={"rules"}),
     "planUpdated": EventSpec("The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each"
                              " ``{content, priority, status}``.", dicts={"entries"}),
+    "contextCompacted": EventSpec("The conversation was compacted (``trigger``: manual, threshold or overflow): "
+                                  "``entries_removed`` entries replaced by the summary entry ``entry_id``, the context "
+                                  "estimated at ``tokens_before`` then ``tokens_after`` tokens."),
 }
 
 #: Event types of the schema that still decode as a plain ``Event``: the client's

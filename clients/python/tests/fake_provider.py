@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,8 +62,11 @@ class FakeProvider:
     With ``tls`` (an ``ssl.SSLContext`` holding the server's certificate) it
     speaks https; ``aborted`` counts responses the client hung up on."""
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, responder: Callable[[Any], Canned] | None = None) -> None:
         self.responses: deque[Canned] = deque()
+        #: Answers a request (its parsed body) when no canned response is queued:
+        #: a model that reacts to what it is sent.
+        self.responder = responder
         self.received: list[Received] = []
         self.aborted = 0
         self.tls = tls
@@ -84,7 +88,12 @@ class FakeProvider:
                     body = raw.decode(errors="replace")
                 with owner._lock:
                     owner.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, tuple(self.client_address[:2])))
-                    canned = owner.responses.popleft() if owner.responses else Canned.error(500, {"error": {"message": "no canned response left"}})
+                    if owner.responses:
+                        canned = owner.responses.popleft()
+                    elif owner.responder is not None:
+                        canned = owner.responder(body)
+                    else:
+                        canned = Canned.error(500, {"error": {"message": "no canned response left"}})
                 self.send_response(canned.status)
                 for key, value in canned.headers.items():
                     self.send_header(key, value)

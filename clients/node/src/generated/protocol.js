@@ -102,6 +102,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/compact",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "tool/call",
     "direction": "serverToClient",
     "kind": "request"
@@ -159,7 +164,7 @@ export const METHODS = Object.freeze([
 ].map(Object.freeze));
 
 /** Every event type of `session/event`, in schema order. */
-export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","planUpdated"]);
+export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","contextCompacted"]);
 
 /** The error table of docs/protocol.md §13: kind, code and class name, in table order. */
 export const ERROR_TABLE = Object.freeze([

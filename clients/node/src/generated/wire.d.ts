@@ -99,6 +99,16 @@ export interface ClientInfo {
   version?: string;
 }
 
+export interface CompactionConfig {
+  auto?: boolean;
+  instructions?: string;
+  keepLast?: number;
+  model?: string | ModelConfig;
+  threshold?: number;
+}
+
+export type CompactionTrigger = "manual" | "threshold" | "overflow";
+
 export type Condition = {
   contains?: unknown;
   equals?: unknown;
@@ -371,12 +381,6 @@ export interface PendingConfirmation {
   reason?: string;
 }
 
-export interface PlanEntry {
-  content: string;
-  priority: "high" | "medium" | "low";
-  status: "pending" | "in_progress" | "completed";
-}
-
 export interface Pricing {
   cacheReadPerMTok?: number;
   cacheWritePerMTok?: number;
@@ -557,13 +561,30 @@ export interface SessionCancelResult {
   wasRunning: boolean;
 }
 
+export interface SessionCompactParams {
+  instructions?: string;
+  keepLast?: number;
+  preview?: boolean;
+  sessionId: string;
+}
+
+export interface SessionCompactResult {
+  entriesRemoved: number;
+  entryId?: string;
+  preview?: boolean;
+  revision: number;
+  summary: string;
+  tokensAfter: number;
+  tokensBefore: number;
+}
+
 export interface SessionConfig {
   askUser?: boolean;
   blocks?: {
     [key: string]: Block;
   };
   budget?: Budget;
-  builtinTools?: "update_plan"[];
+  compaction?: CompactionConfig;
   contextSources?: ContextSource[];
   egress?: Egress;
   guards?: Guard[];
@@ -667,6 +688,7 @@ export interface SessionResumeResult {
 }
 
 export interface SessionRewindParams {
+  compaction?: string;
   sessionId: string;
   toEntryId?: string;
   turnId?: string;
@@ -676,6 +698,7 @@ export interface SessionRewindParams {
 export interface SessionRewindResult {
   entryCount: number;
   removedEntries: string[];
+  restoredEntries?: string[];
   revision: number;
   undos: RewindUndo[];
 }
@@ -701,7 +724,6 @@ export interface SessionState {
   lastUsageReport?: Usage;
   mcpServers?: MCPServerState[];
   pendingConfirmation?: PendingConfirmation;
-  plan?: PlanEntry[];
   properties: {
     [key: string]: unknown;
   };
@@ -838,7 +860,7 @@ export interface TraceSpanParams {
   span: unknown;
 }
 
-export type TranscriptEntry = PromptEntry | ResponseEntry | ReasoningEntry | ToolCallsEntry | ToolOutputEntry;
+export type TranscriptEntry = PromptEntry | ResponseEntry | ReasoningEntry | ToolCallsEntry | ToolOutputEntry | SummaryEntry;
 
 export type TurnInput = string | {
   images?: ImageAttachment[];
@@ -1047,13 +1069,18 @@ export interface McpServerStatusEvent {
   type: "mcpServerStatus";
 }
 
-export interface PlanUpdatedEvent {
-  entries: PlanEntry[];
-  type: "planUpdated";
+export interface ContextCompactedEvent {
+  entriesRemoved: number;
+  entryId?: string;
+  outputsElided?: number;
+  tokensAfter: number;
+  tokensBefore: number;
+  trigger: CompactionTrigger;
+  type: "contextCompacted";
 }
 
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | PlanUpdatedEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | ContextCompactedEvent;
 
 export interface RemoveOperation {
   ids: string[];
@@ -1131,6 +1158,13 @@ export interface ToolOutputEntry {
   profile?: string;
   turnId?: string;
   type: "toolOutput";
+}
+
+export interface SummaryEntry {
+  id: string;
+  text: string;
+  turnId?: string;
+  type: "summary";
 }
 
 /** exit notification params */
@@ -1226,6 +1260,7 @@ export interface ClientRequests {
   "session/steer": { params: SessionSteerParams; result: SessionSteerResult };
   "session/setApprovalRules": { params: SessionSetApprovalRulesParams; result: SessionSetApprovalRulesResult };
   "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
+  "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
 }
 
 /** Notifications a client sends, by method: their params. */

@@ -269,7 +269,6 @@ class SessionState(_WireLookup):
     last_usage_report: Usage | None = None
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     pending_confirmation: PendingConfirmation | None = None
-    plan: list[dict[str, Any]] = field(default_factory=list)
     queued_sends: int = 0
     turn_id: str | None = None
     usage_totals: Usage | None = None
@@ -296,7 +295,6 @@ class SessionState(_WireLookup):
             last_usage_report=Usage.from_wire(obj.get("lastUsageReport")) if isinstance(obj.get("lastUsageReport"), Mapping) else None,
             mcp_servers=[dict(x) for x in _list(obj.get("mcpServers")) if isinstance(x, Mapping)],
             pending_confirmation=PendingConfirmation.from_wire(obj.get("pendingConfirmation")) if isinstance(obj.get("pendingConfirmation"), Mapping) else None,
-            plan=[dict(x) for x in _list(obj.get("plan")) if isinstance(x, Mapping)],
             queued_sends=_int(obj.get("queuedSends")),
             turn_id=_opt_str(obj.get("turnId")),
             usage_totals=Usage.from_wire(obj.get("usageTotals")) if isinstance(obj.get("usageTotals"), Mapping) else None,
@@ -542,6 +540,7 @@ class RewindResult(_RewindResultConveniences):
     entry_count: int
     removed_entries: list[str]
     undos: list[RewindUndo]
+    restored_entries: list[str] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -553,6 +552,7 @@ class RewindResult(_RewindResultConveniences):
             entry_count=_int(obj.get("entryCount")),
             removed_entries=[x for x in _list(obj.get("removedEntries")) if isinstance(x, str)],
             undos=[RewindUndo.from_wire(x) for x in _list(obj.get("undos")) if isinstance(x, Mapping)],
+            restored_entries=[x for x in _list(obj.get("restoredEntries")) if isinstance(x, str)],
             raw=obj,
         )
 
@@ -930,16 +930,26 @@ class ApprovalRulesChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class PlanUpdated(Event):
-    """``planUpdated``: The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each ``{content, priority, status}``."""
+class ContextCompacted(Event):
+    """``contextCompacted``: The conversation was compacted (``trigger``: manual, threshold or overflow): ``entries_removed`` entries replaced by the summary entry ``entry_id``, the context estimated at ``tokens_before`` then ``tokens_after`` tokens."""
 
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries_removed: int = 0
+    tokens_after: int = 0
+    tokens_before: int = 0
+    trigger: str = ""
+    entry_id: str | None = None
+    outputs_elided: int | None = None
 
     @classmethod
     def fields_from_wire(cls, event: Mapping[str, Any]) -> dict[str, Any]:
         obj = event
         return {
-            "entries": [dict(x) for x in _list(obj.get("entries")) if isinstance(x, Mapping)],
+            "entries_removed": _int(obj.get("entriesRemoved")),
+            "tokens_after": _int(obj.get("tokensAfter")),
+            "tokens_before": _int(obj.get("tokensBefore")),
+            "trigger": _str(obj.get("trigger")),
+            "entry_id": _opt_str(obj.get("entryId")),
+            "outputs_elided": _opt_int(obj.get("outputsElided")),
         }
 
 
@@ -965,11 +975,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "turnEnded": TurnEnded,
     "steeringApplied": SteeringApplied,
     "approvalRulesChanged": ApprovalRulesChanged,
-    "planUpdated": PlanUpdated,
+    "contextCompacted": ContextCompacted,
 }
 
 #: Every event type of the schema, typed or not, in schema order.
-SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "planUpdated",)
+SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "contextCompacted",)
 
 
 # --- Errors (docs/protocol.md §13) ---
@@ -1403,6 +1413,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("session/steer", "clientToServer", "request"),
     ("session/setApprovalRules", "clientToServer", "request"),
     ("session/rewind", "clientToServer", "request"),
+    ("session/compact", "clientToServer", "request"),
     ("tool/call", "serverToClient", "request"),
     ("tool/undo", "serverToClient", "request"),
     ("confirmation/request", "serverToClient", "request"),

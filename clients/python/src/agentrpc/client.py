@@ -1098,6 +1098,7 @@ class Client:
         ask_user: bool | None = None,
         mcp_servers: Sequence[str | MCPServer] | None = None,
         budget: Mapping[str, Any] | None = None,
+        compaction: Mapping[str, Any] | None = None,
         on_confirm: ConfirmHandler | None = None,
     ) -> _SessionOpening:
         """``session/create``: a new session; ``await`` it for the :class:`Session`.
@@ -1115,7 +1116,9 @@ class Client:
         whose tools the session offers as ``mcp__<server>__<tool>``: names from
         agentrpc.json or :class:`~agentrpc.MCPServer` dicts), ``budget`` (the
         session's token and cost limits: ``max_input_tokens``,
-        ``max_output_tokens``, ``max_total_tokens``, ``max_cost_usd``). ``config`` is a raw wire config (camelCase)
+        ``max_output_tokens``, ``max_total_tokens``, ``max_cost_usd``), ``compaction``
+        (``{auto, threshold, keepLast, model, instructions}``: how the conversation
+        is compacted). ``config`` is a raw wire config (camelCase)
         that the keywords override. The session's ``tool/call`` requests
         are answered by the functions of its tools.
 
@@ -1131,6 +1134,7 @@ class Client:
             "profiles": profiles, "blocks": blocks, "router": router, "store": store,
             "user_id": user_id, "title": title, "ask_user": ask_user,
             "mcp_servers": list(mcp_servers) if mcp_servers is not None else None, "budget": budget,
+            "compaction": compaction,
         })
 
         async def create() -> Session:

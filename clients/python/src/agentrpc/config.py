@@ -191,6 +191,7 @@ _WIRE_NAMES = {
     "title": "title",
     "ask_user": "askUser",
     "mcp_servers": "mcpServers",
+    "compaction": "compaction",
 }
 
 _OPTION_NAMES = {

@@ -38,7 +38,7 @@ from ._wire import (
     TurnEnded,
     SteeringApplied,
     ApprovalRulesChanged,
-    PlanUpdated,
+    ContextCompacted,
     EVENT_TYPES,
 )
 # </generated>
@@ -65,7 +65,7 @@ __all__ = [
     "TurnEnded",
     "SteeringApplied",
     "ApprovalRulesChanged",
-    "PlanUpdated",
+    "ContextCompacted",
     "EVENT_TYPES",
     # </generated>
     "Event",
