@@ -275,6 +275,8 @@ export declare class Session implements AsyncDisposable {
   steer(input: TurnInput, options?: { images?: ImageAttachment[]; expectedTurnId?: string }): Promise<Result<'session/steer'>>;
   setApprovalRules(changes: Omit<Params<'session/setApprovalRules'>, 'sessionId'>): Promise<Result<'session/setApprovalRules'>>;
   rewind(options: Omit<Params<'session/rewind'>, 'sessionId'>): Promise<Result<'session/rewind'>>;
+  /** `session/compact`: summarize the entries before the kept tail into one `summary` entry (or preview it). */
+  compact(options?: Omit<Params<'session/compact'>, 'sessionId'>): Promise<Result<'session/compact'>>;
   /** `session/fork`: a new session from this one's transcript; its tool calls are answered by this session's functions. */
   fork(options?: Omit<Params<'session/fork'>, 'sessionId'>): Promise<Session>;
   cancel(): Promise<boolean>;

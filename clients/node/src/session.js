@@ -116,15 +116,26 @@ export class Session {
 
   /**
    * `session/rewind`: removes the turns after `toEntryId` (or from `turnId`
-   * on), running their tools' undo when `undo` is true. `undo` has no
+   * on), running their tools' undo when `undo` is true; `compaction` (a
+   * summary entry's id) undoes that compaction instead. `undo` has no
    * default, as on the wire: reverting what the removed calls did is the
    * caller's decision every time.
    */
-  rewind({ toEntryId, turnId, undo } = {}) {
+  rewind({ toEntryId, turnId, compaction, undo } = {}) {
     if (typeof undo !== 'boolean') {
       return Promise.reject(new TypeError('rewind: undo must be true or false'));
     }
-    return this.client.request('session/rewind', this.#params({ toEntryId, turnId, undo }));
+    return this.client.request('session/rewind', this.#params({ toEntryId, turnId, compaction, undo }));
+  }
+
+  /**
+   * `session/compact`: the entries before the last `keepLast` are summarized
+   * by the model into one `summary` entry; `preview: true` answers the
+   * summary and the token figures and changes nothing. Undo it with
+   * `rewind({ compaction: result.entryId, undo: false })`.
+   */
+  compact({ keepLast, instructions, preview } = {}) {
+    return this.client.request('session/compact', this.#params({ keepLast, instructions, preview }));
   }
 
   /**

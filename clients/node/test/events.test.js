@@ -67,6 +67,19 @@ test('every event type of the schema reaches session.stream() / session.events()
     });
     record(await collect(planner.stream('plan it')));
 
+    // A compaction outside any turn: contextCompacted.
+    const long = await client.openSession({
+      model: scripted({ text: ['one'] }, { text: ['two'] }, { text: ['the summary'] }),
+      compaction: { keepLast: 2 },
+    });
+    await long.send('first');
+    await long.send('second');
+    const compactions = long.events();
+    const compacted = await long.compact();
+    assert.equal(compacted.entriesRemoved, 2);
+    record([await nextMatching(compactions, (e) => e.type === 'contextCompacted', 5000, 'contextCompacted')]);
+    await compactions.return();
+
     // An MCP server (a few lines of Python on stdio): mcpServerStatus, outside any turn.
     const mcp = await client.openSession({ model: scripted({ text: ['ok'] }), mcpServers: [{ name: 'calc', command: 'python3', args: ['-c', MCP_SERVER] }] });
     const statuses = mcp.events();
@@ -81,7 +94,7 @@ test('every event type of the schema reaches session.stream() / session.events()
     assert.equal(typeof event.sessionId, 'string', `${type}.sessionId`);
     assert.ok(Number.isInteger(event.seq), `${type}.seq`);
     // Events outside a turn carry no turnId.
-    if (!['propertiesChanged', 'approvalRulesChanged', 'mcpServerStatus'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
+    if (!['propertiesChanged', 'approvalRulesChanged', 'mcpServerStatus', 'contextCompacted'].includes(type)) assert.equal(typeof event.turnId, 'string', `${type}.turnId`);
   }
   assert.equal(seen.get('retrying').error.data.kind, 'providerError');
   assert.equal(seen.get('cacheInvalidated').reason, 'historyRewritten');

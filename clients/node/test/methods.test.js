@@ -27,6 +27,7 @@ const API = {
   'session/steer': 'Session.steer',
   'session/setApprovalRules': 'Session.setApprovalRules',
   'session/rewind': 'Session.rewind',
+  'session/compact': 'Session.compact',
   'user/ask': 'onAsk handlers, answered by the client',
   // session/cancel as a notification: Session.cancel sends the request form, which answers wasRunning.
   '$/cancelRequest': 'Client.request', // an aborted signal, a timeout, leaving a stream early

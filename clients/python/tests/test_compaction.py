@@ -210,10 +210,11 @@ async def test_a_rewind_to_a_summarized_turn_puts_it_back_first() -> None:
         session = await client.open_session(scripted_session(6, keepLast=2))
         turns = [(await session.send(f"q{n}"))["turnId"] for n in range(3)]
         before = (await session.transcript()).raw["entries"]
-        await client.request("session/compact", {"sessionId": session.id})
-        rewound = await client.request("session/rewind", {"sessionId": session.id, "turnId": turns[1], "undo": False})
+        compacted = await session.compact()
+        assert compacted["entriesRemoved"] == 4
+        rewound = await session.rewind(turn_id=turns[1], undo=False)
         assert (await session.transcript()).raw["entries"] == before[:2]
-        assert rewound["restoredEntries"] == [before[0]["id"], before[1]["id"]]
+        assert rewound.restored_entries == [before[0]["id"], before[1]["id"]]
 
 
 async def test_compaction_refuses_what_it_cannot_do() -> None:

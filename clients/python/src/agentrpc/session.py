@@ -347,9 +347,10 @@ class Session:
         return [ApprovalRule.from_wire(r) for r in rules or [] if isinstance(r, Mapping)]
 
     async def rewind(self, *, to_entry_id: str | None = None, turn_id: str | None = None,
-                     undo: bool) -> RewindResult:
+                     compaction: str | None = None, undo: bool) -> RewindResult:
         """``session/rewind``: remove everything after ``to_entry_id`` (which stays),
-        or turn ``turn_id`` and everything after it.
+        or turn ``turn_id`` and everything after it; or, with ``compaction`` (a
+        ``summary`` entry's id), undo that compaction and change nothing else.
 
         ``undo`` has no default, as on the wire: whether a rewind also reverts
         what the removed tool calls did is the caller's decision every time.
@@ -358,13 +359,26 @@ class Session:
         ``Undoable`` callables its tools returned). The result lists the undos
         and which failed.
         """
-        if (to_entry_id is None) == (turn_id is None):
-            raise ValueError("give exactly one of to_entry_id and turn_id")
+        if sum(point is not None for point in (to_entry_id, turn_id, compaction)) != 1:
+            raise ValueError("give exactly one of to_entry_id, turn_id and compaction")
         if not isinstance(undo, bool):
             raise TypeError("undo must be True or False")
         result = await self.client.request(
-            "session/rewind", self._params(toEntryId=to_entry_id, turnId=turn_id, undo=undo))
+            "session/rewind", self._params(toEntryId=to_entry_id, turnId=turn_id, compaction=compaction, undo=undo))
         return RewindResult.from_wire(result)
+
+    async def compact(self, *, keep_last: int | None = None, instructions: str | None = None,
+                      preview: bool = False) -> JSONObject:
+        """``session/compact``: the entries before the last ``keep_last`` are
+        summarized by the model into one ``summary`` entry (docs/protocol.md,
+        "Compaction"). ``preview=True`` answers the summary and the token
+        figures and changes nothing. Returns ``{summary, entriesRemoved,
+        tokensBefore, tokensAfter, revision, entryId?}``; undo it with
+        ``rewind(compaction=result["entryId"], undo=False)``.
+        """
+        result = await self.client.request("session/compact", self._params(
+            keepLast=keep_last, instructions=instructions, preview=True if preview else None))
+        return dict(result) if isinstance(result, Mapping) else {}
 
     # -- state ---------------------------------------------------------------
 

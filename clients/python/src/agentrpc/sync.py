@@ -451,6 +451,11 @@ class Session:
         """``session/rewind`` (see the async ``rewind``)."""
         return self._call(self.async_session.rewind(*args, **kwargs))
 
+    @_forwards_to(_async_session.Session.compact)
+    def compact(self, *args: Any, **kwargs: Any) -> JSONObject:
+        """``session/compact`` (see the async ``compact``)."""
+        return self._call(self.async_session.compact(*args, **kwargs))
+
     def state(self) -> SessionState:
         """``session/getState``."""
         return self._call(self.async_session.state())
