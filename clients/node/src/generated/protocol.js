@@ -164,7 +164,7 @@ export const METHODS = Object.freeze([
 ].map(Object.freeze));
 
 /** Every event type of `session/event`, in schema order. */
-export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","contextCompacted"]);
+export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","planUpdated","contextCompacted"]);
 
 /** The error table of docs/protocol.md §13: kind, code and class name, in table order. */
 export const ERROR_TABLE = Object.freeze([

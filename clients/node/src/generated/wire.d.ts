@@ -381,6 +381,12 @@ export interface PendingConfirmation {
   reason?: string;
 }
 
+export interface PlanEntry {
+  content: string;
+  priority: "high" | "medium" | "low";
+  status: "pending" | "in_progress" | "completed";
+}
+
 export interface Pricing {
   cacheReadPerMTok?: number;
   cacheWritePerMTok?: number;
@@ -584,6 +590,7 @@ export interface SessionConfig {
     [key: string]: Block;
   };
   budget?: Budget;
+  builtinTools?: "update_plan"[];
   compaction?: CompactionConfig;
   contextSources?: ContextSource[];
   egress?: Egress;
@@ -724,6 +731,7 @@ export interface SessionState {
   lastUsageReport?: Usage;
   mcpServers?: MCPServerState[];
   pendingConfirmation?: PendingConfirmation;
+  plan?: PlanEntry[];
   properties: {
     [key: string]: unknown;
   };
@@ -1069,6 +1077,11 @@ export interface McpServerStatusEvent {
   type: "mcpServerStatus";
 }
 
+export interface PlanUpdatedEvent {
+  entries: PlanEntry[];
+  type: "planUpdated";
+}
+
 export interface ContextCompactedEvent {
   entriesRemoved: number;
   entryId?: string;
@@ -1080,7 +1093,7 @@ export interface ContextCompactedEvent {
 }
 
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | ContextCompactedEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | PlanUpdatedEvent | ContextCompactedEvent;
 
 export interface RemoveOperation {
   ids: string[];

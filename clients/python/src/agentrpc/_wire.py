@@ -269,6 +269,7 @@ class SessionState(_WireLookup):
     last_usage_report: Usage | None = None
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     pending_confirmation: PendingConfirmation | None = None
+    plan: list[dict[str, Any]] = field(default_factory=list)
     queued_sends: int = 0
     turn_id: str | None = None
     usage_totals: Usage | None = None
@@ -295,6 +296,7 @@ class SessionState(_WireLookup):
             last_usage_report=Usage.from_wire(obj.get("lastUsageReport")) if isinstance(obj.get("lastUsageReport"), Mapping) else None,
             mcp_servers=[dict(x) for x in _list(obj.get("mcpServers")) if isinstance(x, Mapping)],
             pending_confirmation=PendingConfirmation.from_wire(obj.get("pendingConfirmation")) if isinstance(obj.get("pendingConfirmation"), Mapping) else None,
+            plan=[dict(x) for x in _list(obj.get("plan")) if isinstance(x, Mapping)],
             queued_sends=_int(obj.get("queuedSends")),
             turn_id=_opt_str(obj.get("turnId")),
             usage_totals=Usage.from_wire(obj.get("usageTotals")) if isinstance(obj.get("usageTotals"), Mapping) else None,
@@ -930,6 +932,20 @@ class ApprovalRulesChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PlanUpdated(Event):
+    """``planUpdated``: The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each ``{content, priority, status}``."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def fields_from_wire(cls, event: Mapping[str, Any]) -> dict[str, Any]:
+        obj = event
+        return {
+            "entries": [dict(x) for x in _list(obj.get("entries")) if isinstance(x, Mapping)],
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ContextCompacted(Event):
     """``contextCompacted``: The conversation was compacted (``trigger``: manual, threshold or overflow): ``entries_removed`` entries replaced by the summary entry ``entry_id``, the context estimated at ``tokens_before`` then ``tokens_after`` tokens."""
 
@@ -975,11 +991,12 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "turnEnded": TurnEnded,
     "steeringApplied": SteeringApplied,
     "approvalRulesChanged": ApprovalRulesChanged,
+    "planUpdated": PlanUpdated,
     "contextCompacted": ContextCompacted,
 }
 
 #: Every event type of the schema, typed or not, in schema order.
-SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "contextCompacted",)
+SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "planUpdated", "contextCompacted",)
 
 
 # --- Errors (docs/protocol.md §13) ---

@@ -38,6 +38,7 @@ from ._wire import (
     TurnEnded,
     SteeringApplied,
     ApprovalRulesChanged,
+    PlanUpdated,
     ContextCompacted,
     EVENT_TYPES,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "TurnEnded",
     "SteeringApplied",
     "ApprovalRulesChanged",
+    "PlanUpdated",
     "ContextCompacted",
     "EVENT_TYPES",
     # </generated>
