@@ -309,9 +309,13 @@ final class ACPAgent: Sendable {
 
     /// Queues the session's slash commands to follow the answer to `request`.
     private func advertiseCommands(_ session: ACPSession, after request: RequestID) {
-        let update: JSONValue = ["sessionId": .string(session.id), "update": [
+        sendAfterAnswer(["sessionId": .string(session.id), "update": [
             "sessionUpdate": "available_commands_update", "availableCommands": SlashCommand.advertised,
-        ]]
+        ]], to: request)
+    }
+
+    /// A `session/update` about a session the editor learns of from `request`'s answer: sent after it.
+    private func sendAfterAnswer(_ update: JSONValue, to request: RequestID) {
         state.withLock { $0.afterAnswer[request, default: []].append(update) }
     }
 
@@ -489,6 +493,13 @@ final class ACPAgent: Sendable {
         // A session that was prompted before has its title already.
         if (state["entryCount"]?.intValue ?? 0) > 0 { session.markTitled() }
         advertiseCommands(session, after: request)
+        // The meter as the session left it, shown before the next prompt (the stored figure and cost).
+        session.restoreMeter(window: state["contextWindowTokens"]?.intValue, costUSD: state["usageTotals"]?["costUSD"]?.numberValue)
+        if let used = state["contextTokens"]?.intValue, let size = session.lastWindow {
+            for update in ACPUpdates.usageUpdate(used: used, size: size, costUSD: session.costUSD) {
+                sendAfterAnswer(["sessionId": .string(session.id), "update": update], to: request)
+            }
+        }
         var answer = sessionState(session)
         let notStarted = notApplied + (await failedMCPServers(session))
         session.noteUnavailable(notStarted)
@@ -518,8 +529,22 @@ final class ACPAgent: Sendable {
         try session.beginPrompt(id)
         if let (command, argument) = SlashCommand.parse(input["text"]?.stringValue ?? "") {
             return .later { [self] in
-                defer { _ = session.endPrompt() }
-                let (message, meta) = try await command.run(SlashCommandContext(engine: engine, session: session), argument)
+                let context = SlashCommandContext(engine: engine, session: session)
+                var done: SlashCommand.Outcome?
+                var failure: (any Error)?
+                do {
+                    done = try await command.run(context, argument)
+                } catch {
+                    failure = error
+                }
+                let cancelled = session.endPrompt()
+                // A command the editor's cancel stopped (a compaction withdrawn) answers as a cancelled
+                // prompt does; one that was done before the cancel reached it says what it did.
+                if cancelled, failure != nil {
+                    return ["stopReason": "cancelled", "_meta": ["agentrpc": ["command": .string(command.name)]]]
+                }
+                if let failure { throw failure }
+                guard let (message, meta) = done else { throw RPCError.internalError("the command \(command.name) answered nothing") }
                 editor.notify("session/update", ["sessionId": .string(session.id), "update": ACPUpdates.chunk("agent_message_chunk", message)])
                 return ["stopReason": "end_turn", "_meta": ["agentrpc": .object(meta)]]
             }

@@ -13,11 +13,16 @@ struct SlashCommand: Sendable {
     /// What the input after the name is for, when the command takes one.
     var hint: String?
     /// Runs it; answers what the editor is told (an agent message) and `_meta.agentrpc` of the prompt's answer.
-    var run: @Sendable (_ context: SlashCommandContext, _ argument: String) async throws -> (message: String, meta: [String: JSONValue])
+    var run: @Sendable (_ context: SlashCommandContext, _ argument: String) async throws -> Outcome
+
+    /// What the editor is told (an agent message), and `_meta.agentrpc` of the prompt's answer.
+    typealias Outcome = (message: String, meta: [String: JSONValue])
 
     static let all: [SlashCommand] = [
         SlashCommand(name: "undo", description: "Undo the last turn: its messages go, and the files it changed get their old text back",
                      hint: nil, run: { context, _ in try await context.undoLastTurn() }),
+        SlashCommand(name: "compact", description: "Summarize the conversation so far to make room in the context window (undo it with session/rewind)",
+                     hint: "what the summary should keep (optional)", run: { context, argument in try await context.compact(instructions: argument) }),
     ]
 
     /// `available_commands_update`'s list.
@@ -48,7 +53,7 @@ struct SlashCommandContext: Sendable {
 
     /// `/undo`: `session/rewind` of the last turn with its undos (the files its
     /// edits changed get their old text back, through the editor or on disk).
-    func undoLastTurn() async throws -> (message: String, meta: [String: JSONValue]) {
+    func undoLastTurn() async throws -> SlashCommand.Outcome {
         let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(session.id)])
         guard let turnId = transcript["entries"]?.arrayValue?.last(where: { $0["turnId"]?.stringValue != nil })?["turnId"]?.stringValue else {
             return ("There is no turn to undo.", ["command": "undo"])
@@ -63,5 +68,30 @@ struct SlashCommandContext: Sendable {
             message += "\nCould not undo \(failure["name"]?.stringValue ?? "a call"): \(failure["error"]?.stringValue ?? "it failed")."
         }
         return (message, ["command": "undo", "turnId": .string(turnId), "removedEntries": .int(removed), "undos": .array(undos)])
+    }
+
+    /// `/compact [instructions]`: `session/compact` of the whole conversation
+    /// but its last entries; the prompt's cancel withdraws it (nothing changes).
+    func compact(instructions: String) async throws -> SlashCommand.Outcome {
+        var params: [String: JSONValue] = ["sessionId": .string(session.id)]
+        if !instructions.isEmpty { params["instructions"] = .string(instructions) }
+        let call = try await engine.start("session/compact", .object(params))
+        session.attach(call)
+        let result: JSONValue
+        do {
+            result = try await call.result()
+        } catch {
+            // Not a failure for the person who asked: the conversation is short enough already.
+            guard error.kind == .invalidParams, error.data["field"]?.stringValue == "keepLast" else { throw error }
+            return ("There is nothing to compact yet: the conversation is no longer than the part a compaction keeps.",
+                    ["command": "compact", "entriesRemoved": 0])
+        }
+        let removed = result["entriesRemoved"]?.intValue ?? 0
+        let before = result["tokensBefore"]?.intValue ?? 0
+        let after = result["tokensAfter"]?.intValue ?? 0
+        var meta: [String: JSONValue] = ["command": "compact", "entriesRemoved": .int(removed), "tokensBefore": .int(before), "tokensAfter": .int(after)]
+        if let entryId = result["entryId"] { meta["entryId"] = entryId }
+        if let revision = result["revision"] { meta["revision"] = revision }
+        return ("Compacted the conversation: \(removed) entr\(removed == 1 ? "y" : "ies") summarized, about \(before) tokens in context before and \(after) after.", meta)
     }
 }

@@ -48,6 +48,10 @@ final class ACPSession: Sendable {
         /// reports its usage outside those bounds).
         var requestWindow: Int?
         var inRoundTrip = false
+        /// What the session has cost so far, in US dollars: the stored total at
+        /// a load plus every priced usage report since (ACP's `cost` is the
+        /// session's cumulative cost); nil while nothing was priced.
+        var costUSD: Double?
         /// Whether the editor has the session's title (`session_info_update`).
         var titled = false
         /// MCP servers that are not available, not yet shown to the user; and
@@ -214,6 +218,29 @@ final class ACPSession: Sendable {
     /// The window of the round trip whose usage just came; nil when it is
     /// unknown or the report is not a round trip's.
     var roundTripWindow: Int? { state.withLock { $0.inRoundTrip ? $0.requestWindow : nil } }
+
+    /// The window of the last request (nil: unknown): what the context a
+    /// compaction left is measured against until the next request.
+    var lastWindow: Int? { state.withLock { $0.requestWindow } }
+
+    /// A loaded session's meter as stored: the window of the model its next
+    /// round trip goes to, and what it has cost so far.
+    func restoreMeter(window: Int?, costUSD: Double?) {
+        state.withLock {
+            $0.requestWindow = window
+            $0.costUSD = costUSD
+        }
+    }
+
+    var costUSD: Double? { state.withLock { $0.costUSD } }
+
+    /// Adds a usage report's price (nil: not priced); answers the session's cost so far.
+    func addCost(_ usd: Double?) -> Double? {
+        state.withLock { s in
+            if let usd, usd.isFinite { s.costUSD = (s.costUSD ?? 0) + usd }
+            return s.costUSD
+        }
+    }
 
     // MARK: Tool calls
 

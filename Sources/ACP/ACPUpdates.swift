@@ -27,11 +27,15 @@ enum ACPUpdates {
             session.requestStarted(contextWindow: event["contextWindowTokens"]?.intValue)
             return []
         case "usage":
-            // Tokens in context after the round trip: what was sent and what came back.
-            guard let size = session.roundTripWindow, size > 0, let input = event["inputTokens"]?.intValue else { return [] }
-            let (used, overflow) = input.addingReportingOverflow(event["outputTokens"]?.intValue ?? 0)
-            guard !overflow, used >= 0 else { return [] }
-            return [["sessionUpdate": "usage_update", "used": .int(used), "size": .int(size)]]
+            // Side requests (router, summary, consult) are paid for too: every price counts in the cost.
+            let cost = session.addCost(event["costUSD"]?.numberValue)
+            // The engine's reading of what the model had in context: input with the cache's reads and writes, plus output.
+            guard let size = session.roundTripWindow, let used = event["contextTokens"]?.intValue else { return [] }
+            return usageUpdate(used: used, size: size, costUSD: cost)
+        case "contextCompacted":
+            // The meter drops at once, not at the next round trip.
+            guard let size = session.lastWindow, let used = event["tokensAfter"]?.intValue else { return [] }
+            return usageUpdate(used: used, size: size, costUSD: session.costUSD)
         case "turnEnded":
             session.roundTripEnded()
             return []
@@ -47,6 +51,18 @@ enum ACPUpdates {
         }
     }
 
+    /// ACP's context meter: `used` of `size` tokens, and the session's cost so
+    /// far when its model is priced; nothing for figures ACP cannot carry.
+    static func usageUpdate(used: Int, size: Int, costUSD: Double?) -> [JSONValue] {
+        guard used >= 0, size > 0 else { return [] }
+        var update: [String: JSONValue] = ["sessionUpdate": "usage_update", "used": .int(used), "size": .int(size)]
+        if let costUSD { update["cost"] = ["amount": .double(costUSD), "currency": "USD"] }
+        return [.object(update)]
+    }
+
+    /// How a replayed summary entry begins.
+    static let summaryHeading = "The conversation before this point, as compacted: "
+
     /// The updates that replay a stored conversation (`session/load`), entry by
     /// entry, as the live turns showed it.
     static func replay(entries: [JSONValue], cwd: String) -> [JSONValue] {
@@ -60,6 +76,9 @@ enum ACPUpdates {
                     guard let data = image["data"]?.stringValue, let mime = image["mimeType"]?.stringValue else { continue }
                     updates.append(["sessionUpdate": "user_message_chunk", "content": ["type": "image", "data": .string(data), "mimeType": .string(mime)]])
                 }
+            case "summary":
+                // What a compaction left of the conversation before it: shown, so the replay does not start mid-way.
+                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", summaryHeading + text + "\n\n")) }
             case "reasoning":
                 if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_thought_chunk", text)) }
             case "response":

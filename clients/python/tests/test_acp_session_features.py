@@ -7,6 +7,7 @@ against the ACP schema (acp_check.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,7 @@ async def test_a_title_after_the_first_prompt_and_commands_after_the_answer(tmp_
         await editor.wait_for(lambda: "available_commands_update" in editor.kinds())
         assert order[:2] == ["answer", "available_commands_update"], "the commands come after the session exists for the editor"
         (commands,) = [u for u in editor.updates if u["sessionUpdate"] == "available_commands_update"]
-        assert [c["name"] for c in commands["availableCommands"]] == ["undo"]
+        assert [c["name"] for c in commands["availableCommands"]] == ["undo", "compact"]
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(long_line + "\nmore details")]), WAIT)
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("And again")]), WAIT)
     titles = [u["title"] for u in editor.updates if u["sessionUpdate"] == "session_info_update"]
@@ -176,3 +177,105 @@ async def test_mcp_servers_that_cannot_start_or_fail_later_are_named_and_said_on
                 if "MCP server 'flaky one' is not available" in later.text():
                     break
     assert later.text().count("MCP server 'flaky one' is not available") == 1
+
+
+def usage_updates(editor: Editor) -> list[dict[str, Any]]:
+    return [u for u in editor.updates if u["sessionUpdate"] == "usage_update"]
+
+
+def answered(n: int) -> dict[str, Any]:
+    """The scripted answer to question n: 100·n tokens in, 10 out."""
+    return {"text": [f"Answer {n}."], "usage": {"inputTokens": 100 * n, "outputTokens": 10}}
+
+
+def windowed(*items: dict[str, Any]) -> dict[str, Any]:
+    """A scripted model with a 100,000-token window (the threshold of automatic compaction is far), priced at a
+    cent a token in and two out."""
+    config = scripted(*items)
+    config["models"]["s"]["contextWindowTokens"] = 100_000
+    config["models"]["s"]["pricing"] = {"inputPerMTok": 10_000, "outputPerMTok": 20_000}
+    return config
+
+
+async def test_compact_summarizes_the_conversation_and_the_meter_drops_with_its_cost(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    dump = tmp_path / "requests.jsonl"
+    summary = "The user asked four numbered questions; each was answered."
+    config = windowed(*[answered(n) for n in range(1, 5)],
+                      {"text": [summary], "usage": {"inputTokens": 400, "outputTokens": 20}},
+                      {"text": ["Fifth."], "usage": {"inputTokens": 150, "outputTokens": 10}})
+    editor = Editor()
+    async with agent(tmp_path, config, editor, "--dump-requests", str(dump), store=store) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        await editor.wait_for(lambda: "available_commands_update" in editor.kinds())
+        (commands,) = [u for u in editor.updates if u["sessionUpdate"] == "available_commands_update"]
+        assert {"name": "compact", "description": commands["availableCommands"][1]["description"],
+                "input": {"hint": "what the summary should keep (optional)"}} in commands["availableCommands"]
+        for n in range(1, 5):
+            # Long enough that the summary is shorter than what it replaces.
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(f"Question {n}: " + "and why? " * 60)]), WAIT)
+        # The meter after each round trip: the context (input plus output) of the window, and the
+        # session's cost so far (a cent a token in, two out).
+        meter = usage_updates(editor)
+        assert [(u["used"], u["size"]) for u in meter] == [(110, 100_000), (210, 100_000), (310, 100_000), (410, 100_000)]
+        assert [u["cost"]["currency"] for u in meter] == ["USD"] * 4
+        assert [round(u["cost"]["amount"], 6) for u in meter] == [1.2, 3.4, 6.6, 10.8]
+
+        before = len(editor.updates)
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("/compact keep the numbers")]), WAIT)
+        meta = answer.field_meta["agentrpc"]
+        # Eight entries: the last six are kept, the first question and its answer summarized.
+        assert answer.stop_reason == "end_turn" and meta["command"] == "compact" and meta["entriesRemoved"] == 2
+        assert 0 < meta["tokensAfter"] < meta["tokensBefore"] <= 410
+        said = "".join(u["content"]["text"] for u in editor.updates[before:] if u["sessionUpdate"] == "agent_message_chunk")
+        assert said == (f"Compacted the conversation: 2 entries summarized, about {meta['tokensBefore']} tokens in context before "
+                        f"and {meta['tokensAfter']} after.")
+        # The meter drops at once; the summary request was paid for (4 + 0.4 dollars).
+        (dropped,) = [u for u in editor.updates[before:] if u["sessionUpdate"] == "usage_update"]
+        assert dropped["used"] == meta["tokensAfter"] and dropped["size"] == 100_000 and round(dropped["cost"]["amount"], 6) == 15.2
+
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Question 5")]), WAIT)
+    requests = [json.loads(line)["request"] for line in dump.read_text().splitlines()]
+    assert len(requests) == 6
+    # The summary request carries the command's argument; the next round trip starts from the summary.
+    assert "keep the numbers" in json.dumps(requests[4])
+    sent = json.dumps(requests[5]["messages"])
+    assert summary in sent and "Question 1" not in sent and "Question 2" in sent
+    assert editor.text().endswith("Fifth.")
+
+    # Loaded in another process: the replay begins with the summary, and the meter comes back as stored
+    # (the last round trip's 160 tokens, the whole cost).
+    again = Editor()
+    async with agent(tmp_path, windowed({"text": ["-"]}), again, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        await again.wait_for(lambda: "usage_update" in again.kinds())
+    first = again.updates[0]
+    assert first["sessionUpdate"] == "agent_message_chunk" and first["content"]["text"].endswith(summary + "\n\n")
+    (restored,) = usage_updates(again)
+    assert restored["used"] == 160 and restored["size"] == 100_000 and round(restored["cost"]["amount"], 6) == 16.9
+
+
+async def test_compact_with_nothing_to_compact_and_a_cancelled_compaction(tmp_path: Path) -> None:
+    dump = tmp_path / "requests.jsonl"
+    config = windowed(*[answered(n) for n in range(1, 5)], {"text": ["Summ"], "stall": True}, {"text": ["Still whole."]})
+    editor = Editor()
+    async with agent(tmp_path, config, editor, "--dump-requests", str(dump)) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("/compact")]), WAIT)
+        assert answer.stop_reason == "end_turn" and answer.field_meta["agentrpc"] == {"command": "compact", "entriesRemoved": 0}
+        assert editor.text().startswith("There is nothing to compact yet")
+        for n in range(1, 5):
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(f"Question {n}")]), WAIT)
+        running = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("/compact")]))
+        # The summary request is out (its stream stalls): the editor's cancel withdraws it.
+        async with asyncio.timeout(WAIT):
+            while len(dump.read_text().splitlines()) < 5:
+                await asyncio.sleep(0.02)
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(running, WAIT)
+        assert answer.stop_reason == "cancelled" and answer.field_meta["agentrpc"] == {"command": "compact"}
+        # Nothing changed: the next round trip still sees the whole conversation.
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Question 5")]), WAIT)
+    sent = json.dumps(json.loads(dump.read_text().splitlines()[-1])["request"]["messages"])
+    assert "Question 1" in sent and "Answer 4." in sent
+    assert editor.text().endswith("Still whole.")
