@@ -24,6 +24,21 @@ import Testing
         #expect(!error.message.isEmpty)
     }
 
+    @Test func resumeTakesAnIdOnlyWhenOneFollows() throws {
+        #expect(try ChatCommand.parse(["--resume"]).get().resume == "")
+        #expect(try ChatCommand.parse(["--resume", "s-1"]).get().resume == "s-1")
+        #expect(try ChatCommand.parse(["--resume=s-2"]).get().resume == "s-2")
+        let listed = try ChatCommand.parse(["--resume", "--store", "dir"]).get()
+        #expect(listed.resume == "" && listed.storePath == "dir")
+        for clash in [["--resume", "s-1", "--local"], ["--model", "m", "--resume"], ["--resume", "--session", "s.json"]] {
+            guard case .failure(let error) = ChatCommand.parse(clash) else {
+                Issue.record("\(clash) was accepted")
+                continue
+            }
+            #expect(error.message.contains("--resume continues a stored conversation"))
+        }
+    }
+
     // MARK: Model choice
 
     private func withConfig(_ json: String, _ body: (String) throws -> Void) throws {
@@ -88,8 +103,17 @@ import Testing
         #expect(config.instructions == "Be brief.")
         #expect(config.tools?.map(\.name) == ["list_notes", "current_time", "write_note"])
         #expect(config.tools?.first?.description == "mine")
-        #expect(config.store == false)
+        #expect(config.store == true)
         #expect(config.tools?.first { $0.name == "write_note" }?.confirmation == .always)
+    }
+
+    @Test func meterShowsWhatIsKnown() {
+        #expect(ChatFormatting.meter(contextTokens: 1500, window: 4000, costUSD: 0.0039) == "(context: 1,500 of 4,000 tokens (38%) · cost so far: $0.0039)")
+        #expect(ChatFormatting.meter(contextTokens: 1_234_567, window: nil, costUSD: 12.5) == "(context: 1,234,567 tokens · cost so far: $12.50)")
+        #expect(ChatFormatting.meter(contextTokens: nil, window: 4000, costUSD: nil) == nil)
+        // A reading far past the window is shown, not a trap.
+        #expect(ChatFormatting.meter(contextTokens: Int.max, window: 1, costUSD: nil)?.hasSuffix("(999999%))") == true)
+        #expect(ChatFormatting.compaction(entriesRemoved: 1, tokensBefore: 3900, tokensAfter: 800) == "1 entry summarized, context about 3,900 → 800 tokens")
     }
 
     @Test func demoScriptUsesOnlyTheChatsTools() {

@@ -14,7 +14,8 @@ import Darwin
 /// starts this same binary as `agentrpc serve` and talks to it as an ordinary
 /// JSON-RPC client, so it exercises exactly what every other client gets.
 package enum ChatCommand {
-    static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE] " + CassetteCommandLine.usage
+    static let usage = "usage: agentrpc chat [--model NAME | --local] [--config FILE] [--session FILE] [--resume [ID]] [--store DIR] "
+        + CassetteCommandLine.usage
 
     /// What the command line asked for.
     struct Options: Equatable {
@@ -23,6 +24,10 @@ package enum ChatCommand {
         var sessionPath: String?
         /// `--local`: start the repository's local model for this chat.
         var local = false
+        /// `--resume [ID]`: continue a stored session; "" (no id) lists the recent ones to pick from.
+        var resume: String?
+        /// `--store DIR`: where sessions are kept (the server's default otherwise).
+        var storePath: String?
         /// Passed on to the server (docs/testing.md).
         var cassette = CassetteCommandLine()
     }
@@ -32,7 +37,7 @@ package enum ChatCommand {
         var options = Options()
         let given: [(name: String, value: String?)]
         switch CommandLineOptions.scan(
-            arguments, flags: ["--local"], valued: CassetteCommandLine.options.union(["--model", "--config", "--session"])) {
+            resumeValued(arguments), flags: ["--local"], valued: CassetteCommandLine.options.union(["--model", "--config", "--session", "--resume", "--store"])) {
         case .success(let scanned): given = scanned
         case .failure(let problem): return .failure(ChatUsageError(message: problem.message))
         }
@@ -45,6 +50,8 @@ package enum ChatCommand {
             case "--model": options.model = value
             case "--config": options.configPath = value
             case "--session": options.sessionPath = value
+            case "--resume": options.resume = value
+            case "--store": options.storePath = value
             default:
                 if let problem = options.cassette.take(name, value ?? "") { return .failure(ChatUsageError(message: problem)) }
             }
@@ -53,7 +60,33 @@ package enum ChatCommand {
         if options.local && options.model != nil {
             return .failure(ChatUsageError(message: "--local and --model name different models; give one"))
         }
+        if options.resume != nil && (options.local || options.model != nil || options.sessionPath != nil) {
+            return .failure(ChatUsageError(message: "--resume continues a stored conversation with its own model and configuration; "
+                + "--model, --local and --session start a new one"))
+        }
         return .success(options)
+    }
+
+    /// `--resume` takes its id only when one follows (`--resume ID`, `--resume=ID`);
+    /// alone it is `--resume=` (pick from a list), so the scan needs no optional values.
+    static func resumeValued(_ arguments: [String]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let argument = arguments[i]
+            i += 1
+            guard argument == "--resume" else {
+                out.append(argument)
+                continue
+            }
+            if i < arguments.count, !arguments[i].hasPrefix("--") {
+                out.append("--resume=" + arguments[i])
+                i += 1
+            } else {
+                out.append("--resume=")
+            }
+        }
+        return out
     }
 
     /// Which model the chat talks to, and how the banner describes it.
@@ -103,8 +136,8 @@ package enum ChatCommand {
         config.model = model
         let taken = Set((config.tools ?? []).map(\.name))
         config.tools = (config.tools ?? []) + ChatToolbox.specs.filter { !taken.contains($0.name) }
-        // A chat is a scratch conversation unless the session file asks to keep it.
-        if config.store == nil { config.store = false }
+        // A person's conversation is kept (`agentrpc chat --resume` continues it) unless the session file says `store: false`.
+        if config.store == nil { config.store = true }
         return config
     }
 
@@ -134,22 +167,31 @@ package enum ChatCommand {
         var localModel: ChatLocalModel?
         // Whatever happens after this point, a model server started for the chat stops with it.
         defer { localModel?.stop() }
-        let choice: ModelChoice
-        let session: SessionConfig
+        let banner: String
+        var isDemo = false
+        var session = SessionConfig()
         do {
-            let base = try options.sessionPath.map(loadSessionFile) ?? SessionConfig()
-            if options.local {
-                guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment) else {
-                    throw ChatUsageError(message: "--local needs scripts/local-model: run this binary from its checkout "
-                        + "(.build/debug/agentrpc) or set AGENTRPC_LOCAL_MODEL_SCRIPT to the script's path")
-                }
-                let model = try ChatLocalModel.start(script: script, environment: environment) { write($0 + "\n") }
-                localModel = model
-                choice = ModelChoice(reference: .inline(model.config), isDemo: false, banner: model.banner)
+            if options.resume != nil {
+                // The stored session has its model and configuration.
+                banner = "Resuming a stored conversation."
             } else {
-                choice = try chooseModel(options: options, session: base, environment: environment)
+                let base = try options.sessionPath.map(loadSessionFile) ?? SessionConfig()
+                let choice: ModelChoice
+                if options.local {
+                    guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment) else {
+                        throw ChatUsageError(message: "--local needs scripts/local-model: run this binary from its checkout "
+                            + "(.build/debug/agentrpc) or set AGENTRPC_LOCAL_MODEL_SCRIPT to the script's path")
+                    }
+                    let model = try ChatLocalModel.start(script: script, environment: environment) { write($0 + "\n") }
+                    localModel = model
+                    choice = ModelChoice(reference: .inline(model.config), isDemo: false, banner: model.banner)
+                } else {
+                    choice = try chooseModel(options: options, session: base, environment: environment)
+                }
+                banner = choice.banner
+                isDemo = choice.isDemo
+                session = sessionConfig(base: base, model: choice.reference)
             }
-            session = sessionConfig(base: base, model: choice.reference)
         } catch let error as ChatLocalModelError {
             complain(error.message)
             return 1
@@ -166,11 +208,12 @@ package enum ChatCommand {
 
         let output = ChatTerminalOutput(styled: wantsStyle(environment), sink: write)
         output.line("agentrpc chat \(Server.version)")
-        output.line(choice.banner)
+        output.line(banner)
         output.note("Type a message and press Enter. /help lists the commands; Ctrl-C cancels a running turn; Ctrl-D or /exit leaves.")
 
         var serverArguments = ["serve"]
         if let path = options.configPath { serverArguments += ["--config", path] }
+        if let path = options.storePath { serverArguments += ["--store", path] }
         serverArguments += options.cassette.serverArguments
         let server = TranscriptServerProcess(executable: executable, arguments: serverArguments, environment: environment, framing: .newline)
         do {
@@ -185,7 +228,7 @@ package enum ChatCommand {
         ChatInputSources.startForwarding(server, into: inbox)
         ChatInputSources.startReadingLines(from: STDIN_FILENO, into: inbox)
 
-        let setup = ChatConversation.Setup(session: session, isDemo: choice.isDemo, echoInput: isatty(STDIN_FILENO) == 0)
+        let setup = ChatConversation.Setup(session: session, isDemo: isDemo, echoInput: isatty(STDIN_FILENO) == 0, resume: options.resume)
         return ChatConversation(setup: setup, server: server, inbox: inbox, output: output).run()
     }
 

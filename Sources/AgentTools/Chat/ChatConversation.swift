@@ -23,6 +23,8 @@ final class ChatConversation {
         var isDemo: Bool
         /// Echo the lines read, because no terminal did (piped input).
         var echoInput: Bool
+        /// `--resume`: the stored session to continue ("" lists the recent ones to pick from); nil starts a new one.
+        var resume: String? = nil
         var prompt = "you> "
     }
 
@@ -55,6 +57,8 @@ final class ChatConversation {
     private var toolbox = ChatToolbox()
 
     private var sessionId = ""
+    /// Whether the session is kept in the store, so `--resume` can continue it.
+    private var isStored = false
     private var nextRequestNumber = 1
     private var responses: [RequestID: Result<JSONValue, RPCError>] = [:]
     /// Requests nobody waits for (`session/confirm`): only an error answer is shown.
@@ -107,6 +111,7 @@ final class ChatConversation {
             show(failure, doing: "initialize the server")
             return false
         }
+        if let resume = setup.resume { return resumeSession(resume) }
         let params: JSONValue
         do {
             params = try JSONValue(encoding: setup.session)
@@ -121,6 +126,7 @@ final class ChatConversation {
                 return false
             }
             sessionId = id
+            isStored = setup.session.store != false
             return true
         case .failure(let failure):
             show(failure, doing: "create the session")
@@ -128,9 +134,68 @@ final class ChatConversation {
         }
     }
 
+    /// How many stored sessions `--resume` without an id offers.
+    static let resumeChoices = 20
+
+    /// `--resume [ID]`: loads a stored session (`session/resume`), the one named
+    /// or one the person picks from the most recent; shows how it ended and its meter.
+    private func resumeSession(_ requested: String) -> Bool {
+        var id = requested
+        if id.isEmpty {
+            guard let picked = pickStoredSession() else { return false }
+            id = picked
+        }
+        switch call("session/resume", ["sessionId": .string(id)]) {
+        case .success(let handle):
+            sessionId = handle["sessionId"]?.stringValue ?? id
+            isStored = true
+        case .failure(let failure):
+            show(failure, doing: "resume the session \(id)")
+            return false
+        }
+        guard let transcript = fetchTranscript() else { return false }
+        out.line("Resumed \(sessionId): \(ChatFormatting.plural(transcript.entries.count, "entry", "entries")).")
+        let lastPrompt = transcript.entries.lastIndex { $0.type == .prompt }
+        if let lastPrompt {
+            out.note("It ended with:")
+            for entry in transcript.entries[lastPrompt...] { out.note("  " + ChatFormatting.entry(entry)) }
+        }
+        showMeter()
+        return true
+    }
+
+    /// Lists the most recent stored sessions, newest first, and reads the
+    /// person's choice (a number, an id, or Enter for the newest); nil when
+    /// there is none or the input ended.
+    private func pickStoredSession() -> String? {
+        let listed: [JSONValue]
+        switch call("session/list", ["limit": .int(Self.resumeChoices)]) {
+        case .success(let page): listed = page["data"]?.arrayValue ?? []
+        case .failure(let failure):
+            show(failure, doing: "list the stored sessions")
+            return nil
+        }
+        let ids = listed.compactMap { $0["sessionId"]?.stringValue }
+        guard !ids.isEmpty else {
+            out.line("There is no stored conversation to resume.")
+            return nil
+        }
+        out.line("Recent conversations, newest first:")
+        for (number, summary) in listed.enumerated() { out.line(ChatFormatting.storedSession(number + 1, summary)) }
+        while true {
+            guard let line = nextLine(asking: "Resume which one? [1-\(ids.count), Enter for 1] ") else { return nil }
+            let answer = line.trimmingCharacters(in: .whitespaces)
+            if answer.isEmpty { return ids[0] }
+            if let number = Int(answer), (1...ids.count).contains(number) { return ids[number - 1] }
+            if ids.contains(answer) { return answer }
+            out.line("'\(answer)' is none of them: give a number from 1 to \(ids.count) or a session id")
+        }
+    }
+
     /// The polite way out: `shutdown`, `exit`, then wait (bounded) for the child.
     private func finish(status: Int32) -> Int32 {
         out.endLine()
+        if isStored { out.note("This conversation is kept: agentrpc chat --resume \(sessionId) continues it.") }
         if !serverGone {
             _ = call("shutdown", nil, timeout: 5)
             notify("exit", nil)
@@ -149,9 +214,12 @@ final class ChatConversation {
     // MARK: Reading the person
 
     /// Shows the prompt and returns the next line, or nil at the end of input.
-    private func readPrompt() -> String? {
+    private func readPrompt() -> String? { nextLine(asking: setup.prompt) }
+
+    /// Asks `question` and returns the next line typed, or nil at the end of input.
+    private func nextLine(asking question: String) -> String? {
         interruptedAtPrompt = false
-        out.ask(setup.prompt)
+        out.ask(question)
         while true {
             if !pendingLines.isEmpty {
                 let line = pendingLines.removeFirst()
@@ -166,7 +234,7 @@ final class ChatConversation {
             if interruptedAtPrompt {
                 // Ctrl-C at the prompt drops what was typed (the terminal did) and asks again.
                 interruptedAtPrompt = false
-                out.ask(setup.prompt)
+                out.ask(question)
             }
         }
     }
@@ -197,6 +265,7 @@ final class ChatConversation {
         case "/undo": undoLastTurn()
         case "/profile": switchProfile(to: argument)
         case "/notes": showNotes()
+        case "/compact": compact(instructions: argument)
         default: out.line("unknown command \(parts[0]); /help lists the commands")
         }
         return true
@@ -209,6 +278,7 @@ final class ChatConversation {
               /undo           take back the last turn (its prompt, tool calls, answer and notes)
               /profile NAME   switch to another profile of the session (sets its selector property)
               /notes          list the notes the write_note tool saved
+              /compact [TEXT] summarize the conversation so far to make room (TEXT: what to keep)
               /help           this text
               /exit           leave (so does Ctrl-D)
             Ctrl-C cancels a running turn; at the prompt it clears the line.
@@ -222,14 +292,7 @@ final class ChatConversation {
             out.note(ChatDemoScript.ended)
             return
         }
-        guard let id = request("session/send", ["sessionId": .string(sessionId), "input": .string(text)]) else { return }
-        turn = TurnInProgress(requestID: id)
-        while responses[id] == nil && !serverGone {
-            pump(until: nil)
-        }
-        let usage = turn?.usage
-        turn = nil
-        guard let result = responses.removeValue(forKey: id) else { return }
+        guard let (result, usage) = runCancellable("session/send", ["sessionId": .string(sessionId), "input": .string(text)]) else { return }
         switch result {
         case .success(let value):
             out.endLine()
@@ -238,6 +301,7 @@ final class ChatConversation {
             // when the provider reported nothing; the events tell the two apart.
             let reported = usage.map { summary?.usage ?? $0 }
             out.note(ChatFormatting.turnSummary(usage: reported, roundTrips: summary?.roundTrips, toolCalls: summary?.toolCalls))
+            showMeter()
             if setup.isDemo && roundTripsStarted >= ChatDemoScript.items.count {
                 out.note("(That was the last line of the offline demo script.)")
             }
@@ -248,6 +312,52 @@ final class ChatConversation {
         case .failure(let error):
             out.line(ChatFormatting.error(error))
             if setup.isDemo && roundTripsStarted > ChatDemoScript.items.count { out.note(ChatDemoScript.ended) }
+        }
+    }
+
+    /// Sends a request that Ctrl-C may withdraw (a turn, a compaction) and
+    /// waits for its answer, everything else being handled meanwhile; with it,
+    /// the usage its `usage` events summed. Nil when the server is gone.
+    private func runCancellable(_ method: String, _ params: JSONValue) -> (Result<JSONValue, RPCError>, Usage?)? {
+        guard let id = request(method, params) else { return nil }
+        turn = TurnInProgress(requestID: id)
+        while responses[id] == nil && !serverGone {
+            pump(until: nil)
+        }
+        let usage = turn?.usage
+        turn = nil
+        guard let result = responses.removeValue(forKey: id) else { return nil }
+        return (result, usage)
+    }
+
+    /// The context meter and the session's cost, when the server knows them (`session/getState`).
+    private func showMeter() {
+        guard case .success(let state) = call("session/getState", ["sessionId": .string(sessionId)]),
+            let meter = ChatFormatting.meter(
+                contextTokens: state["contextTokens"]?.intValue, window: state["contextWindowTokens"]?.intValue,
+                costUSD: state["usageTotals"]?["costUSD"]?.numberValue)
+        else { return }
+        out.note(meter)
+    }
+
+    /// `/compact [instructions]`: `session/compact`; Ctrl-C withdraws it and nothing changes.
+    private func compact(instructions: String) {
+        var params: [String: JSONValue] = ["sessionId": .string(sessionId)]
+        if !instructions.isEmpty { params["instructions"] = .string(instructions) }
+        out.note("(compacting: the model summarizes the conversation…)")
+        guard let (result, _) = runCancellable("session/compact", .object(params)) else { return }
+        switch result {
+        case .success(let value):
+            let removed = value["entriesRemoved"]?.intValue ?? 0
+            out.line("compacted: " + ChatFormatting.compaction(
+                entriesRemoved: removed, tokensBefore: value["tokensBefore"]?.intValue, tokensAfter: value["tokensAfter"]?.intValue))
+            showMeter()
+        case .failure(let error) where error.code == .cancelled:
+            out.line("[cancelled] (nothing was compacted)")
+        case .failure(let error) where error.kind == .invalidParams && error.data["field"]?.stringValue == "keepLast":
+            out.line("nothing to compact yet: the conversation is no longer than the part a compaction keeps")
+        case .failure(let error):
+            out.line(ChatFormatting.error(error))
         }
     }
 
@@ -534,6 +644,13 @@ final class ChatConversation {
         case "schemaWarnings":
             let count = event["warnings"]?.arrayValue?.count ?? 0
             if count > 0 { out.note("(\(ChatFormatting.plural(count, "tool schema warning")) from the provider adapter)") }
+        case "contextCompacted":
+            // `/compact` says it itself when it answers.
+            guard event["trigger"]?.stringValue != "manual" else { return }
+            let why = event["trigger"]?.stringValue == "overflow" ? "the model's window was exceeded" : "the context neared the model's window"
+            out.note("(\(why); compacted: " + ChatFormatting.compaction(
+                entriesRemoved: event["entriesRemoved"]?.intValue ?? 0, tokensBefore: event["tokensBefore"]?.intValue,
+                tokensAfter: event["tokensAfter"]?.intValue) + ")")
         case "turnEnded":
             if event["undo"]?.stringValue == "rolledBack" { out.note("(this turn's tool side effects were rolled back)") }
         default:

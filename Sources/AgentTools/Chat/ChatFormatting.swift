@@ -76,7 +76,59 @@ enum ChatFormatting {
         return "(" + parts.joined(separator: " · ") + ")"
     }
 
-    static func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+    static func plural(_ n: Int, _ noun: String, _ nouns: String? = nil) -> String { "\(n) \(n == 1 ? noun : nouns ?? noun + "s")" }
+
+    /// The context meter after a turn: what the model had in context of its
+    /// window, and the session's cost so far; nil when neither is known.
+    static func meter(contextTokens: Int?, window: Int?, costUSD: Double?) -> String? {
+        var parts: [String] = []
+        if let used = contextTokens {
+            var text = "context: \(grouped(used))"
+            if let window, window > 0 {
+                // Bounded before the conversion: a reading far past the window must not trap.
+                let percent = min(Double(used) / Double(window) * 100, 999_999).rounded()
+                text += " of \(grouped(window)) tokens (\(Int(percent))%)"
+            } else {
+                text += " tokens"
+            }
+            parts.append(text)
+        }
+        if let costUSD, costUSD.isFinite { parts.append("cost so far: " + dollars(costUSD)) }
+        return parts.isEmpty ? nil : "(" + parts.joined(separator: " · ") + ")"
+    }
+
+    /// `1,234,567`: a token count as people read it.
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, digit) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out += "," }
+            out.append(digit)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+
+    /// US dollars: cents from a dollar up, four decimals below (a round trip often costs a fraction of a cent).
+    static func dollars(_ amount: Double) -> String { String(format: amount >= 1 ? "$%.2f" : "$%.4f", amount) }
+
+    /// What a compaction did: `12 entries summarized, context about 3,900 → 800 tokens`.
+    static func compaction(entriesRemoved: Int, tokensBefore: Int?, tokensAfter: Int?) -> String {
+        var text = plural(entriesRemoved, "entry", "entries") + " summarized"
+        if let before = tokensBefore, let after = tokensAfter { text += ", context about \(grouped(before)) → \(grouped(after)) tokens" }
+        return text
+    }
+
+    /// One stored session `--resume` offers: `  1. s-… "title" (12 entries, updated 2026-11-27 16:40)`.
+    static func storedSession(_ number: Int, _ summary: JSONValue) -> String {
+        let id = summary["sessionId"]?.stringValue ?? "?"
+        let title = summary["title"]?.stringValue.map { " \"\(shorten($0, limit: 60))\"" } ?? ""
+        var details = [plural(summary["entryCount"]?.intValue ?? 0, "entry", "entries")]
+        if let updated = summary["updatedAt"]?.stringValue {
+            details.append("updated " + String(updated.replacingOccurrences(of: "T", with: " ").prefix(16)))
+        }
+        if summary["locked"]?.boolValue == true { details.append("open in another process") }
+        return "  \(number). \(id)\(title) (\(details.joined(separator: ", ")))"
+    }
 
     /// An error from the server: its stable `data.kind`, its message, and for a
     /// provider error the provider's own code and safe description.

@@ -422,3 +422,115 @@ def test_a_server_that_dies_is_reported(start_chat) -> None:
     os.kill(server_pid, signal.SIGKILL)
     term.expect("the agentrpc server exited unexpectedly")
     assert term.wait_exit() == 1
+
+
+# -- people's conversations: the meter, --resume, /compact ------------------------------------
+
+SESSION_ID = re.compile(r"agentrpc chat --resume (s-[A-Za-z0-9_-]+) continues it")
+
+
+def run_piped(tmp_path: Path, args: list[str], lines: list[str]) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [str(BINARY), "chat", *args], cwd=tmp_path, env=chat_env(tmp_path), input="".join(line + "\n" for line in lines),
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )
+    return proc
+
+
+def write_priced_config(directory: Path, script: list[dict[str, Any]], window: int = 1000) -> None:
+    """The scripted model with a window, priced at a cent a token in and two out."""
+    model = {"provider": "scripted", "script": script, "contextWindowTokens": window,
+             "pricing": {"inputPerMTok": 10_000, "outputPerMTok": 20_000}}
+    (directory / "agentrpc.json").write_text(json.dumps({"models": {"scripted-test": model}, "defaultModel": "scripted-test"}))
+
+
+def test_the_meter_and_cost_after_a_turn_and_resume_by_id(tmp_path: Path) -> None:
+    write_priced_config(tmp_path, [{"text": ["Answer one."], "usage": {"inputTokens": 100, "outputTokens": 20}}])
+    first = run_piped(tmp_path, [], ["first question"])
+    assert first.returncode == 0, first.stdout + first.stderr
+    # What the model had in context of its window, and what the session cost: 100 × $0.01 + 20 × $0.02.
+    assert "(context: 120 of 1,000 tokens (12%) · cost so far: $1.40)" in first.stdout
+    (session_id,) = SESSION_ID.findall(first.stdout)
+
+    # Another process (another script for the same model): the conversation goes on where it was.
+    write_priced_config(tmp_path, [{"text": ["Answer two."], "usage": {"inputTokens": 200, "outputTokens": 10}}])
+    second = run_piped(tmp_path, ["--resume", session_id], ["second question", "/transcript"])
+    assert second.returncode == 0, second.stdout + second.stderr
+    out = second.stdout
+    assert f"Resumed {session_id}: 2 entries." in out
+    assert out.index("It ended with:") < out.index("first question") < out.index("Answer one.") < out.index("you> second question")
+    # The stored meter before the first prompt, then the new one: the cost is the session's whole.
+    assert out.index("(context: 120 of 1,000 tokens (12%) · cost so far: $1.40)") < out.index("you> second question")
+    assert "(context: 210 of 1,000 tokens (21%) · cost so far: $3.60)" in out
+    assert "transcript (revision 4, 4 entries)" in out
+    assert SESSION_ID.findall(out) == [session_id]
+
+
+def test_resume_without_an_id_lists_the_recent_conversations_newest_first(tmp_path: Path) -> None:
+    for topic in ("alpha topic", "beta topic"):
+        write_config(tmp_path, [{"text": [f"About {topic}."]}])
+        assert run_piped(tmp_path, [], [topic]).returncode == 0
+    write_config(tmp_path, [{"text": ["Back to alpha."]}])
+    picked = run_piped(tmp_path, ["--resume"], ["9", "2", "and more"])
+    assert picked.returncode == 0, picked.stdout + picked.stderr
+    out = picked.stdout
+    listing = re.findall(r"  (\d)\. (s-\S+) \"(.+?)\" \((\d) entries, updated ", out)
+    assert [(n, title, count) for n, _, title, count in listing] == [("1", "beta topic", "2"), ("2", "alpha topic", "2")]
+    assert "'9' is none of them: give a number from 1 to 2 or a session id" in out
+    assert f"Resumed {listing[1][1]}: 2 entries." in out and out.index("About alpha topic.") < out.index("Back to alpha.")
+
+    # Nothing stored: said, and the chat ends.
+    empty = run_piped(tmp_path, ["--resume", "--store", str(tmp_path / "empty-store")], [])
+    assert empty.returncode == 1 and "There is no stored conversation to resume." in empty.stdout
+    # An id that is not stored: the server's error, status 1.
+    unknown = run_piped(tmp_path, ["--resume", "s-nonexistent"], [])
+    assert unknown.returncode == 1 and "could not resume the session s-nonexistent: error [sessionNotFound]" in unknown.stdout
+
+
+def test_resume_with_a_new_model_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_piped(tmp_path, ["--resume", "s-1", "--model", "m"], [])
+    assert proc.returncode == 2 and "--resume continues a stored conversation" in proc.stderr
+
+
+def test_compact_command_summarizes_and_ctrl_c_withdraws_it(start_chat) -> None:
+    answers = [{"text": [f"Answer {n}."], "usage": {"inputTokens": 100 * n, "outputTokens": 10}} for n in range(1, 5)]
+    term = start_chat([*answers, {"text": ["Summ"], "stall": True}, {"text": ["A short summary."]}, {"text": ["Five."]}])
+    term.line("/compact")
+    term.expect("nothing to compact yet")
+    for n in range(1, 5):
+        term.line(f"Question {n}: " + "and why? " * 20)
+        term.expect(f"Answer {n}.")
+        term.expect(PROMPT)
+    # The first summary request stalls: Ctrl-C withdraws it and nothing changes.
+    term.line("/compact")
+    term.expect("(compacting: the model summarizes the conversation…)")
+    term.key(b"\x03")
+    term.expect("[cancelled] (nothing was compacted)")
+    term.line("/compact keep the numbers")
+    term.expect("compacted: 2 entries summarized, context about ")
+    term.expect(PROMPT)
+    term.line("/transcript")
+    listing = term.expect(PROMPT)
+    assert "summary: A short summary." in listing and "Question 1" not in listing and "Question 2" in listing
+    term.line("Question 5")
+    term.expect("Five.")
+    leave(term)
+
+
+def test_an_automatic_compaction_is_shown(tmp_path: Path) -> None:
+    # A 300-token window and two entries kept: with the long third prompt the context would pass 0.8 of it
+    # (the last round trip's 190 tokens in, plus about 150).
+    write_priced_config(tmp_path, [
+        {"text": ["First answer."], "usage": {"inputTokens": 40, "outputTokens": 30}},
+        {"text": ["Second answer."], "usage": {"inputTokens": 190, "outputTokens": 30}},
+        {"text": ["Two questions were answered."]},
+        {"text": ["Third answer."], "usage": {"inputTokens": 120, "outputTokens": 30}},
+    ], window=300)
+    (tmp_path / "session.json").write_text(json.dumps({"compaction": {"keepLast": 2}}))
+    proc = run_piped(tmp_path, ["--session", "session.json"], ["one", "two", "three " * 100])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    # The first three entries: the kept tail is the second answer and the running turn's prompt.
+    assert "(the context neared the model's window; compacted: 3 entries summarized, context about " in out
+    assert out.index("compacted: 3 entries") < out.index("Third answer.")
+    assert "(context: 150 of 300 tokens (50%)" in out
