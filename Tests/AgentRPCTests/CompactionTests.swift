@@ -72,17 +72,8 @@ private func output(_ id: String, _ callID: String, _ content: JSONValue = "resu
 }
 
 @Suite struct CompactionTranscriptTests {
-    private final class Recorder: TranscriptJournal, @unchecked Sendable {
-        private let lock = NSLock()
-        private var recorded: [TranscriptChange] = []
-        var changes: [TranscriptChange] { lock.withLock { recorded } }
-        func record(_ change: TranscriptChange, at date: Date) throws { lock.withLock { recorded.append(change) } }
-        func sync(_ state: Transcript) throws {}
-        func rewrite(_ state: Transcript) throws {}
-    }
-
-    private func conversation() throws -> (Transcript, Recorder) {
-        let journal = Recorder()
+    private func conversation() throws -> (Transcript, RecordingJournal) {
+        let journal = RecordingJournal()
         var t = Transcript(properties: [:])
         t.journal = journal
         for i in 0..<3 {

@@ -62,8 +62,8 @@ import Testing
     }
 }
 
-/// Records what a transcript journals, so tests can see undo records reach the journal.
-private final class RecordingJournal: TranscriptJournal, @unchecked Sendable {
+/// Records what a transcript journals, so tests can see undo and compaction records reach the journal.
+final class RecordingJournal: TranscriptJournal, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [TranscriptChange] = []
     var changes: [TranscriptChange] { lock.withLock { recorded } }
