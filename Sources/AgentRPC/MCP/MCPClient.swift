@@ -117,9 +117,19 @@ actor MCPClient {
             }
         case .closed(let reason):
             connectionEnded(reason)
-        case .undelivered(let id, let reason, let expired):
-            guard case .int(let n) = id, let waiter = pending.removeValue(forKey: n) else { return }
-            waiter.resume(throwing: expired ? MCPRequestError.sessionExpired(reason) : MCPRequestError.notDelivered(reason))
+        case .undelivered(let id, let reason, let why):
+            let waiter: CheckedContinuation<JSONValue, any Error>?
+            if case .int(let n) = id { waiter = pending.removeValue(forKey: n) } else { waiter = nil }
+            switch why {
+            case .sessionExpired:
+                waiter?.resume(throwing: MCPRequestError.sessionExpired(reason))
+            case .serverUnreachable:
+                // Ended before the caller hears of its request, so that it finds the
+                // connection over (`endedReason`) and the round trip after the call
+                // waits for the restart instead of racing its announcement.
+                connectionEnded(reason)
+                waiter?.resume(throwing: MCPRequestError.notDelivered(reason))
+            }
         }
     }
 
@@ -166,7 +176,8 @@ actor MCPClient {
         onClosed?(reason)
     }
 
-    var isClosed: Bool { closedReason != nil }
+    /// Why the connection ended, once it has.
+    var endedReason: String? { closedReason }
 
     /// Sends a request and waits up to `timeout` for its answer. Cancelling the
     /// calling task sends `notifications/cancelled` and ends the wait at once.

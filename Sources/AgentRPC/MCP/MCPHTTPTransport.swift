@@ -240,7 +240,7 @@ final class MCPHTTPTransport: MCPTransport {
             // processed. The client starts a new session and sends the request again.
             switch purpose {
             case .request(let id, _):
-                deliver(.undelivered(id: id, reason: "the server ended the MCP session (HTTP 404)", sessionExpired: true), essential: true)
+                deliver(.undelivered(id: id, reason: "the server ended the MCP session (HTTP 404)", why: .sessionExpired), essential: true)
             case .oneWay:
                 logger.debug("mcp \(serverName): a notification or answer was refused: the server ended the MCP session (HTTP 404)")
             case .eventStream:
@@ -428,9 +428,9 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
             if let id = requestID, s.read || s.status == nil, !s.answered {
                 if let (lost, unsent) = Self.serverGone(error) {
                     // The server crashed or is down: the connection ends, every call in
-                    // flight with it. A request whose connection was never made did not run.
-                    if unsent && s.status == nil { out.append(.undelivered(id: id, reason: lost, sessionExpired: false)) }
-                    out.append(.closed(reason: lost))
+                    // flight with it. A request whose connection was never made did not run
+                    // (and its item ends the connection too).
+                    out.append(unsent && s.status == nil ? .undelivered(id: id, reason: lost, why: .serverUnreachable) : .closed(reason: lost))
                 } else {
                     let why = error.map { "the HTTP request failed: \($0)" } ?? "the server ended its answer without a response"
                     out.append(.message(Message.failure(id, RPCError(.internalError, why)).json))

@@ -196,7 +196,7 @@ actor MCPServerRunner {
         endedReason = nil
         await client.setHandlers(
             toolsChanged: { [weak self] in Task { await self?.toolsChanged() } },
-            closed: { [weak self] why in Task { await self?.connectionClosed(why) } })
+            closed: { [weak self, id = ObjectIdentifier(client)] why in Task { await self?.connectionClosed(why, of: id) } })
         Task { await client.pump(inbox) }
         if stopped {
             await client.close(reason: "the session closed")
@@ -236,7 +236,10 @@ actor MCPServerRunner {
         return exit == "still running" ? "" : " (the process \(exit))"
     }
 
-    private func connectionClosed(_ why: String) {
+    /// The connection of the client `ended` (nil: the live one) is over. News
+    /// that comes late, about a connection already replaced, leaves the new one be.
+    private func connectionClosed(_ why: String, of ended: ObjectIdentifier? = nil) {
+        if let ended, ended != client.map(ObjectIdentifier.init) { return }
         // Until the run loop reports why, a round trip must not offer the dead
         // server's tools, and waits (bounded) for the restart instead.
         if status == .ready && !stopped {
@@ -345,9 +348,15 @@ actor MCPServerRunner {
             case .rpc(let code, let message):
                 return (.failed, .string("The MCP server '\(spec.name)' refused the call (error \(code)): \(message)"))
             case .gone(let why):
-                connectionClosed(why)
+                connectionClosed(why, of: ObjectIdentifier(client))
                 return (.failed, .string("The MCP server '\(spec.name)' went away during the call (\(why)); the tool may or may not have run."))
             case .notDelivered(let why), .sessionExpired(let why):
+                // A server that cannot be reached has ended the connection by now:
+                // the runner learns it before the call's outcome goes on, not when
+                // the client's `closed` handler gets round to it, so the next round
+                // trip waits for the restart (and sees its statuses) instead of
+                // finding the server still `ready`.
+                if let ended = await client.endedReason { connectionClosed(ended, of: ObjectIdentifier(client)) }
                 return (.failed, .string("The call did not reach the MCP server '\(spec.name)' (\(why)); the tool did not run."))
             case .tooLarge, .malformed:
                 return (.failed, .string("The MCP server '\(spec.name)' answered unusably: \(error)"))

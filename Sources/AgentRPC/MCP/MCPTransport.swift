@@ -14,10 +14,18 @@ enum MCPIncoming: Sendable {
     case oversized(bytes: Int, id: RequestID?)
     /// The server is gone (end of output, a crash, an HTTP session that cannot be renewed).
     case closed(reason: String)
-    /// The request `id` never reached the server (it did not run): its connection
-    /// was refused, or (`sessionExpired`) the server no longer knows the MCP session
-    /// it was sent in (HTTP 404) and a new session may carry it again.
-    case undelivered(id: RequestID, reason: String, sessionExpired: Bool)
+    /// The request `id` never reached the server (it did not run), for `why`.
+    case undelivered(id: RequestID, reason: String, why: MCPUndelivered)
+}
+
+/// Why a request never reached its server.
+enum MCPUndelivered: Sendable {
+    /// The server no longer knows the MCP session it was sent in (HTTP 404): a
+    /// new session may carry it again; the connection goes on.
+    case sessionExpired
+    /// The server cannot be reached (connection refused, name not resolved): the
+    /// connection is over, as with `closed`.
+    case serverUnreachable
 }
 
 /// How the MCP client talks to one server: stdio (a child process) or streamable HTTP.
