@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import text_block
 from acp.connection import StreamDirection, StreamEvent
 
@@ -279,3 +280,30 @@ async def test_compact_with_nothing_to_compact_and_a_cancelled_compaction(tmp_pa
     sent = json.dumps(json.loads(dump.read_text().splitlines()[-1])["request"]["messages"])
     assert "Question 1" in sent and "Answer 4." in sent
     assert editor.text().endswith("Still whole.")
+
+
+async def test_usage_update_counts_anthropic_cache_reads_with_the_window_its_provider_knows(tmp_path: Path, monkeypatch: Any) -> None:
+    """A recorded Anthropic stream: 12 input tokens, 3 read from the cache, 4 written to it, 6 output. The meter
+    shows the 25 tokens the model had in context (not the 18 of input plus output), of the 200,000-token window
+    Anthropic's definition gives claude-sonnet-4-5 (none is configured)."""
+    from fake_provider import FIXTURES, Canned, FakeProvider  # type: ignore[import-not-found]
+
+    if not FIXTURES.is_dir():
+        pytest.skip("shared/fixtures is not beside the repository")
+    fake = FakeProvider()
+    monkeypatch.setenv("TEST_PROVIDER_KEY", "sk-test-acp-meter")
+    config = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-5-20250929", "baseURL": fake.base_url + "/v1",
+                                    "apiKeyEnv": "TEST_PROVIDER_KEY",
+                                    "pricing": {"inputPerMTok": 3.0, "outputPerMTok": 15.0, "cacheReadPerMTok": 0.3, "cacheWritePerMTok": 3.75}}},
+              "defaultModel": "claude"}
+    editor = Editor()
+    try:
+        fake.queue(Canned.sse("anthropic/beta-usage-omitted-with-optional-fields.sse"))
+        async with agent(tmp_path, config, editor) as (conn, cwd):
+            session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("Hi")]), WAIT)
+    finally:
+        fake.close()
+    (meter,) = usage_updates(editor)
+    assert meter["used"] == 25 and meter["size"] == 200_000
+    assert meter["cost"]["currency"] == "USD" and abs(meter["cost"]["amount"] - (12 * 3.0 + 3 * 0.3 + 4 * 3.75 + 6 * 15.0) / 1e6) < 1e-12
