@@ -31,6 +31,8 @@ import Testing
         for (i, e) in entries.enumerated() { changes.append(.entryAppended(e, nextEntryNumber: i + 2)) }
         changes += [
             .undoRecorded(turnId: turn, undo),
+            .callSent(turnId: turn, callId: "c1"),
+            .callSent(turnId: turn, callId: "call \"é\""),
             .turnEnded(TurnEnd(turnId: turn, status: .completed, stopReason: .finalAnswer, usage: Usage(inputTokens: 5, outputTokens: 7, cachedInputTokens: 1, reasoningTokens: 2), undo: .committed)),
             .turnEnded(TurnEnd(turnId: "t-2", status: .interrupted, stopReason: nil, usage: Usage(), undo: .none)),
             .entriesMutated(operations: [.remove(ids: ["e7"])], revision: 9),
@@ -49,6 +51,7 @@ import Testing
         let id = try state.beginTurn { "t-\($0)" }
         for e in entries { try state.append(e.content, turn: id) }
         try state.updatePlan([PlanEntry(content: "Write the test", priority: .medium, status: .completed)])
+        try state.recordCallSent("c1", turn: id)
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
         try state.endTurn(TurnEnd(turnId: id, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 1), undo: .none))
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
@@ -97,6 +100,11 @@ import Testing
         #"{"type":"turnStarted","at":1,"turnId":"t-1","number":-1}"#,
         #"{"type":"turnStarted","at":-,"turnId":"t-1","number":1}"#,
         #"{"type":"snapsh\u006ft","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5}"#,
+        #"{"type":"callSent","at":1,"turnId":"t"}"#,
+        #"{"type":"callSent","at":1,"turnId":"t","callId":5}"#,
+        #"{"type":"callSent","at":1,"callId":"c"}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"openTurn":{"turnId":"t","entriesBefore":[],"undo":[],"sentCalls":"c1"}}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"openTurn":{"turnId":"t","entriesBefore":[],"undo":[],"sentCalls":["c1",2]}}"#,
         #"{"type":"nothing","at":1}"#,
         #"{"at":1}"#,
         #"{"type":5,"at":1}"#,

@@ -39,6 +39,7 @@ private actor FakeToolHost: ToolStageHost {
     var entries: [TranscriptContent] = []
     var events: [SessionEvent] = []
     var undos: [UndoRecord] = []
+    var sent: [String] = []
     var hooks: [String] = []
     var rules: [ApprovalRule] = []
     var accepted: [ConfirmationDecision] = []
@@ -99,6 +100,8 @@ private actor FakeToolHost: ToolStageHost {
 
     func recordUndo(_ record: UndoRecord) throws { undos.append(record) }
 
+    func recordCallSent(_ callID: String, turn: String) throws { sent.append(callID) }
+
     func acceptDecision(
         _ decision: ConfirmationDecision, reason: String?, arguments: JSONValue?, rule: ApprovalScope?,
         tool: String, schema: JSONValue?, source: ConfirmationSource
@@ -155,7 +158,11 @@ private func call(_ id: String, _ name: String, _ arguments: String = "{}") -> M
             ToolCallOutcome(callId: "c2", outcome: .ok, content: "ran c2"),
         ])
         #expect(client.toolCalls.map { $0["callId"] } == ["c1", "c2"])
-        #expect(client.toolCalls.first == ["sessionId": "s1", "turnId": "t1", "callId": "c1", "name": "read", "arguments": ["f": "a"], "revision": 7])
+        #expect(client.toolCalls.first == [
+            "sessionId": "s1", "turnId": "t1", "callId": "c1", "name": "read", "arguments": ["f": "a"], "revision": 7, "idempotencyKey": "s1/t1/1/c1",
+        ])
+        // Each send is journaled (a crash then knows the call may have run).
+        #expect(await host.sent == ["c1", "c2"])
         #expect(await host.entries == [
             .toolOutput(callId: "c1", name: "read", outcome: .ok, content: "ran c1", profile: "default"),
             .toolOutput(callId: "c2", name: "write", outcome: .ok, content: "ran c2", profile: "default"),

@@ -254,8 +254,8 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
     @Test func serverRequests() throws {
         try checkCoding(
-            ToolCallParams(sessionId: "s", turnId: "t", callId: "c", name: "write", arguments: ["path": "a"], revision: 3),
-            json: ["sessionId": "s", "turnId": "t", "callId": "c", "name": "write", "arguments": ["path": "a"], "revision": 3])
+            ToolCallParams(sessionId: "s", turnId: "t", callId: "c", name: "write", arguments: ["path": "a"], revision: 3, idempotencyKey: "s/t/1/c"),
+            json: ["sessionId": "s", "turnId": "t", "callId": "c", "name": "write", "arguments": ["path": "a"], "revision": 3, "idempotencyKey": "s/t/1/c"])
         try checkCoding(
             ToolCallResult(outcome: .ok, content: "written", undo: ["restore": "old"]),
             json: ["outcome": "ok", "content": "written", "undo": ["restore": "old"]])
@@ -544,9 +544,12 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
 @Suite struct HandBuiltWireFormTests {
     @Test func toolCallParamsJSONEqualsItsCodableForm() throws {
-        let params = ToolCallParams(sessionId: "s-1", turnId: "t-1", callId: "c1", name: "get", arguments: ["q": 1, "x": [true, nil]], revision: 7)
+        let params = ToolCallParams(
+            sessionId: "s-1", turnId: "t-1", callId: "c1", name: "get", arguments: ["q": 1, "x": [true, nil]], revision: 7,
+            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: "s-1", turnId: "t-1", roundTrip: 2, callId: "c1"))
         #expect(params.json == (try JSONValue(encoding: params)))
         #expect(try params.json.decode(as: ToolCallParams.self) == params)
+        #expect(params.idempotencyKey == "s-1/t-1/2/c1")
     }
 }
 

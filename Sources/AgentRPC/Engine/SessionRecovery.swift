@@ -19,10 +19,12 @@ extension AgentSession {
     /// A loaded journal whose last turn never ended was cut by a crash. The
     /// session's transcript error policy is applied as to a failed turn, and a
     /// turn end with status `interrupted` is recorded and synced, before the
-    /// session is handed out. Returns nil when there was no such turn.
+    /// session is handed out. Returns nil when there was no such turn. Where
+    /// each call of its latest round trip stood is read before the policy trims it.
     /// With `rollback`, the caller then sends `tool/undo` (`rollBackInterrupted`).
     func recoverInterruptedTurn(rollback: Bool) throws -> InterruptedTurn? {
         guard let open = transcript.openTurn else { return nil }
+        let calls = open.callStates(in: entries).map { RoundTripCall(callId: $0.call.callId, name: $0.call.name, state: $0.state) }
         let profile = (try? resolveProfile()) ?? activeProfile
         let policy = profile?.transcriptErrorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
         switch policy {
@@ -40,7 +42,7 @@ extension AgentSession {
         try transcript.sync()
         return InterruptedTurn(
             turnId: open.id, undo: open.undo.reversed().map { UndoRecordInfo(callId: $0.callId, name: $0.name, undo: $0.undo) },
-            undoOutcome: outcome)
+            undoOutcome: outcome, calls: calls.isEmpty ? nil : calls)
     }
 
     /// `session/resume {rollback: true}`: undoes what the interrupted turn did.

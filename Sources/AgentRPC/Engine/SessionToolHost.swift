@@ -14,6 +14,10 @@ extension AgentSession: ToolStageHost {
         try transcript.recordUndo(record, turn: record.turnId)
     }
 
+    func recordCallSent(_ callID: String, turn: String) throws {
+        try transcript.recordCallSent(callID, turn: turn)
+    }
+
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws {
         guard let runner else { throw RPCError.internalError("a tool hook ran with no turn") }
         try await runner.runHooks(hook, profile: profile, toolName: toolName, payload: payload, session: self)
@@ -30,6 +34,6 @@ extension AgentSession: ToolStageHost {
             sessionId: id, turnId: runner.turn.id, profile: profile, limits: runner.turn.limits, guards: config.guards ?? [],
             capabilities: context.clientCapabilities, channel: context.channel, control: runner.control,
             logger: context.logger, tracer: context.tracer, spanParent: runner.turn.spanParent,
-            mcpServers: mcp?.runners.map(\.spec.name) ?? [])
+            mcpServers: mcp?.runners.map(\.spec.name) ?? [], roundTrip: runner.turn.roundTrips)
     }
 }

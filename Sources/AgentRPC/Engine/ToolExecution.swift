@@ -175,12 +175,14 @@ extension ToolStage {
         // Its executor (the client or an MCP server) runs it.
         context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
         let runArguments = approvedArguments ?? arguments
-        markSent(index, arguments: runArguments)
+        try markSent(index, arguments: runArguments, host: host)
         // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
         if let (outcome, content) = try await host.runMCPTool(named: call.name, arguments: runArguments, timeout: context.limits.toolTimeoutSeconds, control: context.control) {
             return try await output(outcome, content)
         }
-        let params = ToolCallParams(sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: runArguments, revision: host.revision)
+        let params = ToolCallParams(
+            sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: runArguments, revision: host.revision,
+            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: context.sessionId, turnId: turnID, roundTrip: context.roundTrip, callId: call.id))
         let result: ToolCallResult
         switch try await dispatch(params, timeout: context.limits.toolTimeoutSeconds) {
         case .finished(let finished):

@@ -22,6 +22,8 @@ protocol ToolStageHost: Actor {
     func emit(_ event: SessionEvent, turn: String?)
     /// Keeps an `ok` result's undo for the turn's rollback, durably.
     func recordUndo(_ record: UndoRecord) throws
+    /// Journals that a call of the turn is about to be handed to its executor.
+    func recordCallSent(_ callID: String, turn: String) throws
     /// Checks a client's confirmation answer (edited arguments against the
     /// schema, a rule's scope) and, for `approveForSession`, adds the rule.
     func acceptDecision(
@@ -57,6 +59,9 @@ struct ToolStageContext: Sendable {
     /// Why tools the calls name but the profile does not offer are unavailable,
     /// when it is not simply that no such tool exists (an MCP server that is down).
     var unavailableTools: [String: String] = [:]
+    /// The turn's round trip whose calls these are (from 1): model call ids
+    /// repeat from round trip to round trip, so a call's `idempotencyKey` names it too.
+    var roundTrip = 1
 }
 
 /// Where one call of the round trip is. The stage keeps this for every call in
@@ -138,7 +143,10 @@ final class ToolStage<Host: ToolStageHost> {
         calls[index].phase = phase
     }
 
-    func markSent(_ index: Int, arguments: JSONValue) {
+    /// Journals the send (after a crash the call is then known to be in doubt,
+    /// docs/protocol.md "Durable sessions"), then marks the call sent.
+    func markSent(_ index: Int, arguments: JSONValue, host: isolated Host) throws {
+        try host.recordCallSent(calls[index].call.id, turn: context.turnId)
         calls[index].phase = .sent
         calls[index].sentArguments = arguments
     }

@@ -20,6 +20,9 @@ enum TranscriptChange: Sendable, Equatable {
     case turnStarted(turnId: String, number: Int)
     /// An `ok` tool result of the running turn carried `undo`.
     case undoRecorded(turnId: String, UndoRecord)
+    /// A call of the running turn's latest round trip is about to be handed to
+    /// its executor (`tool/call`, an MCP server): from here on it may have run.
+    case callSent(turnId: String, callId: String)
     /// A turn ended (any status, `interrupted` included).
     case turnEnded(TurnEnd)
     /// A turn committed with these undo records; they are kept for `session/rewind`.
@@ -70,12 +73,16 @@ struct OpenTurn: Sendable, Equatable {
     var copiedBefore: [TranscriptEntry]?
     /// Oldest first.
     var undo: [UndoRecord] = []
+    /// The calls of the turn's latest `toolCalls` entry that were handed to
+    /// their executor (`callSent`); a newer `toolCalls` entry starts it afresh.
+    var sentCalls: Set<String> = []
 
-    init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = []) {
+    init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sentCalls: Set<String> = []) {
         self.id = id
         self.countBefore = entriesBefore.count
         self.copiedBefore = entriesBefore
         self.undo = undo
+        self.sentCalls = sentCalls
     }
 
     init(id: String, countBefore: Int) {
@@ -86,6 +93,31 @@ struct OpenTurn: Sendable, Equatable {
     /// The entries before the turn, given the entries now.
     func entriesBefore(current: [TranscriptEntry]) -> [TranscriptEntry] {
         copiedBefore ?? Array(current.prefix(countBefore))
+    }
+}
+
+extension OpenTurn {
+    /// Where each call of the turn's latest `toolCalls` entry stands: its
+    /// output is recorded (`completed`), it was handed to its executor with no
+    /// output recorded (`inDoubt`), or it never was (`notSent`). Empty when the
+    /// turn made no calls.
+    func callStates(in entries: [TranscriptEntry]) -> [(call: ToolCallRecord, state: CallState)] {
+        guard let index = entries.lastIndex(where: { e in
+            if case .toolCalls = e.content { return e.turnId == id }
+            return false
+        }), case .toolCalls(let calls, _, _) = entries[index].content else { return [] }
+        // An output answers the nearest unanswered call with its id (docs/turns.md).
+        var outputs: [String: Int] = [:]
+        for entry in entries[(index + 1)...] {
+            if case .toolOutput(let callId, _, _, _, _, _) = entry.content { outputs[callId, default: 0] += 1 }
+        }
+        return calls.map { call in
+            if let n = outputs[call.callId], n > 0 {
+                outputs[call.callId] = n - 1
+                return (call, .completed)
+            }
+            return (call, sentCalls.contains(call.callId) ? .inDoubt : .notSent)
+        }
     }
 }
 
@@ -339,6 +371,10 @@ struct Transcript: Sendable {
         try commit(.undoRecorded(turnId: turn, record))
     }
 
+    mutating func recordCallSent(_ callID: String, turn: String) throws {
+        try commit(.callSent(turnId: turn, callId: callID))
+    }
+
     mutating func endTurn(_ end: TurnEnd) throws {
         try commit(.turnEnded(end))
     }
@@ -405,6 +441,7 @@ struct Transcript: Sendable {
 
     private mutating func appendEntry(_ entry: consuming TranscriptEntry, next: Int) throws {
         guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
+        if openTurn?.sentCalls.isEmpty == false, case .toolCalls = entry.content { openTurn?.sentCalls = [] }
         entries.append(entry)
         nextEntryNumber = next
         revision += 1
@@ -464,6 +501,9 @@ struct Transcript: Sendable {
         case .undoRecorded(let turnID, let record):
             guard openTurn?.id == turnID else { throw ReplayMismatch("an undo record for turn '\(turnID)', which is not running") }
             openTurn?.undo.append(record)
+        case .callSent(let turnID, let callID):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("a call sent in turn '\(turnID)', which is not running") }
+            openTurn?.sentCalls.insert(callID)
         case .turnEnded(let end):
             if openTurn?.id == end.turnId { openTurn = nil }
             usageTotals.add(end.usage)

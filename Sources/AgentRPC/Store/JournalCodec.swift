@@ -43,6 +43,10 @@ enum JournalCodec {
             o["type"] = "undoRecorded"
             o["turnId"] = .string(turnID)
             o["record"] = undoJSON(record)
+        case .callSent(let turnID, let callID):
+            o["type"] = "callSent"
+            o["turnId"] = .string(turnID)
+            o["callId"] = .string(callID)
         case .undoRecordsKept(let records):
             o["type"] = "undoRecordsKept"
             o["records"] = .array(records.map(undoJSON))
@@ -90,10 +94,12 @@ enum JournalCodec {
             o["compactions"] = .array(s.compactions.map { ["summaryId": .string($0.summaryID), "removed": .array($0.removed.map(\.json))] })
         }
         if let open = state.openTurn {
-            o["openTurn"] = [
+            var turn: [String: JSONValue] = [
                 "turnId": .string(open.id), "entriesBefore": .array(open.entriesBefore(current: state.entries).map(\.json)),
                 "undo": .array(open.undo.map(undoJSON)),
             ]
+            if !open.sentCalls.isEmpty { turn["sentCalls"] = .array(open.sentCalls.sorted().map { .string($0) }) }
+            o["openTurn"] = .object(turn)
         }
         return line(.object(o))
     }
@@ -306,6 +312,8 @@ enum JournalCodec {
             return (.turnStarted(turnId: try field(value, "turnId", \.stringValue), number: try field(value, "number", \.intValue)), at)
         case "undoRecorded":
             return (.undoRecorded(turnId: try field(value, "turnId", \.stringValue), try decodeUndo(try field(value, "record") { $0 })), at)
+        case "callSent":
+            return (.callSent(turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue)), at)
         case "undoRecordsKept":
             return (.undoRecordsKept(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
         case "undoRecordsTaken":
@@ -369,7 +377,11 @@ enum JournalCodec {
         let turnID = try field(open, "turnId", \.stringValue)
         let before = try field(open, "entriesBefore", \.arrayValue).map(TranscriptEntry.init(json:))
         let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
-        return OpenTurn(id: turnID, entriesBefore: before, undo: undo)
+        let sent = try (open["sentCalls"]?.arrayValue ?? []).map { id in
+            guard let id = id.stringValue else { throw Malformed(description: "'sentCalls' holds a value that is not a string") }
+            return id
+        }
+        return OpenTurn(id: turnID, entriesBefore: before, undo: undo, sentCalls: Set(sent))
     }
 }
 

@@ -29,7 +29,7 @@ struct JournalRecordError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Reads the records a journal is mostly made of (`turnStarted`,
-/// `entryAppended`, `turnEnded`, `snapshot`) from the line's bytes straight
+/// `entryAppended`, `callSent`, `turnEnded`, `snapshot`) from the line's bytes straight
 /// into their types, with no `JSONValue` in between except for free-form
 /// members (tool arguments and output, properties).
 ///
@@ -45,7 +45,7 @@ struct JournalRecordReader {
 
     /// The record types read here (`type` of a line); any other goes the general way.
     private enum RecordType: String {
-        case entryAppended, turnStarted, turnEnded, snapshot
+        case entryAppended, turnStarted, turnEnded, callSent, snapshot
     }
 
     init(_ line: UnsafeBufferPointer<UInt8>) {
@@ -112,6 +112,7 @@ struct JournalRecordReader {
         var plan: JSONValue?
         var openTurn: JSONValue?
         var updatedAt: Int?
+        var callID: String?
 
         try openObject()
         var first = true
@@ -159,6 +160,8 @@ struct JournalRecordReader {
                 openTurn = try p.parseValue()
             } else if named(name, "updatedAt") {
                 updatedAt = try int()
+            } else if named(name, "callId") {
+                callID = try string()
             } else {
                 // Another record type's member, or one this version does not write.
                 throw decline()
@@ -199,6 +202,9 @@ struct JournalRecordReader {
         case .turnEnded:
             guard let turnID, let status, let usage else { throw decline() }
             return change(.turnEnded(TurnEnd(turnId: turnID, status: status, stopReason: stopReason, usage: usage, undo: undo ?? .none)), date)
+        case .callSent:
+            guard let turnID, let callID else { throw decline() }
+            return change(.callSent(turnId: turnID, callId: callID), date)
         case .snapshot:
             throw decline()
         }
@@ -494,6 +500,7 @@ struct JournalRecordReader {
         if named(w, "entryAppended") { return .entryAppended }
         if named(w, "turnStarted") { return .turnStarted }
         if named(w, "turnEnded") { return .turnEnded }
+        if named(w, "callSent") { return .callSent }
         if named(w, "snapshot") { return .snapshot }
         return nil
     }

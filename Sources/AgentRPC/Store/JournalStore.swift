@@ -35,13 +35,16 @@ final class JournalStore: SessionStore {
 
     /// Journals being read now (see `SharedJournalReads`).
     let reads: SharedJournalReads
+    /// The test hook that stops the process at a chosen journal write (nil: none).
+    let killSwitch: JournalKillSwitch?
     /// When this store was opened (seconds since 1970): a temporary file named
     /// with this process's pid but older is an earlier process's.
     private let openedAt = time(nil)
 
-    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000) {
+    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000, killSwitch: JournalKillSwitch? = nil) {
         self.directory = directory
         self.logger = logger
+        self.killSwitch = killSwitch
         self.summaryInterval = summaryInterval
         let reads = SharedJournalReads()
         self.reads = reads
@@ -440,6 +443,33 @@ final class JournalStore: SessionStore {
     }
 }
 
+/// The test hook `AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE=N` (docs/testing.md):
+/// the process sends itself SIGKILL just before the Nth write to any session
+/// journal (counted from 1 over the process's life: a journal's creation, each
+/// record or group of records written at once). So a test stops the server at
+/// an exact instant of a turn, the Nth write never reaching the file, as a
+/// `kill -9` from outside at that instant would.
+final class JournalKillSwitch: Sendable {
+    let at: Int
+    private let writes = Atomic<Int>(0)
+
+    init(at: Int) { self.at = at }
+
+    /// Nil when the variable is not set; a value that is not a whole number
+    /// from 1 to 1,000,000 is an error.
+    static func from(environment: [String: String]) throws -> JournalKillSwitch? {
+        guard let text = environment["AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE"] else { return nil }
+        guard let n = Int(text), n >= 1, n <= 1_000_000 else {
+            throw RPCError.invalidConfiguration("AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE must be a whole number from 1 to 1000000", field: "AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE")
+        }
+        return JournalKillSwitch(at: n)
+    }
+
+    func beforeWrite() {
+        if writes.add(1, ordering: .relaxed).newValue == at { kill(getpid(), SIGKILL) }
+    }
+}
+
 /// Store failures as protocol errors.
 enum StoreError {
     static func unavailable(_ message: String) -> RPCError {
@@ -517,10 +547,30 @@ final class FileJournal: SessionJournal {
 
     func record(_ change: TranscriptChange, at date: Date) throws {
         let bytes = try JournalCodec.line(for: change, at: date)
-        try appendRaw(bytes, growsLiveState: { if case .entryAppended = change { return true } else { return false } }())
+        try appendRaw(bytes, liveBytes: Self.growsLiveState(change) ? bytes.count : 0)
     }
 
-    func appendRaw(_ bytes: [UInt8], growsLiveState: Bool = true) throws {
+    func record(_ changes: [TranscriptChange], at date: Date) throws {
+        var bytes: [UInt8] = []
+        var live = 0
+        for change in changes {
+            let line = try JournalCodec.line(for: change, at: date)
+            if Self.growsLiveState(change) { live += line.count }
+            bytes += line
+        }
+        try appendRaw(bytes, liveBytes: live)
+    }
+
+    /// Whether a record's line adds to the live state (an entry), rather than
+    /// to what compaction would drop.
+    private static func growsLiveState(_ change: TranscriptChange) -> Bool {
+        if case .entryAppended = change { return true } else { return false }
+    }
+
+    /// Appends whole lines with one `write(2)`; `liveBytes` of them (nil: all)
+    /// are live state.
+    func appendRaw(_ bytes: [UInt8], liveBytes: Int? = nil) throws {
+        store.killSwitch?.beforeWrite()
         try state.withLock { s in
             guard !s.closed else { throw StoreError.unavailable("the session's journal is closed") }
             let fd = try descriptor(&s)
@@ -538,7 +588,7 @@ final class FileJournal: SessionJournal {
             }
             s.length += bytes.count
             s.records += 1
-            if growsLiveState { s.liveEstimate += bytes.count }
+            s.liveEstimate += liveBytes ?? bytes.count
         }
     }
 

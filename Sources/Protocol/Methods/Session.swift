@@ -361,11 +361,37 @@ public struct InterruptedTurn: Codable, Sendable, Hashable {
     /// `committed` when they were left as they are; `none` when there were none.
     public var undoOutcome: UndoOutcome
 
-    public init(turnId: String, undo: [UndoRecordInfo], undoOutcome: UndoOutcome) {
+    /// The calls of the turn's last round trip and where each stood when the
+    /// process died; absent when that round trip made no calls.
+    public var calls: [RoundTripCall]?
+
+    public init(turnId: String, undo: [UndoRecordInfo], undoOutcome: UndoOutcome, calls: [RoundTripCall]? = nil) {
         self.turnId = turnId
         self.undo = undo
         self.undoOutcome = undoOutcome
+        self.calls = calls
     }
+}
+
+/// One call of an interrupted or parked round trip and what is known of it
+/// (docs/protocol.md, "Durable sessions").
+public struct RoundTripCall: Codable, Sendable, Hashable {
+    public var callId: String
+    public var name: String
+    public var state: CallState
+
+    public init(callId: String, name: String, state: CallState) {
+        self.callId = callId
+        self.name = name
+        self.state = state
+    }
+}
+
+/// What is known of a call after its turn was cut: its result is recorded
+/// (`completed`), it was never handed to its executor (`notSent`), or it was
+/// handed over and no result was recorded, so it may or may not have run (`inDoubt`).
+public enum CallState: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case completed, notSent, inDoubt
 }
 
 /// One tool result's `undo`, as `tool/undo` would receive it.

@@ -26,14 +26,27 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
     public var arguments: JSONValue
     /// The transcript revision when the call was made.
     public var revision: Int
+    /// Names this call for good: the same for every send of it, in this process
+    /// or another, and no other call's. A host that keeps what it ran by this key
+    /// can tell a call it already ran (docs/protocol.md, "Durable sessions").
+    public var idempotencyKey: String
 
-    public init(sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, revision: Int) {
+    public init(
+        sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, revision: Int, idempotencyKey: String
+    ) {
         self.sessionId = sessionId
         self.turnId = turnId
         self.callId = callId
         self.name = name
         self.arguments = arguments
         self.revision = revision
+        self.idempotencyKey = idempotencyKey
+    }
+
+    /// A call's key: its session, its turn, the turn's round trip that made it
+    /// (a model may reuse a call id in the next one) and its call id.
+    public static func idempotencyKey(sessionId: String, turnId: String, roundTrip: Int, callId: String) -> String {
+        sessionId + "/" + turnId + "/" + String(roundTrip) + "/" + callId
     }
 
     /// The wire form, built directly: one is sent per tool call, so it skips the
@@ -41,7 +54,7 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
     public var json: JSONValue {
         .object([
             "sessionId": .string(sessionId), "turnId": .string(turnId), "callId": .string(callId),
-            "name": .string(name), "arguments": arguments, "revision": .int(revision),
+            "name": .string(name), "arguments": arguments, "revision": .int(revision), "idempotencyKey": .string(idempotencyKey),
         ])
     }
 }

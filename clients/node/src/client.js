@@ -406,7 +406,8 @@ export class Client {
   async #runTool(session, tool, params, signal) {
     const ctx = {
       sessionId: session.id, turnId: String(params.turnId ?? ''), callId: String(params.callId ?? ''),
-      name: tool.name, revision: Number.isInteger(params.revision) ? params.revision : 0, signal, session,
+      name: tool.name, revision: Number.isInteger(params.revision) ? params.revision : 0,
+      idempotencyKey: String(params.idempotencyKey ?? ''), signal, session,
     };
     let value;
     try {

@@ -99,6 +99,9 @@ export interface ToolContext {
   name: string;
   /** The transcript revision when the call was made. */
   revision: number;
+  /** Names this call for good: the same when the server sends it again after a
+   * crash or a parked turn. Keep what ran under it to run a call once. */
+  idempotencyKey: string;
   /** Aborted when the server withdraws the call (`$/cancelRequest`) or the connection closes. */
   signal: HostAbortSignal;
   session: Session;

@@ -40,6 +40,8 @@ describe('Session against the real binary', () => {
     assert.equal(seen[0].ctx.callId, 'c1');
     assert.equal(seen[0].ctx.name, 'add');
     assert.equal(seen[0].ctx.turnId, result.turnId);
+    // The key names the call for good: session, turn, round trip, call id.
+    assert.equal(seen[0].ctx.idempotencyKey, `${session.id}/${result.turnId}/1/c1`);
     assert.equal(seen[0].ctx.session, session);
     assert.ok(seen[0].ctx.signal instanceof AbortSignal);
     const transcript = await session.getTranscript();

@@ -134,12 +134,18 @@ TYPES: list[TypeSpec] = [
                  "its sessions; ``next_cursor`` is ``None`` on the last page."),
     TypeSpec("UndoInfo", "UndoRecordInfo", first=["callId", "name", "undo"],
              doc="A tool result's ``undo``, as ``tool/undo`` receives it."),
-    TypeSpec("InterruptedTurn", "InterruptedTurn", first=["turnId", "undo", "undoOutcome"],
-             defaults={"undoOutcome": "none"},
+    TypeSpec("RoundTripCall", "RoundTripCall", first=["callId", "name", "state"],
+             doc="A call of a cut turn's latest round trip and where it stood: ``state`` is\n"
+                 "``\"completed\"`` (its result is kept), ``\"notSent\"`` (it never reached its\n"
+                 "executor) or ``\"inDoubt\"`` (sent, no result recorded: it may have run;\n"
+                 "look its ``idempotency_key`` up)."),
+    TypeSpec("InterruptedTurn", "InterruptedTurn", first=["turnId", "undo", "undoOutcome", "calls"],
+             defaults={"undoOutcome": "none", "calls": []},
              doc="A turn cut by a crash, found by ``session/resume``: the transcript error\n"
                  "policy was applied to it as to a failed turn. ``undo``: its ``ok`` tool results\n"
                  "that carried ``undo``, newest first; ``undo_outcome``: ``\"rolledBack\"``,\n"
-                 "``\"committed\"`` or ``\"none\"``."),
+                 "``\"committed\"`` or ``\"none\"``; ``calls``: the calls of its latest round\n"
+                 "trip, each ``completed``, ``notSent`` or ``inDoubt``."),
     TypeSpec("RewindUndo", "RewindUndo", first=["turnId", "callId", "name", "status", "error"], raw=True,
              base="_RewindUndoConveniences",
              doc="One ``tool/undo`` a rewind sent: ``status`` is ``undone`` or ``failed``."),

@@ -132,6 +132,92 @@ async def test_kill_while_tool_call_waits_then_resume_rolls_back(tmp_path: Path)
         assert again.interrupted_turn is None
 
 
+THREE_CALLS = scripted(
+    {"toolCalls": [{"name": "step", "arguments": {"n": 1}}, {"name": "step", "arguments": {"n": 2}},
+                   {"name": "step", "arguments": {"n": 3}}]},
+    {"text": ["done"]},
+)
+
+
+async def test_kill_while_the_second_of_three_calls_waits_reports_each_calls_state(tmp_path: Path) -> None:
+    """The journal records each call's send before the call leaves: the call the
+    client holds is in doubt, the one before it completed, the one after it not sent."""
+    store = tmp_path / "store"
+    received: list[Any] = []
+    waiting = asyncio.Event()
+
+    async def answer_tool(params: Any) -> Any:
+        received.append(params)
+        if params["arguments"]["n"] == 1:
+            return {"outcome": "ok", "content": "one"}
+        waiting.set()
+        await asyncio.Event().wait()  # never answers: the process is killed meanwhile
+
+    async with spawn(store) as first:
+        first.on_request("tool/call", answer_tool)
+        result = await first.request("session/create", {"model": THREE_CALLS, "tools": [{"name": "step"}]})
+        session_id = result["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": session_id, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            await waiting.wait()
+        await kill(first)
+        running.cancel()
+    # Every call names itself for good: session, turn, round trip, call id.
+    assert [p["idempotencyKey"] for p in received] == [
+        f"{session_id}/{p['turnId']}/1/{p['callId']}" for p in received]
+    async with spawn(store) as second:
+        turn = (await second.resume_session(session_id)).interrupted_turn
+        assert turn is not None and turn.turn_id == received[0]["turnId"]
+        assert [(c.call_id, c.name, c.state) for c in turn.calls[:2]] == [
+            (received[0]["callId"], "step", "completed"), (received[1]["callId"], "step", "inDoubt")]
+        assert turn.calls[2].state == "notSent" and len(turn.calls) == 3 and len(received) == 2
+
+
+async def test_a_kill_at_any_journal_write_never_reports_a_sent_call_as_not_sent(tmp_path: Path) -> None:
+    """AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE=N stops the server just before its Nth
+    journal write; at every N over a turn of three calls, what a new process reports
+    agrees with what the client saw: a call it received is never ``notSent``, a call
+    it never received is never ``inDoubt`` or ``completed``."""
+    n = 0
+    seen_states: set[str] = set()
+    while True:
+        n += 1
+        assert n <= 60, "the turn wrote more journal records than expected"
+        store = tmp_path / f"store-{n}"
+        received: list[str] = []
+        session_id: str | None = None
+
+        def answer_tool(params: Any) -> Any:
+            received.append(params["callId"])
+            return {"outcome": "ok", "content": str(params["arguments"]["n"])}
+
+        async with spawn(store, env={"AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE": str(n)}) as first:
+            first.on_request("tool/call", answer_tool)
+            try:
+                result = await first.request("session/create", {"model": THREE_CALLS, "tools": [{"name": "step"}]})
+                session_id = result["sessionId"]
+                await first.request("session/send", {"sessionId": session_id, "input": "go"})
+            except Exception:  # the server died under the request
+                async with asyncio.timeout(TIMEOUT):
+                    while first.returncode is None:
+                        await asyncio.sleep(0.01)
+                assert first.returncode == -signal.SIGKILL
+            else:
+                break  # the whole turn ran before the Nth write: every instant was covered
+        if session_id is None:
+            continue  # killed before the session was created
+        async with spawn(store) as second:
+            turn = (await second.resume_session(session_id)).interrupted_turn
+            for call in (turn.calls if turn is not None else []):
+                seen_states.add(call.state)
+                if call.state == "notSent":
+                    assert call.call_id not in received, (n, call)
+                else:
+                    assert call.call_id in received, (n, call)
+    # The instants covered all three states.
+    assert seen_states == {"completed", "inDoubt", "notSent"}
+
+
 async def test_kill_during_mutate_transcript_loads_before_or_after(tmp_path: Path) -> None:
     store = tmp_path / "store"
     async with spawn(store) as first:

@@ -341,7 +341,8 @@ async def test_sync_and_async_tools_and_every_outcome(tmp_path: Path) -> None:
     async def async_tool(n: int, ctx: ToolContext) -> dict[str, Any]:
         """Runs on the loop."""
         threads["async"] = threading.current_thread().name
-        return {"n": n * 2, "call": ctx.call_id, "session": ctx.session.id}
+        return {"n": n * 2, "call": ctx.call_id, "session": ctx.session.id, "key": ctx.idempotency_key,
+                "turn": ctx.turn_id}
 
     @tool
     def failing() -> Failed:
@@ -383,6 +384,9 @@ async def test_sync_and_async_tools_and_every_outcome(tmp_path: Path) -> None:
         assert outcomes["sync_tool"] == ("ok", 2)
         assert outcomes["async_tool"][0] == "ok" and outcomes["async_tool"][1]["n"] == 4
         assert outcomes["async_tool"][1]["session"] == session.id
+        # The key names the call for good: session, turn, round trip, call id.
+        key = outcomes["async_tool"][1]
+        assert key["key"] == f"{session.id}/{key['turn']}/1/{key['call']}"
         assert outcomes["failing"] == ("failed", "disk full")
         assert outcomes["denying"] == ("denied", "not allowed")
         assert outcomes["conflicting"] == ("conflict", {"expected": 1, "actual": 2})

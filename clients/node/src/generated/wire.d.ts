@@ -280,6 +280,7 @@ export interface InitializeResult {
 }
 
 export interface InterruptedTurn {
+  calls?: RoundTripCall[];
   turnId: string;
   undo: UndoRecordInfo[];
   undoOutcome: UndoOutcome;
@@ -492,6 +493,12 @@ export interface RollingWindow {
   evenPairs?: boolean;
   messages?: number;
   tokens?: number;
+}
+
+export interface RoundTripCall {
+  callId: string;
+  name: string;
+  state: "completed" | "notSent" | "inDoubt";
 }
 
 export interface Router {
@@ -823,6 +830,7 @@ export interface ToolAnnotations {
 export interface ToolCallParams {
   arguments: unknown;
   callId: string;
+  idempotencyKey: string;
   name: string;
   revision: number;
   sessionId: string;

@@ -487,16 +487,41 @@ class UndoInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class RoundTripCall:
+    """A call of a cut turn's latest round trip and where it stood: ``state`` is
+    ``"completed"`` (its result is kept), ``"notSent"`` (it never reached its
+    executor) or ``"inDoubt"`` (sent, no result recorded: it may have run;
+    look its ``idempotency_key`` up).
+    """
+
+    call_id: str
+    name: str
+    state: str
+
+    @classmethod
+    def from_wire(cls, value: Any) -> RoundTripCall:
+        """Decode a wire ``RoundTripCall`` (lenient: a missing member takes a neutral value)."""
+        obj = _obj(value)
+        return cls(
+            call_id=_str(obj.get("callId")),
+            name=_str(obj.get("name")),
+            state=_str(obj.get("state")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptedTurn:
     """A turn cut by a crash, found by ``session/resume``: the transcript error
     policy was applied to it as to a failed turn. ``undo``: its ``ok`` tool results
     that carried ``undo``, newest first; ``undo_outcome``: ``"rolledBack"``,
-    ``"committed"`` or ``"none"``.
+    ``"committed"`` or ``"none"``; ``calls``: the calls of its latest round
+    trip, each ``completed``, ``notSent`` or ``inDoubt``.
     """
 
     turn_id: str
     undo: list[UndoInfo]
     undo_outcome: UndoOutcome = "none"
+    calls: list[RoundTripCall] = field(default_factory=list)
 
     @classmethod
     def from_wire(cls, value: Any) -> InterruptedTurn:
@@ -506,6 +531,7 @@ class InterruptedTurn:
             turn_id=_str(obj.get("turnId")),
             undo=[UndoInfo.from_wire(x) for x in _list(obj.get("undo")) if isinstance(x, Mapping)],
             undo_outcome=cast(UndoOutcome, wire_word(obj.get("undoOutcome"), "none")),
+            calls=[RoundTripCall.from_wire(x) for x in _list(obj.get("calls")) if isinstance(x, Mapping)],
         )
 
 

@@ -648,6 +648,7 @@ class Client:
             call_id=str(params.get("callId") or ""),
             name=tool.name,
             revision=revision if isinstance(revision := params.get("revision"), int) else 0,
+            idempotency_key=str(params.get("idempotencyKey") or ""),
             session=session,
         )
         try:

@@ -108,6 +108,10 @@ class ToolContext:
     call_id: str
     name: str
     revision: int
+    #: Names this call for good (``idempotencyKey``): the same when the server sends
+    #: the call again after a crash or a parked turn. Keep what ran under it to run
+    #: a call once (docs/protocol.md, "Durable sessions").
+    idempotency_key: str = ""
     session: Any = field(default=None, repr=False, compare=False)
 
 

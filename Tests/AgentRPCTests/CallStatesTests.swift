@@ -1,0 +1,51 @@
+import AgentRPCProtocol
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// Where each call of a turn cut by a crash stood (`OpenTurn.callStates`),
+/// from its entries and its `callSent` records.
+@Suite struct CallStatesTests {
+    private static func calls(_ ids: [String]) -> TranscriptContent {
+        .toolCalls(calls: ids.map { ToolCallRecord(callId: $0, name: "step", arguments: [:]) }, profile: nil, text: nil)
+    }
+
+    private static func output(_ id: String) -> TranscriptContent {
+        .toolOutput(callId: id, name: "step", outcome: .ok, content: "done", profile: nil, approvedArguments: nil)
+    }
+
+    private static func states(_ t: Transcript) -> [String] {
+        (t.openTurn?.callStates(in: t.entries) ?? []).map { "\($0.call.callId):\($0.state.rawValue)" }
+    }
+
+    @Test func eachCallIsCompletedInDoubtOrNotSent() throws {
+        var t = Transcript(properties: [:])
+        let turn = try t.beginTurn { "t-\($0)" }
+        _ = try t.append(.prompt(text: "go", images: nil), turn: turn)
+        _ = try t.append(Self.calls(["a", "b", "c"]), turn: turn)
+        #expect(Self.states(t) == ["a:notSent", "b:notSent", "c:notSent"])
+        try t.recordCallSent("a", turn: turn)
+        _ = try t.append(Self.output("a"), turn: turn)
+        try t.recordCallSent("b", turn: turn)
+        #expect(Self.states(t) == ["a:completed", "b:inDoubt", "c:notSent"])
+    }
+
+    @Test func aLaterRoundTripThatReusesCallIdsStartsAfresh() throws {
+        var t = Transcript(properties: [:])
+        let turn = try t.beginTurn { "t-\($0)" }
+        _ = try t.append(Self.calls(["call_0"]), turn: turn)
+        try t.recordCallSent("call_0", turn: turn)
+        _ = try t.append(Self.output("call_0"), turn: turn)
+        // The model's next round trip names its call call_0 again: not sent yet.
+        _ = try t.append(Self.calls(["call_0"]), turn: turn)
+        #expect(Self.states(t) == ["call_0:notSent"])
+        try t.recordCallSent("call_0", turn: turn)
+        #expect(Self.states(t) == ["call_0:inDoubt"])
+    }
+
+    @Test func aCallSentInATurnThatIsNotRunningDoesNotReplay() throws {
+        var t = Transcript(properties: [:])
+        #expect(throws: ReplayMismatch.self) { try t.replay(.callSent(turnId: "t-9", callId: "a"), at: Date()) }
+    }
+}
