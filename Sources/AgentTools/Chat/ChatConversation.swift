@@ -149,6 +149,10 @@ final class ChatConversation {
         case .success(let handle):
             sessionId = handle["sessionId"]?.stringValue ?? id
             isStored = true
+            if handle["interruptedTurn"] != nil {
+                // Its server stopped mid-turn (a crash, a kill): the load applied the error policy to that turn.
+                out.note("(its last turn was cut short when its server stopped; what that turn completed is kept as the session's error policy says)")
+            }
         case .failure(let failure):
             show(failure, doing: "resume the session \(id)")
             return false

@@ -534,3 +534,22 @@ def test_an_automatic_compaction_is_shown(tmp_path: Path) -> None:
     assert "(the context neared the model's window; compacted: 3 entries summarized, context about " in out
     assert out.index("compacted: 3 entries") < out.index("Third answer.")
     assert "(context: 150 of 300 tokens (50%)" in out
+
+
+def test_a_conversation_whose_server_died_mid_turn_resumes_with_a_note(start_chat, tmp_path: Path) -> None:
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux /proc to find the server process")
+    term = start_chat([{"text": ["Answer one."]}, {"text": ["thinking"], "stall": True}])
+    term.line("first")
+    term.expect("Answer one.")
+    term.line("second")
+    term.expect("thinking")
+    (server_pid,) = children_of(term.proc.pid)
+    os.kill(server_pid, signal.SIGKILL)
+    said = term.expect(" continues it.")
+    session_id = said.rsplit("agentrpc chat --resume ", 1)[1]
+    assert term.wait_exit() == 1
+    write_config(tmp_path, [{"text": ["Back again."]}])
+    resumed = run_piped(tmp_path, ["--resume", session_id], ["third"])
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "(its last turn was cut short when its server stopped" in resumed.stdout and "Back again." in resumed.stdout
