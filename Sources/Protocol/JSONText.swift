@@ -447,15 +447,27 @@ enum JSONTextWriter {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            // Sorting the members rather than the keys spares a hash lookup per
-            // member; events are serialized at text-delta rate.
-            var first = true
-            for (key, member) in o.sorted(by: { $0.key < $1.key }) {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                write(member, into: &out)
+            // The members' positions, sorted by key, in a buffer on the stack:
+            // no array of (key, value) pairs to allocate, retain and destroy per
+            // object, and no hash lookup per member (events are serialized at
+            // tool-round-trip rate).
+            withUnsafeTemporaryAllocation(of: [String: JSONValue].Index.self, capacity: o.count) { order in
+                var count = 0
+                var position = o.startIndex
+                while position != o.endIndex {
+                    order.initializeElement(at: count, to: position)
+                    count += 1
+                    o.formIndex(after: &position)
+                }
+                var members = UnsafeMutableBufferPointer(rebasing: order[..<count])
+                members.sort { o.keys[$0] < o.keys[$1] }
+                for (i, position) in members.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    writeString(o.keys[position], into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    write(o.values[position], into: &out)
+                }
+                members.deinitialize()
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -11,10 +11,19 @@ import Testing
 @Suite struct JournalRecordReaderTests {
     private static let at = Date(timeIntervalSince1970: 1_700_000_000.123)
 
-    /// Lines as the store writes them, one of each kind of record and entry.
-    private static func writtenLines() throws -> [String] {
+    /// An entry's record is written without building its dictionary: the same
+    /// bytes as the record's value serialized.
+    @Test func anEntryLineIsItsRecordSerialized() throws {
+        for (i, entry) in Self.entries.enumerated() {
+            let change = TranscriptChange.entryAppended(entry, nextEntryNumber: i + 2)
+            #expect(try JournalCodec.line(for: change, at: Self.at) == (try JournalCodec.record(for: change, at: Self.at)).serialized() + [0x0A])
+        }
+    }
+
+    /// One entry of each kind.
+    private static var entries: [TranscriptEntry] {
         let turn = "t-1"
-        let entries: [TranscriptEntry] = [
+        return [
             TranscriptEntry(id: "e1", turnId: turn, .prompt(text: "Hello \"quoted\"\n\tand é ✓ 😀", images: [.url("https://example.com/a.png")])),
             TranscriptEntry(id: "e2", turnId: turn, .reasoning(text: "thinking", profile: "default", signature: "sig")),
             TranscriptEntry(id: "e3", turnId: turn, .toolCalls(
@@ -26,6 +35,12 @@ import Testing
             TranscriptEntry(id: "e6", turnId: turn, .response(text: "cut", profile: "default", incomplete: true, stopReason: .maxTokens)),
             TranscriptEntry(id: "e7", turnId: nil, .response(text: "", profile: nil, incomplete: false)),
         ]
+    }
+
+    /// Lines as the store writes them, one of each kind of record and entry.
+    private static func writtenLines() throws -> [String] {
+        let turn = "t-1"
+        let entries = Self.entries
         let undo = UndoRecord(turnId: turn, callId: "c1", name: "write", undo: ["restore": "old"])
         var changes: [TranscriptChange] = [.turnStarted(turnId: turn, number: 1)]
         for (i, e) in entries.enumerated() { changes.append(.entryAppended(e, nextEntryNumber: i + 2)) }

@@ -45,7 +45,7 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
             for turnId in [nil, "t-2", "t \"odd\""] as [String?] {
                 for reasoning in [false, true] {
                     for seq in [0, 1, 4_242, Int.max] {
-                        let tail = SessionEventParams.deltaTail(sessionId: "s-1 é", turnId: turnId)
+                        let tail = SessionEventParams.tail(sessionId: "s-1 é", turnId: turnId)
                         var bytes: [UInt8] = []
                         SessionEventParams.writeDelta(delta, reasoning: reasoning, seq: seq, tail: tail, into: &bytes)
                         let event: SessionEvent = reasoning ? .reasoningDelta(delta) : .textDelta(delta)
@@ -53,6 +53,25 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
                         #expect(bytes == expected, "\(String(decoding: bytes, as: UTF8.self))")
                     }
                 }
+            }
+        }
+    }
+
+    /// Any event's params written around its own object are what its
+    /// `SessionEventParams` serializes to.
+    @Test func eventParamsWrittenAsBytesAreTheirSerializedForm() {
+        let events: [SessionEvent] = [
+            .requestStarted(roundTrip: 2, profile: "p", provider: "scripted", model: "m"),
+            .toolCallStarted(callId: "c\"1", name: "echo", arguments: ["i": 1, "b": [true, .null]]),
+            .turnEnded(status: .completed, undo: .none, error: nil),
+        ]
+        for event in events {
+            for turnId in [nil, "t-1"] as [String?] {
+                let tail = SessionEventParams.tail(sessionId: "s-9", turnId: turnId)
+                var bytes: [UInt8] = []
+                SessionEventParams.write(seq: 12, tail: tail, into: &bytes) { event.json.serialize(into: &$0) }
+                let expected = SessionEventParams(sessionId: "s-9", turnId: turnId, seq: 12, event: event).json.serialized()
+                #expect(bytes == expected, "\(String(decoding: bytes, as: UTF8.self))")
             }
         }
     }

@@ -39,6 +39,23 @@ import Testing
         #expect(v.serializedString() == #"{"a":{"x":3,"y":2},"b":1}"#)
     }
 
+    /// Members come out in the order of `String`'s `<` on their keys, for any
+    /// size and for keys that differ only after non-ASCII text.
+    @Test func membersAreWrittenInKeyOrder() throws {
+        let keys = ["", "a", "B", "é", "e\u{301}x", "😀", "z", "aa", "a\"b", "Z9"] + (0..<40).map { "k\($0 * 7919 % 100)" }
+        for count in [0, 1, 2, 5, keys.count] {
+            var object: [String: JSONValue] = [:]
+            for (i, key) in keys.prefix(count).enumerated() { object[key] = .int(i) }
+            var expected = "{"
+            for (i, key) in object.keys.sorted().enumerated() {
+                if i > 0 { expected += "," }
+                expected += JSONValue.string(key).serializedString() + ":" + (object[key] ?? .null).serializedString()
+            }
+            expected += "}"
+            #expect(JSONValue.object(object).serializedString() == expected)
+        }
+    }
+
     @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "tru", "01", "1.", "\"\\x\"", "\"\\ud800\"", "[1] x", "\"a\u{01}\""])
     func rejectsMalformedText(_ text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }

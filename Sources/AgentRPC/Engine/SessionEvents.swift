@@ -14,15 +14,15 @@ final class SessionEvents {
     /// The turn that events naming none are tagged with: the running one. The
     /// last turn (which `getState` still names) must not tag events outside a turn.
     var runningTurnId: String? {
-        didSet { if runningTurnId != oldValue { deltaTail = nil } }
+        didSet { if runningTurnId != oldValue { runningTail = nil } }
     }
     /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
     private var heldDelta: (reasoning: Bool, text: String)?
-    /// The server's own connection, when that is the channel: deltas are
+    /// The server's own connection, when that is the channel: events are
     /// written to it as bytes (`Connection.notify(_:writingParams:params:)`).
     private let connection: Connection?
-    /// The end of a delta's params for the running turn, made at its first delta.
-    private var deltaTail: [UInt8]?
+    /// The end of an event's params for the running turn, made at its first event.
+    private var runningTail: [UInt8]?
 
     init(sessionId: String, channel: any ClientChannel, logger: Logger) {
         self.sessionId = sessionId
@@ -68,26 +68,42 @@ final class SessionEvents {
         releaseHeldDelta()
     }
 
+    /// Sends one event; to the server's connection its params are written as
+    /// bytes around the event's own object.
     private func send(_ event: SessionEvent, turn: String? = nil) {
         seq += 1
-        let params = SessionEventParams(sessionId: sessionId, turnId: turn ?? runningTurnId, seq: seq, event: event)
-        channel.notify(SessionEventNotification.name, params.json)
+        let seq = seq
+        let turnId = turn ?? runningTurnId
+        let params = { SessionEventParams(sessionId: self.sessionId, turnId: turnId, seq: seq, event: event).json }
+        guard let connection else { return channel.notify(SessionEventNotification.name, params()) }
+        let tail = tail(turnId)
+        connection.notify(
+            SessionEventNotification.name,
+            writingParams: { out in SessionEventParams.write(seq: seq, tail: tail, into: &out) { event.json.serialize(into: &$0) } },
+            params: params)
     }
 
-    /// What `send(.textDelta(text))` sends, written as bytes when the channel
-    /// is the server's connection.
+    /// What `send(.textDelta(text))` sends, without making the event.
     private func sendDelta(_ text: String, reasoning: Bool) {
         guard let connection else { return send(reasoning ? .reasoningDelta(text) : .textDelta(text)) }
         seq += 1
         let seq = seq
-        let tail = deltaTail ?? SessionEventParams.deltaTail(sessionId: sessionId, turnId: runningTurnId)
-        deltaTail = tail
+        let tail = runningTail ?? tail(runningTurnId)
         connection.notify(
             SessionEventNotification.name,
             writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
             params: {
                 SessionEventParams(sessionId: sessionId, turnId: runningTurnId, seq: seq, event: reasoning ? .reasoningDelta(text) : .textDelta(text)).json
             })
+    }
+
+    /// The end of an event's params for `turnId`: kept for the running turn.
+    private func tail(_ turnId: String?) -> [UInt8] {
+        guard turnId == runningTurnId else { return SessionEventParams.tail(sessionId: sessionId, turnId: turnId) }
+        if let runningTail { return runningTail }
+        let made = SessionEventParams.tail(sessionId: sessionId, turnId: turnId)
+        runningTail = made
+        return made
     }
 
     private func releaseHeldDelta() {

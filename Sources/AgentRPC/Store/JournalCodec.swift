@@ -18,6 +18,25 @@ enum JournalCodec {
     }
 
     static func line(for change: TranscriptChange, at date: Date) throws -> [UInt8] {
+        if case .entryAppended(let entry, let next) = change {
+            // Every entry of every turn: written straight, members in the
+            // sorted order `record` serializes to, without its dictionary.
+            var bytes: [UInt8] = []
+            bytes.append(contentsOf: #"{"at":"#.utf8)
+            JSONValue.int(millis(date)).serialize(into: &bytes)
+            bytes.append(contentsOf: #","entry":"#.utf8)
+            entry.json.serialize(into: &bytes)
+            bytes.append(contentsOf: #","nextEntry":"#.utf8)
+            JSONValue.int(next).serialize(into: &bytes)
+            bytes.append(contentsOf: #","type":"entryAppended"}"#.utf8)
+            bytes.append(0x0A)
+            return bytes
+        }
+        return line(try record(for: change, at: date))
+    }
+
+    /// The record of `change` as a value: what `line(for:at:)` writes.
+    static func record(for change: TranscriptChange, at date: Date) throws -> JSONValue {
         var o: [String: JSONValue] = ["at": .int(millis(date))]
         switch change {
         case .entryAppended(let entry, let next):
@@ -77,7 +96,7 @@ enum JournalCodec {
             o["type"] = "usageRecorded"
             o["usage"] = usage.json
         }
-        return line(.object(o))
+        return .object(o)
     }
 
     static func snapshotLine(_ state: Transcript, at date: Date) throws -> [UInt8] {

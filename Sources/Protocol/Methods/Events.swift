@@ -86,25 +86,34 @@ public struct SessionEventParams: Codable, Sendable, Hashable, JSONValueRepresen
 }
 
 extension SessionEventParams {
-    /// The params of a `textDelta` (or `reasoningDelta`) event, appended to
-    /// `out` byte for byte as `json.serialize(into:)` writes them (members in
-    /// sorted order), without building a `JSONValue`: the engine sends one per
-    /// streamed token. `tail` is `deltaTail(sessionId:turnId:)`, the same for
-    /// every delta of a turn.
-    public static func writeDelta(_ delta: String, reasoning: Bool, seq: Int, tail: [UInt8], into out: inout [UInt8]) {
-        JSONTextWriter.appendLiteral(#"{"event":{"delta":"#, into: &out)
-        JSONTextWriter.writeString(delta, into: &out)
-        if reasoning {
-            JSONTextWriter.appendLiteral(#","type":"reasoningDelta"},"seq":"#, into: &out)
-        } else {
-            JSONTextWriter.appendLiteral(#","type":"textDelta"},"seq":"#, into: &out)
-        }
+    /// The params of any event, appended to `out` byte for byte as
+    /// `json.serialize(into:)` writes them (members in sorted order), without
+    /// building their object: `writeEvent` appends the event's own object,
+    /// `tail` is `tail(sessionId:turnId:)`, the same for every event of a turn.
+    public static func write(seq: Int, tail: [UInt8], into out: inout [UInt8], event writeEvent: (inout [UInt8]) -> Void) {
+        JSONTextWriter.appendLiteral(#"{"event":"#, into: &out)
+        writeEvent(&out)
+        JSONTextWriter.appendLiteral(#","seq":"#, into: &out)
         JSONTextWriter.writeInt(seq, into: &out)
         out.append(contentsOf: tail)
     }
 
-    /// What follows `seq` in a delta's params: `sessionId`, `turnId`, the closing brace.
-    public static func deltaTail(sessionId: String, turnId: String?) -> [UInt8] {
+    /// The params of a `textDelta` (or `reasoningDelta`) event, as `write`
+    /// does it: the engine sends one per streamed token.
+    public static func writeDelta(_ delta: String, reasoning: Bool, seq: Int, tail: [UInt8], into out: inout [UInt8]) {
+        write(seq: seq, tail: tail, into: &out) { out in
+            JSONTextWriter.appendLiteral(#"{"delta":"#, into: &out)
+            JSONTextWriter.writeString(delta, into: &out)
+            if reasoning {
+                JSONTextWriter.appendLiteral(#","type":"reasoningDelta"}"#, into: &out)
+            } else {
+                JSONTextWriter.appendLiteral(#","type":"textDelta"}"#, into: &out)
+            }
+        }
+    }
+
+    /// What follows `seq` in an event's params: `sessionId`, `turnId`, the closing brace.
+    public static func tail(sessionId: String, turnId: String?) -> [UInt8] {
         var out: [UInt8] = []
         JSONTextWriter.appendLiteral(#","sessionId":"#, into: &out)
         JSONTextWriter.writeString(sessionId, into: &out)
