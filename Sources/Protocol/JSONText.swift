@@ -105,6 +105,29 @@ public struct JSONMembers: Sendable {
         }
         return nil
     }
+
+    /// The object of these members (keys distinct).
+    public var object: JSONValue { .object(Dictionary(members, uniquingKeysWith: { _, last in last })) }
+
+    /// Appends `object`'s JSON text as `serialize(into:)` writes it (members
+    /// sorted by key) without building its dictionary: a wire type that lists
+    /// its members once gets both its value and its bytes from them. Keys
+    /// must be distinct.
+    public func serialize(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { buffer in
+            var order = buffer
+            for i in members.indices { order.initializeElement(at: i, to: i) }
+            order.sort { members[$0].key < members[$1].key }
+            for (n, i) in order.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                JSONTextWriter.writeString(members[i].key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONTextWriter.write(members[i].value, into: &out)
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
 }
 
 extension Result where Failure == JSONParseError {

@@ -14,6 +14,10 @@ public protocol SessionEventPayload: Codable, Sendable, Hashable {
     /// round trip build it directly (EventRegistryTests checks each such form
     /// against `encodedEventJSON`).
     var eventJSON: JSONValue { get }
+    /// Appends `eventJSON`'s JSON text (as `serialize(into:)` writes it). The
+    /// default serializes `eventJSON`; the events of every round trip write it
+    /// without building it (EventRegistryTests checks each against `eventJSON`).
+    func writeEventJSON(into out: inout [UInt8])
 }
 
 extension SessionEventPayload {
@@ -21,6 +25,8 @@ extension SessionEventPayload {
     var hashable: AnyHashable { AnyHashable(self) }
 
     public var eventJSON: JSONValue { encodedEventJSON }
+
+    public func writeEventJSON(into out: inout [UInt8]) { eventJSON.serialize(into: &out) }
 
     /// The event object from the payload's `Codable` form: what `eventJSON` is,
     /// unless a payload builds it directly.

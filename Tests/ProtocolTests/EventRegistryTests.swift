@@ -35,6 +35,30 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
         ]
         for payload in payloads {
             #expect(payload.eventJSON == payload.encodedEventJSON, "\(type(of: payload).type)")
+            // And the bytes written without building it are its serialized form.
+            var bytes: [UInt8] = []
+            payload.writeEventJSON(into: &bytes)
+            #expect(bytes == payload.eventJSON.serialized(), "\(type(of: payload).type)")
+        }
+    }
+
+    /// Every kind of transcript entry writes the bytes its `json` serializes to.
+    @Test func anEntryWritesItsSerializedForm() {
+        let entries: [TranscriptEntry] = [
+            TranscriptEntry(id: "e1", turnId: "t1", .prompt(text: "hi \"you\"", images: [.url("u"), .data(base64: "AA==", mimeType: "image/png")])),
+            TranscriptEntry(id: "e2", .prompt(text: "plain", images: nil)),
+            TranscriptEntry(id: "e3", turnId: "t1", .response(text: "yo", profile: "b", incomplete: true, stopReason: .maxTokens)),
+            TranscriptEntry(id: "e4", .response(text: "", profile: nil, incomplete: false)),
+            TranscriptEntry(id: "e5", turnId: "t1", .reasoning(text: "hm", profile: "p", signature: "sig")),
+            TranscriptEntry(id: "e6", turnId: "t1", .toolCalls(calls: [ToolCallRecord(callId: "c1", name: "n", arguments: ["a": [1, 2.5, nil]])], profile: "p", text: "t")),
+            TranscriptEntry(id: "e7", turnId: "t1", .toolOutput(callId: "c1", name: "n", outcome: .ok, content: ["x": "y"], profile: "p", approvedArguments: ["a": 1])),
+            TranscriptEntry(id: "e8", .toolOutput(callId: "c2", name: "n", outcome: .denied, content: nil, profile: nil, approvedArguments: nil)),
+            TranscriptEntry(id: "e9", turnId: "t2", .summary(text: "what came before")),
+        ]
+        for entry in entries {
+            var bytes: [UInt8] = []
+            entry.serialize(into: &bytes)
+            #expect(bytes == entry.json.serialized(), "\(entry.id)")
         }
     }
 

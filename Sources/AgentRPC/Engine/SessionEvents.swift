@@ -79,7 +79,7 @@ final class SessionEvents {
         let tail = tail(turnId)
         connection.notify(
             SessionEventNotification.name,
-            writingParams: { out in SessionEventParams.write(seq: seq, tail: tail, into: &out) { event.json.serialize(into: &$0) } },
+            writingParams: { out in SessionEventParams.write(seq: seq, tail: tail, into: &out) { event.payload.writeEventJSON(into: &$0) } },
             params: params)
     }
 

@@ -25,7 +25,7 @@ enum JournalCodec {
             bytes.append(contentsOf: #"{"at":"#.utf8)
             JSONValue.int(millis(date)).serialize(into: &bytes)
             bytes.append(contentsOf: #","entry":"#.utf8)
-            entry.json.serialize(into: &bytes)
+            entry.serialize(into: &bytes)
             bytes.append(contentsOf: #","nextEntry":"#.utf8)
             JSONValue.int(next).serialize(into: &bytes)
             bytes.append(contentsOf: #","type":"entryAppended"}"#.utf8)

@@ -229,13 +229,15 @@ extension SessionEvent {
             self.contextWindowTokens = contextWindowTokens
         }
         /// Built directly: sent in every round trip.
-        public var eventJSON: JSONValue {
-            var o: [String: JSONValue] = [
-                "type": "requestStarted", "roundTrip": .int(roundTrip), "profile": .string(profile),
-                "provider": .string(provider), "model": .string(model),
+        public var eventJSON: JSONValue { members.object }
+        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        private var members: JSONMembers {
+            var o: [(key: String, value: JSONValue)] = [
+                ("type", "requestStarted"), ("roundTrip", .int(roundTrip)), ("profile", .string(profile)),
+                ("provider", .string(provider)), ("model", .string(model)),
             ]
-            if let contextWindowTokens { o["contextWindowTokens"] = .int(contextWindowTokens) }
-            return .object(o)
+            if let contextWindowTokens { o.append(("contextWindowTokens", .int(contextWindowTokens))) }
+            return JSONMembers(o)
         }
     }
 
@@ -272,10 +274,12 @@ extension SessionEvent {
             self.source = source
         }
         /// Built directly: sent in every tool round trip.
-        public var eventJSON: JSONValue {
-            var o: [String: JSONValue] = ["type": "toolCallStarted", "callId": .string(callId), "name": .string(name), "arguments": arguments]
-            if let source { o["source"] = source.json }
-            return .object(o)
+        public var eventJSON: JSONValue { members.object }
+        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        private var members: JSONMembers {
+            var o: [(key: String, value: JSONValue)] = [("type", "toolCallStarted"), ("callId", .string(callId)), ("name", .string(name)), ("arguments", arguments)]
+            if let source { o.append(("source", source.json)) }
+            return JSONMembers(o)
         }
     }
 
@@ -324,13 +328,15 @@ extension SessionEvent {
             self.source = source
         }
         /// Built directly: sent in every tool round trip.
-        public var eventJSON: JSONValue {
-            var o: [String: JSONValue] = [
-                "type": "toolCallFinished", "callId": .string(callId), "name": .string(name),
-                "outcome": .string(outcome.rawValue), "content": content,
+        public var eventJSON: JSONValue { members.object }
+        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        private var members: JSONMembers {
+            var o: [(key: String, value: JSONValue)] = [
+                ("type", "toolCallFinished"), ("callId", .string(callId)), ("name", .string(name)),
+                ("outcome", .string(outcome.rawValue)), ("content", content),
             ]
-            if let source { o["source"] = source.json }
-            return .object(o)
+            if let source { o.append(("source", source.json)) }
+            return JSONMembers(o)
         }
     }
 
@@ -341,6 +347,11 @@ extension SessionEvent {
         public init(entry: TranscriptEntry) { self.entry = entry }
         /// Built directly: sent for every entry.
         public var eventJSON: JSONValue { .object(["type": "entryAppended", "entry": entry.json]) }
+        public func writeEventJSON(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"entry":"#.utf8)
+            entry.serialize(into: &out)
+            out.append(contentsOf: #","type":"entryAppended"}"#.utf8)
+        }
     }
 
     /// Session properties changed.

@@ -863,38 +863,47 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
     public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 
     /// The wire form, built directly (entries go out in every `entryAppended` event).
-    public var json: JSONValue {
-        var o: [String: JSONValue] = ["id": .string(id), "type": .string(content.type.rawValue)]
-        if let turnId { o["turnId"] = .string(turnId) }
-        func profile(_ p: String?) { if let p { o["profile"] = .string(p) } }
+    public var json: JSONValue { wireMembers.object }
+
+    /// Appends the wire form's JSON text, as `json.serialize(into:)` writes it,
+    /// without building its dictionary: every entry goes out in an event and
+    /// into the journal.
+    public func serialize(into out: inout [UInt8]) { wireMembers.serialize(into: &out) }
+
+    /// The members of the wire form, listed once for `json` and `serialize`.
+    private var wireMembers: JSONMembers {
+        var o: [(key: String, value: JSONValue)] = [("id", .string(id)), ("type", .string(content.type.rawValue))]
+        o.reserveCapacity(8)
+        if let turnId { o.append(("turnId", .string(turnId))) }
+        func profile(_ p: String?) { if let p { o.append(("profile", .string(p))) } }
         switch content {
         case .prompt(let text, let images):
-            o["text"] = .string(text)
-            if let images { o["images"] = .array(images.map(\.json)) }
+            o.append(("text", .string(text)))
+            if let images { o.append(("images", .array(images.map(\.json)))) }
         case .response(let text, let p, let incomplete, let stopReason):
-            o["text"] = .string(text)
+            o.append(("text", .string(text)))
             profile(p)
-            if incomplete { o["incomplete"] = true }
-            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
+            if incomplete { o.append(("incomplete", true)) }
+            if let stopReason { o.append(("stopReason", .string(stopReason.rawValue))) }
         case .reasoning(let text, let p, let signature):
-            o["text"] = .string(text)
+            o.append(("text", .string(text)))
             profile(p)
-            if let signature { o["signature"] = .string(signature) }
+            if let signature { o.append(("signature", .string(signature))) }
         case .toolCalls(let calls, let p, let text):
-            o["calls"] = .array(calls.map(\.json))
+            o.append(("calls", .array(calls.map(\.json))))
             profile(p)
-            if let text { o["text"] = .string(text) }
+            if let text { o.append(("text", .string(text))) }
         case .toolOutput(let callId, let name, let outcome, let value, let p, let approved):
-            o["callId"] = .string(callId)
-            o["name"] = .string(name)
-            o["outcome"] = .string(outcome.rawValue)
-            o["content"] = value
+            o.append(("callId", .string(callId)))
+            o.append(("name", .string(name)))
+            o.append(("outcome", .string(outcome.rawValue)))
+            o.append(("content", value))
             profile(p)
-            if let approved { o["approvedArguments"] = approved }
+            if let approved { o.append(("approvedArguments", approved)) }
         case .summary(let text):
-            o["text"] = .string(text)
+            o.append(("text", .string(text)))
         }
-        return .object(o)
+        return JSONMembers(o)
     }
 
     /// Reads the wire form straight from a `JSONValue`, without the Codable
