@@ -153,6 +153,9 @@ do {
         rows.append(Row(label: "   with --ephemeral (runs)", value: "\(off.medianPerSecond.grouped)/s (\(off.perSecond.map { "\($0.grouped)" }.joined(separator: ", ")))"))
         rows.append(Row(label: "   store on / off", value: "\((ratio * 100).fixed(1)) %", target: "≥ 95 %", verdict: verdict(ratio >= 0.95)))
         rows.append(Row(label: "   server CPU per delta (all threads), store on / off", value: "\((d.serverCPUNanosPerDelta / 1000).fixed(2)) / \((off.serverCPUNanosPerDelta / 1000).fixed(2)) µs"))
+        // Below 100 % the client fell behind and the server merged deltas (fewer, larger events).
+        rows.append(Row(label: "   textDelta events per delta, store on / off", value: "\((d.eventsPerDelta * 100).fixed(1)) / \((off.eventsPerDelta * 100).fixed(1)) %"))
+        json["textDeltaEventsPerDelta"] = .double(d.eventsPerDelta.rounded(places: 4))
         json["textDeltaServerCPUMicros"] = .double((d.serverCPUNanosPerDelta / 1000).rounded(places: 3))
         json["textDeltaServerCPUMicrosEphemeral"] = .double((off.serverCPUNanosPerDelta / 1000).rounded(places: 3))
         json["textDeltasPerSecond"] = .double(rate.rounded())
