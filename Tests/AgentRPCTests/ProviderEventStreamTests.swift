@@ -105,3 +105,37 @@ import Testing
         #expect(seen.withLock { $0 } == [.cancelled])
     }
 }
+
+/// A burst consumed on an actor lets that actor's other work in before its
+/// end (the abort at end of input got in only after a 40,000-delta turn had
+/// finished: SlowReaderTests.aTurnWhoseHeldTextReachesTheBoundWaitsForTheClient).
+@Suite struct ProviderEventStreamActorTests {
+    actor Consumer {
+        private(set) var marked = false
+        func mark() { marked = true }
+
+        /// Consumes `stream`, enqueueing `mark` on this actor at the first
+        /// event; returns how many events were handed out before it ran.
+        func consume(_ stream: ProviderEventStream) async throws -> Int? {
+            var count = 0
+            var markedAt: Int?
+            for try await _ in stream {
+                if count == 0 { Task { self.mark() } }
+                if marked, markedAt == nil { markedAt = count }
+                count += 1
+            }
+            return markedAt
+        }
+    }
+
+    @Test func aLongBurstLetsTheActorGo() async throws {
+        let (stream, continuation) = ProviderEventStream.makeStream()
+        let total = 4 * ProviderEventStream.AsyncIterator.eventsPerYield
+        continuation.yield(contentsOf: (0..<total).map { .textDelta("\($0)") })
+        continuation.finish()
+        let markedAt = try await Consumer().consume(stream)
+        // Without giving the actor up, the mark ran only after the last event.
+        let at = try #require(markedAt, "the actor's other work ran only after the burst")
+        #expect(at <= ProviderEventStream.AsyncIterator.eventsPerYield)
+    }
+}

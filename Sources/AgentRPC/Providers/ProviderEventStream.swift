@@ -10,7 +10,8 @@ import Synchronization
 ///   iterator hands them out one by one from its own copy.
 /// * The iterator runs on the caller's actor (`next(isolation:)`), so
 ///   iterating on the session actor does not hop to another executor and back
-///   per event.
+///   per event; it lets the actor go once every `eventsPerYield` events, so a
+///   long burst does not keep everything else waiting for the session out.
 /// * A concrete type of this module: no generic type of the standard library
 ///   is instantiated at run time per event (its metadata lookups were a
 ///   quarter of the server's CPU per delta).
@@ -92,14 +93,29 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
         fileprivate let stream: ProviderEventStream
         private var batch: [ProviderEvent] = []
         private var index = 0
+        /// Events handed out since the consumer last let its actor go.
+        private var sinceYield = 0
 
         fileprivate init(stream: ProviderEventStream) { self.stream = stream }
+
+        /// A consumer on an actor (the session) gives it up for a moment after
+        /// this many events in a row: a burst (a scripted item of 40,000
+        /// deltas, a large read) would otherwise hold the actor to its end,
+        /// and what waits for it (the abort at end of input, `session/cancel`,
+        /// `getState`) only got in once the turn was over. One hop per this
+        /// many events, where `AsyncThrowingStream` hopped once per event.
+        static let eventsPerYield = 256
 
         package mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> ProviderEvent? {
             if index == batch.count {
                 guard let next = try await stream.nextBatch(isolation: actor) else { return nil }
                 batch = next
                 index = 0
+            }
+            sinceYield += 1
+            if sinceYield >= Self.eventsPerYield {
+                sinceYield = 0
+                await Task.yield()
             }
             defer { index += 1 }
             return batch[index]
