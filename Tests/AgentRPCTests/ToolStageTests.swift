@@ -110,7 +110,7 @@ private actor FakeToolHost: ToolStageHost {
         return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: arguments)
     }
 
-    func runMCPTool(named name: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)? {
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)? {
         name.hasPrefix("mcp__") ? mcpAnswer : nil
     }
 

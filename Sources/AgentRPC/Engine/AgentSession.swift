@@ -39,6 +39,8 @@ actor AgentSession {
     var compaction: CompactionInProgress?
     /// The session's MCP servers, or why there are none yet; see `startMCPServers()`.
     var mcpServers = SessionMCPServers.none
+    /// Running calls' progress reports on their way to `toolProgress` events (ToolProgress.swift).
+    nonisolated let toolProgress = ToolProgressGate()
     /// The session's MCP servers (nil: it names none, or they are not started).
     var mcp: MCPServerSet? {
         if case .started(let set) = mcpServers { return set }

@@ -197,6 +197,11 @@ final class Engine: Sendable {
         table.onNotification(SessionCancelNotification.self) { [self] params in
             _ = await (try? session(params.sessionId))?.cancelCooperatively()
         }
+        table.onNotification(ToolProgressNotification.self) { [self] params in
+            // About a call that is not running (any more): nothing to report.
+            (try? session(params.sessionId))?.reportToolProgress(SessionEvent.ToolProgress(
+                callId: params.callId, progress: params.progress, total: params.total, message: params.message))
+        }
         table.on(SessionConfirmRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).confirm(params))
         }

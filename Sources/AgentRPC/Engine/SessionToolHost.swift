@@ -34,6 +34,6 @@ extension AgentSession: ToolStageHost {
             sessionId: id, turnId: runner.turn.id, profile: profile, limits: runner.turn.limits, guards: config.guards ?? [],
             capabilities: context.clientCapabilities, channel: context.channel, control: runner.control,
             logger: context.logger, tracer: context.tracer, spanParent: runner.turn.spanParent,
-            mcpServers: mcp?.runners.map(\.spec.name) ?? [], roundTrip: runner.turn.roundTrips)
+            mcpServers: mcp?.runners.map(\.spec.name) ?? [], roundTrip: runner.turn.roundTrips, progress: toolProgress)
     }
 }

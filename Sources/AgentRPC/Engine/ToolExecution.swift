@@ -68,6 +68,8 @@ extension ToolStage {
 
         // Records the call's output entry; the call is answered from here on.
         func record(_ outcome: ToolOutcome, _ content: JSONValue) throws -> ToolCallOutcome {
+            // The last progress report held back goes out now; none after `toolCallFinished`.
+            if let held = context.progress.end(call.id) { host.emit(SessionEvent(held), turn: turnID) }
             try host.append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turnID)
             host.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: source(of: call.name)), turn: turnID)
             markAnswered(index, outcome: outcome)
@@ -176,8 +178,12 @@ extension ToolStage {
         context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
         let runArguments = approvedArguments ?? arguments
         try markSent(index, arguments: runArguments, host: host)
+        // Its progress reports become `toolProgress` events until its output is recorded.
+        context.progress.begin(call.id)
+        defer { context.progress.end(call.id) }
         // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
-        if let (outcome, content) = try await host.runMCPTool(named: call.name, arguments: runArguments, timeout: context.limits.toolTimeoutSeconds, control: context.control) {
+        if let (outcome, content) = try await host.runMCPTool(
+            named: call.name, callId: call.id, arguments: runArguments, timeout: context.limits.toolTimeoutSeconds, control: context.control) {
             return try await output(outcome, content)
         }
         let params = ToolCallParams(

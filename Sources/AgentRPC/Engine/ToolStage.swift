@@ -31,7 +31,7 @@ protocol ToolStageHost: Actor {
         tool: String, schema: JSONValue?, source: ConfirmationSource
     ) throws -> ConfirmationAnswer
     /// Runs a call on the MCP server that offers `name`; nil when no server does.
-    func runMCPTool(named name: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)?
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)?
     /// Runs the profile's `onToolCall` / `onToolOutput` hook actions; a veto or failure throws.
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws
     /// Runs a built-in orchestration tool (handoff, consult, skills); `span` is the call's.
@@ -62,6 +62,8 @@ struct ToolStageContext: Sendable {
     /// The turn's round trip whose calls these are (from 1): model call ids
     /// repeat from round trip to round trip, so a call's `idempotencyKey` names it too.
     var roundTrip = 1
+    /// Running calls' progress reports on their way to `toolProgress` events.
+    var progress = ToolProgressGate()
 }
 
 /// Where one call of the round trip is. The stage keeps this for every call in

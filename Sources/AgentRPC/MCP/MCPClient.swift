@@ -67,6 +67,11 @@ actor MCPClient {
     private var renewing: Task<Void, any Error>?
     /// How many MCP sessions replaced dropped ones on this connection.
     private(set) var sessionsRenewed = 0
+    /// Told of a request's `notifications/progress`: progress, total, message.
+    typealias ProgressHandler = @Sendable (Double, Double?, String?) -> Void
+    /// The handlers of the requests waiting now, by progress token.
+    private var progressHandlers: [String: ProgressHandler] = [:]
+    private var nextProgressToken = 1
 
     init(serverName: String, transport: any MCPTransport, logger: Logger) {
         self.serverName = serverName
@@ -155,12 +160,16 @@ actor MCPClient {
             }
             let transport = self.transport
             Task { try? await transport.send(answer.json) }
-        case .notification(let method, _):
+        case .notification(let method, let params):
             switch method {
             case "notifications/tools/list_changed":
                 onToolsChanged?()
             case "notifications/message":
                 logger.debug("mcp \(serverName): log message")
+            case "notifications/progress":
+                guard let token = params?["progressToken"]?.stringValue, let handler = progressHandlers[token],
+                      let progress = params?["progress"]?.numberValue else { return }
+                handler(progress, params?["total"]?.numberValue, params?["message"]?.stringValue)
             default:
                 break
             }
@@ -183,7 +192,21 @@ actor MCPClient {
     /// calling task sends `notifications/cancelled` and ends the wait at once.
     /// A request the server refused because it no longer knows our MCP session
     /// (HTTP 404: it did not run) is sent again, once, in a new session.
-    func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+    func request(_ method: String, _ params: JSONValue, timeout: Double, progress: ProgressHandler? = nil) async throws -> JSONValue {
+        var params = params
+        var token: String?
+        if let progress, var object = params.objectValue {
+            // Every call carries a progress token; the server's notifications/progress name it.
+            let issued = "agentrpc-\(nextProgressToken)"
+            nextProgressToken += 1
+            var meta = object["_meta"]?.objectValue ?? [:]
+            meta["progressToken"] = .string(issued)
+            object["_meta"] = .object(meta)
+            params = .object(object)
+            progressHandlers[issued] = progress
+            token = issued
+        }
+        defer { if let token { progressHandlers[token] = nil } }
         let generation = sessionGeneration
         let started = ContinuousClock.now
         do {

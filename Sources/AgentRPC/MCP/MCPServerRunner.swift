@@ -336,10 +336,10 @@ actor MCPServerRunner {
     /// Calls one tool. Errors that are the server's (crash, timeout, protocol) come
     /// back as a failed outcome the model sees, saying whether the tool ran as
     /// far as is known; cancellation is thrown.
-    func call(tool: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue) {
+    func call(tool: String, arguments: JSONValue, timeout: Double, progress: MCPClient.ProgressHandler? = nil) async throws -> (ToolOutcome, JSONValue) {
         guard status == .ready, let client else { return (.failed, .string(unavailable)) }
         do {
-            let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout)
+            let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout, progress: progress)
             return MCPToolOutput.outcome(of: result)
         } catch let error as MCPRequestError {
             switch error {

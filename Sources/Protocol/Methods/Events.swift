@@ -174,6 +174,7 @@ extension SessionEvent {
         TextDelta.self,
         ReasoningDelta.self,
         ToolCallStarted.self,
+        ToolProgress.self,
         ConfirmationRequested.self,
         ConfirmationResolved.self,
         ToolCallFinished.self,
@@ -308,6 +309,23 @@ extension SessionEvent {
             self.callId = callId
             self.decision = decision
             self.source = source
+        }
+    }
+
+    /// A running call reported progress: an MCP server's `notifications/progress`
+    /// or the client's `tool/progress`. At most ~10 a second per call (a faster
+    /// stream is coalesced: the latest value goes out), never after `toolCallFinished`.
+    public struct ToolProgress: SessionEventPayload {
+        public static let type = "toolProgress"
+        public var callId: String
+        public var progress: Double
+        public var total: Double?
+        public var message: String?
+        public init(callId: String, progress: Double, total: Double? = nil, message: String? = nil) {
+            self.callId = callId
+            self.progress = progress
+            self.total = total
+            self.message = message
         }
     }
 

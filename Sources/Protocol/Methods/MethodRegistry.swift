@@ -42,6 +42,7 @@ public enum MethodRegistry {
         CancelRequestNotification.self,
         SessionEventNotification.self,
         TraceSpanNotification.self,
+        ToolProgressNotification.self,
     ]
 
     /// Names listed twice within `requests` or within `notifications`; must be empty.

@@ -17,6 +17,35 @@ public enum ToolUndoRequest: RPCMethod {
     public typealias Result = Empty
 }
 
+/// `tool/progress`: the client reports how far a `tool/call` it is running has
+/// come; the server sends it on as a `toolProgress` event (at most ~10 a second
+/// per call). A notification about a call that is not running is ignored.
+public enum ToolProgressNotification: RPCNotification {
+    public static let name = "tool/progress"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = ToolProgressParams
+}
+
+/// `tool/progress` params: the call (`callId` of its `tool/call`) and how far it is.
+public struct ToolProgressParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var callId: String
+    /// Rises as the work goes on; its unit is the tool's.
+    public var progress: Double
+    /// What `progress` counts up to, when known.
+    public var total: Double?
+    /// A sentence about the current step.
+    public var message: String?
+
+    public init(sessionId: String, callId: String, progress: Double, total: Double? = nil, message: String? = nil) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.progress = progress
+        self.total = total
+        self.message = message
+    }
+}
+
 /// `tool/call` params.
 public struct ToolCallParams: Codable, Sendable, Hashable {
     public var sessionId: String

@@ -408,6 +408,11 @@ export class Client {
       sessionId: session.id, turnId: String(params.turnId ?? ''), callId: String(params.callId ?? ''),
       name: tool.name, revision: Number.isInteger(params.revision) ? params.revision : 0,
       idempotencyKey: String(params.idempotencyKey ?? ''), signal, session,
+      // A `tool/progress` notification: the server sends it on as a `toolProgress` event.
+      reportProgress: (progress, total, message) => this.notify('tool/progress', {
+        sessionId: session.id, callId: String(params.callId ?? ''), progress,
+        ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }),
+      }),
     };
     let value;
     try {

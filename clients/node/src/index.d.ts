@@ -105,6 +105,8 @@ export interface ToolContext {
   /** Aborted when the server withdraws the call (`$/cancelRequest`) or the connection closes. */
   signal: HostAbortSignal;
   session: Session;
+  /** Reports how far the call has come (`tool/progress`); the server sends it on as a `toolProgress` event. */
+  reportProgress(progress: number, total?: number, message?: string): Promise<void>;
 }
 
 /** Rolls a call back when the turn fails (`tool/undo`). */

@@ -47,7 +47,11 @@ test('every event type of the schema reaches session.stream() / session.events()
     const gate = new Promise((r) => { release = r; });
     let toolStarted;
     const started = new Promise((r) => { toolStarted = r; });
-    const wait = tool({ name: 'wait', inputSchema: objectSchema({}), run: async () => { toolStarted(); await gate; return 'done'; } });
+    // It reports progress first (tool/progress → toolProgress).
+    const wait = tool({
+      name: 'wait', inputSchema: objectSchema({}),
+      run: async (_args, ctx) => { await ctx.reportProgress(1, 2, 'waiting'); toolStarted(); await gate; return 'done'; },
+    });
     const steered = await client.openSession({ model: scripted({ toolCalls: [{ name: 'wait', arguments: {} }] }, { text: ['ok'] }), tools: [wait] });
     const stream = steered.stream('go');
     const consumed = collect(stream);
@@ -100,4 +104,6 @@ test('every event type of the schema reaches session.stream() / session.events()
   assert.equal(seen.get('cacheInvalidated').reason, 'historyRewritten');
   assert.equal(seen.get('hookFired').hook, 'onPrompt');
   assert.deepEqual(seen.get('mcpServerStatus').tools, ['mcp__calc__add']);
+  const progress = seen.get('toolProgress');
+  assert.deepEqual([progress.progress, progress.total, progress.message], [1, 2, 'waiting']);
 });

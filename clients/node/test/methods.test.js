@@ -35,6 +35,7 @@ const API = {
   'trace/span': 'Client.onNotification',
   'tool/call': 'tool() run functions, answered by the client',
   'tool/undo': 'undo functions a tool returned, answered by the client',
+  'tool/progress': 'a tool run function\'s ctx.reportProgress',
   'confirmation/request': 'onConfirm handlers, answered by the client',
   'hook/call': 'Client.onRequest',
   'context/refresh': 'Client.onRequest',

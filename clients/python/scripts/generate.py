@@ -176,6 +176,7 @@ EVENTS: dict[str, EventSpec] = {
     "textDelta": EventSpec("A piece of the model's answer."),
     "reasoningDelta": EventSpec("A piece of the model's reasoning."),
     "toolCallStarted": EventSpec("The model called a tool (before validation, guards and confirmation)."),
+    "toolProgress": EventSpec("A running call reported progress (an MCP server's, or a client tool's ``tool/progress``)."),
     "confirmationRequested": EventSpec("A call waits for ``session.confirm(call_id, ...)`` (built-in flow)."),
     "confirmationResolved": EventSpec(
         "A confirmation was settled; ``source`` is client, timeout, cancel, policy or rule.\n\n"

@@ -48,7 +48,7 @@ def test_every_protocol_event_type_has_a_class() -> None:
         "turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted",
         "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended",
         "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated",
-        "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "planUpdated", "contextCompacted",
+        "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "planUpdated", "contextCompacted", "toolProgress",
     }
     assert all(cls is not Event and issubclass(cls, Event) for cls in EVENT_TYPES.values())
 

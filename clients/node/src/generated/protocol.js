@@ -160,11 +160,16 @@ export const METHODS = Object.freeze([
     "method": "trace/span",
     "direction": "serverToClient",
     "kind": "notification"
+  },
+  {
+    "method": "tool/progress",
+    "direction": "clientToServer",
+    "kind": "notification"
   }
 ].map(Object.freeze));
 
 /** Every event type of `session/event`, in schema order. */
-export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","planUpdated","contextCompacted"]);
+export const EVENT_TYPES = Object.freeze(["turnStarted","profileActivated","requestStarted","textDelta","reasoningDelta","toolCallStarted","toolProgress","confirmationRequested","confirmationResolved","toolCallFinished","entryAppended","propertiesChanged","hookFired","usage","schemaWarnings","contextDiagnostics","cacheInvalidated","retrying","turnEnded","steeringApplied","approvalRulesChanged","mcpServerStatus","planUpdated","contextCompacted"]);
 
 /** The error table of docs/protocol.md §13: kind, code and class name, in table order. */
 export const ERROR_TABLE = Object.freeze([

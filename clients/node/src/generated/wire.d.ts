@@ -851,6 +851,14 @@ export interface ToolCallResult {
 
 export type ToolOutcome = "ok" | "failed" | "denied" | "conflict";
 
+export interface ToolProgressParams {
+  callId: string;
+  message?: string;
+  progress: number;
+  sessionId: string;
+  total?: number;
+}
+
 export interface ToolSource {
   mcp?: string;
 }
@@ -981,6 +989,14 @@ export interface ToolCallStartedEvent {
   type: "toolCallStarted";
 }
 
+export interface ToolProgressEvent {
+  callId: string;
+  message?: string;
+  progress: number;
+  total?: number;
+  type: "toolProgress";
+}
+
 export interface ConfirmationRequestedEvent {
   arguments: unknown;
   callId: string;
@@ -1101,7 +1117,7 @@ export interface ContextCompactedEvent {
 }
 
 /** One event of a turn: the `event` member of a `session/event` notification. */
-export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | PlanUpdatedEvent | ContextCompactedEvent;
+export type SessionEvent = TurnStartedEvent | ProfileActivatedEvent | RequestStartedEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallStartedEvent | ToolProgressEvent | ConfirmationRequestedEvent | ConfirmationResolvedEvent | ToolCallFinishedEvent | EntryAppendedEvent | PropertiesChangedEvent | HookFiredEvent | UsageEvent | SchemaWarningsEvent | ContextDiagnosticsEvent | CacheInvalidatedEvent | RetryingEvent | TurnEndedEvent | SteeringAppliedEvent | ApprovalRulesChangedEvent | McpServerStatusEvent | PlanUpdatedEvent | ContextCompactedEvent;
 
 export interface RemoveOperation {
   ids: string[];
@@ -1289,6 +1305,7 @@ export interface ClientNotifications {
   "exit": ExitParams;
   "session/cancel": SessionCancelNotificationParams;
   "$/cancelRequest": CancelRequestParams;
+  "tool/progress": ToolProgressParams;
 }
 
 /** Requests the server sends the client, by method. */

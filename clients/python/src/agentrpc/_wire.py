@@ -709,6 +709,26 @@ class ToolCallStarted(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ToolProgress(Event):
+    """``toolProgress``: A running call reported progress (an MCP server's, or a client tool's ``tool/progress``)."""
+
+    call_id: str = ""
+    progress: float = 0.0
+    message: str | None = None
+    total: float | None = None
+
+    @classmethod
+    def fields_from_wire(cls, event: Mapping[str, Any]) -> dict[str, Any]:
+        obj = event
+        return {
+            "call_id": _str(obj.get("callId")),
+            "progress": _float(obj.get("progress")),
+            "message": _opt_str(obj.get("message")),
+            "total": _opt_float(obj.get("total")),
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ConfirmationRequested(Event):
     """``confirmationRequested``: A call waits for ``session.confirm(call_id, ...)`` (built-in flow)."""
 
@@ -1003,6 +1023,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "textDelta": TextDelta,
     "reasoningDelta": ReasoningDelta,
     "toolCallStarted": ToolCallStarted,
+    "toolProgress": ToolProgress,
     "confirmationRequested": ConfirmationRequested,
     "confirmationResolved": ConfirmationResolved,
     "toolCallFinished": ToolCallFinished,
@@ -1022,7 +1043,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 #: Every event type of the schema, typed or not, in schema order.
-SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "planUpdated", "contextCompacted",)
+SCHEMA_EVENT_TYPES: tuple[str, ...] = ("turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted", "toolProgress", "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended", "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated", "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "mcpServerStatus", "planUpdated", "contextCompacted",)
 
 
 # --- Errors (docs/protocol.md §13) ---
@@ -1468,4 +1489,5 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("$/cancelRequest", "clientToServer", "notification"),
     ("session/event", "serverToClient", "notification"),
     ("trace/span", "serverToClient", "notification"),
+    ("tool/progress", "clientToServer", "notification"),
 )

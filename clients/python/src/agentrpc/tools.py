@@ -114,6 +114,16 @@ class ToolContext:
     idempotency_key: str = ""
     session: Any = field(default=None, repr=False, compare=False)
 
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Reports how far the call has come (``tool/progress``); the server sends
+        it on as a ``toolProgress`` event, at most ~10 a second per call."""
+        params: dict[str, Any] = {"sessionId": self.session_id, "callId": self.call_id, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.client.notify("tool/progress", params)
+
 
 _ANNOTATION_NAMES = {"read_only": "readOnly", "destructive": "destructive", "idempotent": "idempotent",
                      "readOnly": "readOnly"}

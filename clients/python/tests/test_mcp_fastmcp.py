@@ -1,0 +1,113 @@
+"""A ``fastmcp`` 4.x server from PyPI (``mcp_fastmcp_server.py``) through the
+real binary: progress (and a client tool's own ``tool/progress``) as
+``toolProgress`` events. docs/protocol.md, "Tool progress" and "MCP tool
+servers", is the oracle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrpc import ToolContext, tool
+from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
+from test_mcp_servers import _python_with, wait_status
+
+HERE = Path(__file__).parent
+FASTMCP_SERVER = str(HERE / "mcp_fastmcp_server.py")
+FASTMCP_PYTHON = _python_with("fastmcp", None)
+
+pytestmark = [*requires_real, pytest.mark.skipif(FASTMCP_PYTHON is None, reason="fastmcp is not installed")]
+
+
+def fm(**extra: Any) -> dict[str, Any]:
+    assert FASTMCP_PYTHON is not None
+    return {"name": "fm", "command": FASTMCP_PYTHON, "args": [FASTMCP_SERVER], **extra}
+
+
+async def turn_events(session: Any, events: Any, text: str = "go") -> list[dict[str, Any]]:
+    task = asyncio.create_task(session.send(text))
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(REAL_TIMEOUT):
+        async for note in events:
+            seen.append(dict(note.params["event"]))
+            if seen[-1]["type"] == "turnEnded":
+                break
+    await task
+    return seen
+
+
+def check_progress_stream(seen: list[dict[str, Any]], call_id: str, elapsed: float) -> list[dict[str, Any]]:
+    """The call's ``toolProgress`` events: between its start and finish, rising,
+    at most ~10 a second; returns them."""
+    started = next(i for i, e in enumerate(seen) if e["type"] == "toolCallStarted" and e["callId"] == call_id)
+    finished = next(i for i, e in enumerate(seen) if e["type"] == "toolCallFinished" and e["callId"] == call_id)
+    progress = [(i, e) for i, e in enumerate(seen) if e["type"] == "toolProgress"]
+    assert progress, seen
+    assert all(started < i < finished and e["callId"] == call_id for i, e in progress), seen
+    values = [e["progress"] for _, e in progress]
+    assert values == sorted(values)
+    # ~10 a second: one at once, then one per 0.1 s of the call at most.
+    assert len(progress) <= 2 + elapsed * 10, (len(progress), elapsed)
+    return [e for _, e in progress]
+
+
+async def test_a_servers_progress_becomes_tool_progress_events_paced(tmp_path: Path) -> None:
+    """Every ``tools/call`` carries a ``progressToken``: fastmcp's
+    ``ctx.report_progress`` reaches the client as ``toolProgress {callId,
+    progress, total, message}``, 200 reports coalesced to at most ~10 a second,
+    none after ``toolCallFinished``."""
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({
+            "model": {"provider": "scripted", "script": [{"toolCalls": [call("mcp__fm__steps", count=200)]}, {"text": ["done"]}]},
+            "mcpServers": [fm()]})
+        await wait_status(events, "fm", "ready")
+        began = time.monotonic()
+        seen = await turn_events(session, events)
+        elapsed = time.monotonic() - began
+    [started] = [e for e in seen if e["type"] == "toolCallStarted"]
+    progress = check_progress_stream(seen, started["callId"], elapsed)
+    first = progress[0]
+    assert first["total"] == 200 and first["message"] == f"step {int(first['progress'])} of 200"
+    [finished] = [e for e in seen if e["type"] == "toolCallFinished"]
+    assert finished["outcome"] == "ok" and "200 steps" in str(finished["content"])
+
+
+async def test_a_client_tool_reports_progress_with_tool_progress(tmp_path: Path) -> None:
+    """A Python tool handler reports with ``context.report_progress`` (the
+    ``tool/progress`` notification); the server sends it on as ``toolProgress``
+    of that call. A report naming a call that is not running is ignored."""
+
+    shown: list[Any] = []
+
+    @tool
+    async def resize(count: int, context: ToolContext) -> str:
+        """Resizes images, reporting each."""
+        for i in range(1, count + 1):
+            await context.report_progress(i, count, f"image {i}")
+        # Withdrawn, finished or made up: nothing comes of it.
+        await context.session.client.notify("tool/progress", {"sessionId": context.session_id, "callId": "nope", "progress": 1})
+        # A report still held when the call ends is dropped: the call ends once one was shown.
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in shown[0]:
+                if note.params["event"]["type"] == "toolProgress":
+                    break
+        return "resized"
+
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        shown.append(client.notifications("session/event"))
+        session = await client.open_session(
+            {"model": {"provider": "scripted", "script": [{"toolCalls": [call("resize", count=50)]}, {"text": ["done"]}]}},
+            tools=[resize])
+        began = time.monotonic()
+        seen = await turn_events(session, events)
+        elapsed = time.monotonic() - began
+    [started] = [e for e in seen if e["type"] == "toolCallStarted"]
+    progress = check_progress_stream(seen, started["callId"], elapsed)
+    assert all(e["total"] == 50 and e["message"] == f"image {int(e['progress'])}" for e in progress)
