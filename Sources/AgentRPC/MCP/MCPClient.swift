@@ -61,6 +61,8 @@ actor MCPClient {
     private var onClosed: (@Sendable (String) -> Void)?
     private var problemLog: [String] = []
     private(set) var protocolVersion: String?
+    /// Whether the server's `initialize` answer declared `resources`.
+    private(set) var offersResources = false
     /// Bumped each time a new MCP session replaced one the server dropped.
     private var sessionGeneration = 0
     /// The renewal under way, which requests that learn of the same 404 wait for.
@@ -335,10 +337,23 @@ actor MCPClient {
                 "the server answered protocol version '\(version.prefix(64))'; agentrpc offered \(Self.offeredVersion) and accepts \(Self.acceptedVersions.sorted().joined(separator: ", "))")
         }
         protocolVersion = version
+        offersResources = result["capabilities"]?["resources"]?.objectValue != nil
         transport.negotiated(protocolVersion: version)
         await notify("notifications/initialized")
         transport.initialized()
         return version
+    }
+
+    /// Whether the server has something to read: it declared `resources` and the
+    /// first page of `resources/list`, else of `resources/templates/list`, is not
+    /// empty (many servers declare the capability and have none).
+    func hasResources() async -> Bool {
+        guard offersResources else { return false }
+        for (method, key) in [("resources/list", "resources"), ("resources/templates/list", "resourceTemplates")] {
+            let page = try? await request(method, .object([:]), timeout: MCPBounds.requestTimeoutSeconds)
+            if let list = page?[key]?.arrayValue, !list.isEmpty { return true }
+        }
+        return false
     }
 
     /// Every page of `tools/list`, bounded in pages and tools; `notes` says what was left out.

@@ -24,6 +24,8 @@ actor MCPServerRunner {
     private var reason: String?
     private var client: MCPClient?
     private var tools: [MCPTool] = []
+    /// `tools` holds agentrpc's `read_resource` (the server declared `resources`).
+    private var readsResources = false
     private var restarts = 0
     private var notes: [String] = []
     private var stopped = false
@@ -207,8 +209,7 @@ actor MCPServerRunner {
             _ = try await withTimeout(initTimeout, "initialize") { try await client.initialize() }
             let covering = changesSeen
             let listed = try await client.listTools()
-            tools = listed.tools
-            notes = listed.notes
+            await take(listed, from: client)
             listingDone(covering: covering)
             for note in listed.notes { logger.warning("mcp \(spec.name): \(note)") }
         } catch {
@@ -269,8 +270,7 @@ actor MCPServerRunner {
             lastListing = .now
             do {
                 let listed = try await client.listTools()
-                tools = listed.tools
-                notes = listed.notes
+                await take(listed, from: client)
                 await report(MCPServerState(name: spec.name, transport: spec.transport, status: .ready, tools: exposedNames, restarts: restarts))
             } catch {
                 logger.warning("mcp \(spec.name): re-listing tools failed: \(error)")
@@ -283,6 +283,30 @@ actor MCPServerRunner {
         let waiters = listingWaiters
         listingWaiters = [:]
         for (_, w) in waiters { w.continuation.resume() }
+    }
+
+    /// The tool a server with `resources` gets for following its `resource_link`s.
+    static let readResourceTool = "read_resource"
+    /// The listed tools become the server's, with `read_resource` added when
+    /// the server has resources and lists no tool of that name itself.
+    private func take(_ listed: (tools: [MCPTool], notes: [String]), from client: MCPClient) async {
+        tools = listed.tools
+        notes = listed.notes
+        readsResources = false
+        guard await client.hasResources() else { return }
+        guard !tools.contains(where: { $0.name == Self.readResourceTool }) else {
+            notes.append("the server lists a tool named '\(Self.readResourceTool)': it is offered instead of agentrpc's resource reader")
+            return
+        }
+        readsResources = true
+        tools.append(MCPTool(
+            name: Self.readResourceTool,
+            description: "Reads a resource of the MCP server '\(spec.name)' by its URI, such as a resource_link in one of its tools' output names.",
+            inputSchema: [
+                "type": "object", "properties": ["uri": ["type": "string", "description": "The resource's URI."]],
+                "required": ["uri"], "additionalProperties": false,
+            ],
+            readOnlyHint: true, destructiveHint: false, idempotentHint: true))
     }
 
     private func listingDone(covering: Int) {
@@ -339,6 +363,10 @@ actor MCPServerRunner {
     func call(tool: String, arguments: JSONValue, timeout: Double, progress: MCPClient.ProgressHandler? = nil) async throws -> (ToolOutcome, JSONValue) {
         guard status == .ready, let client else { return (.failed, .string(unavailable)) }
         do {
+            if tool == Self.readResourceTool && readsResources {
+                let result = try await client.request("resources/read", ["uri": arguments["uri"] ?? .null], timeout: timeout)
+                return MCPToolOutput.resource(of: result)
+            }
             let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout, progress: progress)
             return MCPToolOutput.outcome(of: result)
         } catch let error as MCPRequestError {

@@ -56,6 +56,20 @@ enum MCPToolOutput {
         return (isError ? .failed : .ok, cut(content))
     }
 
+    /// A `resources/read` result: one text content is its text; several, or
+    /// binary ones (described, not inlined), an array of `{uri, mimeType?, text | blob}`.
+    static func resource(of result: JSONValue) -> (ToolOutcome, JSONValue) {
+        let contents = result["contents"]?.arrayValue ?? []
+        if contents.count == 1, let text = contents[0]["text"]?.stringValue { return (.ok, cut(.string(text))) }
+        let mapped: [JSONValue] = contents.map { item in
+            var out: [String: JSONValue] = [:]
+            for key in ["uri", "mimeType", "text"] { if let v = item[key] { out[key] = v } }
+            if let blob = item["blob"]?.stringValue { out["blob"] = .string("\(blob.utf8.count) bytes of base64 data not shown") }
+            return .object(out)
+        }
+        return (.ok, cut(.array(mapped)))
+    }
+
     /// Output over `MCPBounds.maxToolOutputBytes` becomes its cut text with a note.
     static func cut(_ content: JSONValue, limit: Int = MCPBounds.maxToolOutputBytes) -> JSONValue {
         let text: String

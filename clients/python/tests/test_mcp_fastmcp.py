@@ -15,6 +15,7 @@ import pytest
 
 from agentrpc import ToolContext, tool
 from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
+from test_mcp_hints_and_configs import TIME_SERVER
 from test_mcp_servers import _python_with, wait_status
 
 HERE = Path(__file__).parent
@@ -111,3 +112,34 @@ async def test_a_client_tool_reports_progress_with_tool_progress(tmp_path: Path)
     [started] = [e for e in seen if e["type"] == "toolCallStarted"]
     progress = check_progress_stream(seen, started["callId"], elapsed)
     assert all(e["total"] == 50 and e["message"] == f"image {int(e['progress'])}" for e in progress)
+
+
+async def test_a_server_with_resources_gets_a_read_resource_tool_that_follows_its_links(tmp_path: Path) -> None:
+    """A server that declares ``resources`` offers ``mcp__<server>__read_resource
+    {uri}`` (read-only: it never asks): the model follows the link one of its
+    tools returned and reads the text; a resource over the output bound is cut
+    like any output; an unknown URI is the server's refusal, a ``failed``
+    outcome the turn goes on with. A server without ``resources``
+    (``mcp-server-time``) gets no such tool."""
+    reads = [call("mcp__fm__read_resource", uri=uri) for uri in ("note://readme", "note://big", "note://nope")]
+    script = [{"toolCalls": [call("mcp__fm__link")]}, {"toolCalls": reads}, {"text": ["read"]}]
+    servers = [fm()] + ([{"name": "time", "command": TIME_SERVER}] if TIME_SERVER else [])
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({"model": {"provider": "scripted", "script": script}, "mcpServers": servers})
+        ready = await wait_status(events, "fm", "ready")
+        assert "mcp__fm__read_resource" in ready["tools"]
+        seen = await turn_events(session, events)
+        state = await client.request("session/getState", {"sessionId": session.id})
+    assert not [e for e in seen if e["type"] == "confirmationRequested"]
+    finished = [e for e in seen if e["type"] == "toolCallFinished"]
+    assert [f["outcome"] for f in finished] == ["ok", "ok", "ok", "failed"], finished
+    assert "note://readme" in str(finished[0]["content"])
+    assert finished[1]["content"] == "Read me: agentrpc reads resources."
+    assert finished[2]["content"].endswith(f"[output cut: {1024 * 1024} of {2 * 1024 * 1024} bytes shown]")
+    assert "refused the call" in finished[3]["content"] and "note://nope" in finished[3]["content"], finished[3]
+    [turn_end] = [e for e in seen if e["type"] == "turnEnded"]
+    assert turn_end["status"] == "completed"
+    if TIME_SERVER:
+        time = next(s for s in state["mcpServers"] if s["name"] == "time")
+        assert time["status"] == "ready" and time["tools"] and "mcp__time__read_resource" not in time["tools"]
