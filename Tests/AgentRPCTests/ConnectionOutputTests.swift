@@ -27,6 +27,26 @@ import Testing
         #expect(Array(written) == expected)
     }
 
+    /// A request of the server's (`tool/call`) goes out as its `Message`
+    /// serializes, and so does the withdrawal at its timeout.
+    @Test func aRequestWritesTheSameBytesAsASerializedRequest() async throws {
+        let pipe = Pipe()
+        let connection = Connection(
+            inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off))
+        let params: JSONValue = ["sessionId": "s-1", "turnId": "t-1", "callId": "c \"1\"", "name": "é", "arguments": ["b": [1, nil], "a": 2.5], "revision": 4]
+        // No answer comes: at its (zero) timeout the request is withdrawn.
+        await #expect(throws: OutgoingRequestError.timedOut(seconds: 0)) { try await connection.request("tool/call", params, timeout: 0) }
+        connection.flush(timeoutSeconds: 5)
+        try pipe.fileHandleForWriting.close()
+        let written = try #require(try pipe.fileHandleForReading.readToEnd())
+
+        var expected = Message.request(id: .int(1), method: "tool/call", params: params).json.serialized()
+        expected.append(0x0A)
+        expected += Message.notification(method: "$/cancelRequest", params: ["id": 1]).json.serialized()
+        expected.append(0x0A)
+        #expect(Array(written) == expected)
+    }
+
     /// A notification whose params are written as bytes (the delta hot path)
     /// is framed as the same params sent as a value would be, in either framing.
     @Test(arguments: [Framing.newline, .contentLength])

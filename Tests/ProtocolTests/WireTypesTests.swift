@@ -551,6 +551,28 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(try params.json.decode(as: ToolCallParams.self) == params)
         #expect(params.idempotencyKey == "s-1/t-1/2/c1")
     }
+
+    /// `ToolCallResult(json:)` reads what the Codable decoder reads, and fails
+    /// with its words on what it rejects.
+    @Test func toolCallResultReadDirectlyAgreesWithCodable() {
+        let answers: [JSONValue] = [
+            ["outcome": "ok", "content": "written"],
+            ["outcome": "failed", "content": ["a": [1, 2.5, nil]], "undo": ["restore": "old"]],
+            ["outcome": "denied", "content": nil, "undo": nil],
+            ["outcome": "conflict", "content": "", "extra": true],
+            ["content": "no outcome"],
+            ["outcome": "ok"],
+            ["outcome": "maybe", "content": "x"],
+            ["outcome": 1, "content": "x"],
+            "not an object",
+            [],
+        ]
+        for answer in answers {
+            let direct = Result { () throws(JSONDecodingFailure) in try ToolCallResult(json: answer) }
+            let codable = Result { () throws(JSONDecodingFailure) in try answer.decode(as: ToolCallResult.self) }
+            #expect(direct == codable, "\(answer)")
+        }
+    }
 }
 
 @Suite struct HumanInTheLoopWireTests {

@@ -221,7 +221,7 @@ extension ToolStage {
             throw clientGone()
         }
         do {
-            return .finished(try answer.decode(as: ToolCallResult.self))
+            return .finished(try ToolCallResult(json: answer))
         } catch {
             throw RPCError(.toolExecutorError, "the client's answer to tool/call is malformed: \(error)", data: ["callId": .string(call.callId), "name": .string(call.name)])
         }

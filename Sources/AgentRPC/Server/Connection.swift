@@ -241,6 +241,21 @@ package final class Connection: Sendable {
         }
     }
 
+    /// Queues a request of ours (one per tool call), its envelope written
+    /// directly in the sorted-key order `Message.json` serializes to.
+    private func sendRequest(id: RequestID, method: String, params: JSONValue) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(contentsOf: #"{"id":"#.utf8)
+        id.json.serialize(into: &bytes)
+        bytes.append(contentsOf: #","jsonrpc":"2.0","method":"#.utf8)
+        JSONValue.string(method).serialize(into: &bytes)
+        bytes.append(contentsOf: #","params":"#.utf8)
+        params.serialize(into: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        sendSerialized(bytes, message: .request(id: id, method: method, params: params))
+    }
+
     /// `{"jsonrpc":"2.0","method":METHOD,"params":` — the envelope up to its
     /// params, in the sorted-key order `Message.json` serializes to.
     private static func appendNotificationHead(_ method: String, into bytes: inout [UInt8]) {
@@ -272,7 +287,7 @@ package final class Connection: Sendable {
                 }
                 // Armed after the insert, so even a zero timeout finds the entry.
                 deadlines.add(id, after: max(0, timeout)) { [weak self] in self?.expire(id, timeout: timeout) }
-                send(.request(id: id, method: method, params: params))
+                sendRequest(id: id, method: method, params: params)
             }
         } onCancel: {
             if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {

@@ -101,6 +101,21 @@ public struct ToolCallResult: Codable, Sendable, Hashable {
         self.content = content
         self.undo = undo
     }
+
+    /// Reads the answer to a `tool/call` (one per tool call) directly: the
+    /// Codable decoder makes its containers and coding paths per answer.
+    /// Whatever this does not accept at once goes through that decoder, so a
+    /// malformed answer fails with its words (a test pins both to agree).
+    public init(json value: JSONValue) throws(JSONDecodingFailure) {
+        if case .object(let o) = value, case .string(let raw)? = o["outcome"], let outcome = ToolOutcome(rawValue: raw),
+            let content = o["content"]
+        {
+            let undo = o["undo"]
+            self.init(outcome: outcome, content: content, undo: undo == .null ? nil : undo)
+        } else {
+            self = try value.decode(as: ToolCallResult.self)
+        }
+    }
 }
 
 /// `tool/undo` params.
