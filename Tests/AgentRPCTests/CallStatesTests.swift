@@ -49,3 +49,27 @@ import Testing
         #expect(throws: ReplayMismatch.self) { try t.replay(.callSent(turnId: "t-9", callId: "a"), at: Date()) }
     }
 }
+
+/// What a parked turn needs survives a snapshot (a compaction or an unload
+/// with many records): its sends, answered round trips and usage, and the
+/// scripted models' places.
+@Suite struct ParkedTurnSnapshotTests {
+    @Test func aSnapshotKeepsTheOpenTurnsProgress() throws {
+        var t = Transcript(properties: [:])
+        let turn = try t.beginTurn { "t-\($0)" }
+        _ = try t.append(.prompt(text: "go", images: nil), turn: turn)
+        _ = try t.appendAnswer(
+            [.toolCalls(calls: [ToolCallRecord(callId: "a", name: "step", arguments: [:])], profile: nil, text: nil)], turn: turn,
+            answered: .roundTripAnswered(turnId: turn, roundTrip: 1, usage: Usage(inputTokens: 3), positions: ["inline-x": 1]))
+        try t.recordCallSent("a", turn: turn, attempt: 2, arguments: ["edited": true])
+        let line = try JournalCodec.snapshotLine(t, at: Date(timeIntervalSince1970: 1))
+        guard case .snapshot(let loaded) = try JournalCodec.decodeRecord(Array(line.dropLast())) else {
+            Issue.record("not a snapshot")
+            return
+        }
+        #expect(loaded.openTurn?.id == turn && loaded.openTurn?.countBefore == 0)
+        #expect(loaded.openTurn?.sends["a"] == CallSends(count: 2, arguments: ["edited": true]))
+        #expect(loaded.openTurn?.answeredRoundTrips == 1 && loaded.openTurn?.usage == Usage(inputTokens: 3))
+        #expect(loaded.modelPositions == ["inline-x": 1])
+    }
+}

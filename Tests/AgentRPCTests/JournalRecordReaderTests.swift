@@ -48,6 +48,9 @@ import Testing
             .undoRecorded(turnId: turn, undo),
             .callSent(turnId: turn, callId: "c1"),
             .callSent(turnId: turn, callId: "call \"é\""),
+            .callSent(turnId: turn, callId: "c1", attempt: 3, arguments: ["path": "/edited"]),
+            .roundTripAnswered(turnId: turn, roundTrip: 2, usage: Usage(inputTokens: 9), positions: ["inline-ab": 4, "named": 1]),
+            .roundTripAnswered(turnId: turn, roundTrip: 1, usage: Usage(), positions: [:]),
             .turnEnded(TurnEnd(turnId: turn, status: .completed, stopReason: .finalAnswer, usage: Usage(inputTokens: 5, outputTokens: 7, cachedInputTokens: 1, reasoningTokens: 2), undo: .committed)),
             .turnEnded(TurnEnd(turnId: "t-2", status: .interrupted, stopReason: nil, usage: Usage(), undo: .none)),
             .entriesMutated(operations: [.remove(ids: ["e7"])], revision: 9),
@@ -67,6 +70,11 @@ import Testing
         for e in entries { try state.append(e.content, turn: id) }
         try state.updatePlan([PlanEntry(content: "Write the test", priority: .medium, status: .completed)])
         try state.recordCallSent("c1", turn: id)
+        try state.recordCallSent("c2", turn: id, attempt: 2, arguments: ["edited": true])
+        _ = try state.appendAnswer(
+            [.toolCalls(calls: [ToolCallRecord(callId: "c9", name: "x", arguments: [:])], profile: nil, text: nil)], turn: id,
+            answered: .roundTripAnswered(turnId: id, roundTrip: 3, usage: Usage(outputTokens: 2), positions: ["m": 7]))
+        try state.recordCallSent("c9", turn: id, attempt: 2, arguments: ["edited": true])
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
         try state.endTurn(TurnEnd(turnId: id, status: .completed, stopReason: .completed, usage: Usage(inputTokens: 1), undo: .none))
         lines.append(String(decoding: try JournalCodec.snapshotLine(state, at: at).dropLast(), as: UTF8.self))
@@ -116,6 +124,12 @@ import Testing
         #"{"type":"turnStarted","at":-,"turnId":"t-1","number":1}"#,
         #"{"type":"snapsh\u006ft","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5}"#,
         #"{"type":"callSent","at":1,"turnId":"t"}"#,
+        #"{"type":"callSent","at":1,"turnId":"t","callId":"c","attempt":0}"#,
+        #"{"type":"callSent","at":1,"turnId":"t","callId":"c","attempt":"2"}"#,
+        #"{"type":"roundTripAnswered","at":1,"turnId":"t","roundTrip":1,"usage":{},"positions":{"m":"x"}}"#,
+        #"{"type":"roundTripAnswered","at":1,"turnId":"t","roundTrip":1}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"modelPositions":{"m":1.5}}"#,
+        #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"openTurn":{"turnId":"t","entriesBefore":[],"undo":[],"sends":{"c":{"count":2}},"answeredRoundTrips":"1"}}"#,
         #"{"type":"callSent","at":1,"turnId":"t","callId":5}"#,
         #"{"type":"callSent","at":1,"callId":"c"}"#,
         #"{"type":"snapshot","entries":[],"revision":0,"nextEntry":1,"properties":{},"nextTurn":1,"usage":{},"updatedAt":5,"openTurn":{"turnId":"t","entriesBefore":[],"undo":[],"sentCalls":"c1"}}"#,

@@ -92,7 +92,7 @@ actor AgentSession {
             properties: properties, revision: revision, entryCount: entries.count,
             queuedSends: sendQueue.isEmpty ? nil : sendQueue.count, approvalRules: approvalRules.rules.isEmpty ? nil : approvalRules.rules,
             usageTotals: transcript.usageTotals == Usage() ? nil : transcript.usageTotals,
-            contextTokens: contextTokens, contextWindowTokens: contextWindowTokens, plan: transcript.plan)
+            contextTokens: contextTokens, contextWindowTokens: contextWindowTokens, plan: transcript.plan, parked: parkedState)
     }
 
     /// Keeps the model's plan with the session (journaled) and says so (`planUpdated`).
@@ -258,7 +258,9 @@ actor AgentSession {
         try caches.providers.provider(for: reference) {
             // The session's own cassette, else the server's (docs/testing.md).
             let cassette = try config.modelCassette.map { try context.cassettes.cassette($0) } ?? context.cassette
-            return try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment, cassette: cassette)
+            let made = try ProviderFactory.make(context.catalog.resolve(reference, field: "model"), environment: context.options.environment, cassette: cassette)
+            restorePosition(of: made, for: reference)
+            return made
         }
     }
 
@@ -289,6 +291,9 @@ actor AgentSession {
         }
         if compaction != nil {
             throw RPCError(.sessionBusy, "the session is being compacted; send again when session/compact has answered")
+        }
+        if let parked = parkedTurn {
+            throw RPCError(.sessionBusy, "the session's turn \(parked.id) is parked: go on with session/continue or end it with session/cancel", data: ["turnId": .string(parked.id)])
         }
         let profile = try resolveProfile()
         let modelRef = try resolveModelReference(options: options, profile: profile)

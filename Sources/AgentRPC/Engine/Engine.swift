@@ -192,10 +192,20 @@ final class Engine: Sendable {
             }
         }
         table.on(SessionCancelRequest.self) { [self] params, _ in
-            .now(try await session(params.sessionId).cancelCooperatively())
+            let s = try session(params.sessionId)
+            // A parked turn ends as a cancelled one does (rolled back) before the answer.
+            if await s.parkedTurn != nil {
+                return .later { SessionCancelResult(wasRunning: try await s.cancelParked()) }
+            }
+            return .now(await s.cancelCooperatively())
         }
         table.onNotification(SessionCancelNotification.self) { [self] params in
-            _ = await (try? session(params.sessionId))?.cancelCooperatively()
+            guard let s = try? session(params.sessionId) else { return }
+            if await s.parkedTurn != nil { _ = try? await s.cancelParked() } else { _ = await s.cancelCooperatively() }
+        }
+        table.on(SessionContinueRequest.self) { [self] params, _ in
+            let work = try await session(params.sessionId).continueParked()
+            return .later { try await work.result().turnResult }
         }
         table.onNotification(ToolProgressNotification.self) { [self] params in
             // About a call that is not running (any more): nothing to report.
@@ -282,7 +292,8 @@ final class Engine: Sendable {
             // The later call that starts servers a first resume deferred.
             if params.startMCPServers != false { await loaded.startMCPServers() }
             let handle = await loaded.handle()
-            return .now(SessionResumeResult(sessionId: handle.sessionId, revision: handle.revision, activeProfile: handle.activeProfile))
+            return .now(SessionResumeResult(
+                sessionId: handle.sessionId, revision: handle.revision, activeProfile: handle.activeProfile, parkedTurn: await loaded.parkedState))
         }
         guard let store else { throw RPCError.sessionNotFound(id) }
         if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
@@ -303,7 +314,8 @@ final class Engine: Sendable {
         let session = AgentSession(id: id, config: config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt)
         let interrupted: InterruptedTurn?
         do {
-            interrupted = try await session.recoverInterruptedTurn(rollback: params.rollback == true)
+            // A session that parks keeps its open turn for session/continue, once its prompt is journaled.
+            interrupted = await session.keepsParkedTurn ? nil : try await session.recoverInterruptedTurn(rollback: params.rollback == true)
         } catch {
             journal.close()
             throw error
@@ -315,7 +327,7 @@ final class Engine: Sendable {
         let warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
         let result = SessionResumeResult(
             sessionId: id, revision: handle.revision, activeProfile: handle.activeProfile, interruptedTurn: interrupted,
-            warnings: warnings.isEmpty ? nil : warnings)
+            warnings: warnings.isEmpty ? nil : warnings, parkedTurn: await session.parkedState)
         guard let interrupted, interrupted.undoOutcome == .rolledBack else { return .now(result) }
         return .later {
             await session.rollBackInterrupted(interrupted)

@@ -25,6 +25,18 @@ extension AgentSession {
     func recoverInterruptedTurn(rollback: Bool) throws -> InterruptedTurn? {
         guard let open = transcript.openTurn else { return nil }
         let calls = open.callStates(in: entries).map { RoundTripCall(callId: $0.call.callId, name: $0.call.name, state: $0.state) }
+        try applyErrorPolicy(toOpen: open)
+        let outcome: UndoOutcome = open.undo.isEmpty ? .none : (rollback ? .rolledBack : .committed)
+        try transcript.endTurn(TurnEnd(turnId: open.id, status: .interrupted, stopReason: nil, usage: Usage(), undo: outcome))
+        try transcript.sync()
+        return InterruptedTurn(
+            turnId: open.id, undo: open.undo.reversed().map { UndoRecordInfo(callId: $0.callId, name: $0.name, undo: $0.undo) },
+            undoOutcome: outcome, calls: calls.isEmpty ? nil : calls)
+    }
+
+    /// The session's transcript error policy, applied to an open turn no task
+    /// runs (cut by a crash, or a parked turn cancelled) as to a failed turn.
+    func applyErrorPolicy(toOpen open: OpenTurn) throws {
         let profile = (try? resolveProfile()) ?? activeProfile
         let policy = profile?.transcriptErrorPolicy ?? config.transcriptErrorPolicy ?? .keepCompleted
         switch policy {
@@ -33,16 +45,10 @@ extension AgentSession {
         case .revert:
             if let revert = Self.revertOperations(from: entries, to: open.entriesBefore(current: entries)) { try transcript.mutate(revert) }
         case .preserve:
-            // Streamed text is never journaled: what the dead process was
-            // writing was never announced as final, so there is nothing to keep.
+            // Streamed text is never journaled: what the process was writing
+            // was never announced as final, so there is nothing to keep.
             break
         }
-        let outcome: UndoOutcome = open.undo.isEmpty ? .none : (rollback ? .rolledBack : .committed)
-        try transcript.endTurn(TurnEnd(turnId: open.id, status: .interrupted, stopReason: nil, usage: Usage(), undo: outcome))
-        try transcript.sync()
-        return InterruptedTurn(
-            turnId: open.id, undo: open.undo.reversed().map { UndoRecordInfo(callId: $0.callId, name: $0.name, undo: $0.undo) },
-            undoOutcome: outcome, calls: calls.isEmpty ? nil : calls)
     }
 
     /// `session/resume {rollback: true}`: undoes what the interrupted turn did.

@@ -14,8 +14,8 @@ extension AgentSession: ToolStageHost {
         try transcript.recordUndo(record, turn: record.turnId)
     }
 
-    func recordCallSent(_ callID: String, turn: String) throws {
-        try transcript.recordCallSent(callID, turn: turn)
+    func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws {
+        try transcript.recordCallSent(callID, turn: turn, attempt: attempt, arguments: arguments)
     }
 
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws {

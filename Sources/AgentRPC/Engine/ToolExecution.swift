@@ -136,8 +136,11 @@ extension ToolStage {
             return try await output(.ok, "Final answer recorded.")
         }
 
+        // A call in doubt was approved when it was first sent: it goes as it went.
+        let inDoubt = calls[index].priorSends > 0
+        if inDoubt { approvedArguments = calls[index].priorArguments }
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
-        let verdict = guardVerdict(for: tool)
+        let verdict = inDoubt ? .allow : guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
             // A policy settled it: no question was asked, but clients still see who decided.
             host.emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy), turn: turnID)
@@ -177,7 +180,13 @@ extension ToolStage {
         // Its executor (the client or an MCP server) runs it.
         context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
         let runArguments = approvedArguments ?? arguments
-        try markSent(index, arguments: runArguments, host: host)
+        if inDoubt, source(of: call.name)?.mcp != nil, tool.annotations?.idempotent != true {
+            // An MCP server cannot look a key up: only a tool that says running it
+            // twice is harmless is sent again (docs/protocol.md, "Durable sessions").
+            return try await output(.failed, .string(
+                "The call was sent to its MCP server before the turn was interrupted, and no result was recorded: it may have run. It was not sent again, because the tool does not declare idempotentHint."))
+        }
+        try markSent(index, arguments: runArguments, edited: approvedArguments != nil, host: host)
         // Its progress reports become `toolProgress` events until its output is recorded.
         context.progress.begin(call.id)
         defer { context.progress.end(call.id) }
@@ -188,7 +197,8 @@ extension ToolStage {
         }
         let params = ToolCallParams(
             sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: runArguments, revision: host.revision,
-            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: context.sessionId, turnId: turnID, roundTrip: context.roundTrip, callId: call.id))
+            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: context.sessionId, turnId: turnID, roundTrip: context.roundTrip, callId: call.id),
+            attempt: inDoubt ? calls[index].priorSends + 1 : nil, inDoubt: inDoubt ? true : nil)
         let result: ToolCallResult
         switch try await dispatch(params, timeout: context.limits.toolTimeoutSeconds) {
         case .finished(let finished):

@@ -22,8 +22,9 @@ protocol ToolStageHost: Actor {
     func emit(_ event: SessionEvent, turn: String?)
     /// Keeps an `ok` result's undo for the turn's rollback, durably.
     func recordUndo(_ record: UndoRecord) throws
-    /// Journals that a call of the turn is about to be handed to its executor.
-    func recordCallSent(_ callID: String, turn: String) throws
+    /// Journals that a call of the turn is about to be handed to its executor
+    /// (`attempt`: which send; `arguments`: edited ones the user approved).
+    func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws
     /// Checks a client's confirmation answer (edited arguments against the
     /// schema, a rule's scope) and, for `approveForSession`, adds the rule.
     func acceptDecision(
@@ -85,6 +86,12 @@ struct ToolCallState: Sendable {
     /// The arguments it was handed over with (edited ones after an approval), once sent.
     var sentArguments: JSONValue?
     var outcome: ToolOutcome?
+    /// A parked or crashed turn's call continued by `session/continue`: how
+    /// many times it was sent before (0: never, it runs as any call) and the
+    /// edited arguments it was approved with. A call sent before is in doubt:
+    /// it is sent again as it was, without asking again.
+    var priorSends = 0
+    var priorArguments: JSONValue?
 }
 
 /// How one call ended, as the turn loop sees it.
@@ -119,6 +126,12 @@ final class ToolStage<Host: ToolStageHost> {
         self.calls = calls.map { ToolCallState(call: $0) }
     }
 
+    /// The calls of a continued round trip, with what was sent of each before.
+    init(continuing calls: [(call: ModelToolCall, sends: CallSends?)], context: ToolStageContext) {
+        self.context = context
+        self.calls = calls.map { ToolCallState(call: $0.call, priorSends: $0.sends?.count ?? 0, priorArguments: $0.sends?.arguments) }
+    }
+
     /// The calls handed to their executor and not answered yet, in call order.
     var activeToolCalls: [ToolCallRecord] {
         calls.compactMap { state in
@@ -147,8 +160,11 @@ final class ToolStage<Host: ToolStageHost> {
 
     /// Journals the send (after a crash the call is then known to be in doubt,
     /// docs/protocol.md "Durable sessions"), then marks the call sent.
-    func markSent(_ index: Int, arguments: JSONValue, host: isolated Host) throws {
-        try host.recordCallSent(calls[index].call.id, turn: context.turnId)
+    func markSent(_ index: Int, arguments: JSONValue, edited: Bool, host: isolated Host) throws {
+        // Not `edited ? arguments : nil`: that nil would be JSON null.
+        var editedArguments: JSONValue?
+        if edited { editedArguments = arguments }
+        try host.recordCallSent(calls[index].call.id, turn: context.turnId, attempt: calls[index].priorSends + 1, arguments: editedArguments)
         calls[index].phase = .sent
         calls[index].sentArguments = arguments
     }

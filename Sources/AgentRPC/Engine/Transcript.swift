@@ -22,7 +22,13 @@ enum TranscriptChange: Sendable, Equatable {
     case undoRecorded(turnId: String, UndoRecord)
     /// A call of the running turn's latest round trip is about to be handed to
     /// its executor (`tool/call`, an MCP server): from here on it may have run.
-    case callSent(turnId: String, callId: String)
+    /// `attempt`: which send (1 the first); `arguments`: the edited arguments
+    /// it is sent with, when the user changed them.
+    case callSent(turnId: String, callId: String, attempt: Int = 1, arguments: JSONValue? = nil)
+    /// In a session that parks: a round trip's answer is journaled (in the
+    /// write of its entries), with the turn's usage so far and where the
+    /// scripted models are in their scripts, by `ModelPositions.key`.
+    case roundTripAnswered(turnId: String, roundTrip: Int, usage: Usage, positions: [String: Int])
     /// A turn ended (any status, `interrupted` included).
     case turnEnded(TurnEnd)
     /// A turn committed with these undo records; they are kept for `session/rewind`.
@@ -74,15 +80,20 @@ struct OpenTurn: Sendable, Equatable {
     /// Oldest first.
     var undo: [UndoRecord] = []
     /// The calls of the turn's latest `toolCalls` entry that were handed to
-    /// their executor (`callSent`); a newer `toolCalls` entry starts it afresh.
-    var sentCalls: Set<String> = []
+    /// their executor (`callSent`): how many times, and the edited arguments
+    /// they were sent with. A newer `toolCalls` entry starts it afresh.
+    var sends: [String: CallSends] = [:]
+    /// Round trips whose answer is journaled, and the turn's usage then
+    /// (`roundTripAnswered`, sessions that park).
+    var answeredRoundTrips = 0
+    var usage = Usage()
 
-    init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sentCalls: Set<String> = []) {
+    init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sends: [String: CallSends] = [:]) {
         self.id = id
         self.countBefore = entriesBefore.count
         self.copiedBefore = entriesBefore
         self.undo = undo
-        self.sentCalls = sentCalls
+        self.sends = sends
     }
 
     init(id: String, countBefore: Int) {
@@ -94,6 +105,12 @@ struct OpenTurn: Sendable, Equatable {
     func entriesBefore(current: [TranscriptEntry]) -> [TranscriptEntry] {
         copiedBefore ?? Array(current.prefix(countBefore))
     }
+}
+
+/// How often a call was handed to its executor, and with what edited arguments.
+struct CallSends: Sendable, Equatable {
+    var count: Int
+    var arguments: JSONValue?
 }
 
 extension OpenTurn {
@@ -116,7 +133,7 @@ extension OpenTurn {
                 outputs[call.callId] = n - 1
                 return (call, .completed)
             }
-            return (call, sentCalls.contains(call.callId) ? .inDoubt : .notSent)
+            return (call, sends[call.callId] != nil ? .inDoubt : .notSent)
         }
     }
 }
@@ -128,11 +145,20 @@ extension OpenTurn {
 protocol TranscriptJournal: AnyObject, Sendable {
     /// Writes the change (one whole line), not necessarily to stable storage yet.
     func record(_ change: TranscriptChange, at date: Date) throws
+    /// Writes the changes all at once (one write), or none of them.
+    func record(_ changes: [TranscriptChange], at date: Date) throws
     /// Makes everything recorded so far durable; may compact the journal, given
     /// the state it has recorded.
     func sync(_ state: Transcript) throws
     /// Replaces the journal by one snapshot of `state` (after changes it refused).
     func rewrite(_ state: Transcript) throws
+}
+
+extension TranscriptJournal {
+    /// For journals that cannot do better: one change after another.
+    func record(_ changes: [TranscriptChange], at date: Date) throws {
+        for change in changes { try record(change, at: date) }
+    }
 }
 
 /// The durable state of one session: entries with their ids, the revision, the
@@ -174,6 +200,9 @@ struct Transcript: Sendable {
     private(set) var openTurn: OpenTurn?
     /// The usage of every turn that ended, summed.
     private(set) var usageTotals = Usage()
+    /// Where each scripted model of a session that parks is in its script
+    /// (`ModelPositions.key`): a resumed session goes on from there.
+    private(set) var modelPositions: [String: Int] = [:]
     /// When anything last changed.
     private(set) var updatedAt: Date
     /// Undo records of committed turns, oldest first: what `session/rewind` can
@@ -208,6 +237,7 @@ struct Transcript: Sendable {
         nextTurnNumber = snapshot.nextTurnNumber
         usageTotals = snapshot.usage
         committedUndo = snapshot.committedUndo
+        modelPositions = snapshot.modelPositions
         plan = snapshot.plan
         compactions = snapshot.compactions
         updatedAt = snapshot.updatedAt
@@ -230,7 +260,7 @@ struct Transcript: Sendable {
         TranscriptSnapshot(
             entries: entries, revision: revision, nextEntryNumber: nextEntryNumber, properties: properties,
             activeProfile: activeProfileName, nextTurnNumber: nextTurnNumber, usage: usageTotals, committedUndo: committedUndo,
-            plan: plan, compactions: compactions, updatedAt: updatedAt)
+            plan: plan, compactions: compactions, modelPositions: modelPositions, updatedAt: updatedAt)
     }
 
     // MARK: Changes
@@ -371,8 +401,30 @@ struct Transcript: Sendable {
         try commit(.undoRecorded(turnId: turn, record))
     }
 
-    mutating func recordCallSent(_ callID: String, turn: String) throws {
-        try commit(.callSent(turnId: turn, callId: callID))
+    mutating func recordCallSent(_ callID: String, turn: String, attempt: Int = 1, arguments: JSONValue? = nil) throws {
+        try commit(.callSent(turnId: turn, callId: callID, attempt: attempt, arguments: arguments))
+    }
+
+    /// Appends a round trip's entries (its reasoning, then its tool calls) and
+    /// its `roundTripAnswered` in one journal write: after a crash the answer is
+    /// there whole, or the round trip is not.
+    mutating func appendAnswer(_ contents: [TranscriptContent], turn: String, answered: TranscriptChange) throws -> [TranscriptEntry] {
+        var changes: [TranscriptChange] = []
+        var made: [TranscriptEntry] = []
+        var next = nextEntryNumber
+        for content in contents {
+            var number = next
+            while isTaken(generated: number) { number += 1 }
+            let entry = TranscriptEntry(id: "e\(number)", turnId: turn, content)
+            next = number + 1
+            made.append(entry)
+            changes.append(.entryAppended(entry, nextEntryNumber: next))
+        }
+        changes.append(answered)
+        let now = Date()
+        try journalFirst { try $0.record(changes, at: now) }
+        for change in changes { try make(change, mutatedEntries: nil, at: now) }
+        return made
     }
 
     mutating func endTurn(_ end: TurnEnd) throws {
@@ -414,14 +466,18 @@ struct Transcript: Sendable {
     /// Journals a change, then makes it.
     private mutating func commit(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]? = nil) throws {
         let now = Date()
-        if let journal {
-            if journalBehind {
-                try journal.rewrite(self)
-                journalBehind = false
-            }
-            try journal.record(change, at: now)
-        }
+        try journalFirst { try $0.record(change, at: now) }
         try make(change, mutatedEntries: mutatedEntries, at: now)
+    }
+
+    /// Hands changes to the journal (after the rewrite it owes, if any) before they are made.
+    private mutating func journalFirst(_ write: (any TranscriptJournal) throws -> Void) throws {
+        guard let journal else { return }
+        if journalBehind {
+            try journal.rewrite(self)
+            journalBehind = false
+        }
+        try write(journal)
     }
 
     /// Makes a change without journaling it: for changes read back from a
@@ -441,7 +497,7 @@ struct Transcript: Sendable {
 
     private mutating func appendEntry(_ entry: consuming TranscriptEntry, next: Int) throws {
         guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
-        if openTurn?.sentCalls.isEmpty == false, case .toolCalls = entry.content { openTurn?.sentCalls = [] }
+        if openTurn?.sends.isEmpty == false, case .toolCalls = entry.content { openTurn?.sends = [:] }
         entries.append(entry)
         nextEntryNumber = next
         revision += 1
@@ -501,9 +557,15 @@ struct Transcript: Sendable {
         case .undoRecorded(let turnID, let record):
             guard openTurn?.id == turnID else { throw ReplayMismatch("an undo record for turn '\(turnID)', which is not running") }
             openTurn?.undo.append(record)
-        case .callSent(let turnID, let callID):
+        case .callSent(let turnID, let callID, let attempt, let arguments):
             guard openTurn?.id == turnID else { throw ReplayMismatch("a call sent in turn '\(turnID)', which is not running") }
-            openTurn?.sentCalls.insert(callID)
+            let earlier = openTurn?.sends[callID]?.arguments
+            openTurn?.sends[callID] = CallSends(count: attempt, arguments: arguments ?? earlier)
+        case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("a round trip of turn '\(turnID)', which is not running") }
+            openTurn?.answeredRoundTrips = roundTrip
+            openTurn?.usage = usage
+            for (model, position) in positions { modelPositions[model] = position }
         case .turnEnded(let end):
             if openTurn?.id == end.turnId { openTurn = nil }
             usageTotals.add(end.usage)
@@ -607,5 +669,7 @@ struct TranscriptSnapshot: Sendable, Equatable {
     var plan: [PlanEntry]? = nil
     /// The compactions that can still be undone.
     var compactions: [CompactionRecord] = []
+    /// Scripted models' places in their scripts (sessions that park).
+    var modelPositions: [String: Int] = [:]
     var updatedAt: Date
 }

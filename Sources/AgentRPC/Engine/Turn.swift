@@ -128,12 +128,16 @@ extension TurnRunner {
         }
     }
 
-    func runTurn(input: TurnInput, session: isolated AgentSession) async throws -> TurnOutcome {
-        let control = self.control
-        let watchdog = Task { [limit = turn.limits.wallClockSeconds] in
+    /// Aborts the turn when its wall clock runs out; cancel it when the turn ends.
+    private func startWallClock() -> Task<Void, Never> {
+        Task { [control, limit = turn.limits.wallClockSeconds] in
             try? await Task.sleep(for: .clampedSeconds(limit))
             if !Task.isCancelled { control.abort(.wallClock(limit: limit)) }
         }
+    }
+
+    func runTurn(input: TurnInput, session: isolated AgentSession) async throws -> TurnOutcome {
+        let watchdog = startWallClock()
         defer { watchdog.cancel() }
         turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
         turn.turnSpan?.setPayload(SpanAttributeKey.prompt, input.text)
@@ -151,12 +155,82 @@ extension TurnRunner {
             turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
-            let rpc = turnError(from: error)
-            await finishFailed(error: rpc, cancelled: rpc.code == .cancelled, session: session)
-            turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
-            turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
-            turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
-            throw rpc
+            throw await ended(by: error, session: session)
+        }
+    }
+
+    /// How a turn that threw ends: failed or cancelled (rolled back), or, in a
+    /// session that parks, parked when its client went away (end of input,
+    /// `shutdown`, `session/close`): the journal keeps it open for `session/continue`.
+    private func ended(by error: any Error, session: isolated AgentSession) async -> RPCError {
+        let rpc = turnError(from: error)
+        if session.parks, control.reason == .shutdown || control.reason == .closed, session.transcript.openTurn?.id == turn.id {
+            do { try session.transcript.sync() } catch { session.context.logger.warning("session \(session.id): the journal could not be synced when its turn was parked: \(error)") }
+            end()
+            turn.turnSpan?.end(status: .error("parked"))
+            return rpc
+        }
+        await finishFailed(error: rpc, cancelled: rpc.code == .cancelled, session: session)
+        turn.agentSpan?.end(status: .error(rpc.kind.rawValue))
+        turn.turnSpan?.setAttribute(SpanAttributeKey.turnStatus, .string(rpc.code == .cancelled ? "cancelled" : "failed"))
+        turn.turnSpan?.end(status: .error("\(rpc.kind.rawValue): \(rpc.message)"))
+        return rpc
+    }
+
+    /// `session/continue`: the parked turn goes on. The calls of its latest
+    /// round trip that have no output run (those sent before are sent again,
+    /// in doubt), then the loop goes on with the model, as the turn would have.
+    func continueTurn(session: isolated AgentSession) async throws -> TurnOutcome {
+        let watchdog = startWallClock()
+        defer { watchdog.cancel() }
+        turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
+        do {
+            if let last = session.entries.last, last.turnId == turn.id, case .response(let text, _, _, let stopReason) = last.content {
+                // Stopped after its answer was journaled and before its end was: it ends with that answer.
+                let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
+                try session.transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })
+                let result = TurnResult(
+                    turnId: turn.id, message: TurnMessage(entryId: last.id, text: text), stopReason: stopReason ?? .completed,
+                    usage: turn.usage, roundTrips: turn.roundTrips, toolCalls: turn.toolCallCount, revision: session.revision)
+                try session.transcript.endTurn(TurnEnd(turnId: turn.id, status: .completed, stopReason: result.stopReason, usage: turn.usage, undo: undo))
+                try session.transcript.sync()
+                end()
+                session.emit(.turnEnded(status: .completed, undo: undo, error: nil, stopReason: stopReason), turn: turn.id)
+                return TurnOutcome(turnResult: result, structuredValue: nil)
+            }
+            let profile = try await enterProfile(session: session)
+            if let open = session.transcript.openTurn, open.id == turn.id {
+                let pending = open.callStates(in: session.entries).filter { $0.state != .completed }
+                if !pending.isEmpty {
+                    turn.openToolCallsEntryID = session.entries.last(where: { e in
+                        if case .toolCalls = e.content { return e.turnId == turn.id }
+                        return false
+                    })?.id
+                    let calls = pending.map { p in
+                        (call: ModelToolCall(id: p.call.callId, name: p.call.name, argumentsJSON: p.call.arguments.stringValue ?? p.call.arguments.serializedString()),
+                         sends: open.sends[p.call.callId])
+                    }
+                    var context = session.toolStageContext(for: self, profile: profile)
+                    context.roundTrip = max(turn.roundTrips, 1)
+                    let stage = ToolStage<AgentSession>(continuing: calls, context: context)
+                    toolStage = stage
+                    let outcomes = try await stage.run(host: session)
+                    toolStage = nil
+                    if let final = outcomes.last(where: { $0.finalAnswer != nil })?.finalAnswer {
+                        turn.finalAnswer = final
+                        finishing = true
+                        return try await finishCompleted(output: RoundTripOutput(), profile: profile, model: nil, session: session)
+                    }
+                    turn.openToolCallsEntryID = nil
+                }
+            }
+            let outcome = try await loop(session: session)
+            turn.agentSpan?.end()
+            turn.turnSpan?.end(status: .ok)
+            return outcome
+        } catch {
+            toolStage = nil
+            throw await ended(by: error, session: session)
         }
     }
 
@@ -191,17 +265,20 @@ extension TurnRunner {
                     continue
                 }
                 finishing = true
-                return try await finishCompleted(output: output, profile: profile, session: session)
+                return try await finishCompleted(output: output, profile: profile, model: (provider, modelRef), session: session)
             }
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            if let reasoning = output.reasoningEntry(profile: profile.name) { try session.append(reasoning, turn: turn.id) }
             let records = output.toolCalls.map { call in
                 ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
             }
-            let callsEntry = try session.append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text), turn: turn.id)
-            turn.openToolCallsEntryID = callsEntry.id
+            // The round trip's answer is journaled whole: a parked turn goes on from it.
+            var answer: [TranscriptContent] = []
+            if let reasoning = output.reasoningEntry(profile: profile.name) { answer.append(reasoning) }
+            answer.append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text))
+            let callsEntry = try session.appendRoundTrip(answer, turn: turn, provider: provider, modelRef: modelRef).last
+            turn.openToolCallsEntryID = callsEntry?.id
             // The calls within maxToolCalls run; one more ends the turn once they have.
             let admitted = Array(output.toolCalls.prefix(max(0, turn.limits.maxToolCalls - turn.toolCallCount)))
             let outcomes = try await runTools(admitted, profile: profile, session: session)
@@ -214,7 +291,7 @@ extension TurnRunner {
             turn.openToolCallsEntryID = nil
             if turn.finalAnswer != nil {
                 finishing = true
-                return try await finishCompleted(output: output, profile: profile, session: session)
+                return try await finishCompleted(output: output, profile: profile, model: (provider, modelRef), session: session)
             }
             // Text streamed before tool calls belongs to that round trip; the next
             // round trip's text starts a fresh answer.
@@ -421,7 +498,11 @@ extension TurnRunner {
 
     // MARK: Ending
 
-    private func finishCompleted(output: RoundTripOutput, profile: ResolvedProfile, session: isolated AgentSession) async throws -> TurnOutcome {
+    /// `model`: the round trip's provider and model, whose place in a script a
+    /// session that parks journals with the response (nil: no model answered now).
+    private func finishCompleted(
+        output: RoundTripOutput, profile: ResolvedProfile, model: (provider: any ModelProvider, reference: ModelReference)?, session: isolated AgentSession
+    ) async throws -> TurnOutcome {
         var structured: JSONValue? = nil
         let endedHow = turn.finalAnswer == nil ? output.endedHow : nil
         switch turn.mode {
@@ -444,17 +525,20 @@ extension TurnRunner {
             structured = try await Self.validateStructured(output.text, schema: schema, endedHow: endedHow)
         }
         let text: String
+        var answer: [TranscriptContent] = []
         if let final = turn.finalAnswer {
             // The final tool's arguments are the answer. Text the model streamed
             // beside the call is already in its toolCalls entry: repeating it here
             // would show it to the model twice on the next turn.
             text = final.serializedString()
         } else {
-            if let reasoning = output.reasoningEntry(profile: profile.name) { try session.append(reasoning, turn: turn.id) }
+            if let reasoning = output.reasoningEntry(profile: profile.name) { answer.append(reasoning) }
             text = output.text
         }
-        let response = try session.append(
-            .response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow), turn: turn.id)
+        answer.append(.response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow))
+        guard let response = try session.appendRoundTrip(answer, turn: turn, provider: model?.provider, modelRef: model?.reference).last else {
+            throw RPCError.internalError("the response entry was not appended")
+        }
         try await runHooks(.onResponse, profile: profile, payload: ["text": .string(text), "entryId": .string(response.id)], session: session)
         let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed
         try session.transcript.keepUndoRecords(turn.undoLog.map { UndoRecord(turnId: turn.id, callId: $0.callId, name: $0.name, undo: $0.undo) })

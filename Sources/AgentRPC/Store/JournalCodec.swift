@@ -62,10 +62,18 @@ enum JournalCodec {
             o["type"] = "undoRecorded"
             o["turnId"] = .string(turnID)
             o["record"] = undoJSON(record)
-        case .callSent(let turnID, let callID):
+        case .callSent(let turnID, let callID, let attempt, let arguments):
             o["type"] = "callSent"
             o["turnId"] = .string(turnID)
             o["callId"] = .string(callID)
+            if attempt != 1 { o["attempt"] = .int(attempt) }
+            if let arguments { o["arguments"] = arguments }
+        case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
+            o["type"] = "roundTripAnswered"
+            o["turnId"] = .string(turnID)
+            o["roundTrip"] = .int(roundTrip)
+            o["usage"] = usage.json
+            if !positions.isEmpty { o["positions"] = .object(positions.mapValues { .int($0) }) }
         case .undoRecordsKept(let records):
             o["type"] = "undoRecordsKept"
             o["records"] = .array(records.map(undoJSON))
@@ -109,6 +117,7 @@ enum JournalCodec {
         if let profile = s.activeProfile { o["activeProfile"] = .string(profile) }
         if !s.committedUndo.isEmpty { o["committedUndo"] = .array(s.committedUndo.map(undoJSON)) }
         if let plan = s.plan { o["plan"] = try JSONValue(encoding: plan) }
+        if !s.modelPositions.isEmpty { o["modelPositions"] = .object(s.modelPositions.mapValues { .int($0) }) }
         if !s.compactions.isEmpty {
             o["compactions"] = .array(s.compactions.map { ["summaryId": .string($0.summaryID), "removed": .array($0.removed.map(\.json))] })
         }
@@ -117,7 +126,17 @@ enum JournalCodec {
                 "turnId": .string(open.id), "entriesBefore": .array(open.entriesBefore(current: state.entries).map(\.json)),
                 "undo": .array(open.undo.map(undoJSON)),
             ]
-            if !open.sentCalls.isEmpty { turn["sentCalls"] = .array(open.sentCalls.sorted().map { .string($0) }) }
+            if !open.sends.isEmpty {
+                turn["sends"] = .object(open.sends.mapValues { s in
+                    var o: [String: JSONValue] = ["count": .int(s.count)]
+                    if let arguments = s.arguments { o["arguments"] = arguments }
+                    return .object(o)
+                })
+            }
+            if open.answeredRoundTrips > 0 {
+                turn["answeredRoundTrips"] = .int(open.answeredRoundTrips)
+                turn["usage"] = open.usage.json
+            }
             o["openTurn"] = .object(turn)
         }
         return line(.object(o))
@@ -332,7 +351,18 @@ enum JournalCodec {
         case "undoRecorded":
             return (.undoRecorded(turnId: try field(value, "turnId", \.stringValue), try decodeUndo(try field(value, "record") { $0 })), at)
         case "callSent":
-            return (.callSent(turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue)), at)
+            var attempt = 1
+            if let a = value["attempt"] {
+                guard let n = a.intValue, n >= 1 else { throw Malformed(description: "'attempt' is not a positive integer") }
+                attempt = n
+            }
+            return (.callSent(
+                turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue), attempt: attempt,
+                arguments: value["arguments"]), at)
+        case "roundTripAnswered":
+            return (.roundTripAnswered(
+                turnId: try field(value, "turnId", \.stringValue), roundTrip: try field(value, "roundTrip", \.intValue),
+                usage: try Usage(json: try field(value, "usage") { $0 }), positions: try positions(value["positions"])), at)
         case "undoRecordsKept":
             return (.undoRecordsKept(try field(value, "records", \.arrayValue).map(decodeUndo)), at)
         case "undoRecordsTaken":
@@ -385,6 +415,7 @@ enum JournalCodec {
                     summaryID: try field(record, "summaryId", \.stringValue),
                     removed: try field(record, "removed", \.arrayValue).map(TranscriptEntry.init(json:)))
             },
+            modelPositions: try positions(value["modelPositions"]),
             updatedAt: date(millis: try field(value, "updatedAt", \.intValue)))
         var transcript = Transcript(snapshot: snapshot)
         if let open = value["openTurn"] { transcript.restoreOpenTurn(try decodeOpenTurn(open)) }
@@ -396,11 +427,33 @@ enum JournalCodec {
         let turnID = try field(open, "turnId", \.stringValue)
         let before = try field(open, "entriesBefore", \.arrayValue).map(TranscriptEntry.init(json:))
         let undo = try field(open, "undo", \.arrayValue).map(decodeUndo)
-        let sent = try (open["sentCalls"]?.arrayValue ?? []).map { id in
+        // `sentCalls` (each sent once) is what the first version wrote.
+        var sends: [String: CallSends] = [:]
+        for id in open["sentCalls"]?.arrayValue ?? [] {
             guard let id = id.stringValue else { throw Malformed(description: "'sentCalls' holds a value that is not a string") }
-            return id
+            sends[id] = CallSends(count: 1)
         }
-        return OpenTurn(id: turnID, entriesBefore: before, undo: undo, sentCalls: Set(sent))
+        if let members = open["sends"] {
+            guard let members = members.objectValue else { throw Malformed(description: "'sends' is not an object") }
+            for (id, s) in members { sends[id] = CallSends(count: try field(s, "count", \.intValue), arguments: s["arguments"]) }
+        }
+        var turn = OpenTurn(id: turnID, entriesBefore: before, undo: undo, sends: sends)
+        if let answered = open["answeredRoundTrips"] {
+            guard let n = answered.intValue else { throw Malformed(description: "'answeredRoundTrips' is not an integer") }
+            turn.answeredRoundTrips = n
+            turn.usage = try Usage(json: try field(open, "usage") { $0 })
+        }
+        return turn
+    }
+
+    /// A `positions` / `modelPositions` object (absent: none).
+    static func positions(_ value: JSONValue?) throws -> [String: Int] {
+        guard let value else { return [:] }
+        guard let members = value.objectValue else { throw Malformed(description: "'positions' is not an object") }
+        return try members.mapValues { v in
+            guard let n = v.intValue else { throw Malformed(description: "'positions' holds a value that is not an integer") }
+            return n
+        }
     }
 }
 

@@ -113,6 +113,9 @@ struct JournalRecordReader {
         var openTurn: JSONValue?
         var updatedAt: Int?
         var callID: String?
+        var attempt: Int?
+        var arguments: JSONValue?
+        var modelPositions: JSONValue?
 
         try openObject()
         var first = true
@@ -162,6 +165,12 @@ struct JournalRecordReader {
                 updatedAt = try int()
             } else if named(name, "callId") {
                 callID = try string()
+            } else if named(name, "attempt") {
+                attempt = try int()
+            } else if named(name, "arguments") {
+                arguments = try p.parseValue()
+            } else if named(name, "modelPositions") {
+                modelPositions = try p.parseValue()
             } else {
                 // Another record type's member, or one this version does not write.
                 throw decline()
@@ -181,6 +190,7 @@ struct JournalRecordReader {
                     activeProfile: activeProfile?.stringValue, nextTurnNumber: nextTurn, usage: usage,
                     committedUndo: try (committedUndo?.arrayValue ?? []).map(JournalCodec.decodeUndo),
                     plan: try plan.map { try $0.decode(as: [PlanEntry].self) },
+                    modelPositions: try JournalCodec.positions(modelPositions),
                     updatedAt: JournalCodec.date(millis: updatedAt))
                 var transcript = Transcript(snapshot: snapshot)
                 if let openTurn { transcript.restoreOpenTurn(try JournalCodec.decodeOpenTurn(openTurn)) }
@@ -203,8 +213,9 @@ struct JournalRecordReader {
             guard let turnID, let status, let usage else { throw decline() }
             return change(.turnEnded(TurnEnd(turnId: turnID, status: status, stopReason: stopReason, usage: usage, undo: undo ?? .none)), date)
         case .callSent:
-            guard let turnID, let callID else { throw decline() }
-            return change(.callSent(turnId: turnID, callId: callID), date)
+            // An attempt below 1 is the general path's error to give.
+            guard let turnID, let callID, (attempt ?? 1) >= 1 else { throw decline() }
+            return change(.callSent(turnId: turnID, callId: callID, attempt: attempt ?? 1, arguments: arguments), date)
         case .snapshot:
             throw decline()
         }

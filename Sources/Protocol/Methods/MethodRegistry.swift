@@ -12,6 +12,7 @@ public enum MethodRegistry {
         SessionSendRequest.self,
         SessionGenerateRequest.self,
         SessionCancelRequest.self,
+        SessionContinueRequest.self,
         SessionConfirmRequest.self,
         SessionGetStateRequest.self,
         SessionGetTranscriptRequest.self,

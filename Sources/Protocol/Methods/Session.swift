@@ -19,6 +19,15 @@ public enum SessionSendRequest: RPCMethod {
     public typealias Result = TurnResult
 }
 
+/// `session/continue`: goes on with the session's parked turn (its pending
+/// requests are sent again) and answers as `session/send` would have.
+public enum SessionContinueRequest: RPCMethod {
+    public static let name = "session/continue"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = TurnResult
+}
+
 /// `session/generate`: a structured-output turn (no tools); the answer must match `schema`.
 public enum SessionGenerateRequest: RPCMethod {
     public static let name = "session/generate"
@@ -341,8 +350,14 @@ public struct SessionResumeResult: Codable, Sendable, Hashable {
     public var interruptedTurn: InterruptedTurn?
     /// Parts of the journal that did not load (a corrupt line and what follows it).
     public var warnings: [ContextDiagnostic]?
+    /// The session's parked turn (`onDisconnect: "park"`), waiting for `session/continue`.
+    public var parkedTurn: ParkedTurn?
 
-    public init(sessionId: String, revision: Int, activeProfile: String, interruptedTurn: InterruptedTurn? = nil, warnings: [ContextDiagnostic]? = nil) {
+    public init(
+        sessionId: String, revision: Int, activeProfile: String, interruptedTurn: InterruptedTurn? = nil, warnings: [ContextDiagnostic]? = nil,
+        parkedTurn: ParkedTurn? = nil
+    ) {
+        self.parkedTurn = parkedTurn
         self.sessionId = sessionId
         self.revision = revision
         self.activeProfile = activeProfile
@@ -370,6 +385,19 @@ public struct InterruptedTurn: Codable, Sendable, Hashable {
         self.undo = undo
         self.undoOutcome = undoOutcome
         self.calls = calls
+    }
+}
+
+/// A turn that waits for `session/continue` (docs/protocol.md, "Durable sessions").
+public struct ParkedTurn: Codable, Sendable, Hashable {
+    public var turnId: String
+    /// The calls of its latest round trip that continuing sends again (`notSent`,
+    /// `inDoubt`), in call order; empty when it goes on with a model round trip.
+    public var pendingRequests: [RoundTripCall]
+
+    public init(turnId: String, pendingRequests: [RoundTripCall]) {
+        self.turnId = turnId
+        self.pendingRequests = pendingRequests
     }
 }
 
@@ -1164,6 +1192,8 @@ public struct SessionState: Codable, Sendable, Hashable {
     public var contextWindowTokens: Int?
     /// The plan the model keeps with `update_plan`, as its last call left it; absent before any.
     public var plan: [PlanEntry]?
+    /// The session's parked turn, waiting for `session/continue`; absent when none.
+    public var parked: ParkedTurn?
 
     public init(
         sessionId: String, isRunning: Bool = false, turnId: String? = nil, currentText: String = "",
@@ -1172,8 +1202,10 @@ public struct SessionState: Codable, Sendable, Hashable {
         lastContextDiagnostics: [ContextDiagnostic] = [], activeProfile: String,
         properties: [String: JSONValue] = [:], revision: Int, entryCount: Int,
         queuedSends: Int? = nil, approvalRules: [ApprovalRule]? = nil, usageTotals: Usage? = nil,
-        mcpServers: [MCPServerState]? = nil, contextTokens: Int? = nil, contextWindowTokens: Int? = nil, plan: [PlanEntry]? = nil
+        mcpServers: [MCPServerState]? = nil, contextTokens: Int? = nil, contextWindowTokens: Int? = nil, plan: [PlanEntry]? = nil,
+        parked: ParkedTurn? = nil
     ) {
+        self.parked = parked
         self.plan = plan
         self.contextTokens = contextTokens
         self.contextWindowTokens = contextWindowTokens

@@ -37,6 +37,9 @@ public struct SessionConfig: Codable, Sendable, Hashable {
     public var budget: Budget?
     /// How the conversation is compacted when it outgrows the model's window (docs/protocol.md, "Compaction").
     public var compaction: CompactionConfig?
+    /// What becomes of a turn waiting on the client when the client goes away or
+    /// the server dies (default `cancel`; docs/protocol.md, "Durable sessions").
+    public var onDisconnect: OnDisconnect?
 
     public init(
         model: ModelReference? = nil, role: Role? = nil, instructions: String? = nil, tools: [ToolSpec]? = nil,
@@ -614,6 +617,14 @@ public enum ToolChoice: Codable, Sendable, Hashable, JSONSchemaProviding {
             WireSchema.object(["tool": WireSchema.string], required: ["tool"]),
         ])
     }
+}
+
+/// What becomes of a turn waiting on the client when the client goes away or
+/// the server dies: `cancel` ends it as a cancel does (rolled back); `park`
+/// leaves it open in the journal, to be continued with `session/continue`.
+public enum OnDisconnect: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case cancel
+    case park
 }
 
 /// What a failed turn leaves in the transcript (docs/turns.md).

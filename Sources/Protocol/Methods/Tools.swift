@@ -59,9 +59,16 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
     /// or another, and no other call's. A host that keeps what it ran by this key
     /// can tell a call it already ran (docs/protocol.md, "Durable sessions").
     public var idempotencyKey: String
+    /// Which send of this call it is, from the second on (a parked or crashed
+    /// turn's call sent again by `session/continue`); absent on the first.
+    public var attempt: Int?
+    /// True when the call was sent before and no result was recorded: it may
+    /// have run. Look `idempotencyKey` up before running it again.
+    public var inDoubt: Bool?
 
     public init(
-        sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, revision: Int, idempotencyKey: String
+        sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, revision: Int, idempotencyKey: String,
+        attempt: Int? = nil, inDoubt: Bool? = nil
     ) {
         self.sessionId = sessionId
         self.turnId = turnId
@@ -70,6 +77,8 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
         self.arguments = arguments
         self.revision = revision
         self.idempotencyKey = idempotencyKey
+        self.attempt = attempt
+        self.inDoubt = inDoubt
     }
 
     /// A call's key: its session, its turn, the turn's round trip that made it
@@ -81,10 +90,13 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
     /// The wire form, built directly: one is sent per tool call, so it skips the
     /// Codable encoder (a test pins it to the Codable form).
     public var json: JSONValue {
-        .object([
+        var members: [String: JSONValue] = [
             "sessionId": .string(sessionId), "turnId": .string(turnId), "callId": .string(callId),
             "name": .string(name), "arguments": arguments, "revision": .int(revision), "idempotencyKey": .string(idempotencyKey),
-        ])
+        ]
+        if let attempt { members["attempt"] = .int(attempt) }
+        if let inDoubt { members["inDoubt"] = .bool(inDoubt) }
+        return .object(members)
     }
 }
 

@@ -407,7 +407,8 @@ export class Client {
     const ctx = {
       sessionId: session.id, turnId: String(params.turnId ?? ''), callId: String(params.callId ?? ''),
       name: tool.name, revision: Number.isInteger(params.revision) ? params.revision : 0,
-      idempotencyKey: String(params.idempotencyKey ?? ''), signal, session,
+      idempotencyKey: String(params.idempotencyKey ?? ''), inDoubt: params.inDoubt === true,
+      attempt: Number.isInteger(params.attempt) ? params.attempt : 1, signal, session,
       // A `tool/progress` notification: the server sends it on as a `toolProgress` event.
       reportProgress: (progress, total, message) => this.notify('tool/progress', {
         sessionId: session.id, callId: String(params.callId ?? ''), progress,

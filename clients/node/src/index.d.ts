@@ -102,6 +102,11 @@ export interface ToolContext {
   /** Names this call for good: the same when the server sends it again after a
    * crash or a parked turn. Keep what ran under it to run a call once. */
   idempotencyKey: string;
+  /** True when the call was sent before (a parked or crashed turn continued) and no
+   * result was recorded: it may have run. Look `idempotencyKey` up first. */
+  inDoubt: boolean;
+  /** Which send of the call this is (1 the first). */
+  attempt: number;
   /** Aborted when the server withdraws the call (`$/cancelRequest`) or the connection closes. */
   signal: HostAbortSignal;
   session: Session;
@@ -275,6 +280,10 @@ export declare class Session implements AsyncDisposable {
   addTools(...tools: Tool[]): void;
   /** Other members of `session/send` params (e.g. newer ones of the protocol) go through as given. */
   send(input: TurnInput, options?: SendOptions & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): Promise<TurnResult>;
+  /** The parked turn `resumeSession` found (`onDisconnect: "park"`), if any. */
+  parked: Result<'session/resume'>['parkedTurn'];
+  /** `session/continue`: goes on with the parked turn; resolves as `send` would have. */
+  continueTurn(options?: { signal?: AbortSignalLike; timeout?: number }): Promise<TurnResult>;
   stream(input: TurnInput, options?: Omit<SendOptions, 'timeout'> & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): TurnStream;
   generate<T = unknown>(input: TurnInput, options: SendOptions & Omit<Params<'session/generate'>, 'sessionId' | 'input' | 'options' | 'schema'> & { schema: object }): Promise<GenerateResult<T>>;
   steer(input: TurnInput, options?: { images?: ImageAttachment[]; expectedTurnId?: string }): Promise<Result<'session/steer'>>;

@@ -35,6 +35,8 @@ export class Session {
     this.onConfirm = onConfirm;
     /** Answers this session's `user/ask` questions (before the client's onAsk). */
     this.onAsk = onAsk;
+    /** The parked turn `resumeSession` found (`onDisconnect: "park"`), for `continueTurn()`. */
+    this.parked = result?.parkedTurn;
     /** @type {Map<string, {name: string, spec: object, run: Function}>} */
     this.tools = new Map(functions ?? []);
   }
@@ -43,6 +45,7 @@ export class Session {
   _update(result, functions, onConfirm, onAsk) {
     if (Number.isInteger(result.revision)) this.revision = result.revision;
     if (result.activeProfile !== undefined) this.activeProfile = result.activeProfile;
+    this.parked = result.parkedTurn;
     for (const [name, t] of functions) this.tools.set(name, t);
     if (onConfirm) this.onConfirm = onConfirm;
     if (onAsk) this.onAsk = onAsk;
@@ -80,6 +83,18 @@ export class Session {
    */
   send(input, { signal, options, images, timeout, ...more } = {}) {
     return this.#turnRequest('session/send', this.#params({ ...more, input: turnInput(input, images), options }), { signal, timeout });
+  }
+
+  /**
+   * `session/continue`: goes on with the parked turn. Its pending requests come
+   * again (same call ids and `idempotencyKey`, `inDoubt` when they may have run)
+   * and are answered by this client's tools and handlers; resolves with the
+   * turn's TurnResult as `send` would have.
+   */
+  async continueTurn({ signal, timeout } = {}) {
+    const result = await this.#turnRequest('session/continue', this.#params({}), { signal, timeout });
+    this.parked = undefined;
+    return result;
   }
 
   /**

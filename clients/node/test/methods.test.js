@@ -28,6 +28,7 @@ const API = {
   'session/setApprovalRules': 'Session.setApprovalRules',
   'session/rewind': 'Session.rewind',
   'session/compact': 'Session.compact',
+  'session/continue': 'Session.continueTurn',
   'user/ask': 'onAsk handlers, answered by the client',
   // session/cancel as a notification: Session.cancel sends the request form, which answers wasRunning.
   '$/cancelRequest': 'Client.request', // an aborted signal, a timeout, leaving a stream early

@@ -271,6 +271,45 @@ describe('Session against the real binary', () => {
   });
 });
 
+describe('parked turns', () => {
+  test('a turn parked by session/close is resumed with session.parked and goes on with continueTurn', async () => {
+    const client = await spawnReal();
+    try {
+      const seen = [];
+      let held;
+      const heldCall = new Promise((resolve) => { held = resolve; });
+      const step = tool({
+        name: 'step', inputSchema: objectSchema({ n: { type: 'integer' } }),
+        run: (args, ctx) => {
+          seen.push(ctx);
+          if (seen.length === 1) { held(); return new Promise(() => {}); } // still waiting when the session closes
+          return `ran ${args.n}`;
+        },
+      });
+      const session = await client.openSession({
+        model: scripted({ toolCalls: [{ name: 'step', arguments: { n: 1 } }] }, { text: ['ok'] }),
+        tools: [step], onDisconnect: 'park',
+      });
+      const sent = session.send('go').catch((error) => error);
+      await within(heldCall, 10_000, 'the tool call to arrive');
+      await client.request('session/close', { sessionId: session.id });
+      assert.equal((await sent).data?.source, 'close');
+      const resumed = await client.resumeSession(session.id, { tools: [step] });
+      assert.deepEqual(resumed.parked.pendingRequests.map((p) => [p.name, p.state]), [['step', 'inDoubt']]);
+      const result = await resumed.continueTurn();
+      assert.equal(result.message.text, 'ok');
+      assert.equal(resumed.parked, undefined);
+      assert.equal(seen.length, 2);
+      assert.equal(seen[1].inDoubt, true);
+      assert.equal(seen[1].attempt, 2);
+      assert.equal(seen[1].idempotencyKey, seen[0].idempotencyKey);
+      assert.equal(seen[0].idempotencyKey, `${session.id}/${result.turnId}/1/${seen[0].callId}`);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('list, resume, delete', () => {
   test('a session is listed, resumed (the same handle, with added tools) and deleted', async () => {
     const client = await spawnReal();

@@ -139,6 +139,10 @@ TYPES: list[TypeSpec] = [
                  "``\"completed\"`` (its result is kept), ``\"notSent\"`` (it never reached its\n"
                  "executor) or ``\"inDoubt\"`` (sent, no result recorded: it may have run;\n"
                  "look its ``idempotency_key`` up)."),
+    TypeSpec("ParkedTurn", "ParkedTurn", first=["turnId", "pendingRequests"], defaults={"pendingRequests": []},
+             doc="A turn that waits for ``session.continue_turn()`` (``onDisconnect: \"park\"``):\n"
+                 "``pending_requests`` are the calls of its latest round trip that continuing\n"
+                 "sends again, each ``notSent`` or ``inDoubt``."),
     TypeSpec("InterruptedTurn", "InterruptedTurn", first=["turnId", "undo", "undoOutcome", "calls"],
              defaults={"undoOutcome": "none", "calls": []},
              doc="A turn cut by a crash, found by ``session/resume``: the transcript error\n"

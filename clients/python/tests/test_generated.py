@@ -57,10 +57,11 @@ def copy_sources(tmp_path: Path) -> Path:
 
 def test_a_schema_change_changes_the_generated_module(tmp_path: Path) -> None:
     root = copy_sources(tmp_path)
-    path = root / "schema" / "session.send.result.json"
-    schema = json.loads(path.read_text(encoding="utf-8"))
-    schema["$defs"]["TurnResult"]["properties"]["cacheHits"] = {"type": "integer"}
-    path.write_text(json.dumps(schema), encoding="utf-8")
+    for path in (root / "schema").glob("*.json"):  # every file that defines TurnResult (send, continue)
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        if "TurnResult" in schema.get("$defs", {}):
+            schema["$defs"]["TurnResult"]["properties"]["cacheHits"] = {"type": "integer"}
+            path.write_text(json.dumps(schema), encoding="utf-8")
     fresh = GENERATE.generate(root)
     assert fresh != GENERATE.generate(REPO)
     assert "    cache_hits: int | None = None\n" in fresh

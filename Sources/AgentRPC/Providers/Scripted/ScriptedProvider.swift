@@ -22,6 +22,11 @@ final class ScriptedProvider: ModelProvider {
     /// Script items consumed so far.
     var consumed: Int { cursor.withLock { $0 } }
 
+    /// Goes on from item `position` (a parked turn's session, loaded again).
+    func seek(to position: Int) {
+        cursor.withLock { $0 = max(0, position) }
+    }
+
     func stream(_ request: ModelRequest) -> ProviderEventStream {
         let item: ScriptItem? = cursor.withLock { index in
             guard index < script.count else {

@@ -37,6 +37,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/continue",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "session/confirm",
     "direction": "clientToServer",
     "kind": "request"

@@ -375,6 +375,11 @@ export interface MutateTranscriptResult {
   revision: number;
 }
 
+export interface ParkedTurn {
+  pendingRequests: RoundTripCall[];
+  turnId: string;
+}
+
 export interface PendingConfirmation {
   arguments: unknown;
   callId: string;
@@ -607,6 +612,7 @@ export interface SessionConfig {
   mcpServers?: (string | MCPServerSpec)[];
   model?: string | ModelConfig;
   modelCassette?: ModelCassetteConfig;
+  onDisconnect?: "cancel" | "park";
   profiles?: Profiles;
   properties?: {
     [key: string]: unknown;
@@ -696,6 +702,7 @@ export interface SessionResumeParams {
 export interface SessionResumeResult {
   activeProfile: string;
   interruptedTurn?: InterruptedTurn;
+  parkedTurn?: ParkedTurn;
   revision: number;
   sessionId: string;
   warnings?: ContextDiagnostic[];
@@ -737,6 +744,7 @@ export interface SessionState {
   lastSchemaWarnings: SchemaWarning[];
   lastUsageReport?: Usage;
   mcpServers?: MCPServerState[];
+  parked?: ParkedTurn;
   pendingConfirmation?: PendingConfirmation;
   plan?: PlanEntry[];
   properties: {
@@ -829,8 +837,10 @@ export interface ToolAnnotations {
 
 export interface ToolCallParams {
   arguments: unknown;
+  attempt?: number;
   callId: string;
   idempotencyKey: string;
+  inDoubt?: boolean;
   name: string;
   revision: number;
   sessionId: string;
@@ -1219,6 +1229,12 @@ export type SessionCloseParams = SessionRef;
 /** session/close result */
 export type SessionCloseResult = Record<string, never>;
 
+/** session/continue params */
+export type SessionContinueParams = SessionRef;
+
+/** session/continue result */
+export type SessionContinueResult = TurnResult;
+
 /** session/create params */
 export type SessionCreateParams = SessionConfig;
 
@@ -1284,6 +1300,7 @@ export interface ClientRequests {
   "session/send": { params: SessionSendParams; result: SessionSendResult };
   "session/generate": { params: SessionGenerateParams; result: SessionGenerateResult };
   "session/cancel": { params: SessionCancelParams; result: SessionCancelResult };
+  "session/continue": { params: SessionContinueParams; result: SessionContinueResult };
   "session/confirm": { params: SessionConfirmParams; result: SessionConfirmResult };
   "session/getState": { params: SessionGetStateParams; result: SessionGetStateResult };
   "session/getTranscript": { params: SessionGetTranscriptParams; result: SessionGetTranscriptResult };

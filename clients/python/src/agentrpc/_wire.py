@@ -268,6 +268,7 @@ class SessionState(_WireLookup):
     context_window_tokens: int | None = None
     last_usage_report: Usage | None = None
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    parked: ParkedTurn | None = None
     pending_confirmation: PendingConfirmation | None = None
     plan: list[dict[str, Any]] = field(default_factory=list)
     queued_sends: int = 0
@@ -295,6 +296,7 @@ class SessionState(_WireLookup):
             context_window_tokens=_opt_int(obj.get("contextWindowTokens")),
             last_usage_report=Usage.from_wire(obj.get("lastUsageReport")) if isinstance(obj.get("lastUsageReport"), Mapping) else None,
             mcp_servers=[dict(x) for x in _list(obj.get("mcpServers")) if isinstance(x, Mapping)],
+            parked=ParkedTurn.from_wire(obj.get("parked")) if isinstance(obj.get("parked"), Mapping) else None,
             pending_confirmation=PendingConfirmation.from_wire(obj.get("pendingConfirmation")) if isinstance(obj.get("pendingConfirmation"), Mapping) else None,
             plan=[dict(x) for x in _list(obj.get("plan")) if isinstance(x, Mapping)],
             queued_sends=_int(obj.get("queuedSends")),
@@ -506,6 +508,26 @@ class RoundTripCall:
             call_id=_str(obj.get("callId")),
             name=_str(obj.get("name")),
             state=_str(obj.get("state")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedTurn:
+    """A turn that waits for ``session.continue_turn()`` (``onDisconnect: "park"``):
+    ``pending_requests`` are the calls of its latest round trip that continuing
+    sends again, each ``notSent`` or ``inDoubt``.
+    """
+
+    turn_id: str
+    pending_requests: list[RoundTripCall] = field(default_factory=list)
+
+    @classmethod
+    def from_wire(cls, value: Any) -> ParkedTurn:
+        """Decode a wire ``ParkedTurn`` (lenient: a missing member takes a neutral value)."""
+        obj = _obj(value)
+        return cls(
+            turn_id=_str(obj.get("turnId")),
+            pending_requests=[RoundTripCall.from_wire(x) for x in _list(obj.get("pendingRequests")) if isinstance(x, Mapping)],
         )
 
 
@@ -1464,6 +1486,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("session/send", "clientToServer", "request"),
     ("session/generate", "clientToServer", "request"),
     ("session/cancel", "clientToServer", "request"),
+    ("session/continue", "clientToServer", "request"),
     ("session/confirm", "clientToServer", "request"),
     ("session/getState", "clientToServer", "request"),
     ("session/getTranscript", "clientToServer", "request"),

@@ -53,7 +53,7 @@ from .tools import (
     UndoCallable,
 )
 from .transport import ProcessTransport
-from .types import DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, InterruptedTurn, Limits, SessionList, UserQuestion
+from .types import DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, InterruptedTurn, Limits, ParkedTurn, SessionList, UserQuestion
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -649,6 +649,8 @@ class Client:
             name=tool.name,
             revision=revision if isinstance(revision := params.get("revision"), int) else 0,
             idempotency_key=str(params.get("idempotencyKey") or ""),
+            in_doubt=params.get("inDoubt") is True,
+            attempt=attempt if isinstance(attempt := params.get("attempt"), int) else 1,
             session=session,
         )
         try:
@@ -1187,6 +1189,8 @@ class Client:
         session = self._session_from(result, "session/resume", {})
         interrupted = result.get("interruptedTurn") if isinstance(result, dict) else None
         session.interrupted_turn = InterruptedTurn.from_wire(interrupted) if isinstance(interrupted, dict) else None
+        parked = result.get("parkedTurn") if isinstance(result, dict) else None
+        session.parked = ParkedTurn.from_wire(parked) if isinstance(parked, dict) else None
         warnings = result.get("warnings") if isinstance(result, dict) else None
         session.warnings = [ContextDiagnostic.from_wire(w) for w in warnings] if isinstance(warnings, list) else []
         session.add_tools(*tools)

@@ -29,6 +29,7 @@ from .types import (
     Decision,
     GenerateResult,
     InterruptedTurn,
+    ParkedTurn,
     RewindResult,
     MutationResult,
     PropertiesResult,
@@ -88,6 +89,9 @@ class Session:
         self.interrupted_turn: InterruptedTurn | None = None
         #: Set by ``resume_session``: parts of the stored journal that did not load.
         self.warnings: list[ContextDiagnostic] = []
+        #: Set by ``resume_session`` when the session's turn is parked (``onDisconnect: "park"``):
+        #: :meth:`continue_turn` goes on with it.
+        self.parked: ParkedTurn | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
@@ -161,6 +165,16 @@ class Session:
         if retry:
             return await retry_once(once, refresh_auth=refresh_auth)
         return await once()
+
+    async def continue_turn(self, *, timeout: float | None | _Default = None) -> TurnResult:
+        """``session/continue``: go on with the parked turn (:attr:`parked`). Its pending
+        requests come again (same call ids and ``idempotency_key``, ``inDoubt`` when
+        they may have run) and are answered by this client's tools and handlers;
+        returns the turn's :class:`TurnResult` as ``send`` would have.
+        """
+        result = TurnResult.from_wire(await self._turn_request("session/continue", self._params(), timeout))
+        self.parked = None
+        return result
 
     def stream(
         self,

@@ -385,6 +385,11 @@ class Session:
             kwargs["refresh_auth"] = _threaded(kwargs["refresh_auth"])
         return self._call(self.async_session.send(*args, **kwargs))
 
+    @_forwards_to(_async_session.Session.continue_turn)
+    def continue_turn(self, *args: Any, **kwargs: Any) -> TurnResult:
+        """Go on with the parked turn (see the async ``continue_turn``)."""
+        return self._call(self.async_session.continue_turn(*args, **kwargs))
+
     @_forwards_to(_async_session.Session.stream)
     def stream(self, *args: Any, **kwargs: Any) -> TurnStream:
         """Run one turn, iterating its events; ``stream.result`` afterwards."""

@@ -112,6 +112,11 @@ class ToolContext:
     #: the call again after a crash or a parked turn. Keep what ran under it to run
     #: a call once (docs/protocol.md, "Durable sessions").
     idempotency_key: str = ""
+    #: True when the call was sent before (a parked or crashed turn continued) and no
+    #: result was recorded: it may have run. Look ``idempotency_key`` up first.
+    in_doubt: bool = False
+    #: Which send of the call this is (1 the first).
+    attempt: int = 1
     session: Any = field(default=None, repr=False, compare=False)
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:

@@ -1,0 +1,115 @@
+import AgentRPCProtocol
+import Foundation
+
+/// Turns that wait for the client across processes (docs/protocol.md,
+/// "Durable sessions"): in a session created with `onDisconnect: "park"`, a
+/// turn the process left open (a crash, a `kill -9`) is not recovered when the
+/// session is loaded but parked, and `session/continue` goes on with it.
+extension AgentSession {
+    /// Whether this session parks its turns instead of cancelling them.
+    var parks: Bool { config.onDisconnect == .park }
+
+    /// The open turn no task runs: a parked turn.
+    var parkedTurn: OpenTurn? {
+        guard !isRunning, let open = transcript.openTurn else { return nil }
+        return open
+    }
+
+    /// Whether a loaded session's open turn is parked rather than recovered:
+    /// the session parks and the turn's prompt was journaled (a turn stopped
+    /// before that has nothing to go on with).
+    var keepsParkedTurn: Bool {
+        guard parks, let open = transcript.openTurn else { return false }
+        return entries.contains { $0.turnId == open.id }
+    }
+
+    /// What `getState` shows of the parked turn.
+    var parkedState: ParkedTurn? {
+        guard let open = parkedTurn else { return nil }
+        let pending = open.callStates(in: entries).filter { $0.state != .completed }
+        return ParkedTurn(turnId: open.id, pendingRequests: pending.map { RoundTripCall(callId: $0.call.callId, name: $0.call.name, state: $0.state) })
+    }
+
+    /// Appends a round trip's answer (its reasoning, then its tool calls) and
+    /// announces each entry. In a session that parks, `roundTripAnswered` goes
+    /// in the same journal write, with the scripted models' places.
+    func appendRoundTrip(_ contents: [TranscriptContent], turn: TurnState, provider: (any ModelProvider)?, modelRef: ModelReference?) throws -> [TranscriptEntry] {
+        guard parks else { return try contents.map { try append($0, turn: turn.id) } }
+        var positions: [String: Int] = [:]
+        if let scripted = provider as? ScriptedProvider, let modelRef { positions[ModelPositions.key(modelRef)] = scripted.consumed }
+        let made = try transcript.appendAnswer(
+            contents, turn: turn.id, answered: .roundTripAnswered(turnId: turn.id, roundTrip: turn.roundTrips, usage: turn.usage, positions: positions))
+        for entry in made { emit(.entryAppended(entry), turn: turn.id) }
+        return made
+    }
+
+    /// `session/continue`: a runner for the parked turn, on its journaled
+    /// round trips and usage; the turn goes on in its own task.
+    func continueParked() throws -> TurnControl {
+        guard let open = parkedTurn else {
+            throw RPCError(.invalidRequest, isRunning ? "the session's turn is running, not parked" : "the session has no parked turn")
+        }
+        let turnCalls = entries.reduce(0) { n, e in
+            if e.turnId == open.id, case .toolCalls(let calls, _, _) = e.content { return n + calls.count }
+            return n
+        }
+        let toolChoice = config.toolChoice ?? .auto
+        var state = TurnState(
+            id: open.id, mode: .chat, limits: EffectiveLimits(config: config.limits, overrides: nil), toolChoice: toolChoice, options: TurnOptions(),
+            startedAt: ContinuousClock.now, entryCountBefore: open.countBefore)
+        state.roundTrips = open.answeredRoundTrips
+        state.usage = open.usage
+        state.toolCallCount = turnCalls
+        state.undoLog = open.undo.map { ($0.callId, $0.name, $0.undo) }
+        let runner = TurnRunner(turn: state, events: events, schemaWarnings: [], previous: self.runner)
+        self.runner = runner
+        let control = runner.control
+        let task = Task { [self] () async throws -> TurnOutcome in
+            try await runner.continueTurn(session: self)
+        }
+        control.attach(task)
+        return control
+    }
+
+    /// `session/cancel` of a parked turn: it ends as a cancelled turn does,
+    /// its undo records rolled back and the error policy applied.
+    func cancelParked() async throws -> Bool {
+        guard let open = parkedTurn else { return false }
+        let timeout = min(config.limits?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds, 30)
+        if !open.undo.isEmpty { await rollBack(open.undo, turnID: open.id, timeout: timeout) }
+        try applyErrorPolicy(toOpen: open)
+        let undo: UndoOutcome = open.undo.isEmpty ? .none : .rolledBack
+        try transcript.endTurn(TurnEnd(turnId: open.id, status: .cancelled, stopReason: nil, usage: open.usage, undo: undo))
+        try transcript.sync()
+        emit(.turnEnded(status: .cancelled, undo: undo, error: .cancelled("the parked turn was cancelled", data: ["source": "session/cancel"])), turn: open.id)
+        return true
+    }
+
+    /// A scripted model made for a session that parks starts where its
+    /// journal says the session's turns left it.
+    func restorePosition(of provider: any ModelProvider, for reference: ModelReference) {
+        guard parks, let scripted = provider as? ScriptedProvider, let position = transcript.modelPositions[ModelPositions.key(reference)] else { return }
+        scripted.seek(to: position)
+    }
+}
+
+/// How a model is named in the journal's `positions`.
+enum ModelPositions {
+    /// A named model by its name; an inline one by a hash of its whole
+    /// configuration (its script included), which stays the same from process
+    /// to process (keys are serialized sorted).
+    static func key(_ reference: ModelReference) -> String {
+        switch reference {
+        case .named(let name):
+            return name
+        case .inline:
+            let text = (try? JSONValue(encoding: reference))?.serializedString() ?? ""
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in text.utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            return "inline-" + String(hash, radix: 16)
+        }
+    }
+}

@@ -1,0 +1,244 @@
+"""Parked turns against the real binary (docs/protocol.md, "Durable sessions"):
+a session created with ``onDisconnect: "park"`` keeps a turn the process left
+open, and ``session/continue`` in another process goes on with it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agentrpc import Client, ToolContext, scripted, tool
+
+from conftest import REAL_BINARY, requires_real
+
+pytestmark = requires_real
+
+TIMEOUT = 20.0
+
+# Three calls, the third confirmed by the user (confirmation/request), then the answer.
+SCRIPT = scripted(
+    {"toolCalls": [{"name": "step", "arguments": {"n": 1}}, {"name": "step", "arguments": {"n": 2}},
+                   {"name": "guarded", "arguments": {"n": 3}}]},
+    {"text": ["all done"]},
+)
+CONFIG = {
+    "model": SCRIPT, "onDisconnect": "park",
+    "tools": [{"name": "step"}, {"name": "guarded", "confirmation": "always"}],
+}
+
+
+class Host:
+    """The client's side: runs each call at most once, by its idempotency key."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.results: dict[str, Any] = {}
+        self.confirmations = 0
+
+    def attach(self, client: Client) -> None:
+        client.on_request("tool/call", self.tool_call)
+        client.on_request("confirmation/request", self.confirm)
+
+    def tool_call(self, params: Any) -> Any:
+        key = params["idempotencyKey"]
+        if key in self.results:
+            assert params.get("inDoubt") is True, params  # only a call in doubt comes again
+            return self.results[key]
+        self.runs[key] = self.runs.get(key, 0) + 1
+        self.results[key] = {"outcome": "ok", "content": f"ran {params['arguments']['n']}"}
+        return self.results[key]
+
+    def confirm(self, params: Any) -> Any:
+        self.confirmations += 1
+        return {"decision": "approve"}
+
+
+@contextlib.asynccontextmanager
+async def spawn(store: Path, host: Host, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], env=env, request_timeout=TIMEOUT,
+                            shutdown_timeout=TIMEOUT, capabilities={"tools": True, "confirmations": "request"}) as client:
+        host.attach(client)
+        yield client
+
+
+async def kill_when(event: asyncio.Event, client: Client) -> None:
+    """Waits (bounded) for ``event``, then SIGKILLs the server and waits until it is gone."""
+    async with asyncio.timeout(TIMEOUT):
+        await event.wait()
+    os.kill(client.pid, signal.SIGKILL)
+    async with asyncio.timeout(TIMEOUT):
+        while client.returncode is None:
+            await asyncio.sleep(0.01)
+
+
+def shape(transcript: dict[str, Any]) -> list[Any]:
+    """The entries without their ids (sessions differ from run to run)."""
+    return [{k: v for k, v in e.items() if k not in ("id", "turnId")} for e in transcript["entries"]]
+
+
+async def test_a_kill_at_every_journal_write_then_continue_ends_as_an_uninterrupted_turn(tmp_path: Path) -> None:
+    reference_host = Host()
+    async with spawn(tmp_path / "reference", reference_host) as client:
+        session_id = (await client.request("session/create", CONFIG))["sessionId"]
+        reference = await client.request("session/send", {"sessionId": session_id, "input": "go"})
+        expected = shape(await client.request("session/getTranscript", {"sessionId": session_id}))
+    assert reference["toolCalls"] == 3 and reference["message"]["text"] == "all done"
+
+    continued = 0
+    n = 0
+    while True:
+        n += 1
+        assert n <= 60, "the turn wrote more journal records than expected"
+        store = tmp_path / f"store-{n}"
+        host = Host()
+        sid: str | None = None
+        async with spawn(store, host, {"AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE": str(n)}) as first:
+            try:
+                sid = (await first.request("session/create", CONFIG))["sessionId"]
+                await first.request("session/send", {"sessionId": sid, "input": "go"})
+            except Exception:
+                async with asyncio.timeout(TIMEOUT):
+                    while first.returncode is None:
+                        await asyncio.sleep(0.01)
+                assert first.returncode == -signal.SIGKILL
+            else:
+                break  # N passed the turn's last write: every instant before it was covered
+        if sid is None:
+            continue
+        async with spawn(store, host) as second:
+            await second.request("session/resume", {"sessionId": sid})
+            state = await second.request("session/getState", {"sessionId": sid})
+            if "parked" not in state:
+                continue  # killed before the turn started: nothing to go on with
+            assert state["isRunning"] is False
+            result = await second.request("session/continue", {"sessionId": sid})
+            continued += 1
+            assert result["message"]["text"] == "all done", (n, result)
+            assert shape(await second.request("session/getTranscript", {"sessionId": sid})) == expected, n
+            assert "parked" not in await second.request("session/getState", {"sessionId": sid})
+        # No tool ran twice, whatever the instant.
+        assert all(count == 1 for count in host.runs.values()), (n, host.runs)
+        assert len(host.runs) == 3, (n, host.runs)
+    assert continued >= 8, continued
+
+
+async def test_cancel_of_a_parked_turn_ends_it_and_a_send_waits_for_it(tmp_path: Path) -> None:
+    host = Host()
+    waiting = asyncio.Event()
+
+    async def hold(params: Any) -> Any:
+        waiting.set()
+        await asyncio.Event().wait()
+
+    store = tmp_path / "store"
+    async with spawn(store, host) as first:
+        first.on_request("tool/call", hold)
+        sid = (await first.request("session/create", CONFIG))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        await kill_when(waiting, first)
+        running.cancel()
+    async with spawn(store, host) as second:
+        resumed = await second.request("session/resume", {"sessionId": sid})
+        assert "interruptedTurn" not in resumed
+        state = await second.request("session/getState", {"sessionId": sid})
+        assert [(p["name"], p["state"]) for p in state["parked"]["pendingRequests"]] == [
+            ("step", "inDoubt"), ("step", "notSent"), ("guarded", "notSent")]
+        try:
+            await second.request("session/send", {"sessionId": sid, "input": "again"})
+            raise AssertionError("a send went past a parked turn")
+        except Exception as exc:
+            assert "parked" in str(exc)
+        assert (await second.request("session/cancel", {"sessionId": sid}))["wasRunning"] is True
+        state = await second.request("session/getState", {"sessionId": sid})
+        assert "parked" not in state
+        entries = (await second.request("session/getTranscript", {"sessionId": sid}))["entries"]
+        assert [e["type"] for e in entries] == ["prompt"]  # keepCompleted: no call was answered
+
+
+@pytest.mark.parametrize("wait_at", ["step 1", "step 2", "confirmation", "guarded 3"])
+async def test_a_client_that_goes_away_while_a_request_waits_parks_the_turn(tmp_path: Path, wait_at: str) -> None:
+    """The client closes (shutdown, end of input) while the turn waits on one of
+    its requests; a new process continues the turn to the uninterrupted end."""
+    async with spawn(tmp_path / "reference", Host()) as client:
+        sid = (await client.request("session/create", CONFIG))["sessionId"]
+        await client.request("session/send", {"sessionId": sid, "input": "go"})
+        expected = shape(await client.request("session/getTranscript", {"sessionId": sid}))
+
+    host = Host()
+    waiting = asyncio.Event()
+    store = tmp_path / "store"
+
+    def holding(answer: Any, here: str) -> Any:
+        async def handler(params: Any) -> Any:
+            # A tool/call names its call; confirmation/request carries no key.
+            name = f"{params['name']} {params['arguments']['n']}" if "idempotencyKey" in params else "confirmation"
+            if name == here:
+                waiting.set()
+                await asyncio.Event().wait()  # the client goes away meanwhile
+            return answer(params)
+        return handler
+
+    async with spawn(store, host) as first:
+        first.on_request("tool/call", holding(host.tool_call, wait_at))
+        first.on_request("confirmation/request", holding(host.confirm, wait_at))
+        sid = (await first.request("session/create", CONFIG))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            await waiting.wait()
+    # Leaving the block closed the client's side: the server parked the turn and exited.
+    with contextlib.suppress(Exception):
+        await running
+    async with spawn(store, host) as second:
+        await second.request("session/resume", {"sessionId": sid})
+        state = await second.request("session/getState", {"sessionId": sid})
+        assert state["parked"]["turnId"] and state["isRunning"] is False
+        result = await second.request("session/continue", {"sessionId": sid})
+        assert result["message"]["text"] == "all done"
+        assert shape(await second.request("session/getTranscript", {"sessionId": sid})) == expected
+    assert all(count == 1 for count in host.runs.values()) and len(host.runs) == 3, host.runs
+
+
+async def test_the_python_client_resumes_a_parked_turn_and_continues_it_with_its_tools(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    held = asyncio.Event()
+
+    async def hold(params: Any) -> Any:
+        held.set()
+        await asyncio.Event().wait()
+
+    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], request_timeout=TIMEOUT,
+                            capabilities={"tools": True}) as first:
+        first.on_request("tool/call", hold)
+        sid = (await first.request("session/create", {
+            "model": scripted({"toolCalls": [{"name": "step", "arguments": {"n": 1}}]}, {"text": ["ok"]}),
+            "tools": [{"name": "step", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}],
+            "onDisconnect": "park"}))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        await kill_when(held, first)
+        running.cancel()
+
+    seen: list[ToolContext] = []
+
+    @tool
+    def step(n: int, ctx: ToolContext) -> str:
+        """One step."""
+        seen.append(ctx)
+        return f"ran {n}"
+
+    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], request_timeout=TIMEOUT) as second:
+        session = await second.resume_session(sid, tools=[step])
+        assert session.parked is not None and session.interrupted_turn is None
+        assert [(p.name, p.state) for p in session.parked.pending_requests] == [("step", "inDoubt")]
+        result = await session.continue_turn()
+        assert result.message is not None and result.message.text == "ok" and result.tool_calls == 1
+        assert session.parked is None
+    [ctx] = seen
+    assert ctx.in_doubt is True and ctx.attempt == 2
+    assert ctx.idempotency_key == f"{sid}/{ctx.turn_id}/1/{ctx.call_id}"
