@@ -47,19 +47,52 @@ private actor FakeToolHost: ToolStageHost {
     var confirmationAnswer: ConfirmationAnswer?
     /// What `getState` would have shown when the confirmation was asked.
     var pendingWhenAsked: PendingConfirmation?
+    /// When set, a confirmation is answered (with `confirmationAnswer`) only
+    /// once this returns for its call id, not at once.
+    var confirmationGate: (@Sendable (String) async -> Void)?
+    /// The calls running when each gated confirmation was answered.
+    var activeWhenAnswered: [String: [String]] = [:]
     var mcpAnswer: (ToolOutcome, JSONValue)?
     /// Cancels the turn as `session/cancel` does as soon as a confirmation is asked.
     var cancelling: TurnControl?
+    /// MCP calls wait until they are withdrawn.
+    var mcpBlocks = false
+    /// Events ("toolCallStarted c1"), entries ("entry c1") and MCP calls, in order.
+    var log: [String] = []
+    private var logWaiters: [(String, CheckedContinuation<Void, Never>)] = []
     var stage: ToolStage<FakeToolHost>?
 
     func set(
         rules: [ApprovalRule] = [], confirmationAnswer: ConfirmationAnswer? = nil, mcpAnswer: (ToolOutcome, JSONValue)? = nil,
-        cancelling: TurnControl? = nil
+        cancelling: TurnControl? = nil, mcpBlocks: Bool = false, confirmationGate: (@Sendable (String) async -> Void)? = nil
     ) {
+        self.confirmationGate = confirmationGate
         self.rules = rules
         self.confirmationAnswer = confirmationAnswer
         self.mcpAnswer = mcpAnswer
         self.cancelling = cancelling
+        self.mcpBlocks = mcpBlocks
+    }
+
+    private func record(_ line: String) {
+        log.append(line)
+        let ready = logWaiters.filter { $0.0 == line }
+        logWaiters.removeAll { $0.0 == line }
+        for (_, waiter) in ready { waiter.resume() }
+    }
+
+    /// Returns once `line` is in the log.
+    func waitFor(_ line: String) async {
+        if log.contains(line) { return }
+        await withCheckedContinuation { logWaiters.append((line, $0)) }
+    }
+
+    func undoRecords() -> [UndoRecord] { stage?.undoRecords ?? [] }
+
+    /// `session/cancel` as the runner passes it on.
+    func cancelCooperatively() {
+        stage?.context.control.requestCooperativeCancel()
+        stage?.cancel()
     }
 
     func run(_ calls: [ModelToolCall], _ context: ToolStageContext) async throws -> [ToolCallOutcome] {
@@ -77,6 +110,9 @@ private actor FakeToolHost: ToolStageHost {
         events.map { event in [event.type, event.json["callId"]?.stringValue].compactMap { $0 }.joined(separator: " ") }
     }
 
+    /// Entries and the events with a call id, in order, without the started events.
+    func finishLog() -> [String] { log.filter { $0.hasPrefix("entry") || $0.hasPrefix("toolCallFinished") } }
+
     // ToolStageHost
     func approvingRule(tool: String, arguments: JSONValue) -> ApprovalRule? { rules.first { $0.tool == tool } }
 
@@ -84,18 +120,35 @@ private actor FakeToolHost: ToolStageHost {
 
     func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry {
         entries.append(content)
+        if case .toolOutput(let callId, _, _, _, _, _) = content { record("entry \(callId)") }
         return TranscriptEntry(id: "e\(entries.count)", turnId: turn, content)
     }
 
     func emit(_ event: SessionEvent, turn: String?) {
         events.append(event)
+        record([event.type, event.json["callId"]?.stringValue].compactMap { $0 }.joined(separator: " "))
         guard event.type == SessionEvent.ConfirmationRequested.type, let stage else { return }
         pendingWhenAsked = stage.pendingConfirmation
-        if let answer = confirmationAnswer { stage.resolveConfirmation(answer) }
+        if let answer = confirmationAnswer {
+            if let gate = confirmationGate {
+                let callId = event.json["callId"]?.stringValue ?? ""
+                Task {
+                    await gate(callId)
+                    self.answerGated(callId, answer)
+                }
+            } else {
+                stage.resolveConfirmation(answer)
+            }
+        }
         if let cancelling {
             cancelling.requestCooperativeCancel()
             stage.cancel()
         }
+    }
+
+    private func answerGated(_ callId: String, _ answer: ConfirmationAnswer) {
+        activeWhenAnswered[callId] = stage?.activeToolCalls.map(\.callId)
+        stage?.resolveConfirmation(answer, callId: callId)
     }
 
     func recordUndo(_ record: UndoRecord) throws { undos.append(record) }
@@ -110,8 +163,15 @@ private actor FakeToolHost: ToolStageHost {
         return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: arguments)
     }
 
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)? {
-        name.hasPrefix("mcp__") ? mcpAnswer : nil
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)? {
+        guard name.hasPrefix("mcp__") else { return nil }
+        record("mcp \(name)")
+        if mcpBlocks {
+            await blockUntilCancelled()
+            record("mcp withdrawn \(name)")
+            throw CancellationError()
+        }
+        return mcpAnswer
     }
 
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws {
@@ -131,10 +191,10 @@ private func profile(tools: String, extra: String = "") throws -> ResolvedProfil
 
 private func context(
     _ profile: ResolvedProfile, client: FakeToolClient, guards: [Guard] = [], capabilities: ClientCapabilities = ClientCapabilities(tools: true),
-    control: TurnControl = TurnControl(turnId: "t1"), mcpServers: [String] = []
+    control: TurnControl = TurnControl(turnId: "t1"), mcpServers: [String] = [], limits: Limits? = nil
 ) -> ToolStageContext {
     ToolStageContext(
-        sessionId: "s1", turnId: "t1", profile: profile, limits: EffectiveLimits(config: nil, overrides: nil), guards: guards,
+        sessionId: "s1", turnId: "t1", profile: profile, limits: EffectiveLimits(config: limits, overrides: nil), guards: guards,
         capabilities: capabilities, channel: client, control: control, logger: Logger(level: .off), tracer: nil, spanParent: nil,
         mcpServers: mcpServers)
 }
@@ -142,6 +202,93 @@ private func context(
 private func call(_ id: String, _ name: String, _ arguments: String = "{}") -> ModelToolCall {
     ModelToolCall(id: id, name: name, argumentsJSON: arguments)
 }
+
+/// The client's side of a test: requests as they arrive, answers and
+/// withdrawals, how many were out at once; and waits on them.
+private actor ClientLog {
+    enum Condition: Sendable {
+        case line(String)
+        case inFlightAtLeast(Int)
+    }
+    private(set) var lines: [String] = []
+    private(set) var inFlight = 0
+    private(set) var maxInFlight = 0
+    private var waiters: [Int: (Condition, CheckedContinuation<Void, Never>)] = [:]
+    private var nextToken = 0
+
+    func arrived(_ id: String) {
+        inFlight += 1
+        maxInFlight = max(maxInFlight, inFlight)
+        note("request \(id)")
+    }
+
+    func left(_ id: String, withdrawn: Bool) {
+        inFlight -= 1
+        note((withdrawn ? "withdrawn " : "answer ") + id)
+    }
+
+    /// Returns once `condition` holds, or the task is cancelled.
+    func wait(_ condition: Condition) async {
+        let token = nextToken
+        nextToken += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if holds(condition) || Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    waiters[token] = (condition, continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.release(token) }
+        }
+    }
+
+    private func holds(_ condition: Condition) -> Bool {
+        switch condition {
+        case .line(let line): return lines.contains(line)
+        case .inFlightAtLeast(let n): return inFlight >= n
+        }
+    }
+
+    private func release(_ token: Int) {
+        waiters.removeValue(forKey: token)?.1.resume()
+    }
+
+    private func note(_ line: String) {
+        lines.append(line)
+        for (token, waiter) in waiters where holds(waiter.0) {
+            waiters[token] = nil
+            waiter.1.resume()
+        }
+    }
+}
+
+/// Suspends until the calling task is cancelled.
+private func blockUntilCancelled() async {
+    await ClientLog().wait(.line("never"))
+}
+
+/// A client whose `tool/call` answers wait for `hold` (by call id); a call
+/// cancelled meanwhile is withdrawn. `answer` gives the result.
+private func heldClient(
+    _ log: ClientLog, hold: @escaping @Sendable (String) async -> Void,
+    answer: @escaping @Sendable (String) throws -> JSONValue = { id in ["outcome": "ok", "content": .string("ran \(id)")] }
+) -> FakeToolClient {
+    FakeToolClient().answering { method, params in
+        let id = params["callId"]?.stringValue ?? ""
+        await log.arrived(id)
+        await hold(id)
+        if Task.isCancelled {
+            await log.left(id, withdrawn: true)
+            throw CancellationError()
+        }
+        await log.left(id, withdrawn: false)
+        return try answer(id)
+    }
+}
+
+private let readOnlyTools = #"[{"name": "read", "annotations": {"readOnly": true}}, {"name": "write"}]"#
 
 @Suite struct ToolStageTests {
     @Test func runsTheCallsInCallOrderAndRecordsEachOutput() async throws {
@@ -349,7 +496,7 @@ private func call(_ id: String, _ name: String, _ arguments: String = "{}") -> M
         await #expect(throws: RPCError.self) {
             try await other.run([call("c1", "slow"), call("c2", "slow")], context(try profile(tools: #"[{"name": "slow"}]"#), client: failing))
         }
-        #expect(await other.phases() == [.sent, .waiting])
+        #expect(await other.phases() == [.withdrawn, .waiting])
         #expect(await other.entries.isEmpty)
     }
 
@@ -367,5 +514,158 @@ private func call(_ id: String, _ name: String, _ arguments: String = "{}") -> M
         let outcomes = try await host.run([call("c1", "ask_user", #"{"question": "?"}"#)], context(p, client: client))
         #expect(outcomes.map(\.content) == ["The user cannot be asked: the client does not answer user/ask."])
         #expect(client.requests.isEmpty)
+    }
+
+    // MARK: Parallel calls
+
+    @Test func parallelCallsRunTogetherAndTheirOutputsAreRecordedInCallOrder() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        // All three are out at once; then they are answered last first.
+        let client = heldClient(log) { id in
+            switch id {
+            case "c3": await log.wait(.inFlightAtLeast(3))
+            case "c2": await host.waitFor("toolCallFinished c3")
+            default: await host.waitFor("toolCallFinished c2")
+            }
+        }
+        let outcomes = try await host.run([call("c1", "read"), call("c2", "read"), call("c3", "read")], context(try profile(tools: readOnlyTools), client: client))
+
+        #expect(outcomes.map(\.callId) == ["c1", "c2", "c3"])
+        #expect(await log.maxInFlight == 3)
+        // Finishes are announced as they come; entries (and the finish of the first) in call order.
+        #expect(await host.finishLog() == ["toolCallFinished c3", "toolCallFinished c2", "entry c1", "toolCallFinished c1", "entry c2", "entry c3"])
+        #expect(await host.entries.map { entry -> String in
+            if case .toolOutput(let callId, _, _, _, _, _) = entry { return callId }
+            return ""
+        } == ["c1", "c2", "c3"])
+        #expect(await host.phases() == [.answered, .answered, .answered])
+    }
+
+    @Test func anExclusiveCallRunsAloneAfterTheCallsBeforeItAndBeforeTheNext() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        let client = heldClient(log) { id in
+            switch id {
+            // r1 runs while w2 is admitted; w2 must not start until r1 is back.
+            case "r1": await host.waitFor("toolCallStarted w2")
+            // r3 and r4 run together after w2.
+            case "r3": await log.wait(.line("request r4"))
+            default: break
+            }
+        }
+        _ = try await host.run(
+            [call("r1", "read"), call("w2", "write"), call("r3", "read"), call("r4", "read")], context(try profile(tools: readOnlyTools), client: client))
+
+        let lines = await log.lines
+        #expect(Array(lines.prefix(4)) == ["request r1", "answer r1", "request w2", "answer w2"])
+        // r3 and r4 start in either order (r3 answers only once r4 is out).
+        #expect(Set(lines.dropFirst(4)) == ["request r3", "request r4", "answer r3", "answer r4"])
+        #expect(Array(await host.finishLog().prefix(4)) == ["entry r1", "toolCallFinished r1", "entry w2", "toolCallFinished w2"])
+    }
+
+    @Test func noMoreThanMaxParallelToolCallsRunAtOnce() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        // Each waits for a second one beside it: with a cap of 2, two are out at a time.
+        let client = heldClient(log) { _ in await log.wait(.inFlightAtLeast(2)) }
+        let outcomes = try await host.run(
+            (1...4).map { call("c\($0)", "read") }, context(try profile(tools: readOnlyTools), client: client, limits: Limits(maxParallelToolCalls: 2)))
+        #expect(outcomes.count == 4)
+        #expect(await log.maxInFlight == 2)
+    }
+
+    @Test func aCancelWithdrawsEveryOutstandingCall() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        // c4 answers at once; its output waits for the three before it, which never answer.
+        let client = heldClient(log) { id in if id != "c4" { await log.wait(.line("never")) } }
+        let ctx = context(try profile(tools: readOnlyTools), client: client)
+        let run = Task { try await host.run([call("c1", "read"), call("c2", "read"), call("c3", "read"), call("c4", "read")], ctx) }
+        await log.wait(.inFlightAtLeast(3))
+        await host.waitFor("toolCallFinished c4")
+        #expect(await host.activeToolCalls().map(\.callId) == ["c1", "c2", "c3"])
+        run.cancel()
+        await #expect(throws: CancellationError.self) { try await run.value }
+        #expect(Set(await log.lines.filter { $0.hasPrefix("withdrawn") }) == ["withdrawn c1", "withdrawn c2", "withdrawn c3"])
+        // Nothing is recorded once the run is withdrawn, not even the answer that was in.
+        #expect(await host.entries.isEmpty)
+        #expect(await host.phases() == [.withdrawn, .withdrawn, .withdrawn, .finished])
+        #expect(await host.activeToolCalls().isEmpty)
+    }
+
+    @Test func aTimedOutParallelCallDoesNotStopItsSiblings() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        let client = heldClient(log, hold: { _ in await log.wait(.inFlightAtLeast(3)) }) { id in
+            if id == "c2" { throw OutgoingRequestError.timedOut(seconds: 0.5) }
+            return ["outcome": "ok", "content": .string("ran \(id)")]
+        }
+        let outcomes = try await host.run([call("c1", "read"), call("c2", "read"), call("c3", "read")], context(try profile(tools: readOnlyTools), client: client))
+        #expect(outcomes.map(\.outcome) == [.ok, .failed, .ok])
+        #expect(outcomes[1].content == "The tool did not finish within 0.5 seconds and was abandoned.")
+    }
+
+    @Test func anExecutorErrorEndsTheRunAndWithdrawsTheCallsStillOut() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        let client = heldClient(log, hold: { id in
+            await log.wait(id == "c1" ? .line("never") : .line("request c1"))
+        }) { _ in throw OutgoingRequestError.rpc(RPCError(.internalError, "boom")) }
+        await #expect(throws: RPCError.self) {
+            try await host.run([call("c1", "read"), call("c2", "read")], context(try profile(tools: readOnlyTools), client: client))
+        }
+        #expect(await log.lines.contains("withdrawn c1"))
+        #expect(await host.entries.isEmpty)
+    }
+
+    @Test func undoRecordsAreKeptInCallOrderWhateverOrderTheResultsCameIn() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        let client = heldClient(log, hold: { id in if id == "c1" { await host.waitFor("toolCallFinished c2") } }) { id in
+            ["outcome": "ok", "content": "w", "undo": ["rm": .string(id)]]
+        }
+        _ = try await host.run([call("c1", "read"), call("c2", "read")], context(try profile(tools: readOnlyTools), client: client))
+        // Journaled as they came; rolled back newest first by call order.
+        #expect(await host.undos.map(\.callId) == ["c2", "c1"])
+        #expect(await host.undoRecords().map(\.callId) == ["c1", "c2"])
+    }
+
+    @Test func sessionCancelWithdrawsMCPCallsAndLetsClientCallsFinish() async throws {
+        let host = FakeToolHost()
+        await host.set(mcpBlocks: true)
+        let log = ClientLog()
+        let client = heldClient(log) { _ in await host.waitFor("mcp withdrawn mcp__fs__read") }
+        let tools = #"[{"name": "mcp__fs__read", "annotations": {"readOnly": true}}, {"name": "read", "annotations": {"readOnly": true}}]"#
+        let ctx = context(try profile(tools: tools), client: client, mcpServers: ["fs"])
+        let run = Task { try await host.run([call("m1", "mcp__fs__read"), call("c2", "read")], ctx) }
+        await host.waitFor("mcp mcp__fs__read")
+        await log.wait(.line("request c2"))
+        await host.cancelCooperatively()
+        await #expect(throws: TurnStop.self) { try await run.value }
+        #expect(await log.lines.contains("answer c2"))
+        #expect(await host.entries == [.toolOutput(callId: "c2", name: "read", outcome: .ok, content: "ran c2", profile: "default")])
+        #expect(await host.phases() == [.withdrawn, .answered])
+    }
+
+    @Test func confirmationsComeOneAtATimeWhileApprovedCallsRun() async throws {
+        let host = FakeToolHost()
+        let log = ClientLog()
+        // w2 is approved once r1 runs, w3 once the approved w2 runs; r1 and w2
+        // are held until w3 is answered, so each confirmation is asked and
+        // answered while the calls before it run.
+        await host.set(
+            confirmationAnswer: ConfirmationAnswer(decision: .approve, source: .client),
+            confirmationGate: { id in await log.wait(.line(id == "w2" ? "request r1" : "request w2")) })
+        let client = heldClient(log) { id in if id != "w3" { await host.waitFor("confirmationResolved w3") } }
+        let tools = #"[{"name": "read", "annotations": {"readOnly": true}}, {"name": "write", "confirmation": "always", "parallel": true}]"#
+        let outcomes = try await host.run([call("r1", "read"), call("w2", "write"), call("w3", "write")], context(try profile(tools: tools), client: client))
+        #expect(outcomes.map(\.outcome) == [.ok, .ok, .ok])
+        #expect(await host.activeWhenAnswered == ["w2": ["r1"], "w3": ["r1", "w2"]])
+        // One at a time, in call order.
+        #expect(await host.eventLog().filter { $0.hasPrefix("confirmation") } == [
+            "confirmationRequested w2", "confirmationResolved w2", "confirmationRequested w3", "confirmationResolved w3",
+        ])
+        #expect(await host.pendingConfirmation() == nil)
     }
 }

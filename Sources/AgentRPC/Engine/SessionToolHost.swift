@@ -9,8 +9,6 @@ extension AgentSession: ToolStageHost {
     }
 
     func recordUndo(_ record: UndoRecord) throws {
-        guard let runner else { throw RPCError.internalError("a tool call's undo arrived with no turn") }
-        runner.turn.undoLog.append((callId: record.callId, name: record.name, undo: record.undo))
         try transcript.recordUndo(record, turn: record.turnId)
     }
 

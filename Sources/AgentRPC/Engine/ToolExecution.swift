@@ -1,8 +1,9 @@
 import AgentRPCProtocol
 import Foundation
 
-/// Running one tool call: checks, hooks, guards, confirmation, execution
-/// (`dispatch`) and the output entry. It runs isolated to the stage's host.
+/// One tool call's steps: its admission (checks, hooks, guards, confirmation)
+/// and its execution (`dispatch` for the client's tools). They run isolated to
+/// the stage's host.
 extension ToolStage {
     enum GuardDecision {
         case allow
@@ -32,48 +33,24 @@ extension ToolStage {
         ToolSource.mcp(of: toolName, servers: context.mcpServers)
     }
 
-    /// Runs one tool call the model made, in its span: validation, guards,
-    /// confirmation, execution, and the `toolOutput` entry. Outcomes are values
-    /// fed back to the model; only what ends the turn is thrown.
-    func runCall(at index: Int, host: isolated Host) async throws -> ToolCallOutcome {
-        let call = calls[index].call
-        let span = context.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
-        span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
-        do {
-            let outcome = try await executeCall(at: index, span: span?.context, host: host)
-            span?.recordToolOutcome(outcome.outcome)
-            if let span, span.includesPayloads {
-                span.setPayload(SpanAttributeKey.toolOutput, outcome.content.stringValue ?? outcome.content.serializedString())
-            }
-            span?.end()
-            return outcome
-        } catch {
-            span?.end(status: .error("\(error)"))
-            throw error
-        }
-    }
-
-    private func executeCall(at index: Int, span: SpanContext?, host: isolated Host) async throws -> ToolCallOutcome {
+    /// Admission of one call, in call order: `toolCallStarted`, validation,
+    /// `onToolCall`, guards, approval rules and confirmation. Returns its
+    /// outcome when it needs no execution, else how it runs. Throws what ends
+    /// the turn (a veto, a stop during the confirmation).
+    func admit(at index: Int, host: isolated Host) async throws -> Admission {
         let call = calls[index].call
         let profile = context.profile
         let turnID = context.turnId
         setPhase(.checking, of: index)
+        let span = context.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
+        span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
+        setSpan(span, of: index)
         let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
         host.emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: source(of: call.name)), turn: turnID)
 
-        // Set when the user approved edited arguments: the call runs with these.
-        var approvedArguments: JSONValue? = nil
-        var finalAnswer: JSONValue? = nil
-
-        // Records the call's output entry; the call is answered from here on.
-        func record(_ outcome: ToolOutcome, _ content: JSONValue) throws -> ToolCallOutcome {
-            // The last progress report held back goes out now; none after `toolCallFinished`.
-            if let held = context.progress.end(call.id) { host.emit(SessionEvent(held), turn: turnID) }
-            try host.append(.toolOutput(callId: call.id, name: call.name, outcome: outcome, content: content, profile: profile.name, approvedArguments: approvedArguments), turn: turnID)
-            host.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome, content: content, source: source(of: call.name)), turn: turnID)
-            markAnswered(index, outcome: outcome)
-            return ToolCallOutcome(callId: call.id, outcome: outcome, content: content, finalAnswer: finalAnswer)
+        func settled(_ outcome: ToolOutcome, _ content: JSONValue, finalAnswer: JSONValue? = nil, stopAfter: TurnStop? = nil) -> Admission {
+            .settled(ToolCallOutcome(callId: call.id, outcome: outcome, content: content, finalAnswer: finalAnswer), stopAfter: stopAfter)
         }
 
         // Unknown tools and bad arguments never reach the client.
@@ -81,10 +58,10 @@ extension ToolStage {
             let available = profile.tools.map(\.name).sorted()
             let message = context.unavailableTools[call.name]
                 ?? "There is no tool named '\(call.name)'." + (available.isEmpty ? " No tools are available." : " Available tools: \(available.joined(separator: ", ")).")
-            return try record(.failed, .string(message))
+            return settled(.failed, .string(message))
         }
         guard let arguments = parsedArguments else {
-            return try record(.failed, .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"))
+            return settled(.failed, .string("The arguments for '\(call.name)' are not valid JSON: \(call.argumentsJSON.prefix(200))"))
         }
         let schema: JSONValue? = resolved.clientSpec == nil ? resolved.modelDefinition.inputSchema : resolved.clientSpec?.inputSchema
         if let schema {
@@ -100,51 +77,49 @@ extension ToolStage {
             }
             if !violations.isEmpty {
                 let lines = violations.map { "- \($0)" }.joined(separator: "\n")
-                return try record(.failed, .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"))
+                return settled(.failed, .string("The arguments for '\(call.name)' do not match its input schema:\n\(lines)"))
             }
         }
 
-        // Hooks see every valid call before it runs; a veto ends the turn.
+        // Hooks see every valid call before it runs; a veto ends the turn. From
+        // here on every call's output is followed by onToolOutput, whatever the
+        // outcome, so the two hooks always come in pairs.
         try await host.runToolHook(.onToolCall, profile: profile, toolName: call.name, payload: [
             "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
         ])
-
-        // From here on every call ends with its toolOutput entry and onToolOutput,
-        // whatever the outcome, so the two hooks always come in pairs.
-        func output(_ outcome: ToolOutcome, _ content: JSONValue) async throws -> ToolCallOutcome {
-            let ended = try record(outcome, content)
-            try await host.runToolHook(.onToolOutput, profile: profile, toolName: call.name, payload: [
-                "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.rawValue), "content": content,
-            ])
-            return ended
-        }
+        setHooked(index)
 
         if case .askUser = resolved {
-            context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
-            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, host: host)
-            return try await output(outcome, content)
+            return .execute(Execution(target: .askUser, arguments: arguments, parallel: false))
         }
         guard let tool = resolved.clientSpec else {
             // Built-in orchestration tools run inside the engine.
-            context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
-            let (outcome, content) = try await host.runBuiltinTool(resolved, arguments: arguments, profile: profile, span: span)
-            return try await output(outcome, content)
+            return .execute(Execution(target: .builtin(resolved), arguments: arguments, parallel: false))
         }
         if tool.final == true {
             // A final tool ends the turn: its arguments are the answer. The client never runs it.
-            finalAnswer = arguments
-            return try await output(.ok, "Final answer recorded.")
+            return settled(.ok, "Final answer recorded.", finalAnswer: arguments)
         }
 
         // A call in doubt was approved when it was first sent: it goes as it went.
         let inDoubt = calls[index].priorSends > 0
-        if inDoubt { approvedArguments = calls[index].priorArguments }
+        var runArguments = arguments
+        if inDoubt, let prior = calls[index].priorArguments {
+            setApprovedArguments(prior, of: index)
+            runArguments = prior
+        }
+        if inDoubt, source(of: call.name)?.mcp != nil, tool.annotations?.idempotent != true {
+            // An MCP server cannot look a key up: only a tool that says running it
+            // twice is harmless is sent again (docs/protocol.md, "Durable sessions").
+            return settled(.failed, .string(
+                "The call was sent to its MCP server before the turn was interrupted, and no result was recorded: it may have run. It was not sent again, because the tool does not declare idempotentHint."))
+        }
         // Guards: any deny wins; otherwise the first confirm; `confirmation: always` confirms.
-        let verdict = inDoubt ? .allow : guardVerdict(for: tool)
+        let verdict: GuardDecision = inDoubt ? .allow : guardVerdict(for: tool)
         if case .deny(let reason) = verdict {
             // A policy settled it: no question was asked, but clients still see who decided.
             host.emit(.confirmationResolved(callId: call.id, decision: .deny, source: .policy), turn: turnID)
-            return try await output(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")))
+            return settled(.denied, .string("The call was denied by policy" + (reason.map { ": \($0)" } ?? ".")))
         }
         if case .confirm(let reason) = verdict {
             if host.approvingRule(tool: call.name, arguments: arguments) != nil {
@@ -164,53 +139,74 @@ extension ToolStage {
                     case .timeout: text = "The call was not run: " + (answer.reason ?? "no confirmation arrived in time") + "."
                     default: text = "The user declined this call\(why)"
                     }
-                    return try await output(.denied, .string(text))
+                    return settled(.denied, .string(text))
                 case .denyAndStop:
                     // The refusal is recorded (the next turn's model learns why it stopped),
                     // then the turn ends as a cancel does.
                     let why = answer.reason.map { ": \($0)" } ?? "."
-                    _ = try await output(.denied, .string("The user declined this call and stopped the turn\(why)"))
-                    throw TurnStop.deniedAndStopped(callId: call.id)
+                    return settled(.denied, .string("The user declined this call and stopped the turn\(why)"), stopAfter: .deniedAndStopped(callId: call.id))
                 case .approve, .approveForSession:
-                    if let edited = answer.arguments, edited != arguments { approvedArguments = edited }
+                    if let edited = answer.arguments, edited != arguments {
+                        setApprovedArguments(edited, of: index)
+                        runArguments = edited
+                    }
                 }
             }
         }
+        return .execute(Execution(target: .tool, arguments: runArguments, parallel: tool.runsInParallel))
+    }
 
-        // Its executor (the client or an MCP server) runs it.
+    /// Runs a call that passed admission on its executor and returns its
+    /// outcome. Cancelling the task withdraws it (`$/cancelRequest` to the
+    /// client, `notifications/cancelled` to an MCP server); a failing executor
+    /// throws.
+    func execute(_ index: Int, _ execution: Execution, host: isolated Host) async throws -> ToolCallOutcome {
+        let call = calls[index].call
+        let arguments = execution.arguments
+        setPhase(.sent, of: index)
         context.channel.toolCallRunning(sessionId: context.sessionId, callId: call.id)
-        let runArguments = approvedArguments ?? arguments
-        if inDoubt, source(of: call.name)?.mcp != nil, tool.annotations?.idempotent != true {
-            // An MCP server cannot look a key up: only a tool that says running it
-            // twice is harmless is sent again (docs/protocol.md, "Durable sessions").
-            return try await output(.failed, .string(
-                "The call was sent to its MCP server before the turn was interrupted, and no result was recorded: it may have run. It was not sent again, because the tool does not declare idempotentHint."))
+        func ended(_ outcome: ToolOutcome, _ content: JSONValue) -> ToolCallOutcome {
+            ToolCallOutcome(callId: call.id, outcome: outcome, content: content)
         }
-        try markSent(index, arguments: runArguments, edited: approvedArguments != nil, host: host)
-        // Its progress reports become `toolProgress` events until its output is recorded.
+        switch execution.target {
+        case .askUser:
+            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, host: host)
+            return ended(outcome, content)
+        case .builtin(let tool):
+            let (outcome, content) = try await host.runBuiltinTool(tool, arguments: arguments, profile: context.profile, span: calls[index].span?.context)
+            return ended(outcome, content)
+        case .tool:
+            break
+        }
+        try markSent(index, arguments: arguments, edited: calls[index].approvedArguments != nil, host: host)
+        // Its progress reports become `toolProgress` events until its result is back (`ToolStage.finish`).
         context.progress.begin(call.id)
-        defer { context.progress.end(call.id) }
         // An MCP server's tool runs there instead (docs/protocol.md, "MCP tool servers").
-        if let (outcome, content) = try await host.runMCPTool(
-            named: call.name, callId: call.id, arguments: runArguments, timeout: context.limits.toolTimeoutSeconds, control: context.control) {
-            return try await output(outcome, content)
+        if source(of: call.name) != nil {
+            setOnMCPServer(index)
+            // session/cancel came while it waited for its turn: it is withdrawn as it would be now.
+            if context.control.cooperativeCancelRequested { throw CancellationError() }
+        }
+        if let (outcome, content) = try await host.runMCPTool(named: call.name, callId: call.id, arguments: arguments, timeout: context.limits.toolTimeoutSeconds) {
+            return ended(outcome, content)
         }
         let params = ToolCallParams(
-            sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: runArguments, revision: host.revision,
-            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: context.sessionId, turnId: turnID, roundTrip: context.roundTrip, callId: call.id),
-            attempt: inDoubt ? calls[index].priorSends + 1 : nil, inDoubt: inDoubt ? true : nil)
+            sessionId: context.sessionId, turnId: context.turnId, callId: call.id, name: call.name, arguments: arguments, revision: host.revision,
+            idempotencyKey: ToolCallParams.idempotencyKey(sessionId: context.sessionId, turnId: context.turnId, roundTrip: context.roundTrip, callId: call.id),
+            attempt: calls[index].priorSends > 0 ? calls[index].priorSends + 1 : nil, inDoubt: calls[index].priorSends > 0 ? true : nil)
         let result: ToolCallResult
         switch try await dispatch(params, timeout: context.limits.toolTimeoutSeconds) {
         case .finished(let finished):
             result = finished
         case .timedOut(let seconds):
-            return try await output(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."))
+            return ended(.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned."))
         }
         if result.outcome == .ok, let undo = result.undo, !undo.isNull {
-            // Kept on disk too, so a turn cut by a crash can still be rolled back.
-            try host.recordUndo(UndoRecord(turnId: turnID, callId: call.id, name: call.name, undo: undo))
+            setUndo(undo, of: index)
+            // Kept on disk at once, so a turn cut by a crash can still be rolled back.
+            try host.recordUndo(UndoRecord(turnId: context.turnId, callId: call.id, name: call.name, undo: undo))
         }
-        return try await output(result.outcome, result.content)
+        return ended(result.outcome, result.content)
     }
 
     /// The one place that hands a call to the client (`tool/call`) and returns
@@ -344,6 +340,12 @@ enum ToolExecutionResult: Sendable {
     case finished(ToolCallResult)
     /// No result within the timeout: the call was abandoned.
     case timedOut(seconds: Double)
+}
+
+extension ToolSpec {
+    /// Whether calls of it may run beside other calls: `parallel` when the
+    /// declaration says, else a read-only tool may (docs/protocol.md §5).
+    var runsInParallel: Bool { parallel ?? annotations?.readOnly ?? false }
 }
 
 extension ToolSource {

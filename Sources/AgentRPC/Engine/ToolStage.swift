@@ -20,7 +20,7 @@ protocol ToolStageHost: Actor {
     func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry
     /// Sends one `session/event`.
     func emit(_ event: SessionEvent, turn: String?)
-    /// Keeps an `ok` result's undo for the turn's rollback, durably.
+    /// Keeps an `ok` result's undo durably, so a turn cut by a crash can still be rolled back.
     func recordUndo(_ record: UndoRecord) throws
     /// Journals that a call of the turn is about to be handed to its executor
     /// (`attempt`: which send; `arguments`: edited ones the user approved).
@@ -32,7 +32,8 @@ protocol ToolStageHost: Actor {
         tool: String, schema: JSONValue?, source: ConfirmationSource
     ) throws -> ConfirmationAnswer
     /// Runs a call on the MCP server that offers `name`; nil when no server does.
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)?
+    /// Cancelling the calling task withdraws the call.
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)?
     /// Runs the profile's `onToolCall` / `onToolOutput` hook actions; a veto or failure throws.
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws
     /// Runs a built-in orchestration tool (handoff, consult, skills); `span` is the call's.
@@ -69,23 +70,42 @@ struct ToolStageContext: Sendable {
 
 /// Where one call of the round trip is. The stage keeps this for every call in
 /// one place (`ToolStage.calls`): whether a call has been handed to its
-/// executor and whether its output is recorded is read here and nowhere else.
+/// executor, whether its result came back and whether its output is recorded
+/// is read here and nowhere else.
 struct ToolCallState: Sendable {
     enum Phase: Sendable, Equatable {
         /// Not started: no event, nothing sent.
         case waiting
         /// Validation, hooks, guards, approval rules, confirmation: nothing sent yet.
         case checking
-        /// Handed to its executor (the client's `tool/call`, an MCP server), no result yet.
+        /// Passed its checks; waits for its turn to run (a free slot, or the calls before it).
+        case ready
+        /// Running: handed to its executor (the client's `tool/call`, an MCP server, the engine), no result yet.
         case sent
+        /// Its result is back; its `toolOutput` entry waits for the calls before it.
+        case finished
         /// Its `toolOutput` entry is in the transcript.
         case answered
+        /// Withdrawn (a cancel, a failed turn) or never run: it has no output.
+        case withdrawn
     }
     let call: ModelToolCall
     var phase: Phase = .waiting
     /// The arguments it was handed over with (edited ones after an approval), once sent.
     var sentArguments: JSONValue?
-    var outcome: ToolOutcome?
+    /// How it ended, once it did (`finished` onwards).
+    var result: ToolCallOutcome?
+    /// Edited arguments the user approved: recorded with the output.
+    var approvedArguments: JSONValue?
+    /// An `ok` result's undo.
+    var undo: JSONValue?
+    /// Its `onToolCall` hook ran, so its `onToolOutput` must too.
+    var hooked = false
+    /// `toolCallFinished` went out when the result came, before the entry.
+    var announced = false
+    /// It runs on an MCP server (`session/cancel` withdraws it).
+    var onMCPServer = false
+    var span: ActiveSpan?
     /// A parked or crashed turn's call continued by `session/continue`: how
     /// many times it was sent before (0: never, it runs as any call) and the
     /// edited arguments it was approved with. A call sent before is in doubt:
@@ -104,11 +124,20 @@ struct ToolCallOutcome: Sendable, Equatable {
 }
 
 /// Runs the tool calls of one round trip: validation, hooks, guards, approval
-/// rules, confirmation, `ask_user`, execution (the client or an MCP server),
-/// undo records and the `toolOutput` entries, and returns how each call ended,
-/// in call order. It reaches the session only through `ToolStageHost`, and
-/// runs isolated to it. What `getState` shows of the calls (`activeToolCalls`,
-/// `pendingConfirmation`) is read from here.
+/// rules, confirmation, `ask_user`, execution (the client, an MCP server, the
+/// engine), undo records and the `toolOutput` entries, and returns how each
+/// call ended, in call order. It reaches the session only through
+/// `ToolStageHost`, and runs isolated to it. What `getState` shows of the
+/// calls (`activeToolCalls`, `pendingConfirmation`) is read from here.
+///
+/// Three lanes, each a task on the host's actor (docs/protocol.md §5):
+/// - admission, in call order: the checks and the confirmation of each call;
+///   a call that may run in parallel starts as soon as it passed them (at most
+///   `maxParallelToolCalls` at once), an exclusive one once every call before
+///   it is recorded, and the next call is admitted once it is recorded too;
+/// - one execution per call that runs;
+/// - recording, in call order: each output entry once every earlier one is in,
+///   then `onToolOutput`.
 final class ToolStage<Host: ToolStageHost> {
     let context: ToolStageContext
     /// Every call of the round trip, in call order.
@@ -121,6 +150,26 @@ final class ToolStage<Host: ToolStageHost> {
     /// The outstanding `user/ask`, which `session/cancel` withdraws.
     var askUserRequest: Task<JSONValue, any Error>?
 
+    // The lanes meet here; read and changed on the host's actor only.
+    private let changes = ChangeSignal()
+    private let lanes = StageTasks()
+    /// Calls admitted so far: `0..<admitted` (admission goes in call order).
+    private var admitted = 0
+    private var admitting = true
+    /// Calls recorded or withdrawn so far: `0..<recorded`.
+    private var recorded = 0
+    /// Executions under way.
+    private var running = 0
+    /// The next call is admitted once `recorded` reaches this (an exclusive
+    /// call, or one settled while nothing ran before it, is recorded first).
+    private var admitAfter = 0
+    /// Ends the run once what is under way settled: `session/cancel` seen at a
+    /// checkpoint, or a `denyAndStop`. Client calls already sent finish and
+    /// are recorded; nothing new starts.
+    private var stop: (any Error)?
+    /// Ends the run at once: every call under way is withdrawn.
+    private var failure: (any Error)?
+
     init(calls: [ModelToolCall], context: ToolStageContext) {
         self.context = context
         self.calls = calls.map { ToolCallState(call: $0) }
@@ -132,7 +181,7 @@ final class ToolStage<Host: ToolStageHost> {
         self.calls = calls.map { ToolCallState(call: $0.call, priorSends: $0.sends?.count ?? 0, priorArguments: $0.sends?.arguments) }
     }
 
-    /// The calls handed to their executor and not answered yet, in call order.
+    /// The calls handed to their executor and not back yet, in call order.
     var activeToolCalls: [ToolCallRecord] {
         calls.compactMap { state in
             guard state.phase == .sent, let arguments = state.sentArguments else { return nil }
@@ -140,18 +189,226 @@ final class ToolStage<Host: ToolStageHost> {
         }
     }
 
-    /// Runs every call, one after another in call order; each is a checkpoint
-    /// before it starts. Returns their outcomes in call order. Throws what ends
-    /// the turn (a stop, a veto, `denyAndStop`, an executor failure); the
-    /// outputs recorded before that stay.
-    func run(host: isolated Host) async throws -> [ToolCallOutcome] {
-        var outcomes: [ToolCallOutcome] = []
-        outcomes.reserveCapacity(calls.count)
-        for index in calls.indices {
-            try context.control.checkpoint()
-            outcomes.append(try await runCall(at: index, host: host))
+    /// The undo of every `ok` result that carried one, in call order: rolled back newest first.
+    var undoRecords: [UndoRecord] {
+        calls.compactMap { state in
+            state.undo.map { UndoRecord(turnId: context.turnId, callId: state.call.id, name: state.call.name, undo: $0) }
         }
-        return outcomes
+    }
+
+    /// Runs the calls and returns their outcomes in call order. Throws what
+    /// ends the turn (a stop, a veto, `denyAndStop`, an executor failure);
+    /// the outputs recorded before that stay.
+    func run(host: isolated Host) async throws -> [ToolCallOutcome] {
+        guard !calls.isEmpty else { return [] }
+        let admission = Task { [self] in
+            _ = host
+            await self.admitInOrder(host: host)
+        }
+        let recording = Task { [self] in
+            _ = host
+            await self.recordInOrder(host: host)
+        }
+        lanes.add(.admission, admission)
+        lanes.add(.recording, recording)
+        let lanes = self.lanes
+        await withTaskCancellationHandler {
+            await admission.value
+            await recording.value
+            // Nothing starts after admission ended: these are the last.
+            for execution in lanes.executions() { await execution.value }
+        } onCancel: {
+            lanes.cancelAll()
+        }
+        let ending = failure ?? ((Task.isCancelled || context.control.reason != nil) ? CancellationError() : stop)
+        if let ending {
+            for index in calls.indices where calls[index].span != nil {
+                calls[index].span?.end(status: .error("\(ending)"))
+                calls[index].span = nil
+            }
+            throw ending
+        }
+        return calls.compactMap(\.result)
+    }
+
+    // MARK: Admission
+
+    private func admitInOrder(host: isolated Host) async {
+        defer {
+            admitting = false
+            changes.fire()
+        }
+        for index in calls.indices {
+            await waitUntil(host: host) { self.recorded >= self.admitAfter || self.failure != nil }
+            guard failure == nil, !Task.isCancelled else { return }
+            do {
+                try context.control.checkpoint()
+            } catch {
+                end(with: error)
+                return
+            }
+            admitted = index + 1
+            let admission: Admission
+            do {
+                admission = try await admit(at: index, host: host)
+            } catch {
+                withdraw(index)
+                end(with: error)
+                return
+            }
+            switch admission {
+            case .settled(let outcome, let stopAfter):
+                finish(index, outcome, host: host)
+                // Nothing ran before it: its output comes before the next call starts.
+                if calls[..<index].allSatisfy({ $0.result != nil || $0.phase == .withdrawn }) { admitAfter = index + 1 }
+                if let stopAfter {
+                    end(with: stopAfter)
+                    return
+                }
+            case .execute(let execution):
+                calls[index].phase = .ready
+                let cap = max(1, context.limits.maxParallelToolCalls)
+                if execution.parallel {
+                    await waitUntil(host: host) { self.running < cap || self.failure != nil }
+                } else {
+                    // Exclusive: alone, after every call before it is recorded; the next waits for it.
+                    await waitUntil(host: host) { (self.recorded == index && self.running == 0) || self.failure != nil }
+                    admitAfter = index + 1
+                }
+                guard failure == nil, !Task.isCancelled else {
+                    withdraw(index)
+                    return
+                }
+                launch(index, execution, host: host)
+            }
+        }
+    }
+
+    /// A stop waits for what is under way; anything else withdraws it.
+    private func end(with error: any Error) {
+        if error is TurnStop {
+            if stop == nil { stop = error }
+            withdrawMCPCalls()
+        } else {
+            fail(error)
+        }
+        changes.fire()
+    }
+
+    /// The first failure ends the run: every call under way is withdrawn.
+    private func fail(_ error: any Error) {
+        if failure == nil { failure = error }
+        lanes.cancelExecutions()
+        lanes.cancel(.admission)
+        confirmationSlot?.settle(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn failed"))
+        askUserRequest?.cancel()
+        changes.fire()
+    }
+
+    private func withdraw(_ index: Int) {
+        guard calls[index].result == nil else { return }
+        calls[index].phase = .withdrawn
+        changes.fire()
+    }
+
+    // MARK: Execution
+
+    private func launch(_ index: Int, _ execution: Execution, host: isolated Host) {
+        running += 1
+        let task = Task { [self] in
+            _ = host
+            do {
+                let outcome = try await self.execute(index, execution, host: host)
+                self.finish(index, outcome, host: host)
+            } catch is CancellationError {
+                self.context.progress.end(self.calls[index].call.id)
+                self.withdraw(index)
+            } catch {
+                self.context.progress.end(self.calls[index].call.id)
+                self.withdraw(index)
+                self.fail(error)
+            }
+            self.running -= 1
+            self.lanes.remove(.execution(index))
+            self.changes.fire()
+        }
+        lanes.add(.execution(index), task)
+    }
+
+    /// A call's result is back. Its output is recorded in call order; when an
+    /// earlier call is still out, `toolCallFinished` says so now.
+    private func finish(_ index: Int, _ outcome: ToolCallOutcome, host: isolated Host) {
+        // The last progress report held back goes out now; none after `toolCallFinished`.
+        if let held = context.progress.end(calls[index].call.id) { host.emit(SessionEvent(held), turn: context.turnId) }
+        calls[index].result = outcome
+        calls[index].phase = .finished
+        if calls[..<index].contains(where: { $0.result == nil && $0.phase != .withdrawn }) {
+            calls[index].announced = true
+            announce(index, host: host)
+        }
+        changes.fire()
+    }
+
+    private func announce(_ index: Int, host: isolated Host) {
+        guard let outcome = calls[index].result else { return }
+        let call = calls[index].call
+        host.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome.outcome, content: outcome.content, source: source(of: call.name)), turn: context.turnId)
+    }
+
+    // MARK: Recording
+
+    private func recordInOrder(host: isolated Host) async {
+        while true {
+            await waitUntil(host: host) {
+                self.failure != nil || (self.recorded < self.admitted && self.calls[self.recorded].phase.isSettled)
+                    || (!self.admitting && self.recorded >= self.admitted)
+            }
+            guard failure == nil, !Task.isCancelled, !lanes.allCancelled, recorded < admitted else { return }
+            let index = recorded
+            if calls[index].result != nil {
+                do {
+                    try await record(index, host: host)
+                } catch {
+                    fail(error)
+                    return
+                }
+            }
+            recorded += 1
+            changes.fire()
+        }
+    }
+
+    /// The call's `toolOutput` entry, `toolCallFinished` unless it went out
+    /// already, and `onToolOutput`.
+    private func record(_ index: Int, host: isolated Host) async throws {
+        guard let outcome = calls[index].result else { return }
+        let call = calls[index].call
+        try host.append(.toolOutput(
+            callId: call.id, name: call.name, outcome: outcome.outcome, content: outcome.content, profile: context.profile.name,
+            approvedArguments: calls[index].approvedArguments), turn: context.turnId)
+        if !calls[index].announced { announce(index, host: host) }
+        calls[index].phase = .answered
+        if let span = calls[index].span {
+            span.recordToolOutcome(outcome.outcome)
+            if span.includesPayloads { span.setPayload(SpanAttributeKey.toolOutput, outcome.content.stringValue ?? outcome.content.serializedString()) }
+        }
+        if calls[index].hooked {
+            try await host.runToolHook(.onToolOutput, profile: context.profile, toolName: call.name, payload: [
+                "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.outcome.rawValue), "content": outcome.content,
+            ])
+        }
+        calls[index].span?.end()
+        calls[index].span = nil
+    }
+
+    // MARK: Coordination
+
+    /// Returns once `condition` holds (checked on the host's actor after each
+    /// change) or the task is cancelled.
+    private func waitUntil(host: isolated Host, _ condition: () -> Bool) async {
+        while !condition() && !Task.isCancelled {
+            await changes.wait(after: changes.generation)
+        }
     }
 
     func setPhase(_ phase: ToolCallState.Phase, of index: Int) {
@@ -169,12 +426,45 @@ final class ToolStage<Host: ToolStageHost> {
         calls[index].sentArguments = arguments
     }
 
-    func markAnswered(_ index: Int, outcome: ToolOutcome) {
-        calls[index].phase = .answered
-        calls[index].outcome = outcome
+    func setApprovedArguments(_ arguments: JSONValue?, of index: Int) {
+        calls[index].approvedArguments = arguments
     }
 
-    // MARK: The built-in confirmation's mailbox
+    func setHooked(_ index: Int) {
+        calls[index].hooked = true
+    }
+
+    func setSpan(_ span: ActiveSpan?, of index: Int) {
+        calls[index].span = span
+    }
+
+    func setOnMCPServer(_ index: Int) {
+        calls[index].onMCPServer = true
+    }
+
+    func setUndo(_ undo: JSONValue, of index: Int) {
+        calls[index].undo = undo
+    }
+
+    // MARK: session/cancel and the built-in confirmation's mailbox
+
+    /// `session/cancel`: the pending confirmation is denied, the question to
+    /// the user withdrawn, and the calls on MCP servers withdrawn (their wait
+    /// is a checkpoint, as a wait for the model is); client calls already sent
+    /// finish and are recorded.
+    func cancel() {
+        if stop == nil { stop = TurnStop.cooperativeCancel }
+        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
+        askUserRequest?.cancel()
+        withdrawMCPCalls()
+        changes.fire()
+    }
+
+    private func withdrawMCPCalls() {
+        for index in calls.indices where calls[index].onMCPServer && calls[index].phase == .sent {
+            lanes.cancel(.execution(index))
+        }
+    }
 
     /// Shows `pending` in `getState` and returns the slot its answer will arrive in.
     func openConfirmation(_ pending: PendingConfirmation, schema: JSONValue?) -> ConfirmationSlot {
@@ -182,6 +472,7 @@ final class ToolStage<Host: ToolStageHost> {
         pendingConfirmation = pending
         pendingConfirmationSchema = schema
         confirmationSlot = slot
+        if failure != nil { slot.settle(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn failed")) }
         return slot
     }
 
@@ -203,11 +494,117 @@ final class ToolStage<Host: ToolStageHost> {
         guard let pending = pendingConfirmation, callId == nil || callId == pending.callId, let slot = confirmationSlot else { return false }
         return slot.settle(answer)
     }
+}
 
-    /// `session/cancel`: the pending confirmation is denied and the question to the user withdrawn.
-    func cancel() {
-        resolveConfirmation(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
-        askUserRequest?.cancel()
+extension ToolCallState.Phase {
+    /// Nothing more will happen to the call but its recording.
+    var isSettled: Bool { self == .finished || self == .withdrawn || self == .answered }
+}
+
+/// What admission decided for a call.
+enum Admission {
+    /// It needs no execution: its outcome is known (a failed check, a denial, a
+    /// final answer). `stopAfter`: the turn ends once it is recorded.
+    case settled(ToolCallOutcome, stopAfter: TurnStop? = nil)
+    case execute(Execution)
+}
+
+/// A call that passed its checks, and how it runs.
+struct Execution {
+    enum Target {
+        /// A client tool or an MCP server's.
+        case tool
+        case askUser
+        case builtin(ResolvedTool)
+    }
+    let target: Target
+    let arguments: JSONValue
+    /// It may run beside other such calls; otherwise it runs alone.
+    let parallel: Bool
+}
+
+/// The stage's lanes and executions, which a cancel reaches from any thread.
+final class StageTasks: Sendable {
+    enum Key: Hashable, Sendable {
+        case admission
+        case recording
+        case execution(Int)
+    }
+    private let tasks = Mutex<(all: [Key: Task<Void, Never>], cancelled: Bool)>(([:], false))
+
+    func add(_ key: Key, _ task: Task<Void, Never>) {
+        let cancelled = tasks.withLock { state -> Bool in
+            state.all[key] = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func remove(_ key: Key) {
+        _ = tasks.withLock { $0.all.removeValue(forKey: key) }
+    }
+
+    func cancel(_ key: Key) {
+        tasks.withLock { $0.all[key] }?.cancel()
+    }
+
+    func cancelExecutions() {
+        for task in executions() { task.cancel() }
+    }
+
+    /// Cancels every task, and any added later: the lanes first, so that no
+    /// output is recorded once a withdrawn call lets the recording lane on.
+    func cancelAll() {
+        let all = tasks.withLock { state -> [Task<Void, Never>] in
+            state.cancelled = true
+            return [state.all[.admission], state.all[.recording]].compactMap { $0 } + executions(in: state.all)
+        }
+        for task in all { task.cancel() }
+    }
+
+    /// `cancelAll` was called: the run is being withdrawn as a whole.
+    var allCancelled: Bool { tasks.withLock { $0.cancelled } }
+
+    func executions() -> [Task<Void, Never>] {
+        tasks.withLock { executions(in: $0.all) }
+    }
+
+    private func executions(in all: [Key: Task<Void, Never>]) -> [Task<Void, Never>] {
+        all.filter { if case .execution = $0.key { return true } else { return false } }.map(\.value)
+    }
+}
+
+/// Wakes the stage's lanes when something they wait for may have changed.
+/// Sendable: a cancel handler fires it from any thread.
+final class ChangeSignal: Sendable {
+    private let state = Mutex<(generation: UInt64, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    func fire() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.generation &+= 1
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns at the first `fire` after `generation` was read (at once if one
+    /// came already), or when the task is cancelled.
+    func wait(after generation: UInt64) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    guard state.generation == generation else { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            fire()
+        }
     }
 }
 
@@ -225,7 +622,12 @@ final class ConfirmationSlot: Sendable {
     private let state = Mutex<State>(.open)
 
     var isSettled: Bool {
-        state.withLock { if case .open = $0 { return false }; if case .waiting = $0 { return false }; return true }
+        state.withLock {
+            switch $0 {
+            case .open, .waiting: return false
+            case .settled, .delivered: return true
+            }
+        }
     }
 
     /// Returns false when an answer was already given.

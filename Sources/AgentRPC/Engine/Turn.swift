@@ -68,6 +68,7 @@ struct EffectiveLimits: Sendable {
     var askUserTimeoutSeconds: Double
     /// The turn's token and cost limits (none by default).
     var budget: Budget
+    var maxParallelToolCalls: Int
 
     init(config: Limits?, overrides: Limits?) {
         budget = (config ?? Limits()).merged(with: overrides).budget
@@ -77,6 +78,7 @@ struct EffectiveLimits: Sendable {
         toolTimeoutSeconds = overrides?.toolTimeoutSeconds ?? config?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds
         confirmationTimeoutSeconds = overrides?.confirmationTimeoutSeconds ?? config?.confirmationTimeoutSeconds ?? Limits.defaultConfirmationTimeoutSeconds
         askUserTimeoutSeconds = overrides?.askUserTimeoutSeconds ?? config?.askUserTimeoutSeconds ?? Limits.defaultAskUserTimeoutSeconds
+        maxParallelToolCalls = overrides?.maxParallelToolCalls ?? config?.maxParallelToolCalls ?? Limits.defaultMaxParallelToolCalls
     }
 }
 
@@ -215,6 +217,7 @@ extension TurnRunner {
                     let stage = ToolStage<AgentSession>(continuing: calls, context: context)
                     toolStage = stage
                     let outcomes = try await stage.run(host: session)
+                    keepUndoRecords(of: stage)
                     toolStage = nil
                     if let final = outcomes.last(where: { $0.finalAnswer != nil })?.finalAnswer {
                         turn.finalAnswer = final
@@ -229,6 +232,7 @@ extension TurnRunner {
             turn.turnSpan?.end(status: .ok)
             return outcome
         } catch {
+            if let stage = toolStage { keepUndoRecords(of: stage) }
             toolStage = nil
             throw await ended(by: error, session: session)
         }
@@ -308,8 +312,17 @@ extension TurnRunner {
         }
         let stage = ToolStage<AgentSession>(calls: calls, context: context)
         toolStage = stage
-        defer { toolStage = nil }
+        defer {
+            keepUndoRecords(of: stage)
+            toolStage = nil
+        }
         return try await stage.run(host: session)
+    }
+
+    /// The undo records of a stage's calls join the turn's, in call order,
+    /// whatever order the results came in: they are rolled back newest first.
+    private func keepUndoRecords(of stage: ToolStage<AgentSession>) {
+        turn.undoLog += stage.undoRecords.map { (callId: $0.callId, name: $0.name, undo: $0.undo) }
     }
 
     /// One round trip: the request built from the transcript and sent. When it

@@ -135,7 +135,7 @@ final class MCPServerSet: Sendable {
                 let name = Self.exposedName(server: r.spec.name, tool: tool.name)
                 guard taken.insert(name).inserted else { continue }
                 out.append(Offered(
-                    spec: Self.toolSpec(tool, exposedName: name, confirm: r.spec.confirm ?? .hints), server: r, serverName: r.spec.name, toolName: tool.name,
+                    spec: Self.toolSpec(tool, exposedName: name, confirm: r.spec.confirm ?? .hints, parallel: r.spec.parallel), server: r, serverName: r.spec.name, toolName: tool.name,
                     schemaWarning: tool.schemaProblem.map {
                         SchemaWarning(tool: name, path: $0.schemaPath, message: "the input schema cannot be used to check arguments: \($0.message)")
                     }))
@@ -188,7 +188,9 @@ final class MCPServerSet: Sendable {
     /// specification says a tool without hints may do. `confirm: always|never`
     /// is the tool's `confirmation`; under `hints` it stays nil and the guard
     /// verdict asks by the hints (`asksByHints`), which an `allow` guard lifts.
-    static func toolSpec(_ tool: MCPTool, exposedName: String, confirm: MCPConfirmPolicy = .hints) -> ToolSpec {
+    /// `readOnlyHint: true` lets its calls run in parallel unless the server's
+    /// `parallel` (given here) says otherwise.
+    static func toolSpec(_ tool: MCPTool, exposedName: String, confirm: MCPConfirmPolicy = .hints, parallel: Bool? = nil) -> ToolSpec {
         let readOnly = tool.readOnlyHint ?? false
         let annotations = ToolAnnotations(
             readOnly: readOnly, destructive: !readOnly && (tool.destructiveHint ?? true), idempotent: tool.idempotentHint ?? false)
@@ -200,7 +202,7 @@ final class MCPServerSet: Sendable {
         }
         return ToolSpec(
             name: exposedName, description: tool.description ?? tool.title, inputSchema: tool.inputSchema,
-            confirmation: confirmation, annotations: annotations)
+            confirmation: confirmation, annotations: annotations, parallel: parallel)
     }
 
     /// Whether an MCP tool's annotations (as `toolSpec` fills them) ask for

@@ -90,9 +90,11 @@ extension AgentSession {
     }
 
     /// Runs a call to an MCP tool, or returns nil when `name` is not one. Server
-    /// failures are outcomes the model sees; a cancelled turn ends the call at once
-    /// (the server is sent `notifications/cancelled`) and is thrown.
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, control: TurnControl) async throws -> (ToolOutcome, JSONValue)? {
+    /// failures are outcomes the model sees; cancelling the calling task ends the
+    /// call at once (the server is sent `notifications/cancelled`) and is thrown.
+    /// `session/cancel` withdraws it too: the tool stage cancels its task (its
+    /// wait is a checkpoint, as a wait for the model is).
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)? {
         guard let mcp, name.hasPrefix("mcp__") else { return nil }
         guard let offered = await mcp.offeredTools(servers: nil).first(where: { $0.spec.name == name }) else {
             // Offered at the round trip, gone now (the server crashed or re-listed).
@@ -100,9 +102,6 @@ extension AgentSession {
             if let down = await mcpUnavailable(toolName: name) { return (.failed, .string(down)) }
             return (.failed, .string("The tool is no longer offered by MCP server '\(source.mcp ?? "")'; it was not run."))
         }
-        // The wait is a checkpoint: session/cancel ends it now, as it ends a wait for the model.
-        control.setWaitingForProvider(true)
-        defer { control.setWaitingForProvider(false) }
         // The server's notifications/progress for this call become toolProgress events.
         let result = try await offered.server.call(tool: offered.toolName, arguments: arguments, timeout: timeout) { [weak self] progress, total, message in
             self?.reportToolProgress(SessionEvent.ToolProgress(callId: callId, progress: progress, total: total, message: message))

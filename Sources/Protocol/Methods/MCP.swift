@@ -56,21 +56,25 @@ public struct MCPServerSpec: Codable, Sendable, Hashable {
     public var autoApprove: [String]?
     /// Another name of `autoApprove` (Roo Code writes it).
     public var alwaysAllow: [String]?
+    /// Whether calls of its tools may run beside other calls: `true` for all of
+    /// them, `false` for none; absent, those with `readOnlyHint: true` may.
+    public var parallel: Bool?
     /// Keys of the entry agentrpc does not read (other clients' settings): each is
     /// a warning in the log and in the server's `problems`, never an error. Not on the wire.
     public var ignoredKeys: [String] = []
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, type, command, args, env, cwd, url, headers, startupTimeoutSeconds
-        case confirm, disabled, enabled, autoApprove, alwaysAllow
+        case confirm, disabled, enabled, autoApprove, alwaysAllow, parallel
     }
 
     public init(
         name: String, type: MCPTransportKind? = nil, command: String? = nil, args: [String]? = nil,
         env: [String: String]? = nil, cwd: String? = nil, url: String? = nil, headers: [String: String]? = nil,
         startupTimeoutSeconds: Double? = nil, confirm: MCPConfirmPolicy? = nil, disabled: Bool? = nil,
-        autoApprove: [String]? = nil
+        autoApprove: [String]? = nil, parallel: Bool? = nil
     ) {
+        self.parallel = parallel
         self.name = name
         self.type = type
         self.command = command

@@ -327,10 +327,13 @@ public struct ToolSpec: Codable, Sendable, Hashable {
     public var annotations: ToolAnnotations?
     /// A final-answer tool: its arguments become `TurnResult.finalAnswer` and end the turn.
     public var final: Bool?
+    /// Whether its calls may run beside other calls of the same round trip
+    /// (default: `annotations.readOnly`); otherwise each runs alone.
+    public var parallel: Bool?
 
     public init(
         name: String, description: String? = nil, inputSchema: JSONValue? = nil,
-        confirmation: ConfirmationPolicy? = nil, annotations: ToolAnnotations? = nil, final: Bool? = nil
+        confirmation: ConfirmationPolicy? = nil, annotations: ToolAnnotations? = nil, final: Bool? = nil, parallel: Bool? = nil
     ) {
         self.name = name
         self.description = description
@@ -338,6 +341,7 @@ public struct ToolSpec: Codable, Sendable, Hashable {
         self.confirmation = confirmation
         self.annotations = annotations
         self.final = final
+        self.parallel = parallel
     }
 }
 
@@ -454,6 +458,8 @@ public struct Limits: Codable, Sendable, Hashable {
     public var maxOutputTokens: Int?
     public var maxTotalTokens: Int?
     public var maxCostUSD: Double?
+    /// How many calls of one round trip may run at once (those that may run in parallel).
+    public var maxParallelToolCalls: Int?
 
     public static let defaultMaxToolCalls = 64
     public static let defaultMaxRoundTrips = 32
@@ -461,17 +467,20 @@ public struct Limits: Codable, Sendable, Hashable {
     public static let defaultToolTimeoutSeconds: Double = 300
     public static let defaultConfirmationTimeoutSeconds: Double = 600
     public static let defaultAskUserTimeoutSeconds: Double = 600
+    public static let defaultMaxParallelToolCalls = 8
 
     public init(
         maxToolCalls: Int? = nil, maxRoundTrips: Int? = nil, wallClockSeconds: Double? = nil,
         toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil, askUserTimeoutSeconds: Double? = nil,
-        maxInputTokens: Int? = nil, maxOutputTokens: Int? = nil, maxTotalTokens: Int? = nil, maxCostUSD: Double? = nil
+        maxInputTokens: Int? = nil, maxOutputTokens: Int? = nil, maxTotalTokens: Int? = nil, maxCostUSD: Double? = nil,
+        maxParallelToolCalls: Int? = nil
     ) {
         self.maxInputTokens = maxInputTokens
         self.maxOutputTokens = maxOutputTokens
         self.maxTotalTokens = maxTotalTokens
         self.maxCostUSD = maxCostUSD
         self.askUserTimeoutSeconds = askUserTimeoutSeconds
+        self.maxParallelToolCalls = maxParallelToolCalls
         self.maxToolCalls = maxToolCalls
         self.maxRoundTrips = maxRoundTrips
         self.wallClockSeconds = wallClockSeconds
@@ -489,7 +498,8 @@ public struct Limits: Codable, Sendable, Hashable {
             confirmationTimeoutSeconds: o.confirmationTimeoutSeconds ?? confirmationTimeoutSeconds,
             askUserTimeoutSeconds: o.askUserTimeoutSeconds ?? askUserTimeoutSeconds,
             maxInputTokens: o.maxInputTokens ?? maxInputTokens, maxOutputTokens: o.maxOutputTokens ?? maxOutputTokens,
-            maxTotalTokens: o.maxTotalTokens ?? maxTotalTokens, maxCostUSD: o.maxCostUSD ?? maxCostUSD)
+            maxTotalTokens: o.maxTotalTokens ?? maxTotalTokens, maxCostUSD: o.maxCostUSD ?? maxCostUSD,
+            maxParallelToolCalls: o.maxParallelToolCalls ?? maxParallelToolCalls)
     }
 
     /// The token and cost limits, as a session's `budget` gives them.

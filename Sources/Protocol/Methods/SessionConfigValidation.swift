@@ -83,6 +83,7 @@ private struct ConfigChecker {
         guard let l = limits else { return }
         if let v = l.maxToolCalls, v <= 0 { add(path + ".maxToolCalls", "must be positive") }
         if let v = l.maxRoundTrips, v <= 0 { add(path + ".maxRoundTrips", "must be positive") }
+        if let v = l.maxParallelToolCalls, v <= 0 { add(path + ".maxParallelToolCalls", "must be positive") }
         checkBounds(Limits.self, path, [
             ("wallClockSeconds", l.wallClockSeconds), ("toolTimeoutSeconds", l.toolTimeoutSeconds),
             ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),

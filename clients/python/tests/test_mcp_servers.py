@@ -502,10 +502,11 @@ async def test_streamable_http_list_call_structured_is_error_and_list_changed(tm
             result = await session.send("go")
             assert result.message.text == "done"
             seen = await turn_events(events)
-            calls = [e for e in seen if e["type"] == "toolCallFinished"]
-            assert calls[0]["content"] == {"total": 3} and calls[0]["source"] == {"mcp": "web"}
-            assert calls[1]["outcome"] == "failed" and "fail" in str(calls[1]["content"])
-            assert sdk in str(calls[2]["content"])
+            # Read-only tools run in parallel and finish in any order: by name.
+            calls = {e["name"]: e for e in seen if e["type"] == "toolCallFinished"}
+            assert calls["mcp__web__add"]["content"] == {"total": 3} and calls["mcp__web__add"]["source"] == {"mcp": "web"}
+            assert calls["mcp__web__fail"]["outcome"] == "failed" and "fail" in str(calls["mcp__web__fail"]["content"])
+            assert sdk in str(calls["mcp__web__sdk"]["content"])
             # The SDK may send list_changed outside the request (its GET stream): the
             # re-listing shows in a status event, and the next turn may call the new tool.
             if not any(lists(e, "web", "mcp__web__extra") for e in seen):
@@ -608,7 +609,8 @@ async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path) -> None
             # again, transparently (no restart, no failed call).
             assert not [e for e in seen if e["type"] == "mcpServerStatus" and e["status"] != "ready"]
             calls = [e for e in seen if e["type"] == "toolCallFinished"]
-            assert [c["content"] for c in calls] == [{"total": 3}, {"total": 4}]
+            # Read-only tools: the two calls ran in parallel, finishing in either order.
+            assert sorted(c["content"]["total"] for c in calls) == [3, 4]
             state = await get_state(client, session)
             web = state["mcpServers"][0]
             assert web["status"] == "ready" and web["restarts"] == 0
@@ -635,8 +637,9 @@ async def test_streamable_http_wire_ping_delete_and_no_secret_anywhere(tmp_path:
             await wait_status(events, "fake", "ready")
             assert (await session.send("go")).message.text == "one"
             seen = await turn_events(events)
-            calls = [e for e in seen if e["type"] == "toolCallFinished"]
-            assert calls[0]["content"] == "echo: hi" and calls[1]["outcome"] == "ok"
+            # Read-only tools: the two calls ran in parallel, finishing in either order.
+            calls = {e["name"]: e for e in seen if e["type"] == "toolCallFinished"}
+            assert calls["mcp__fake__echo"]["content"] == "echo: hi" and calls["mcp__fake__grow"]["outcome"] == "ok"
             # list_changed came on the GET stream.
             if not any(lists(e, "fake", "mcp__fake__extra") for e in seen):
                 await wait_tools(events, "fake", "mcp__fake__extra")
@@ -703,13 +706,14 @@ async def test_server_requests_ping_answered_sampling_roots_elicitation_refused(
         ready = await status_of(events, {"asks"})
         assert ready["asks"]["status"] == "ready" and "mcp__asks__extra" not in ready["asks"]["tools"]
         assert (await session.send("go")).message.text == "done"
-        calls = await finished_calls(events)
-        answers = json.loads(calls[0]["content"])
+        # Read-only tools run in parallel and finish in any order: by name.
+        calls = {e["name"]: e for e in await finished_calls(events)}
+        answers = json.loads(calls["mcp__asks__asked"]["content"])
         assert answers["ask-ping"] == {"result": {}}
         for refused in ("ask-sampling", "ask-roots", "ask-elicitation"):
             assert answers[refused]["error"]["code"] == -32601, answers
-        assert calls[1]["content"] == "grown"
-        assert calls[2]["name"] == "mcp__asks__extra" and calls[2]["outcome"] == "ok" and calls[2]["content"] == "extra ran"
+        assert calls["mcp__asks__grow"]["content"] == "grown"
+        assert calls["mcp__asks__extra"]["outcome"] == "ok" and calls["mcp__asks__extra"]["content"] == "extra ran"
 
 
 async def test_a_list_changed_before_every_listing_does_not_hold_the_next_round_trip(tmp_path: Path) -> None:
@@ -805,7 +809,9 @@ async def test_mcp_calls_keep_the_turn_contract_timeout_trace_and_max_tool_calls
         await status_of(events, {"badjson"})
         # The call the server never answers ends failed at the per-call timeout; the turn goes on.
         assert (await session.send("go")).message.text == "went on"
-        hang, ok = await finished_calls(events)
+        # Both tools are read-only, so the calls ran in parallel: ok finished first.
+        by_name = {e["name"]: e for e in await finished_calls(events)}
+        hang, ok = by_name["mcp__badjson__hang"], by_name["mcp__badjson__ok"]
         assert hang["outcome"] == "failed" and "did not finish within 1" in hang["content"]
         assert ok["outcome"] == "ok" and ok["content"] == "fine"
         # Each call is a tool span (the file is written as spans end: read until both are in).

@@ -292,6 +292,7 @@ export interface Limits {
   maxCostUSD?: number;
   maxInputTokens?: number;
   maxOutputTokens?: number;
+  maxParallelToolCalls?: number;
   maxRoundTrips?: number;
   maxToolCalls?: number;
   maxTotalTokens?: number;
@@ -315,6 +316,7 @@ export interface MCPServerSpec {
     [key: string]: string;
   };
   name: string;
+  parallel?: boolean;
   startupTimeoutSeconds?: number;
   type?: "stdio" | "http" | "streamable-http" | "sse";
   url?: string;
@@ -880,6 +882,7 @@ export interface ToolSpec {
   final?: boolean;
   inputSchema?: unknown;
   name: string;
+  parallel?: boolean;
 }
 
 export interface ToolUndoParams {
