@@ -221,6 +221,9 @@ final class Engine: Sendable {
             state.mcpServers = await s.mcp?.states()
             return .now(state)
         }
+        table.on(SessionGetPromptRequest.self) { [self] params, _ in
+            .now(try await session(params.sessionId).mcpPrompt(params))
+        }
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).transcriptForClient())
         }

@@ -63,6 +63,8 @@ actor MCPClient {
     private(set) var protocolVersion: String?
     /// Whether the server's `initialize` answer declared `resources`.
     private(set) var offersResources = false
+    /// Whether it declared `prompts`.
+    private(set) var offersPrompts = false
     /// Bumped each time a new MCP session replaced one the server dropped.
     private var sessionGeneration = 0
     /// The renewal under way, which requests that learn of the same 404 wait for.
@@ -338,6 +340,7 @@ actor MCPClient {
         }
         protocolVersion = version
         offersResources = result["capabilities"]?["resources"]?.objectValue != nil
+        offersPrompts = result["capabilities"]?["prompts"]?.objectValue != nil
         transport.negotiated(protocolVersion: version)
         await notify("notifications/initialized")
         transport.initialized()
@@ -354,6 +357,37 @@ actor MCPClient {
             if let list = page?[key]?.arrayValue, !list.isEmpty { return true }
         }
         return false
+    }
+
+    /// The pages of `prompts/list` (bounded as `tools/list` is); none when the
+    /// server declared no `prompts` or the listing failed (a note says why).
+    func listPrompts() async -> (prompts: [MCPPromptInfo], notes: [String]) {
+        guard offersPrompts else { return ([], []) }
+        var prompts: [MCPPromptInfo] = []
+        var cursor: String?
+        var seenCursors: Set<String> = []
+        for _ in 0..<MCPBounds.maxToolPages {
+            let params: JSONValue = cursor.map { ["cursor": .string($0)] } ?? .object([:])
+            let page: JSONValue
+            do {
+                page = try await request("prompts/list", params, timeout: MCPBounds.requestTimeoutSeconds)
+            } catch {
+                return (prompts, ["prompts/list failed: \(error)"])
+            }
+            for item in page["prompts"]?.arrayValue ?? [] {
+                guard prompts.count < MCPBounds.maxToolsPerServer, let name = item["name"]?.stringValue, !name.isEmpty else { continue }
+                let arguments = item["arguments"]?.arrayValue?.compactMap { a -> MCPPromptArgument? in
+                    guard let n = a["name"]?.stringValue else { return nil }
+                    return MCPPromptArgument(name: n, description: a["description"]?.stringValue, required: a["required"]?.boolValue)
+                }
+                prompts.append(MCPPromptInfo(
+                    name: name, title: item["title"]?.stringValue, description: item["description"]?.stringValue,
+                    arguments: arguments?.isEmpty == false ? arguments : nil))
+            }
+            cursor = page["nextCursor"]?.stringValue
+            guard let c = cursor, seenCursors.insert(c).inserted else { break }
+        }
+        return (prompts, [])
     }
 
     /// Every page of `tools/list`, bounded in pages and tools; `notes` says what was left out.

@@ -24,6 +24,8 @@ actor MCPServerRunner {
     private var reason: String?
     private var client: MCPClient?
     private var tools: [MCPTool] = []
+    /// The prompts it listed at the last listing of its tools.
+    private var prompts: [MCPPromptInfo] = []
     /// `tools` holds agentrpc's `read_resource` (the server declared `resources`).
     private var readsResources = false
     private var restarts = 0
@@ -87,6 +89,7 @@ actor MCPServerRunner {
             protocolVersion: await client?.protocolVersion, tools: exposedNames,
             stderr: stderrTail.isEmpty ? nil : stderrTail, restarts: restarts, problems: all.isEmpty ? nil : Array(all.suffix(MCPBounds.problemsKept)))
         state.nextTryAt = nextTryAt
+        if status == .ready && !prompts.isEmpty { state.prompts = prompts }
         return state
     }
 
@@ -292,6 +295,9 @@ actor MCPServerRunner {
     private func take(_ listed: (tools: [MCPTool], notes: [String]), from client: MCPClient) async {
         tools = listed.tools
         notes = listed.notes
+        let listedPrompts = await client.listPrompts()
+        prompts = listedPrompts.prompts
+        notes += listedPrompts.notes
         readsResources = false
         guard await client.hasResources() else { return }
         guard !tools.contains(where: { $0.name == Self.readResourceTool }) else {
@@ -390,6 +396,27 @@ actor MCPServerRunner {
                 return (.failed, .string("The MCP server '\(spec.name)' answered unusably: \(error)"))
             }
         }
+    }
+
+    /// `session/getPrompt`: the prompt `name` with `arguments`, as the server
+    /// gives it (`prompts/get`); binary contents described as in tool output.
+    func prompt(named name: String, arguments: [String: String]?) async throws -> SessionGetPromptResult {
+        guard status == .ready, let client else { throw RPCError(.toolExecutorError, unavailable) }
+        guard prompts.contains(where: { $0.name == name }) else {
+            throw RPCError.invalidParams("the MCP server '\(spec.name)' lists no prompt named '\(name.prefix(128))'", field: "name")
+        }
+        var params: [String: JSONValue] = ["name": .string(name)]
+        if let arguments { params["arguments"] = .object(arguments.mapValues { .string($0) }) }
+        let result: JSONValue
+        do {
+            result = try await client.request("prompts/get", .object(params), timeout: MCPBounds.requestTimeoutSeconds)
+        } catch {
+            throw RPCError(.toolExecutorError, "the MCP server '\(spec.name)' did not give the prompt '\(name.prefix(128))': \(error)")
+        }
+        let messages: [JSONValue] = (result["messages"]?.arrayValue ?? []).map { message in
+            ["role": message["role"] ?? .null, "content": MCPToolOutput.shown(message["content"] ?? .null)]
+        }
+        return SessionGetPromptResult(description: result["description"]?.stringValue, messages: messages)
     }
 
     /// What a call to a tool of this server gets while it is not ready.

@@ -13,35 +13,12 @@ enum MCPToolOutput {
         var mapped: [JSONValue] = []
         var onlyText = true
         for block in blocks {
-            let type = block["type"]?.stringValue ?? ""
-            switch type {
-            case "text":
-                let text = block["text"]?.stringValue ?? ""
-                texts.append(text)
-                mapped.append(["type": "text", "text": .string(text)])
-            case "image", "audio":
+            if block["type"]?.stringValue == "text" {
+                texts.append(block["text"]?.stringValue ?? "")
+            } else {
                 onlyText = false
-                let size = block["data"]?.stringValue?.utf8.count ?? 0
-                mapped.append([
-                    "type": .string(type), "mimeType": block["mimeType"] ?? .null,
-                    "note": .string("\(size) bytes of base64 \(type) data not shown"),
-                ])
-            case "resource":
-                onlyText = false
-                var resource = block["resource"]?.objectValue ?? [:]
-                if let blob = resource["blob"]?.stringValue {
-                    resource["blob"] = .string("\(blob.utf8.count) bytes of base64 data not shown")
-                }
-                mapped.append(["type": "resource", "resource": .object(resource)])
-            case "resource_link":
-                onlyText = false
-                var link: [String: JSONValue] = ["type": "resource_link"]
-                for key in ["uri", "name", "title", "description", "mimeType", "size"] { if let v = block[key] { link[key] = v } }
-                mapped.append(.object(link))
-            default:
-                onlyText = false
-                mapped.append(block)
             }
+            mapped.append(shown(block))
         }
         let content: JSONValue
         if let structured, !structured.isNull {
@@ -54,6 +31,34 @@ enum MCPToolOutput {
             content = .array(mapped)
         }
         return (isError ? .failed : .ok, cut(content))
+    }
+
+    /// One content block as the model and the client see it: binary data
+    /// described (`"N bytes of base64 image data not shown"`), not inlined.
+    static func shown(_ block: JSONValue) -> JSONValue {
+        let type = block["type"]?.stringValue ?? ""
+        switch type {
+        case "text":
+            return ["type": "text", "text": .string(block["text"]?.stringValue ?? "")]
+        case "image", "audio":
+            let size = block["data"]?.stringValue?.utf8.count ?? 0
+            return [
+                "type": .string(type), "mimeType": block["mimeType"] ?? .null,
+                "note": .string("\(size) bytes of base64 \(type) data not shown"),
+            ]
+        case "resource":
+            var resource = block["resource"]?.objectValue ?? [:]
+            if let blob = resource["blob"]?.stringValue {
+                resource["blob"] = .string("\(blob.utf8.count) bytes of base64 data not shown")
+            }
+            return ["type": "resource", "resource": .object(resource)]
+        case "resource_link":
+            var link: [String: JSONValue] = ["type": "resource_link"]
+            for key in ["uri", "name", "title", "description", "mimeType", "size"] { if let v = block[key] { link[key] = v } }
+            return .object(link)
+        default:
+            return block
+        }
     }
 
     /// A `resources/read` result: one text content is its text; several, or

@@ -76,6 +76,14 @@ extension AgentSession {
         return profiles.cases[profile]?.mcpServers ?? profiles.defaults?.mcpServers
     }
 
+    /// `session/getPrompt`: a prompt of one of the session's MCP servers.
+    func mcpPrompt(_ params: SessionGetPromptParams) async throws -> SessionGetPromptResult {
+        guard let runner = mcp?.runners.first(where: { $0.spec.name == params.server }) else {
+            throw RPCError.invalidParams("the session has no MCP server named '\(params.server.prefix(64))'", field: "server")
+        }
+        return try await runner.prompt(named: params.name, arguments: params.arguments)
+    }
+
     /// Which MCP server a tool name belongs to, for events.
     func mcpSource(of toolName: String) -> ToolSource? {
         mcp?.runner(ofTool: toolName).map { ToolSource(mcp: $0.spec.name) }

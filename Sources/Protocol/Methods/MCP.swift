@@ -267,6 +267,9 @@ public struct MCPServerState: Codable, Sendable, Hashable {
     public var problems: [String]?
     /// While `failed`: when it is tried again (ISO 8601); the first turn that starts after it does.
     public var nextTryAt: String?
+    /// The prompts it lists (`prompts/list`), when it declared `prompts` and has any;
+    /// `session/getPrompt` fetches one.
+    public var prompts: [MCPPromptInfo]?
 
     public init(
         name: String, transport: MCPTransportKind, status: MCPServerStatus, reason: String? = nil, protocolVersion: String? = nil,
@@ -346,4 +349,66 @@ extension SessionConfig {
 
 extension MCPServerEntry {
     var isInline: Bool { if case .inline = self { return true } else { return false } }
+}
+
+/// One prompt an MCP server lists: a message template the user picks by name.
+public struct MCPPromptInfo: Codable, Sendable, Hashable {
+    public var name: String
+    public var title: String?
+    public var description: String?
+    public var arguments: [MCPPromptArgument]?
+    public init(name: String, title: String? = nil, description: String? = nil, arguments: [MCPPromptArgument]? = nil) {
+        self.name = name
+        self.title = title
+        self.description = description
+        self.arguments = arguments
+    }
+}
+
+/// One argument of a prompt.
+public struct MCPPromptArgument: Codable, Sendable, Hashable {
+    public var name: String
+    public var description: String?
+    public var required: Bool?
+    public init(name: String, description: String? = nil, required: Bool? = nil) {
+        self.name = name
+        self.description = description
+        self.required = required
+    }
+}
+
+/// `session/getPrompt`: one of an MCP server's prompts with its arguments
+/// filled in, as the messages to send (docs/protocol.md, "MCP tool servers").
+public enum SessionGetPromptRequest: RPCMethod {
+    public static let name = "session/getPrompt"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionGetPromptParams
+    public typealias Result = SessionGetPromptResult
+}
+
+public struct SessionGetPromptParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    /// The server's `name` in the session's `mcpServers`.
+    public var server: String
+    /// The prompt's name as the server lists it.
+    public var name: String
+    /// Its arguments (all strings, as MCP has them).
+    public var arguments: [String: String]?
+    public init(sessionId: String, server: String, name: String, arguments: [String: String]? = nil) {
+        self.sessionId = sessionId
+        self.server = server
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+public struct SessionGetPromptResult: Codable, Sendable, Hashable {
+    public var description: String?
+    /// The prompt's messages as the server gave them: `{role: "user" | "assistant",
+    /// content}`, `content` an MCP content block (binary data described, not inlined).
+    public var messages: [JSONValue]
+    public init(description: String? = nil, messages: [JSONValue]) {
+        self.description = description
+        self.messages = messages
+    }
 }

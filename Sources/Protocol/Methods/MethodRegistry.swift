@@ -15,6 +15,7 @@ public enum MethodRegistry {
         SessionContinueRequest.self,
         SessionConfirmRequest.self,
         SessionGetStateRequest.self,
+        SessionGetPromptRequest.self,
         SessionGetTranscriptRequest.self,
         SessionMutateTranscriptRequest.self,
         SessionSetPropertiesRequest.self,

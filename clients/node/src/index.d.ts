@@ -298,6 +298,8 @@ export declare class Session implements AsyncDisposable {
     options?: Omit<Params<'session/confirm'>, 'sessionId' | 'callId' | 'decision'>): Promise<void>;
   getState(): Promise<SessionState>;
   getTranscript(): Promise<Transcript>;
+  /** `session/getPrompt`: one of an MCP server's prompts with its arguments filled in, as messages. */
+  getPrompt(server: string, name: string, args?: Record<string, string>): Promise<Result<'session/getPrompt'>>;
   mutateTranscript(operations: TranscriptOperation | TranscriptOperation[], options?: { expectedRevision?: number }): Promise<MutationResult>;
   setProperties(changes: Omit<Params<'session/setProperties'>, 'sessionId'>): Promise<PropertiesResult>;
   events(): AsyncIterableIterator<TurnEvent>;

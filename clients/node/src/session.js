@@ -185,6 +185,14 @@ export class Session {
     return this.client.request('session/getState', this.#params({}));
   }
 
+  /**
+   * `session/getPrompt`: the prompt `name` of the session's MCP server
+   * `server` with its `args` (strings) filled in: `{description?, messages}`.
+   */
+  getPrompt(server, name, args) {
+    return this.client.request('session/getPrompt', this.#params({ server, name, arguments: args }));
+  }
+
   /** `session/getTranscript`: `{revision, instructions, entries}`. */
   getTranscript() {
     return this.client.request('session/getTranscript', this.#params({}));

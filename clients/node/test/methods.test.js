@@ -17,6 +17,7 @@ const API = {
   'session/confirm': 'Session.confirm',
   'session/getState': 'Session.getState',
   'session/getTranscript': 'Session.getTranscript',
+  'session/getPrompt': 'Session.getPrompt',
   'session/mutateTranscript': 'Session.mutateTranscript',
   'session/setProperties': 'Session.setProperties',
   'session/list': 'Client.listSessions',

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentrpc import ToolContext, tool
+from agentrpc import AgentRPCError, ToolContext, tool
 from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
 from test_mcp_hints_and_configs import TIME_SERVER
 from test_mcp_servers import _python_with, wait_status
@@ -143,3 +143,31 @@ async def test_a_server_with_resources_gets_a_read_resource_tool_that_follows_it
     if TIME_SERVER:
         time = next(s for s in state["mcpServers"] if s["name"] == "time")
         assert time["status"] == "ready" and time["tools"] and "mcp__time__read_resource" not in time["tools"]
+
+
+async def test_a_servers_prompts_are_listed_and_fetched_with_their_arguments(tmp_path: Path) -> None:
+    """``session/getState`` lists a server's prompts with their arguments;
+    ``session/getPrompt`` fetches one with its arguments filled in, as
+    messages; a missing required argument is the server's refusal
+    (``toolExecutorError``); an unknown prompt or server is ``invalidParams``."""
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({"model": {"provider": "scripted", "script": []}, "mcpServers": [fm()]})
+        await wait_status(events, "fm", "ready")
+        state = await client.request("session/getState", {"sessionId": session.id})
+        [review] = [p for p in state["mcpServers"][0]["prompts"] if p["name"] == "review"]
+        assert review["description"] == "Asks for a review of a file."
+        assert {a["name"]: a.get("required") for a in review["arguments"]} == {"path": True, "focus": False}
+        got = await session.prompt("fm", "review", {"path": "a.py"})
+        assert got["messages"] == [{"role": "user", "content": {"type": "text", "text": "Please review a.py, looking for bugs."}}]
+        got = await client.request(
+            "session/getPrompt", {"sessionId": session.id, "server": "fm", "name": "review", "arguments": {"path": "b.py", "focus": "style"}})
+        assert got["messages"][0]["content"]["text"] == "Please review b.py, looking for style."
+        with pytest.raises(AgentRPCError) as missing:
+            await client.request("session/getPrompt", {"sessionId": session.id, "server": "fm", "name": "review"})
+        assert (missing.value.data or {}).get("kind") == "toolExecutorError" and "review" in str(missing.value), missing.value
+        for params, field in (({"server": "fm", "name": "nope"}, "name"), ({"server": "zz", "name": "review"}, "server")):
+            with pytest.raises(AgentRPCError) as bad:
+                await client.request("session/getPrompt", {"sessionId": session.id, **params})
+            data = bad.value.data or {}
+            assert data.get("kind") == "invalidParams" and data.get("field") == field, bad.value

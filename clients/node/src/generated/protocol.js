@@ -52,6 +52,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/getPrompt",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "session/getTranscript",
     "direction": "clientToServer",
     "kind": "request"

@@ -300,6 +300,19 @@ export interface Limits {
   wallClockSeconds?: number;
 }
 
+export interface MCPPromptArgument {
+  description?: string;
+  name: string;
+  required?: boolean;
+}
+
+export interface MCPPromptInfo {
+  arguments?: MCPPromptArgument[];
+  description?: string;
+  name: string;
+  title?: string;
+}
+
 export interface MCPServerSpec {
   alwaysAllow?: string[];
   args?: string[];
@@ -326,6 +339,7 @@ export interface MCPServerState {
   name: string;
   nextTryAt?: string;
   problems?: string[];
+  prompts?: MCPPromptInfo[];
   protocolVersion?: string;
   reason?: string;
   restarts: number;
@@ -668,6 +682,20 @@ export interface SessionGenerateResult {
   turnId: string;
   usage: Usage;
   value: unknown;
+}
+
+export interface SessionGetPromptParams {
+  arguments?: {
+    [key: string]: string;
+  };
+  name: string;
+  server: string;
+  sessionId: string;
+}
+
+export interface SessionGetPromptResult {
+  description?: string;
+  messages: unknown[];
 }
 
 export interface SessionHandle {
@@ -1306,6 +1334,7 @@ export interface ClientRequests {
   "session/continue": { params: SessionContinueParams; result: SessionContinueResult };
   "session/confirm": { params: SessionConfirmParams; result: SessionConfirmResult };
   "session/getState": { params: SessionGetStateParams; result: SessionGetStateResult };
+  "session/getPrompt": { params: SessionGetPromptParams; result: SessionGetPromptResult };
   "session/getTranscript": { params: SessionGetTranscriptParams; result: SessionGetTranscriptResult };
   "session/mutateTranscript": { params: SessionMutateTranscriptParams; result: SessionMutateTranscriptResult };
   "session/setProperties": { params: SessionSetPropertiesParams; result: SessionSetPropertiesResult };

@@ -1491,6 +1491,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("session/continue", "clientToServer", "request"),
     ("session/confirm", "clientToServer", "request"),
     ("session/getState", "clientToServer", "request"),
+    ("session/getPrompt", "clientToServer", "request"),
     ("session/getTranscript", "clientToServer", "request"),
     ("session/mutateTranscript", "clientToServer", "request"),
     ("session/setProperties", "clientToServer", "request"),

@@ -400,6 +400,13 @@ class Session:
         """``session/getState`` (docs/protocol.md §3)."""
         return SessionState.from_wire(await self.client.request("session/getState", self._params()))
 
+    async def prompt(self, server: str, name: str, arguments: Mapping[str, str] | None = None) -> JSONObject:
+        """``session/getPrompt``: the prompt ``name`` of the session's MCP server
+        ``server`` with ``arguments`` filled in: ``{description?, messages}``."""
+        result = await self.client.request("session/getPrompt", self._params(
+            server=server, name=name, arguments=dict(arguments) if arguments is not None else None))
+        return dict(result) if isinstance(result, Mapping) else {}
+
     async def transcript(self) -> Transcript:
         """``session/getTranscript``: entries (wire dicts), instructions, revision."""
         return Transcript.from_wire(await self.client.request("session/getTranscript", self._params()))

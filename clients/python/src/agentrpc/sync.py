@@ -456,6 +456,11 @@ class Session:
         """``session/rewind`` (see the async ``rewind``)."""
         return self._call(self.async_session.rewind(*args, **kwargs))
 
+    @_forwards_to(_async_session.Session.prompt)
+    def prompt(self, *args: Any, **kwargs: Any) -> JSONObject:
+        """``session/getPrompt`` (see the async ``prompt``)."""
+        return self._call(self.async_session.prompt(*args, **kwargs))
+
     @_forwards_to(_async_session.Session.compact)
     def compact(self, *args: Any, **kwargs: Any) -> JSONObject:
         """``session/compact`` (see the async ``compact``)."""
