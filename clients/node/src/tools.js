@@ -18,13 +18,19 @@ const TOOL = Symbol('agentrpc.tool');
  * Defines a tool.
  * @template A, R
  * @param {{name: string, description?: string, inputSchema?: object, confirmation?: 'never'|'always',
- *          annotations?: object, final?: boolean, run: (args: A, ctx: object) => R | Promise<R>}} definition
+ *          annotations?: object, final?: boolean, parallel?: boolean,
+ *          run: (args: A, ctx: object) => R | Promise<R>}} definition
  */
 export function tool(definition) {
   if (!definition || typeof definition !== 'object') throw new TypeError('tool() takes {name, description, inputSchema, run}');
   const { run, ...spec } = definition;
   if (typeof spec.name !== 'string' || !spec.name) throw new TypeError('tool() needs a non-empty name');
   if (typeof run !== 'function') throw new TypeError(`tool ${JSON.stringify(spec.name)} needs a run(args, ctx) function`);
+  // parallel: false says run() is not safe beside other calls: the server runs its calls one at a time
+  // (default: a tool annotated readOnly may run in parallel; docs/protocol.md §5).
+  if (spec.parallel !== undefined && typeof spec.parallel !== 'boolean') {
+    throw new TypeError(`tool ${JSON.stringify(spec.name)}: parallel must be true or false`);
+  }
   if (spec.inputSchema === undefined) spec.inputSchema = { type: 'object', properties: {} };
   return Object.freeze({ [TOOL]: true, name: spec.name, spec: Object.freeze(spec), run });
 }

@@ -10,6 +10,7 @@ caller waits forever: every pending request ends with an answer, a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import enum
 import inspect
 import json
@@ -42,6 +43,7 @@ from .errors import (
 from .schema import to_json
 from .session import Session
 from .tools import (
+    DEFAULT_MAX_WORKERS,
     TOOL_EXCEPTION_POLICIES,
     Conflict,
     Denied,
@@ -267,9 +269,15 @@ class Client:
         on_confirm: ConfirmHandler | None = None,
         tool_exceptions: ToolExceptionPolicy = "fail_turn",
         on_ask_user: AskUserHandler | None = None,
+        max_workers: int = DEFAULT_MAX_WORKERS,
     ) -> None:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
+        _check_max_workers(max_workers)
         self._transport = transport
+        # Plain (non-async) tool functions run here, at most max_workers at once:
+        # tool/call requests are handled concurrently, and a blocking tool must
+        # neither hold up the event loop nor start unbounded threads.
+        self._tool_workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="agentrpc-tool")
         #: Decides confirmations of sessions that have no ``on_confirm`` of their
         #: own (``confirmation/request`` when ``initialize`` declared
         #: ``confirmations: "request"``, which :meth:`spawn` does when given one).
@@ -331,6 +339,7 @@ class Client:
         inherit_env: bool = True,
         tool_exceptions: ToolExceptionPolicy = "fail_turn",
         cassette: Cassette | str | os.PathLike[str] | None = None,
+        max_workers: int = DEFAULT_MAX_WORKERS,
     ) -> _SpawnContext:
         """Start a server and (by default) run the ``initialize`` handshake.
 
@@ -365,7 +374,13 @@ class Client:
         ``cassette`` records or replays the server's model traffic
         (:class:`~agentrpc.Cassette`; a bare path replays): ``--model-cassette``,
         see docs/testing.md.
+
+        Concurrent ``tool/call`` requests (calls the server runs in parallel,
+        docs/protocol.md §5) are handled concurrently: an async tool as a task,
+        a plain function on a pool of at most ``max_workers`` threads (default
+        8); the calls beyond it wait for a free thread.
         """
+        _check_max_workers(max_workers)  # before a process is started
         args = [*args, *cassette_args(cassette)]
         if on_confirm is not None:
             capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES),
@@ -385,7 +400,8 @@ class Client:
                 [path, *args], env=environment, cwd=cwd, stderr_tail_lines=stderr_tail_lines
             )
             client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout,
-                         on_confirm=on_confirm, tool_exceptions=tool_exceptions, on_ask_user=on_ask_user)
+                         on_confirm=on_confirm, tool_exceptions=tool_exceptions, on_ask_user=on_ask_user,
+                         max_workers=max_workers)
             if initialize:
                 try:
                     await client.initialize(capabilities=capabilities, client_info=client_info)
@@ -660,7 +676,7 @@ class Client:
             # model can still correct itself from a failed outcome.
             return {"outcome": "failed", "content": f"invalid arguments for {tool.name!r}: {exc}"}
         try:
-            value = await tool.run(kwargs, context)
+            value = await tool.run(kwargs, context, self._tool_workers)
         except AgentRPCError:
             raise
         except Exception as exc:
@@ -1071,6 +1087,8 @@ class Client:
         self._lose_connection(TransportClosed("the client closed the connection"))
         for task in list(self._background):
             task.cancel()
+        # A tool still running in a thread cannot be stopped; it is not waited for.
+        self._tool_workers.shutdown(wait=False, cancel_futures=True)
 
     # -- sessions --------------------------------------------------------------
 
@@ -1313,6 +1331,11 @@ _UNANSWERABLE: Final = (
     "nothing can answer this confirmation: the client has no on_confirm (Client.spawn or open_session) "
     "and nobody reads the session's events to call session.confirm()"
 )
+
+
+def _check_max_workers(max_workers: Any) -> None:
+    if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+        raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
 
 
 async def _call_off_loop(function: Callable[..., Any], *args: Any) -> Any:

@@ -27,6 +27,8 @@ client's ``tool_exceptions``, itself ``"fail_turn"`` unless set):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import functools
 import inspect
 import re
@@ -60,6 +62,9 @@ _R = TypeVar("_R")
 #: What a tool's uncaught exception does: end the turn, or tell the model.
 ToolExceptionPolicy: TypeAlias = Literal["fail_turn", "report"]
 TOOL_EXCEPTION_POLICIES: tuple[ToolExceptionPolicy, ...] = ("fail_turn", "report")
+
+#: How many plain (non-async) tool functions a client runs at once by default.
+DEFAULT_MAX_WORKERS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +262,7 @@ class Tool(Generic[_P, _R]):
         final: bool = False,
         input_schema: Mapping[str, Any] | None = None,
         on_exception: ToolExceptionPolicy | None = None,
+        parallel: bool | None = None,
     ) -> None:
         if not callable(function):
             raise TypeError(f"@tool needs a function, got {function!r}")
@@ -275,6 +281,11 @@ class Tool(Generic[_P, _R]):
         self.on_exception = on_exception
         self.annotations = _annotations_wire(annotations)
         self.final = bool(final)
+        if parallel is not None and not isinstance(parallel, bool):
+            raise ValueError(f"parallel must be True, False or None, not {parallel!r}")
+        #: Whether the server may run its calls beside other calls (None: it
+        #: decides by ``annotations``, a read-only tool may; docs/protocol.md §5).
+        self.parallel: bool | None = parallel
         self.is_async = inspect.iscoroutinefunction(function)
         self._parameters, self._context_parameter, derived = self._derive(function, doc)
         self.input_schema: dict[str, Any] = dict(input_schema) if input_schema is not None else derived
@@ -340,6 +351,8 @@ class Tool(Generic[_P, _R]):
             out["annotations"] = self.annotations
         if self.final:
             out["final"] = True
+        if self.parallel is not None:
+            out["parallel"] = self.parallel
         return out
 
     def bind(self, arguments: Any) -> dict[str, Any]:
@@ -360,8 +373,11 @@ class Tool(Generic[_P, _R]):
         """Run the function with JSON ``arguments``; sync functions run in a worker thread."""
         return await self.run(self.bind(arguments), context)
 
-    async def run(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
-        """Run the function with arguments already converted by :meth:`bind`."""
+    async def run(
+        self, kwargs: dict[str, Any], context: ToolContext, executor: concurrent.futures.Executor | None = None
+    ) -> Any:
+        """Run the function with arguments already converted by :meth:`bind`;
+        a plain function runs on ``executor`` (default: the loop's)."""
         kwargs = dict(kwargs)
         if self._context_parameter is not None:
             kwargs[self._context_parameter] = context
@@ -369,7 +385,8 @@ class Tool(Generic[_P, _R]):
         function: Callable[..., Any] = self.function
         if self.is_async:
             return await function(**kwargs)
-        result = await asyncio.to_thread(function, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, function, **kwargs)
+        result = await asyncio.get_running_loop().run_in_executor(executor, call)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -389,6 +406,7 @@ def tool(
     final: bool = False,
     input_schema: Mapping[str, Any] | None = None,
     on_exception: ToolExceptionPolicy | None = None,
+    parallel: bool | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
@@ -403,6 +421,7 @@ def tool(
     final: bool = False,
     input_schema: Mapping[str, Any] | None = None,
     on_exception: ToolExceptionPolicy | None = None,
+    parallel: bool | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -411,14 +430,17 @@ def tool(
     (matched by guards); ``final=True`` marks a final-answer tool;
     ``input_schema`` replaces the derived schema; ``on_exception`` is
     ``"fail_turn"`` or ``"report"`` (see the module docs; default: the
-    client's ``tool_exceptions``). Unsupported parameter annotations raise
-    :class:`TypeError` naming the parameter.
+    client's ``tool_exceptions``). ``parallel=False`` says the function is
+    not safe to run beside other calls: the server runs its calls one at a
+    time; ``parallel=True`` lets them run together (default: a tool annotated
+    ``read_only`` may; docs/protocol.md §5). Unsupported parameter annotations
+    raise :class:`TypeError` naming the parameter.
     """
 
     def wrap(fn: Callable[_P, _R]) -> Tool[_P, _R]:
         return Tool(fn, name=name, description=description, confirmation=confirmation,
                     annotations=annotations, final=final, input_schema=input_schema,
-                    on_exception=on_exception)
+                    on_exception=on_exception, parallel=parallel)
 
     if function is not None:
         return wrap(function)
