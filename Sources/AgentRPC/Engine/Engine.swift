@@ -102,6 +102,13 @@ final class Engine: Sendable {
             cassettes: cassettes, cassette: cassette)
     }
 
+    /// A client's `tool/progress`. About a call that is not running (any more):
+    /// nothing to report. Never blocks (it may run on the reader thread).
+    func reportToolProgress(_ params: ToolProgressNotification.Params) {
+        (try? session(params.sessionId))?.reportToolProgress(SessionEvent.ToolProgress(
+            callId: params.callId, progress: params.progress, total: params.total, message: params.message))
+    }
+
     func session(_ id: String) throws -> AgentSession {
         guard let s = sessions.withLock({ $0[id] }) else { throw RPCError.sessionNotFound(id) }
         return s
@@ -207,11 +214,9 @@ final class Engine: Sendable {
             let work = try await session(params.sessionId).continueParked()
             return .later { try await work.result().turnResult }
         }
-        table.onNotification(ToolProgressNotification.self) { [self] params in
-            // About a call that is not running (any more): nothing to report.
-            (try? session(params.sessionId))?.reportToolProgress(SessionEvent.ToolProgress(
-                callId: params.callId, progress: params.progress, total: params.total, message: params.message))
-        }
+        // Over stdio the server's reader takes these first (Server.init), in order
+        // with the call's answer; this handler serves the other channels.
+        table.onNotification(ToolProgressNotification.self) { [self] params in reportToolProgress(params) }
         table.on(SessionConfirmRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).confirm(params))
         }

@@ -52,6 +52,10 @@ package final class Connection: Sendable {
     /// is done about it: the exit watchdog starts there, on a thread no task or
     /// lock of the exit path can hold up.
     private let endOfInput: (@Sendable () -> Void)?
+    /// Notifications handled on the reader thread, in order with the answers to
+    /// our requests (which are settled there too): a report the client sent
+    /// before its answer must be seen before the answer.
+    private let inOrderNotifications = Mutex<[String: @Sendable (JSONValue?) -> Void]>([:])
 
     private struct PendingRequest: Sendable {
         var continuation: CheckedContinuation<JSONValue, any Error>
@@ -75,6 +79,13 @@ package final class Connection: Sendable {
     }
 
     deinit { deadlines.stop() }
+
+    /// Handles `method` on the reader thread instead of the dispatcher, in order
+    /// with the answers to our own requests. `body` must not block: it runs
+    /// before the next frame is read.
+    package func handleInOrder(_ method: String, _ body: @escaping @Sendable (JSONValue?) -> Void) {
+        inOrderNotifications.withLock { $0[method] = body }
+    }
 
     /// Starts the reader thread. Call once.
     package func start() {
@@ -132,11 +143,16 @@ package final class Connection: Sendable {
             switch frame {
             case .single(.message(.response(let id, let result))):
                 settle(id: id, result: result)
+            case .single(.message(.notification(let method, let params))) where inOrderNotifications.withLock({ $0[method] }) != nil:
+                inOrderNotifications.withLock({ $0[method] })?(params)
             case .batch(let items):
                 var rest: [DecodedMessage] = []
                 for item in items {
                     if case .message(.response(let id, let result)) = item {
                         settle(id: id, result: result)
+                    } else if case .message(.notification(let method, let params)) = item,
+                              let body = inOrderNotifications.withLock({ $0[method] }) {
+                        body(params)
                     } else {
                         rest.append(item)
                     }

@@ -121,7 +121,16 @@ public final class Server: Sendable {
                 return RPCError(.invalidRequest, "the server is shutting down")
             }
         }
-        self.engine = try Engine(options: options, connection: connection, logger: logger)
+        let engine = try Engine(options: options, connection: connection, logger: logger)
+        self.engine = engine
+        // A progress report the client sent before its call's answer must reach
+        // the session before that answer does, and answers are settled on the
+        // reader: so is the report.
+        connection.handleInOrder(ToolProgressNotification.name) { raw in
+            guard let params = try? decodeParams(raw, as: ToolProgressNotification.Params.self, strictKeys: false,
+                                                 errorKindForField: { _ in .invalidParams }) else { return }
+            engine.reportToolProgress(params)
+        }
         dispatcher.install(buildMethodTable())
     }
 
