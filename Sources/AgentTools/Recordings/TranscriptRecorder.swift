@@ -87,9 +87,11 @@ struct TranscriptRecorderState: Sendable {
         "entryId": "entryId", "firstChangedEntry": "entryId", "nextCursor": "cursor",
     ]
 
-    /// Members whose values differ from machine to machine: kept as their type only.
+    /// Members whose values differ from machine to machine (or, like an
+    /// idempotencyKey that spells the session and turn ids out, from run to run):
+    /// kept as their type only.
     private static let machineKeys: [String: JSONValue] = [
-        "storeDirectory": "$string", "pid": "$integer", "lockedBy": "$integer",
+        "storeDirectory": "$string", "pid": "$integer", "lockedBy": "$integer", "idempotencyKey": "$string",
     ]
 
     init(description: String?, command: String?, args: [String], writeLine: @escaping @Sendable (String) -> Void) {
