@@ -143,8 +143,8 @@ package final class Connection: Sendable {
             switch frame {
             case .single(.message(.response(let id, let result))):
                 settle(id: id, result: result)
-            case .single(.message(.notification(let method, let params))) where inOrderNotifications.withLock({ $0[method] }) != nil:
-                inOrderNotifications.withLock({ $0[method] })?(params)
+            case .single(.message(.notification(let method, let params))):
+                if let body = inOrderNotifications.withLock({ $0[method] }) { body(params) } else { inboundContinuation.yield(.frame(frame)) }
             case .batch(let items):
                 var rest: [DecodedMessage] = []
                 for item in items {
