@@ -4,8 +4,8 @@ import Synchronization
 
 /// Why an MCP request did not get a result.
 enum MCPRequestError: Error, CustomStringConvertible {
-    /// The server answered with a JSON-RPC error.
-    case rpc(code: Int, message: String)
+    /// The server answered with a JSON-RPC error (`data`: its object, if any).
+    case rpc(code: Int, message: String, data: [String: JSONValue])
     case timedOut(method: String, seconds: Double)
     /// The server went away before answering: the request may or may not have run.
     case gone(String)
@@ -20,7 +20,7 @@ enum MCPRequestError: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .rpc(let code, let message): return "the server answered error \(code): \(message)"
+        case .rpc(let code, let message, _): return "the server answered error \(code): \(message)"
         case .timedOut(let method, let seconds): return "no answer to \(method) within \(seconds) seconds"
         case .gone(let why), .notDelivered(let why), .sessionExpired(let why): return why
         case .tooLarge(let bytes): return "the answer of \(bytes) bytes exceeds the limit of \(MCPBounds.maxMessageBytes) bytes and was dropped"
@@ -45,9 +45,26 @@ struct MCPTool: Sendable, Hashable {
 /// The JSON-RPC side of one connection to an MCP server: requests with bounded
 /// waits, answers to the server's own requests (`ping`; sampling, roots and
 /// elicitation are refused with -32601), and notifications. Owns its transport.
+///
+/// Two eras of the protocol: a server that answers `server/discover` naming
+/// `modernVersion` is spoken to without a handshake, every request carrying
+/// the version and our capabilities in `_meta`; any other is initialized with
+/// `initialize` at `offeredVersion`, the newest version of that era.
 actor MCPClient {
+    /// The newest protocol version offered: no `initialize`, no MCP session.
+    static let modernVersion = "2026-07-28"
+    /// The version `initialize` offers to a server that does not speak `modernVersion`.
     static let offeredVersion = "2025-11-25"
+    /// The versions an `initialize` answer may name.
     static let acceptedVersions: Set<String> = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+    /// The `_meta` keys every request carries in the modern era.
+    static let versionKey = "io.modelcontextprotocol/protocolVersion"
+    static let capabilitiesKey = "io.modelcontextprotocol/clientCapabilities"
+    static let clientInfoKey = "io.modelcontextprotocol/clientInfo"
+    /// The modern error that names the versions a server supports (`data.supported`).
+    static let unsupportedVersionCode = -32022
+    /// The most rounds of one request a server may ask more input for (`input_required`).
+    static let maxInputRounds = 8
 
     let serverName: String
     let transport: any MCPTransport
@@ -61,6 +78,8 @@ actor MCPClient {
     private var onClosed: (@Sendable (String) -> Void)?
     private var problemLog: [String] = []
     private(set) var protocolVersion: String?
+    /// Whether the server is spoken to in the modern era (`modernVersion`).
+    private(set) var modern = false
     /// Whether the server's `initialize` answer declared `resources`.
     private(set) var offersResources = false
     /// Whether it declared `prompts`.
@@ -151,7 +170,8 @@ actor MCPClient {
             }
             switch result {
             case .success(let value): waiter.resume(returning: value)
-            case .failure(let error): waiter.resume(throwing: MCPRequestError.rpc(code: error.code.rawValue, message: error.message))
+            case .failure(let error):
+                waiter.resume(throwing: MCPRequestError.rpc(code: error.code.rawValue, message: error.message, data: error.data))
             }
         case .request(let id, let method, _):
             // A server may ask things of its client; this client offers none of the
@@ -168,6 +188,11 @@ actor MCPClient {
             switch method {
             case "notifications/tools/list_changed":
                 onToolsChanged?()
+            case "notifications/subscriptions/acknowledged":
+                if relistOnAcknowledgement {
+                    relistOnAcknowledgement = false
+                    onToolsChanged?()
+                }
             case "notifications/message":
                 logger.debug("mcp \(serverName): log message")
             case "notifications/progress":
@@ -197,20 +222,68 @@ actor MCPClient {
     /// A request the server refused because it no longer knows our MCP session
     /// (HTTP 404: it did not run) is sent again, once, in a new session.
     func request(_ method: String, _ params: JSONValue, timeout: Double, progress: ProgressHandler? = nil) async throws -> JSONValue {
-        var params = params
+        var object = params.objectValue ?? [:]
+        var meta = object["_meta"]?.objectValue ?? [:]
         var token: String?
-        if let progress, var object = params.objectValue {
+        if let progress {
             // Every call carries a progress token; the server's notifications/progress name it.
             let issued = "agentrpc-\(nextProgressToken)"
             nextProgressToken += 1
-            var meta = object["_meta"]?.objectValue ?? [:]
             meta["progressToken"] = .string(issued)
-            object["_meta"] = .object(meta)
-            params = .object(object)
             progressHandlers[issued] = progress
             token = issued
         }
         defer { if let token { progressHandlers[token] = nil } }
+        if modern { meta.merge(Self.modernMeta) { _, ours in ours } }
+        if !meta.isEmpty { object["_meta"] = .object(meta) }
+        let started = ContinuousClock.now
+        var result = try await renewingExchange(method, .object(object), timeout: timeout)
+        // A modern server may answer "input required": the request is sent again,
+        // as a new request, with the answers and the state it asked to get back.
+        var round = 1
+        while modern, result["resultType"]?.stringValue == "input_required" {
+            guard round < Self.maxInputRounds else {
+                throw MCPRequestError.malformed("the server asked for more input \(Self.maxInputRounds) times for one \(method); the request was given up")
+            }
+            round += 1
+            var retry = object
+            retry["inputResponses"] = nil
+            retry["requestState"] = nil
+            if let requests = result["inputRequests"]?.objectValue, !requests.isEmpty {
+                retry["inputResponses"] = .object(try await answerInputRequests(requests))
+            }
+            if let state = result["requestState"] {
+                guard case .string = state else { throw MCPRequestError.malformed("the requestState of an input_required answer to \(method) is not a string") }
+                retry["requestState"] = state
+            }
+            let left = timeout - (ContinuousClock.now - started).secondsValue
+            guard left > 0 else { throw MCPRequestError.timedOut(method: method, seconds: timeout) }
+            result = try await renewingExchange(method, .object(retry), timeout: left)
+        }
+        if let kind = result["resultType"]?.stringValue, kind != "complete" {
+            throw MCPRequestError.malformed("the answer to \(method) has resultType '\(kind.prefix(64))'")
+        }
+        return result
+    }
+
+    /// The answers to a modern server's `inputRequests`, by key. Nothing is
+    /// asked of a server that this client declared no capability for, so any
+    /// request is refused with the request as a whole.
+    private func answerInputRequests(_ requests: [String: JSONValue]) async throws -> [String: JSONValue] {
+        let methods = requests.values.map { $0["method"]?.stringValue ?? "?" }
+        throw MCPRequestError.malformed(
+            "the server asked for input agentrpc did not declare it can give (\(Set(methods).sorted().joined(separator: ", ").prefix(200)))")
+    }
+
+    /// The `_meta` every modern request carries: the version, our capabilities, who we are.
+    private static var modernMeta: [String: JSONValue] {
+        [versionKey: .string(modernVersion), capabilitiesKey: .object([:]),
+         clientInfoKey: ["name": "agentrpc", "version": .string(Server.version)]]
+    }
+
+    /// One request; one that the server refused because it no longer knows our
+    /// MCP session (HTTP 404: it did not run) is sent again, once, in a new session.
+    private func renewingExchange(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
         let generation = sessionGeneration
         let started = ContinuousClock.now
         do {
@@ -262,20 +335,23 @@ actor MCPClient {
         onToolsChanged?()
     }
 
-    /// One request, one answer (or error); no renewal.
-    private func exchange(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+    /// One request, one answer (or error); no renewal. No `timeout`: waits as
+    /// long as the connection lasts (`subscriptions/listen`).
+    private func exchange(_ method: String, _ params: JSONValue, timeout: Double?, notifiesOnTimeout: Bool = true) async throws -> JSONValue {
         if let closedReason { throw MCPRequestError.notDelivered(closedReason) }
         let id = nextID
         nextID += 1
         let message = Message.request(id: .int(id), method: method, params: params).json
-        let timeoutTask = Task { [weak self] in
-            try? await Task.sleep(for: .clampedSeconds(timeout))
-            if Task.isCancelled { return }
-            await self?.abandon(
-                id, error: MCPRequestError.timedOut(method: method, seconds: timeout),
-                notifying: "the client stopped waiting after \(timeout) seconds")
+        let timeoutTask = timeout.map { timeout in
+            Task { [weak self] in
+                try? await Task.sleep(for: .clampedSeconds(timeout))
+                if Task.isCancelled { return }
+                await self?.abandon(
+                    id, error: MCPRequestError.timedOut(method: method, seconds: timeout),
+                    notifying: notifiesOnTimeout ? "the client stopped waiting after \(timeout) seconds" : nil)
+            }
         }
-        defer { timeoutTask.cancel() }
+        defer { timeoutTask?.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
                 if Task.isCancelled {
@@ -308,7 +384,8 @@ actor MCPClient {
         guard let waiter = pending.removeValue(forKey: id) else { return }
         waiter.resume(throwing: error)
         transport.abandoned(.int(id))
-        if let reason, closedReason == nil {
+        // A modern HTTP request is cancelled by closing its stream, which `abandoned` did.
+        if let reason, closedReason == nil, !(modern && transport.cancelsByClosingStream) {
             let note = Message.notification(method: "notifications/cancelled", params: ["requestId": .int(id), "reason": .string(reason)]).json
             let transport = self.transport
             Task { try? await transport.send(note) }
@@ -319,11 +396,108 @@ actor MCPClient {
         try? await transport.send(Message.notification(method: method, params: params).json)
     }
 
-    /// `initialize` and `notifications/initialized`; throws when the server
-    /// answers with a version we do not speak.
-    func initialize() async throws -> String {
-        try await exchangeInitialize()
+    /// Learns which era the server speaks and gets ready to call it: a
+    /// `server/discover` naming `modernVersion` first (the specification's probe);
+    /// a server that does not answer it as a modern server would (any other
+    /// error, or no answer within `probeTimeout`, which includes the time the
+    /// server takes to start reading) gets `initialize` and
+    /// `notifications/initialized`. Throws when the server speaks no version we do.
+    func initialize(probeTimeout: Double) async throws -> String {
+        switch try await discover(timeout: probeTimeout) {
+        case .modern(let capabilities):
+            modern = true
+            protocolVersion = Self.modernVersion
+            take(capabilities: capabilities)
+            listen()
+            return Self.modernVersion
+        case .legacy:
+            return try await exchangeInitialize()
+        }
     }
+
+    private enum Era {
+        case modern(capabilities: JSONValue)
+        case legacy
+    }
+
+    /// The probe: its answer says the era. The transport sends it as a modern
+    /// request (HTTP: with the version header) and forgets that if the server is legacy.
+    private func discover(timeout: Double) async throws -> Era {
+        transport.negotiated(protocolVersion: Self.modernVersion)
+        let answer: JSONValue
+        do {
+            answer = try await exchange(
+                "server/discover", ["_meta": .object(Self.modernMeta)], timeout: timeout, notifiesOnTimeout: false)
+        } catch MCPRequestError.rpc(let code, let message, let data) where code == Self.unsupportedVersionCode {
+            // A modern server that does not speak our modern version: initialize is
+            // used only if it names one of the older versions we accept.
+            let supported = data["supported"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            guard supported.contains(where: Self.acceptedVersions.contains) else {
+                throw MCPRequestError.malformed(
+                    "the server supports protocol versions \(supported.prefix(8).map { "'\($0.prefix(32))'" }.joined(separator: ", ")) (\(message.prefix(200))); agentrpc speaks \(([Self.modernVersion] + Self.acceptedVersions.sorted(by: >)).joined(separator: ", "))")
+            }
+            transport.resetSession()
+            return .legacy
+        } catch MCPRequestError.rpc, MCPRequestError.timedOut, MCPRequestError.malformed, MCPRequestError.tooLarge {
+            // A legacy server: it refused the unknown method before initialize, or said nothing.
+            transport.resetSession()
+            return .legacy
+        }
+        let versions = answer["supportedVersions"]?.arrayValue?.compactMap(\.stringValue)
+        guard let versions, versions.contains(Self.modernVersion), let capabilities = answer["capabilities"], capabilities.objectValue != nil else {
+            // Not a discovery answer naming our version (a server that answers anything
+            // with an empty result, or names only older versions): the handshake decides.
+            transport.resetSession()
+            return .legacy
+        }
+        return .modern(capabilities: capabilities)
+    }
+
+    private func take(capabilities: JSONValue) {
+        offersResources = capabilities["resources"]?.objectValue != nil
+        offersPrompts = capabilities["prompts"]?.objectValue != nil
+    }
+
+    /// A modern server sends `notifications/tools/list_changed` only on a
+    /// `subscriptions/listen` stream: opened once the era is known, held as long
+    /// as the connection (a request with no deadline; closing the connection
+    /// ends it). Asked of every modern server: `listChanged` in its discovery
+    /// answer is not always set by servers that send the notification.
+    private func listen() {
+        Task {
+            let params: JSONValue = ["_meta": .object(Self.modernMeta), "notifications": ["toolsListChanged": true]]
+            var backoff = Self.listenBackoffSeconds
+            while self.closedReason == nil {
+                do {
+                    _ = try await self.exchange("subscriptions/listen", params, timeout: nil, notifiesOnTimeout: false)
+                    // The server ended it gracefully (it is shutting down): not asked again.
+                    self.problem("the server closed its subscriptions/listen stream; tool list changes are not heard any more")
+                    return
+                } catch MCPRequestError.rpc(let code, _, _) where code == ErrorCode.methodNotFound.rawValue {
+                    // A server with no subscriptions (fastmcp): its list never changes under us.
+                    self.logger.debug("mcp \(self.serverName): no subscriptions/listen; tool list changes are not heard")
+                    return
+                } catch MCPRequestError.gone, MCPRequestError.notDelivered {
+                    return
+                } catch {
+                    // The stream broke (HTTP: the server restarted): opened again after a
+                    // pause; once acknowledged, the tools are listed again (a change may have
+                    // been missed meanwhile).
+                    self.logger.debug("mcp \(self.serverName): subscriptions/listen ended (\(error)); opened again in \(backoff) s")
+                    self.relistOnAcknowledgement = true
+                }
+                try? await Task.sleep(for: .clampedSeconds(backoff))
+                backoff = min(backoff * 2, Self.maxListenBackoffSeconds)
+            }
+        }
+    }
+
+    /// A `subscriptions/listen` broke and is opened again: its acknowledgement re-lists.
+    private var relistOnAcknowledgement = false
+
+    /// The pause before a broken `subscriptions/listen` is opened again; it doubles up to the max.
+    static let listenBackoffSeconds: Double = 0.5
+    static let maxListenBackoffSeconds: Double = 30
 
     private func exchangeInitialize() async throws -> String {
         let result = try await exchange("initialize", [
@@ -339,8 +513,7 @@ actor MCPClient {
                 "the server answered protocol version '\(version.prefix(64))'; agentrpc offered \(Self.offeredVersion) and accepts \(Self.acceptedVersions.sorted().joined(separator: ", "))")
         }
         protocolVersion = version
-        offersResources = result["capabilities"]?["resources"]?.objectValue != nil
-        offersPrompts = result["capabilities"]?["prompts"]?.objectValue != nil
+        take(capabilities: result["capabilities"] ?? .object([:]))
         transport.negotiated(protocolVersion: version)
         await notify("notifications/initialized")
         transport.initialized()

@@ -9,7 +9,10 @@ import Synchronization
 /// stream carries what the server sends outside any request (`list_changed`,
 /// `ping`). `Mcp-Session-Id` is echoed, `MCP-Protocol-Version` sent once
 /// negotiated; a 404 on a session ends the connection (the runner
-/// re-initializes); closing DELETEs the session.
+/// re-initializes); closing DELETEs the session. A modern server (2026-07-28)
+/// has none of these: each request also names its method (and tool, prompt or
+/// resource) in headers, and the client's `subscriptions/listen` request
+/// carries what the GET stream would.
 ///
 /// Every sink callback runs on the HTTP driver thread that all of the process's
 /// requests share, so nothing here may block: messages go to the inbox with
@@ -69,6 +72,34 @@ final class MCPHTTPTransport: MCPTransport {
         state.withLock { $0.version = protocolVersion }
     }
 
+    /// A modern request is cancelled by closing its response, which `abandoned` does.
+    var cancelsByClosingStream: Bool { true }
+
+    /// The headers a modern request repeats from its body, so that what routes it
+    /// needs not read it: `Mcp-Method`, and `Mcp-Name` for the methods that name
+    /// a tool, prompt or resource.
+    static func routingHeaders(of message: JSONValue) -> [String: String] {
+        guard let method = message["method"]?.stringValue else { return [:] }
+        var h = ["Mcp-Method": headerValue(method)]
+        let name: JSONValue?
+        switch method {
+        case "tools/call", "prompts/get": name = message["params"]?["name"]
+        case "resources/read": name = message["params"]?["uri"]
+        default: name = nil
+        }
+        if let name = name?.stringValue { h["Mcp-Name"] = headerValue(name) }
+        return h
+    }
+
+    /// `value` as a header value: as it is when it is visible ASCII and spaces
+    /// inside, else (or when it looks like the encoded form) `=?base64?…?=`.
+    static func headerValue(_ value: String) -> String {
+        let plain = value.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value <= 0x7E }
+            && value.first != " " && value.last != " "
+            && !(value.hasPrefix("=?base64?") && value.hasSuffix("?="))
+        return plain ? value : "=?base64?\(Data(value.utf8).base64EncodedString())?="
+    }
+
     var stderrTail: [String] { [] }
 
     private func request(method: String, body: Data, idleSeconds: Double) -> HTTPRequest {
@@ -92,7 +123,10 @@ final class MCPHTTPTransport: MCPTransport {
         let id: RequestID? = message["method"] != nil ? message["id"].flatMap(RequestID.init(json:)) : nil
         let body = Data(message.serialized())
         if let id {
-            post(body, purpose: .request(id, initialize: message["method"]?.stringValue == "initialize"), idleSeconds: Self.requestIdleSeconds, then: nil)
+            let modern = state.withLock { $0.version == MCPClient.modernVersion }
+            post(
+                body, purpose: .request(id, MCPHTTPResponseSink.RequestKind(method: message["method"]?.stringValue)), idleSeconds: Self.requestIdleSeconds,
+                extraHeaders: modern ? Self.routingHeaders(of: message) : [:], then: nil)
             return
         }
         var key: UUID?
@@ -130,7 +164,9 @@ final class MCPHTTPTransport: MCPTransport {
     }
 
     @discardableResult
-    private func post(_ body: Data, purpose: MCPHTTPResponseSink.Purpose, idleSeconds: Double, then: (@Sendable () -> Void)?) -> UUID {
+    private func post(
+        _ body: Data, purpose: MCPHTTPResponseSink.Purpose, idleSeconds: Double, extraHeaders: [String: String] = [:], then: (@Sendable () -> Void)?
+    ) -> UUID {
         let key = UUID()
         let slot = MCPHTTPHandleSlot()
         // Registered before the request starts: its response may end before `start` returns.
@@ -144,7 +180,8 @@ final class MCPHTTPTransport: MCPTransport {
             then?()
             return key
         }
-        let post = request(method: "POST", body: body, idleSeconds: idleSeconds)
+        var post = request(method: "POST", body: body, idleSeconds: idleSeconds)
+        post.headers.merge(extraHeaders) { _, extra in extra }
         // A 404 means "unknown session" only for a request that named one.
         let sink = MCPHTTPResponseSink(transport: self, purpose: purpose, key: key, sentInSession: post.headers["Mcp-Session-Id"] != nil)
         slot.fill(HTTPTransports.current.start(post, sink: sink))
@@ -229,7 +266,7 @@ final class MCPHTTPTransport: MCPTransport {
 
     /// True when the body is to be read.
     fileprivate func sawHead(_ head: ResponseHead, purpose: MCPHTTPResponseSink.Purpose, sentInSession: Bool) -> Bool {
-        if case .request(_, initialize: true) = purpose, let value = head.headers["mcp-session-id"], !value.isEmpty,
+        if case .request(_, .initialize) = purpose, let value = head.headers["mcp-session-id"], !value.isEmpty,
            value.utf8.count <= 1024, value.unicodeScalars.allSatisfy({ $0.value >= 0x21 && $0.value <= 0x7E }) {
             // Only initialize's answer hands out the session id; later ones repeat it
             // (and an answer from a dropped session must not bring its id back).
@@ -250,8 +287,10 @@ final class MCPHTTPTransport: MCPTransport {
         }
         guard (200..<300).contains(head.status) else {
             switch purpose {
-            case .request(let id, _):
-                deliver(.message(Message.failure(id, RPCError(.internalError, "the server answered HTTP \(head.status)")).json), essential: true)
+            case .request:
+                // The body may be the JSON-RPC error (a modern server answers 400 with
+                // one the client acts on): the sink reads it and falls back to the status.
+                return true
             case .oneWay:
                 logger.debug("mcp \(serverName): a notification or answer was refused with HTTP \(head.status)")
             case .eventStream:
@@ -325,8 +364,7 @@ final class MCPHTTPTransport: MCPTransport {
 private final class MCPHTTPResponseSink: HTTPResponseSink {
     enum Purpose {
         /// A request of ours: its answer must come, else the client is told why not.
-        /// `initialize`'s answer hands out the MCP session id.
-        case request(RequestID, initialize: Bool)
+        case request(RequestID, RequestKind)
         /// A notification or an answer to the server: 202 and no body, normally.
         case oneWay
         /// The GET stream: the server's messages outside any request.
@@ -342,6 +380,22 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
         var answered = false
         var delivered = false
         var lingering = false
+    }
+    enum RequestKind {
+        case ordinary
+        /// Its answer hands out the MCP session id.
+        case initialize
+        /// `subscriptions/listen`: a stream that lasts; when it breaks, only the
+        /// subscription ends (the client opens it again), not the connection.
+        case subscription
+
+        init(method: String?) {
+            switch method {
+            case "initialize": self = .initialize
+            case "subscriptions/listen": self = .subscription
+            default: self = .ordinary
+            }
+        }
     }
     private let transport: MCPHTTPTransport
     private let purpose: Purpose
@@ -368,7 +422,8 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
         state.withLock {
             $0.status = head.status
             $0.read = read
-            $0.sse = type.hasPrefix("text/event-stream")
+            // A refused request's body is read whole, as its error.
+            $0.sse = type.hasPrefix("text/event-stream") && (200..<300).contains(head.status)
         }
         if case .oneWay = purpose { transport.accepted(key) }
     }
@@ -417,6 +472,17 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
     func end(_ error: (any Error)?) {
         var out: [MCPIncoming] = []
         let (status, delivered) = state.withLock { s -> (Int?, Bool) in
+            if let id = requestID, let status = s.status, !(200..<300).contains(status) {
+                // A refused request: its JSON-RPC error if the body is one for it, else the status.
+                let value = s.tooLarge ? nil : try? JSONValue.parse(s.body)
+                if let value, value["error"] != nil, value["id"].flatMap(RequestID.init(json:)) == id {
+                    out.append(.message(value))
+                } else {
+                    out.append(.message(Message.failure(id, RPCError(.internalError, "the server answered HTTP \(status)")).json))
+                }
+                s.answered = true
+                s.read = false
+            }
             if s.sse, s.read {
                 for event in s.parser.finish() where !event.data.isEmpty { out.append(parse(Array(event.data.utf8), &s)) }
             } else if s.tooLarge {
@@ -426,7 +492,10 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
                 out.append(parse(s.body, &s))
             }
             if let id = requestID, s.read || s.status == nil, !s.answered {
-                if let (lost, unsent) = Self.serverGone(error) {
+                if case .request(_, .subscription) = purpose {
+                    let why = error.map { "the stream broke: \($0)" } ?? "the server ended the stream without a response"
+                    out.append(.message(Message.failure(id, RPCError(.internalError, why)).json))
+                } else if let (lost, unsent) = Self.serverGone(error) {
                     // The server crashed or is down: the connection ends, every call in
                     // flight with it. A request whose connection was never made did not run
                     // (and its item ends the connection too).

@@ -208,8 +208,9 @@ actor MCPServerRunner {
             return .ended("stopped")
         }
         do {
+            // The probe and `initialize` (after a probe the server left unanswered) each have this long.
             let initTimeout = min(MCPBounds.requestTimeoutSeconds, startupTimeout)
-            _ = try await withTimeout(initTimeout, "initialize") { try await client.initialize() }
+            _ = try await withTimeout(2 * initTimeout, "initialize") { try await client.initialize(probeTimeout: initTimeout) }
             let covering = changesSeen
             let listed = try await client.listTools()
             await take(listed, from: client)
@@ -379,7 +380,7 @@ actor MCPServerRunner {
             switch error {
             case .timedOut(_, let seconds):
                 return (.failed, .string("The tool did not finish within \(seconds) seconds and was abandoned; it may or may not have run."))
-            case .rpc(let code, let message):
+            case .rpc(let code, let message, _):
                 return (.failed, .string("The MCP server '\(spec.name)' refused the call (error \(code)): \(message)"))
             case .gone(let why):
                 connectionClosed(why, of: ObjectIdentifier(client))

@@ -42,14 +42,19 @@ protocol MCPTransport: Sendable {
     func initialized()
     /// The client no longer waits for the answer to `id` (HTTP stops reading its POST).
     func abandoned(_ id: RequestID)
-    /// The server ended the MCP session: forget it, so the next `initialize` starts a new one (HTTP).
+    /// The server ended the MCP session: forget it, so the next `initialize` starts
+    /// a new one (HTTP); also after a modern probe found a legacy server.
     func resetSession()
+    /// Whether `abandoned` tells the server the request is cancelled (a modern
+    /// HTTP request ends with its stream; no `notifications/cancelled` is sent).
+    var cancelsByClosingStream: Bool { get }
 }
 
 extension MCPTransport {
     func initialized() {}
     func abandoned(_ id: RequestID) {}
     func resetSession() {}
+    var cancelsByClosingStream: Bool { false }
 }
 
 struct MCPTransportError: Error, CustomStringConvertible {

@@ -100,7 +100,11 @@ def extra() -> str:
 async def grow(ctx: Context) -> str:
     """Adds the tool 'extra' and says the tool list changed."""
     server.add_tool(extra, name="extra", annotations=READS)
+    # Handshake era: on the session; 2026-07-28 (mcp 2.x): on the client's
+    # subscriptions/listen stream (each is dropped where it does not apply).
     await ctx.session.send_tool_list_changed()
+    if hasattr(ctx, "notify_tools_changed"):
+        await ctx.notify_tools_changed()
     return "grown"
 
 

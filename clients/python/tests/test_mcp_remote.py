@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 
 from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
-from test_mcp_servers import MCP2_PYTHON, SDK_SERVER, _free_port, _stop, get_state, http_server, wait_status
+from test_mcp_servers import MCP2_PYTHON, SDK_SERVER, SDKS, _free_port, _stop, get_state, http_server, wait_status
 
 pytestmark = [*requires_real, pytest.mark.skipif(MCP2_PYTHON is None, reason="mcp 2.x is not installed")]
 
 
-async def start_server(port: int, count_file: Path) -> subprocess.Popen[bytes]:
+async def start_server(port: int, count_file: Path, python: str | None = MCP2_PYTHON) -> subprocess.Popen[bytes]:
     """The SDK server on streamable HTTP, once it accepts connections (bounded)."""
-    assert MCP2_PYTHON is not None
+    assert python is not None
     process = subprocess.Popen(
-        [MCP2_PYTHON, SDK_SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [python, SDK_SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "MCP_TEST_COUNT_FILE": str(count_file)})
     async with asyncio.timeout(REAL_TIMEOUT):
         while True:
@@ -58,11 +58,25 @@ def counted(count_file: Path) -> list[str]:
     return count_file.read_text().split() if count_file.exists() else []
 
 
-async def test_a_server_restarted_five_times_over_ten_minutes_and_down_for_a_while(tmp_path: Path) -> None:
+def _end(server: subprocess.Popen[bytes], sdk: str) -> None:
+    """Stops the server process. mcp 2.x's uvicorn, on SIGTERM, waits for its
+    open streams to end, and agentrpc holds a ``subscriptions/listen`` stream
+    open as long as it is connected: that server is killed."""
+    if sdk == "MCPServer":
+        server.kill()
+        server.wait(timeout=REAL_TIMEOUT)
+    else:
+        _stop(server)
+
+
+@pytest.mark.parametrize(("python", "sdk"), SDKS)
+async def test_a_server_restarted_five_times_over_ten_minutes_and_down_for_a_while(tmp_path: Path, python: str, sdk: str) -> None:
     """Five restarts of the server process, two minutes apart on agentrpc's
-    clock: each new process answers our old MCP session id with 404, agentrpc
-    starts a new session and sends the call again, and the call runs exactly
-    once (never a restart, never a failed call). Then the server is down: the
+    clock: with mcp 1.x (handshake era) each new process answers our old MCP
+    session id with 404, agentrpc starts a new session and sends the call
+    again; with mcp 2.x (2026-07-28, no MCP session) the new process just
+    answers. Either way the call runs exactly once (never a restart, never a
+    failed call). Then the server is down: the
     call says it did not run, the restarts that cannot connect fail the server
     (at most three in a minute), ``session/getState`` shows when it is tried
     again, a call to its tool says it is unavailable, and the first turn after
@@ -75,7 +89,7 @@ async def test_a_server_restarted_five_times_over_ten_minutes_and_down_for_a_whi
     script: list[dict[str, Any]] = []
     for label in labels:
         script += [{"toolCalls": [call("mcp__web__count", label=label)]}, {"text": [f"did {label}"]}]
-    server = await start_server(port, count_file)
+    server = await start_server(port, count_file, python)
     try:
         async with spawn_real(tmp_path, env={"AGENTRPC_TEST_MCP_CLOCK_FILE": str(clock_file)}) as client:
             events = client.notifications("session/event")
@@ -91,16 +105,18 @@ async def test_a_server_restarted_five_times_over_ten_minutes_and_down_for_a_whi
                 assert counted(count_file) == labels[: n + 1]
                 if n < 5:
                     # A new process on the same port knows nothing of our MCP session.
-                    _stop(server)
-                    server = await start_server(port, count_file)
+                    _end(server, sdk)
+                    server = await start_server(port, count_file, python)
                     minutes += 2
                     clock_file.write_text(str(minutes * 60))
             state = (await get_state(client, session))["mcpServers"][0]
             assert state["status"] == "ready" and state["restarts"] == 0
-            assert sum("a new MCP session was started" in p for p in state.get("problems", [])) == 5
+            renewals = sum("a new MCP session was started" in p for p in state.get("problems", []))
+            assert renewals == (5 if sdk == "FastMCP" else 0), state
+            assert state["protocolVersion"] == ("2025-11-25" if sdk == "FastMCP" else "2026-07-28")
 
             # Down: the call never reaches it, and says so.
-            _stop(server)
+            _end(server, sdk)
             turn = await one_turn(session, events)
             assert turn["finished"]["outcome"] == "failed"
             assert "did not reach the MCP server 'web'" in turn["finished"]["content"]
@@ -120,7 +136,7 @@ async def test_a_server_restarted_five_times_over_ten_minutes_and_down_for_a_whi
             assert turn["statuses"] == []
 
             # Back, and the next try is due: the turn's first round trip starts it again.
-            server = await start_server(port, count_file)
+            server = await start_server(port, count_file, python)
             minutes += 1
             clock_file.write_text(str(minutes * 60))
             turn = await one_turn(session, events)

@@ -39,6 +39,11 @@ def _python_with(module: str, explicit: str | None) -> str | None:
 MCP2_PYTHON = _python_with("mcp.server.mcpserver", None)
 MCP1_PYTHON = _python_with("mcp.server.fastmcp", os.environ.get("AGENTRPC_MCP1_PYTHON"))
 
+#: The protocol version each SDK's server settles on with agentrpc: mcp 2.x
+#: answers the ``server/discover`` probe (2026-07-28, no handshake), mcp 1.x
+#: refuses it and is initialized.
+ERA_VERSIONS = {"MCPServer": {"2026-07-28"}, "FastMCP": {"2025-11-25", "2025-06-18"}}
+
 SDKS = [
     pytest.param(MCP2_PYTHON, "MCPServer", id="mcp2", marks=pytest.mark.skipif(MCP2_PYTHON is None, reason="mcp 2.x is not installed")),
     pytest.param(MCP1_PYTHON, "FastMCP", id="mcp1", marks=pytest.mark.skipif(MCP1_PYTHON is None, reason="no mcp 1.x environment (AGENTRPC_MCP1_PYTHON)")),
@@ -94,7 +99,7 @@ async def test_list_call_structured_output_and_is_error(tmp_path: Path, python: 
         assert {"mcp__kit__echo", "mcp__kit__add", "mcp__kit__fail", "mcp__kit__slow"} <= set(ready["tools"])
         state = await get_state(client, session)
         [kit] = state["mcpServers"]
-        assert kit["status"] == "ready" and kit["transport"] == "stdio" and kit["protocolVersion"] in {"2025-11-25", "2025-06-18"}
+        assert kit["status"] == "ready" and kit["transport"] == "stdio" and kit["protocolVersion"] in ERA_VERSIONS[sdk]
         assert "mcp__kit__wipe" in kit["tools"]
         result = await session.send("go")
         assert result.message.text == "done"
@@ -498,7 +503,7 @@ async def test_streamable_http_list_call_structured_is_error_and_list_changed(tm
             ready = await wait_status(events, "web", "ready")
             assert "mcp__web__add" in ready["tools"] and "mcp__web__extra" not in ready["tools"]
             [web] = (await get_state(client, session))["mcpServers"]
-            assert web["transport"] == "http" and web["protocolVersion"] in {"2025-11-25", "2025-06-18"}
+            assert web["transport"] == "http" and web["protocolVersion"] in ERA_VERSIONS[sdk]
             result = await session.send("go")
             assert result.message.text == "done"
             seen = await turn_events(events)
@@ -581,11 +586,13 @@ async def test_streamable_http_server_gone_mid_call(tmp_path: Path) -> None:
         server.wait(timeout=REAL_TIMEOUT)
 
 
-async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path) -> None:
-    if MCP2_PYTHON is None:
-        pytest.skip("mcp 2.x is not installed")
+@pytest.mark.parametrize(("python", "sdk"), SDKS)
+async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path, python: str, sdk: str) -> None:
+    """mcp 1.x (handshake era): the restarted server answers 404 to our MCP
+    session, and a new one carries the call. mcp 2.x (2026-07-28): there is no
+    MCP session to lose; the restarted server just answers."""
     port = _free_port()
-    server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+    server = await _http_server(_sdk_http(python, port), port)
     try:
         async with spawn_real(tmp_path) as client:
             events = client.notifications("session/event")
@@ -596,8 +603,10 @@ async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path) -> None
             await wait_status(events, "web", "ready")
             # A new server process knows nothing of our MCP session: it answers 404
             # (to the call, or to the GET stream opened again, whichever comes first).
-            _stop(server)
-            server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+            # (mcp 2.x's uvicorn would wait for our subscriptions/listen stream on SIGTERM.)
+            server.kill()
+            server.wait(timeout=REAL_TIMEOUT)
+            server = await _http_server(_sdk_http(python, port), port)
             await session.send("go")
             seen: list[dict[str, Any]] = []
             async with asyncio.timeout(REAL_TIMEOUT):
@@ -614,7 +623,8 @@ async def test_streamable_http_reinitializes_after_a_404(tmp_path: Path) -> None
             state = await get_state(client, session)
             web = state["mcpServers"][0]
             assert web["status"] == "ready" and web["restarts"] == 0
-            assert "the server ended the MCP session (HTTP 404); a new MCP session was started" in web["problems"]
+            renewed = "the server ended the MCP session (HTTP 404); a new MCP session was started" in web.get("problems", [])
+            assert renewed == (sdk == "FastMCP"), web
     finally:
         _stop(server)
 
@@ -651,13 +661,22 @@ async def test_streamable_http_wire_ping_delete_and_no_secret_anywhere(tmp_path:
     finally:
         _stop(fake)
     posts = [r for r in received if r["method"] == "POST"]
-    assert posts[0]["body"]["method"] == "initialize" and "mcp-session-id" not in posts[0]["headers"]
+    # The probe of the 2026-07-28 era goes first, as a modern request (its version
+    # and method in headers); the fake refuses it, so it is initialized as before.
+    probe, init = posts[0], posts[1]
+    assert probe["body"]["method"] == "server/discover"
+    assert probe["body"]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert probe["headers"]["mcp-protocol-version"] == "2026-07-28" and probe["headers"]["mcp-method"] == "server/discover"
+    assert init["body"]["method"] == "initialize" and "mcp-session-id" not in init["headers"]
+    assert "mcp-protocol-version" not in init["headers"] and "mcp-method" not in init["headers"]
     for r in posts:
         assert r["headers"]["accept"] == "application/json, text/event-stream"
         assert r["headers"]["authorization"] == f"Bearer {token}" and r["headers"]["x-literal"] == literal
-    for r in received[1:]:
+    for r in received[2:]:
         assert r["headers"]["mcp-session-id"] == "fake-session-1" and r["headers"]["mcp-protocol-version"] == "2025-06-18"
-    assert posts[1]["body"] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert "mcp-method" not in r["headers"]
+        assert "io.modelcontextprotocol/protocolVersion" not in ((r["body"] or {}).get("params") or {}).get("_meta", {})
+    assert posts[2]["body"] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
     # The server's ping on the GET stream was answered with a POST.
     assert {"jsonrpc": "2.0", "id": "fake-ping-1", "result": {}} in [r["body"] for r in posts]
     assert any(r["method"] == "GET" and r["headers"]["accept"] == "text/event-stream" for r in received)
