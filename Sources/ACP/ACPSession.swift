@@ -252,6 +252,9 @@ final class ACPSession: Sendable {
 
     func callStarted(_ callId: String) { state.withLock { $0.openCalls.append(callId) } }
 
+    /// Whether the call was announced and has not ended.
+    func isOpen(_ callId: String) -> Bool { state.withLock { $0.openCalls.contains(callId) } }
+
     func callFinished(_ callId: String) {
         state.withLock {
             $0.openCalls.removeAll { $0 == callId }

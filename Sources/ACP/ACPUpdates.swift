@@ -23,6 +23,14 @@ enum ACPUpdates {
             session.callFinished(callId)
             let content = event["content"] ?? .null
             return [finished(callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId))]
+        case "toolProgress":
+            // A server's (or client tool's) progress report: the call is running, and says how far it is.
+            guard let callId = event["callId"]?.stringValue, session.isOpen(callId), let progress = event["progress"]?.numberValue else { return [] }
+            let text = event["message"]?.stringValue ?? progressText(progress, total: event["total"]?.numberValue)
+            return [[
+                "sessionUpdate": "tool_call_update", "toolCallId": .string(callId), "status": "in_progress",
+                "content": .array(session.display(callId: callId) + [["type": "content", "content": ["type": "text", "text": .string(text)]]]),
+            ]]
         case "requestStarted":
             session.requestStarted(contextWindow: event["contextWindowTokens"]?.intValue)
             return []
@@ -49,6 +57,14 @@ enum ACPUpdates {
         default:
             return []
         }
+    }
+
+    /// "3 of 10" (or "3" without a total), whole numbers without a fraction.
+    static func progressText(_ progress: Double, total: Double?) -> String {
+        func shown(_ n: Double) -> String {
+            n.rounded() == n && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+        }
+        return total.map { "\(shown(progress)) of \(shown($0))" } ?? shown(progress)
     }
 
     /// ACP's context meter: `used` of `size` tokens, and the session's cost so

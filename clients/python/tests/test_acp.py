@@ -556,6 +556,29 @@ async def test_every_call_goes_pending_then_in_progress_when_it_runs_then_ends(t
     assert "no tool named" in editor.tool_updates("call_u")[-1]["rawOutput"]["output"]
 
 
+async def test_an_mcp_servers_progress_is_an_in_progress_update_with_its_message(tmp_path: Path) -> None:
+    """A real ``fastmcp`` server's ``ctx.report_progress`` (``notifications/progress``,
+    the engine's ``toolProgress``) reaches the editor as ``in_progress``
+    ``tool_call_update``s whose content is the server's message."""
+    from acp.schema import McpServerStdio
+    from test_mcp_fastmcp import FASTMCP_PYTHON, FASTMCP_SERVER
+
+    if FASTMCP_PYTHON is None:
+        pytest.skip("fastmcp is not installed")
+    editor = Editor()
+    config = scripted({"toolCalls": [{"id": "call_s", "name": "mcp__fm__steps", "arguments": {"count": 3}}]}, {"text": ["Done."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        fm = McpServerStdio(name="fm", command=FASTMCP_PYTHON, args=[FASTMCP_SERVER], env=[])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[fm]), WAIT * 2)
+        assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
+    updates = editor.tool_updates("call_s")
+    statuses = [u.get("status") for u in updates]
+    assert statuses[0] == "pending" and statuses[-1] == "completed" and set(statuses[1:-1]) == {"in_progress"}, statuses
+    said = [u["content"][-1]["content"]["text"] for u in updates[1:-1] if u.get("content")]
+    # Paced (at most ~10 a second): some reports may be coalesced, none is made up.
+    assert said and all(t in {"step 1 of 3", "step 2 of 3", "step 3 of 3"} for t in said), said
+
+
 async def test_cancel_while_a_permission_waits(tmp_path: Path) -> None:
     editor = Editor({"/work/project/a.txt": "old"})
     editor.permission_answers = [None]
