@@ -214,6 +214,18 @@ final class Engine: Sendable {
             let work = try await session(params.sessionId).continueParked()
             return .later { try await work.result().turnResult }
         }
+        table.on(SessionParkRequest.self) { [self] params, _ in
+            let s = try session(params.sessionId)
+            guard let control = try await s.requestPark() else {
+                return .now(SessionParkResult(wasRunning: false, parked: await s.parkedState))
+            }
+            return .later {
+                // Parked at its next wait for the client, or ended without one.
+                await control.settled()
+                await s.dropQueuedSends(source: "session/park")
+                return SessionParkResult(wasRunning: true, parked: await s.parkedState)
+            }
+        }
         // Over stdio the server's reader takes these first (Server.init), in order
         // with the call's answer; this handler serves the other channels.
         table.onNotification(ToolProgressNotification.self) { [self] params in reportToolProgress(params) }

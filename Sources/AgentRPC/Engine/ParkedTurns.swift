@@ -71,6 +71,17 @@ extension AgentSession {
         return control
     }
 
+    /// `session/park`: the running turn parks at its next wait for the client.
+    /// Nil when no turn is running.
+    func requestPark() throws -> TurnControl? {
+        guard parks else {
+            throw RPCError(.invalidRequest, "the session does not park its turns: it was created with onDisconnect \"cancel\"")
+        }
+        guard let runner, runner.isRunning, !runner.isMaintenance else { return nil }
+        runner.control.requestPark()
+        return runner.control
+    }
+
     /// `session/cancel` of a parked turn: it ends as a cancelled turn does,
     /// its undo records rolled back and the error policy applied.
     func cancelParked() async throws -> Bool {

@@ -92,6 +92,8 @@ extension TurnRunner {
             throw hookError("the \(hook.rawValue) hook asks the client, but the client did not declare the hooks capability")
         }
         let params = HookCallParams(sessionId: session.id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
+        try control.beginClientWait()
+        defer { control.endClientWait() }
         let result: HookCallResult
         do {
             let raw = try await session.context.channel.request(HookCallRequest.name, try JSONValue(encoding: params), timeout: min(session.context.options.clientRequestTimeoutSeconds, turn.limits.wallClockSeconds))

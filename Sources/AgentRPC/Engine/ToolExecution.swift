@@ -178,6 +178,10 @@ extension ToolStage {
         case .tool:
             break
         }
+        // A client's tool is a wait for the client: `session/park` stops the turn before it is sent.
+        let onClient = source(of: call.name) == nil
+        if onClient { try context.control.beginClientWait() }
+        defer { if onClient { context.control.endClientWait() } }
         try markSent(index, arguments: arguments, edited: calls[index].approvedArguments != nil, host: host)
         // Its progress reports become `toolProgress` events until its result is back (`ToolStage.finish`).
         context.progress.begin(call.id)
@@ -243,6 +247,8 @@ extension ToolStage {
     private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, host: isolated Host) async throws -> ConfirmationAnswer {
         let timeout = context.limits.confirmationTimeoutSeconds
         let turnID = context.turnId
+        try context.control.beginClientWait()
+        defer { context.control.endClientWait() }
         if context.capabilities.confirmations == .request {
             // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
             let params = ConfirmationRequestParams(sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: arguments, reason: reason)
@@ -309,6 +315,8 @@ extension ToolStage {
         let timeout = context.limits.askUserTimeoutSeconds
         let payload = try JSONValue(encoding: UserAskParams(sessionId: context.sessionId, turnId: context.turnId, callId: callId, question: question, options: options))
         let channel = context.channel
+        try context.control.beginClientWait()
+        defer { context.control.endClientWait() }
         // Its own task, so that session/cancel can withdraw the question without
         // stopping the turn's task (which still records the call's output).
         let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }

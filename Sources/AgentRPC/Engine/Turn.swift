@@ -166,7 +166,7 @@ extension TurnRunner {
     /// `shutdown`, `session/close`): the journal keeps it open for `session/continue`.
     private func ended(by error: any Error, session: isolated AgentSession) async -> RPCError {
         let rpc = turnError(from: error)
-        if session.parks, control.reason == .shutdown || control.reason == .closed, session.transcript.openTurn?.id == turn.id {
+        if session.parks, control.reason == .shutdown || control.reason == .closed || control.reason == .parked, session.transcript.openTurn?.id == turn.id {
             do { try session.transcript.sync() } catch { session.context.logger.warning("session \(session.id): the journal could not be synced when its turn was parked: \(error)") }
             end()
             turn.turnSpan?.end(status: .error("parked"))
@@ -669,6 +669,8 @@ extension TurnRunner {
                 rpc = .cancelled("the session was closed", data: ["source": "close"])
             case .shutdown:
                 rpc = .cancelled("the server is shutting down", data: ["source": "shutdown"])
+            case .parked:
+                rpc = .cancelled("the turn was parked: go on with session/continue", data: ["source": "session/park"])
             case .none where control.cooperativeCancelRequested:
                 rpc = .cancelled("the turn was cancelled", data: ["source": "session/cancel"])
             case .requestCancelled, .none:

@@ -11,6 +11,9 @@ enum AbortReason: Sendable, Equatable {
     case closed
     /// End of input, `shutdown` or `exit`.
     case shutdown
+    /// `session/park`: the turn stopped at a wait for the client and stays
+    /// open for `session/continue`.
+    case parked
 }
 
 /// The switches one running turn can be stopped with. Shared between the
@@ -26,6 +29,9 @@ final class TurnControl: Sendable {
     /// retry backoff): that wait is itself a checkpoint, so a cooperative cancel
     /// must end it rather than wait for an event a stalled stream never sends.
     private let waitingForProvider = Mutex<Bool>(false)
+    /// `session/park` was asked for, and how many waits for the client (a
+    /// `tool/call`, a confirmation, a `user/ask`, a hook) are under way now.
+    private let parking = Mutex<(requested: Bool, clientWaits: Int)>((false, 0))
 
     init(turnId: String) { self.turnId = turnId }
 
@@ -60,11 +66,44 @@ final class TurnControl: Sendable {
     }
     var cooperativeCancelRequested: Bool { cooperative.withLock { $0 } }
 
+    /// `session/park`: a turn that waits for the client now parks now; any
+    /// other parks when it next would (`beginClientWait`).
+    func requestPark() {
+        let waiting = parking.withLock { state -> Bool in
+            state.requested = true
+            return state.clientWaits > 0
+        }
+        if waiting { abort(.parked) }
+    }
+
+    /// The turn is about to wait for the client. Throws (and stops the turn)
+    /// instead when a park was asked for: nothing is sent.
+    func beginClientWait() throws {
+        let park = parking.withLock { state -> Bool in
+            if !state.requested { state.clientWaits += 1 }
+            return state.requested
+        }
+        if park {
+            abort(.parked)
+            throw CancellationError()
+        }
+    }
+
+    func endClientWait() {
+        parking.withLock { $0.clientWaits -= 1 }
+    }
+
     /// Cooperative cancellation points: between stream events, between tool calls,
     /// after the stream drains.
     func checkpoint() throws {
         if cooperativeCancelRequested { throw TurnStop.cooperativeCancel }
         if reason != nil { throw CancellationError() }
+    }
+
+    /// Awaits the end of the turn's task, whatever it was; cancelling the
+    /// waiter does not stop the turn (`session/park` waits with this).
+    func settled() async {
+        _ = try? await task.withLock { $0 }?.value
     }
 
     /// Awaits the turn, turning cancellation of the awaiting request into an

@@ -13,6 +13,7 @@ public enum MethodRegistry {
         SessionGenerateRequest.self,
         SessionCancelRequest.self,
         SessionContinueRequest.self,
+        SessionParkRequest.self,
         SessionConfirmRequest.self,
         SessionGetStateRequest.self,
         SessionGetPromptRequest.self,

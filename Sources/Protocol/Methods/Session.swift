@@ -28,6 +28,15 @@ public enum SessionContinueRequest: RPCMethod {
     public typealias Result = TurnResult
 }
 
+/// `session/park`: the running turn parks at its next wait for the client (at
+/// once when it waits already); answered once it parked or ended otherwise.
+public enum SessionParkRequest: RPCMethod {
+    public static let name = "session/park"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionRef
+    public typealias Result = SessionParkResult
+}
+
 /// `session/generate`: a structured-output turn (no tools); the answer must match `schema`.
 public enum SessionGenerateRequest: RPCMethod {
     public static let name = "session/generate"
@@ -213,6 +222,19 @@ public struct SessionCancelResult: Codable, Sendable, Hashable {
     public init(wasRunning: Bool, droppedQueued: Int? = nil) {
         self.wasRunning = wasRunning
         self.droppedQueued = droppedQueued
+    }
+}
+
+/// The answer to `session/park`.
+public struct SessionParkResult: Codable, Sendable, Hashable {
+    /// Whether a turn was running when the park was asked for.
+    public var wasRunning: Bool
+    /// The session's parked turn, as `session/getState` shows it; absent when
+    /// the turn ended without waiting for the client (or none was running or parked).
+    public var parked: ParkedTurn?
+    public init(wasRunning: Bool, parked: ParkedTurn? = nil) {
+        self.wasRunning = wasRunning
+        self.parked = parked
     }
 }
 

@@ -42,6 +42,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/park",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "session/confirm",
     "direction": "clientToServer",
     "kind": "request"

@@ -718,6 +718,11 @@ export interface SessionListResult {
   nextCursor?: string;
 }
 
+export interface SessionParkResult {
+  parked?: ParkedTurn;
+  wasRunning: boolean;
+}
+
 export interface SessionRef {
   sessionId: string;
 }
@@ -1299,6 +1304,9 @@ export type SessionMutateTranscriptParams = MutateTranscriptParams;
 /** session/mutateTranscript result */
 export type SessionMutateTranscriptResult = MutateTranscriptResult;
 
+/** session/park params */
+export type SessionParkParams = SessionRef;
+
 /** session/send result */
 export type SessionSendResult = TurnResult;
 
@@ -1332,6 +1340,7 @@ export interface ClientRequests {
   "session/generate": { params: SessionGenerateParams; result: SessionGenerateResult };
   "session/cancel": { params: SessionCancelParams; result: SessionCancelResult };
   "session/continue": { params: SessionContinueParams; result: SessionContinueResult };
+  "session/park": { params: SessionParkParams; result: SessionParkResult };
   "session/confirm": { params: SessionConfirmParams; result: SessionConfirmResult };
   "session/getState": { params: SessionGetStateParams; result: SessionGetStateResult };
   "session/getPrompt": { params: SessionGetPromptParams; result: SessionGetPromptResult };

@@ -1489,6 +1489,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("session/generate", "clientToServer", "request"),
     ("session/cancel", "clientToServer", "request"),
     ("session/continue", "clientToServer", "request"),
+    ("session/park", "clientToServer", "request"),
     ("session/confirm", "clientToServer", "request"),
     ("session/getState", "clientToServer", "request"),
     ("session/getPrompt", "clientToServer", "request"),
