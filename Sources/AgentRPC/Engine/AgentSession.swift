@@ -48,7 +48,7 @@ actor AgentSession {
     }
 
     /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
-    init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = Date()) {
+    init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = WallClock.now()) {
         self.id = id
         self.config = config
         self.context = context
@@ -172,7 +172,7 @@ actor AgentSession {
         snapshot.revision = 0
         snapshot.usage = Usage()
         snapshot.committedUndo = []
-        snapshot.updatedAt = Date()
+        snapshot.updatedAt = WallClock.now()
         return snapshot
     }
 
@@ -276,6 +276,8 @@ actor AgentSession {
     func startTurn(input: TurnInput, options: TurnOptions, mode: TurnMode) async throws -> TurnControl {
         // A queued send is next in line: a plain send must not overtake it.
         if !isRunning && !sendQueue.isEmpty { startNextQueuedSend() }
+        // A parked turn past its TTL ends first (the only suspension here, and only then).
+        if parkedTurnExpired { _ = try await expireParkedTurnIfDue() }
         return try beginTurn(input: input, options: options, mode: mode)
     }
 

@@ -61,6 +61,7 @@ final class Engine: Sendable {
             self.cassette = nil
         }
         self.tracer = Tracer(includesPayloads: options.tracePayloads)
+        try WallClock.configure(environment: options.environment)
         if options.ephemeral {
             self.store = nil
         } else {
@@ -211,7 +212,11 @@ final class Engine: Sendable {
             if await s.parkedTurn != nil { _ = try? await s.cancelParked() } else { _ = await s.cancelCooperatively() }
         }
         table.on(SessionContinueRequest.self) { [self] params, _ in
-            let work = try await session(params.sessionId).continueParked()
+            let s = try session(params.sessionId)
+            if try await s.expireParkedTurnIfDue() {
+                throw RPCError(.invalidRequest, "the parked turn waited longer than limits.parkedTTLSeconds and ended as cancelled")
+            }
+            let work = try await s.continueParked()
             return .later { try await work.result().turnResult }
         }
         table.on(SessionParkRequest.self) { [self] params, _ in
@@ -335,7 +340,12 @@ final class Engine: Sendable {
         let interrupted: InterruptedTurn?
         do {
             // A session that parks keeps its open turn for session/continue, once its prompt is journaled.
-            interrupted = await session.keepsParkedTurn ? nil : try await session.recoverInterruptedTurn(rollback: params.rollback == true)
+            if await session.keepsParkedTurn {
+                interrupted = nil
+                _ = try await session.expireParkedTurnIfDue()
+            } else {
+                interrupted = try await session.recoverInterruptedTurn(rollback: params.rollback == true)
+            }
         } catch {
             journal.close()
             throw error
@@ -422,7 +432,7 @@ final class Engine: Sendable {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
         let id = "s-" + String(UUID().uuidString.lowercased().prefix(12))
-        let createdAt = Date()
+        let createdAt = WallClock.now()
         var transcript = initial.map(Transcript.init(snapshot:)) ?? Transcript(properties: config.properties ?? [:], createdAt: createdAt)
         if let store, config.store != false {
             let (stored, dropped) = try config.forStorage()

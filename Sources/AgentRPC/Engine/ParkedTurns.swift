@@ -82,9 +82,23 @@ extension AgentSession {
         return runner.control
     }
 
-    /// `session/cancel` of a parked turn: it ends as a cancelled turn does,
-    /// its undo records rolled back and the error policy applied.
-    func cancelParked() async throws -> Bool {
+    /// Whether the parked turn has waited longer than `limits.parkedTTLSeconds`
+    /// since its last journaled change (`WallClock`).
+    var parkedTurnExpired: Bool {
+        guard parkedTurn != nil, let ttl = config.limits?.parkedTTLSeconds else { return false }
+        return WallClock.now().timeIntervalSince(transcript.updatedAt) >= ttl
+    }
+
+    /// Ends the parked turn as cancelled when it waited too long
+    /// (`session/resume`, `session/continue`, `session/send` check); true when it did.
+    func expireParkedTurnIfDue() async throws -> Bool {
+        guard parkedTurnExpired else { return false }
+        return try await cancelParked(source: "parkedTTLSeconds", message: "the parked turn waited longer than limits.parkedTTLSeconds")
+    }
+
+    /// `session/cancel` of a parked turn (or its TTL): it ends as a cancelled
+    /// turn does, its undo records rolled back and the error policy applied.
+    func cancelParked(source: String = "session/cancel", message: String = "the parked turn was cancelled") async throws -> Bool {
         guard let open = parkedTurn else { return false }
         let timeout = min(config.limits?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds, 30)
         if !open.undo.isEmpty { await rollBack(open.undo, turnID: open.id, timeout: timeout) }
@@ -92,7 +106,7 @@ extension AgentSession {
         let undo: UndoOutcome = open.undo.isEmpty ? .none : .rolledBack
         try transcript.endTurn(TurnEnd(turnId: open.id, status: .cancelled, stopReason: nil, usage: open.usage, undo: undo))
         try transcript.sync()
-        emit(.turnEnded(status: .cancelled, undo: undo, error: .cancelled("the parked turn was cancelled", data: ["source": "session/cancel"])), turn: open.id)
+        emit(.turnEnded(status: .cancelled, undo: undo, error: .cancelled(message, data: ["source": .string(source)])), turn: open.id)
         return true
     }
 

@@ -222,7 +222,7 @@ struct Transcript: Sendable {
     /// the next change rewrites the journal whole first.
     private(set) var journalBehind = false
 
-    init(properties: [String: JSONValue], createdAt: Date = Date()) {
+    init(properties: [String: JSONValue], createdAt: Date = WallClock.now()) {
         self.properties = properties
         self.updatedAt = createdAt
     }
@@ -306,7 +306,7 @@ struct Transcript: Sendable {
         do { try mutate(operations) } catch {
             guard let working = try? TranscriptOperations.apply(operations, to: entries), working != entries else { return }
             journalBehind = true
-            try? make(.entriesMutated(operations: operations, revision: revision + 1), mutatedEntries: working, at: Date())
+            try? make(.entriesMutated(operations: operations, revision: revision + 1), mutatedEntries: working, at: WallClock.now())
         }
     }
 
@@ -315,7 +315,7 @@ struct Transcript: Sendable {
         if let entry = try? append(content, turn: turn) { return entry }
         journalBehind = true
         let (entry, next) = freshEntry(content, turn: turn)
-        try? make(.entryAppended(entry, nextEntryNumber: next), mutatedEntries: nil, at: Date())
+        try? make(.entryAppended(entry, nextEntryNumber: next), mutatedEntries: nil, at: WallClock.now())
         return entry
     }
 
@@ -421,7 +421,7 @@ struct Transcript: Sendable {
             changes.append(.entryAppended(entry, nextEntryNumber: next))
         }
         changes.append(answered)
-        let now = Date()
+        let now = WallClock.now()
         try journalFirst { try $0.record(changes, at: now) }
         for change in changes { try make(change, mutatedEntries: nil, at: now) }
         return made
@@ -435,7 +435,7 @@ struct Transcript: Sendable {
     mutating func endTurnEvenIfUnjournaled(_ end: TurnEnd) {
         do { try endTurn(end) } catch {
             journalBehind = true
-            try? make(.turnEnded(end), mutatedEntries: nil, at: Date())
+            try? make(.turnEnded(end), mutatedEntries: nil, at: WallClock.now())
         }
     }
 
@@ -465,7 +465,7 @@ struct Transcript: Sendable {
 
     /// Journals a change, then makes it.
     private mutating func commit(_ change: TranscriptChange, mutatedEntries: [TranscriptEntry]? = nil) throws {
-        let now = Date()
+        let now = WallClock.now()
         try journalFirst { try $0.record(change, at: now) }
         try make(change, mutatedEntries: mutatedEntries, at: now)
     }

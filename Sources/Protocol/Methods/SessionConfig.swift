@@ -460,6 +460,9 @@ public struct Limits: Codable, Sendable, Hashable {
     public var maxCostUSD: Double?
     /// How many calls of one round trip may run at once (those that may run in parallel).
     public var maxParallelToolCalls: Int?
+    /// How long a parked turn (`onDisconnect: "park"`) waits for `session/continue`
+    /// before it ends as cancelled; none by default (it waits for good).
+    public var parkedTTLSeconds: Double?
 
     public static let defaultMaxToolCalls = 64
     public static let defaultMaxRoundTrips = 32
@@ -473,8 +476,9 @@ public struct Limits: Codable, Sendable, Hashable {
         maxToolCalls: Int? = nil, maxRoundTrips: Int? = nil, wallClockSeconds: Double? = nil,
         toolTimeoutSeconds: Double? = nil, confirmationTimeoutSeconds: Double? = nil, askUserTimeoutSeconds: Double? = nil,
         maxInputTokens: Int? = nil, maxOutputTokens: Int? = nil, maxTotalTokens: Int? = nil, maxCostUSD: Double? = nil,
-        maxParallelToolCalls: Int? = nil
+        maxParallelToolCalls: Int? = nil, parkedTTLSeconds: Double? = nil
     ) {
+        self.parkedTTLSeconds = parkedTTLSeconds
         self.maxInputTokens = maxInputTokens
         self.maxOutputTokens = maxOutputTokens
         self.maxTotalTokens = maxTotalTokens
@@ -499,7 +503,7 @@ public struct Limits: Codable, Sendable, Hashable {
             askUserTimeoutSeconds: o.askUserTimeoutSeconds ?? askUserTimeoutSeconds,
             maxInputTokens: o.maxInputTokens ?? maxInputTokens, maxOutputTokens: o.maxOutputTokens ?? maxOutputTokens,
             maxTotalTokens: o.maxTotalTokens ?? maxTotalTokens, maxCostUSD: o.maxCostUSD ?? maxCostUSD,
-            maxParallelToolCalls: o.maxParallelToolCalls ?? maxParallelToolCalls)
+            maxParallelToolCalls: o.maxParallelToolCalls ?? maxParallelToolCalls, parkedTTLSeconds: o.parkedTTLSeconds ?? parkedTTLSeconds)
     }
 
     /// The token and cost limits, as a session's `budget` gives them.
@@ -522,6 +526,7 @@ extension Limits: JSONSchemaBounded {
         "toolTimeoutSeconds": DurationBounds.positiveSeconds,
         "confirmationTimeoutSeconds": DurationBounds.positiveSeconds,
         "askUserTimeoutSeconds": DurationBounds.positiveSeconds,
+        "parkedTTLSeconds": DurationBounds.positiveSeconds,
     ].merging(Budget.jsonSchemaBounds) { a, _ in a }
 }
 

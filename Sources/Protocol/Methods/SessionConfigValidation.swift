@@ -87,6 +87,7 @@ private struct ConfigChecker {
         checkBounds(Limits.self, path, [
             ("wallClockSeconds", l.wallClockSeconds), ("toolTimeoutSeconds", l.toolTimeoutSeconds),
             ("confirmationTimeoutSeconds", l.confirmationTimeoutSeconds), ("askUserTimeoutSeconds", l.askUserTimeoutSeconds),
+            ("parkedTTLSeconds", l.parkedTTLSeconds),
         ])
         checkBudget(l.budget, at: path)
     }

@@ -242,3 +242,76 @@ async def test_the_python_client_resumes_a_parked_turn_and_continues_it_with_its
     [ctx] = seen
     assert ctx.in_doubt is True and ctx.attempt == 2
     assert ctx.idempotency_key == f"{sid}/{ctx.turn_id}/1/{ctx.call_id}"
+
+
+TWO_DAYS = 2 * 24 * 60 * 60
+
+
+@pytest.mark.parametrize("ttl_days", [None, 3, 1])
+async def test_a_parked_confirmation_answered_two_days_later_in_another_process(tmp_path: Path, ttl_days: int | None) -> None:
+    """The client goes away while the confirmation of the third call waits; a
+    second process whose clock reads two days later (AGENTRPC_TEST_CLOCK_OFFSET_SECONDS)
+    asks it again and the turn ends as an uninterrupted one, unless
+    ``limits.parkedTTLSeconds`` is shorter than two days: then the resume ends
+    the turn as cancelled and nothing is asked again."""
+    config: dict[str, Any] = dict(CONFIG)
+    if ttl_days is not None:
+        config["limits"] = {"parkedTTLSeconds": ttl_days * 24 * 60 * 60}
+    host = Host()
+    asked = asyncio.Event()
+
+    async def hold(params: Any) -> Any:
+        asked.set()
+        await asyncio.Event().wait()
+
+    store = tmp_path / "store"
+    async with spawn(store, host) as first:
+        first.on_request("confirmation/request", hold)
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            await asked.wait()
+    with contextlib.suppress(Exception):
+        await running
+    assert host.confirmations == 0 and len(host.runs) == 2
+
+    ended: list[Any] = []
+    async with spawn(store, host, {"AGENTRPC_TEST_CLOCK_OFFSET_SECONDS": str(TWO_DAYS)}) as later:
+        later.on_notification("session/event", lambda params: ended.append(params["event"]) if params["event"]["type"] == "turnEnded" else None)
+        resumed = await later.request("session/resume", {"sessionId": sid})
+        state = await later.request("session/getState", {"sessionId": sid})
+        if ttl_days == 1:
+            assert "parkedTurn" not in resumed and "parked" not in state
+            assert [(e["status"], e["error"]["data"]["source"]) for e in ended] == [("cancelled", "parkedTTLSeconds")]
+            try:
+                await later.request("session/continue", {"sessionId": sid})
+                raise AssertionError("an expired turn was continued")
+            except Exception as exc:
+                assert "no parked turn" in str(exc)
+            entries = (await later.request("session/getTranscript", {"sessionId": sid}))["entries"]
+            # keepCompleted: the two answered calls stay, the unanswered third is trimmed.
+            assert [e["type"] for e in entries] == ["prompt", "toolCalls", "toolOutput", "toolOutput"]
+            assert host.confirmations == 0
+            return
+        assert [(p["name"], p["state"]) for p in resumed["parkedTurn"]["pendingRequests"]] == [("guarded", "notSent")]
+        result = await later.request("session/continue", {"sessionId": sid})
+        assert result["message"]["text"] == "all done" and result["toolCalls"] == 3
+    assert host.confirmations == 1
+    assert all(count == 1 for count in host.runs.values()) and len(host.runs) == 3, host.runs
+
+
+async def test_a_ttl_and_a_clock_offset_out_of_range_are_refused(tmp_path: Path) -> None:
+    async with spawn(tmp_path / "store", Host()) as client:
+        try:
+            await client.request("session/create", {**CONFIG, "limits": {"parkedTTLSeconds": 0}})
+            raise AssertionError("a TTL of 0 was taken")
+        except Exception as exc:
+            assert "limits.parkedTTLSeconds" in str(exc)
+    for bad in ("abc", "-1", "1e12"):
+        process = await asyncio.create_subprocess_exec(
+            REAL_BINARY, "serve", "--store", str(tmp_path / "store"), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "AGENTRPC_TEST_CLOCK_OFFSET_SECONDS": bad})
+        async with asyncio.timeout(TIMEOUT):
+            _, stderr = await process.communicate(b"")
+        assert process.returncode == 2 and b"AGENTRPC_TEST_CLOCK_OFFSET_SECONDS" in stderr, (bad, stderr)

@@ -296,6 +296,7 @@ export interface Limits {
   maxRoundTrips?: number;
   maxToolCalls?: number;
   maxTotalTokens?: number;
+  parkedTTLSeconds?: number;
   toolTimeoutSeconds?: number;
   wallClockSeconds?: number;
 }

@@ -384,9 +384,10 @@ class Limits(_ToWire):
     max_output_tokens: int | None = None
     max_parallel_tool_calls: int | None = None
     max_total_tokens: int | None = None
+    parked_ttlseconds: float | None = None
 
     #: Python field name → wire name.
-    WIRE_NAMES: ClassVar[dict[str, str]] = {"max_tool_calls": "maxToolCalls", "max_round_trips": "maxRoundTrips", "wall_clock_seconds": "wallClockSeconds", "tool_timeout_seconds": "toolTimeoutSeconds", "confirmation_timeout_seconds": "confirmationTimeoutSeconds", "ask_user_timeout_seconds": "askUserTimeoutSeconds", "max_cost_usd": "maxCostUSD", "max_input_tokens": "maxInputTokens", "max_output_tokens": "maxOutputTokens", "max_parallel_tool_calls": "maxParallelToolCalls", "max_total_tokens": "maxTotalTokens"}
+    WIRE_NAMES: ClassVar[dict[str, str]] = {"max_tool_calls": "maxToolCalls", "max_round_trips": "maxRoundTrips", "wall_clock_seconds": "wallClockSeconds", "tool_timeout_seconds": "toolTimeoutSeconds", "confirmation_timeout_seconds": "confirmationTimeoutSeconds", "ask_user_timeout_seconds": "askUserTimeoutSeconds", "max_cost_usd": "maxCostUSD", "max_input_tokens": "maxInputTokens", "max_output_tokens": "maxOutputTokens", "max_parallel_tool_calls": "maxParallelToolCalls", "max_total_tokens": "maxTotalTokens", "parked_ttlseconds": "parkedTTLSeconds"}
 
     @classmethod
     def from_wire(cls, value: Any) -> Limits:
@@ -404,6 +405,7 @@ class Limits(_ToWire):
             max_output_tokens=_opt_int(obj.get("maxOutputTokens")),
             max_parallel_tool_calls=_opt_int(obj.get("maxParallelToolCalls")),
             max_total_tokens=_opt_int(obj.get("maxTotalTokens")),
+            parked_ttlseconds=_opt_float(obj.get("parkedTTLSeconds")),
         )
 
 
