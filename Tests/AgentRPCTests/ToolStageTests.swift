@@ -154,6 +154,7 @@ private actor FakeToolHost: ToolStageHost {
     func recordUndo(_ record: UndoRecord) throws { undos.append(record) }
 
     func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws { sent.append(callID) }
+    func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws {}
 
     func acceptDecision(
         _ decision: ConfirmationDecision, reason: String?, arguments: JSONValue?, rule: ApprovalScope?,

@@ -330,7 +330,9 @@ actor AgentSession {
         // 3. The turn begins.
         // Journaled first: a turn the store refuses has not begun.
         let sessionID = self.id
-        let id = try transcript.beginTurn { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
+        // A turn that can be parked keeps its call-site options, so a continued one runs under them.
+        let kept: TurnOptions? = parks && options != TurnOptions() ? options : nil
+        let id = try transcript.beginTurn(options: kept) { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,

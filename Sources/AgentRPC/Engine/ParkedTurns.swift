@@ -53,9 +53,11 @@ extension AgentSession {
             if e.turnId == open.id, case .toolCalls(let calls, _, _) = e.content { return n + calls.count }
             return n
         }
-        let toolChoice = config.toolChoice ?? .auto
+        // The options it was sent with (journaled with its start) still hold.
+        let options = open.options ?? TurnOptions()
+        let toolChoice = options.toolChoice ?? (try? resolveProfile())?.options.toolChoice ?? config.toolChoice ?? .auto
         var state = TurnState(
-            id: open.id, mode: .chat, limits: EffectiveLimits(config: config.limits, overrides: nil), toolChoice: toolChoice, options: TurnOptions(),
+            id: open.id, mode: .chat, limits: EffectiveLimits(config: config.limits, overrides: options.limits), toolChoice: toolChoice, options: options,
             startedAt: ContinuousClock.now, entryCountBefore: open.countBefore)
         state.roundTrips = open.answeredRoundTrips
         state.usage = open.usage

@@ -16,6 +16,12 @@ extension AgentSession: ToolStageHost {
         try transcript.recordCallSent(callID, turn: turn, attempt: attempt, arguments: arguments)
     }
 
+    func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws {
+        // Only a turn that can be continued asks again: other sessions write nothing.
+        guard parks else { return }
+        try transcript.recordCallAsked(callID, turn: turn, attempt: attempt)
+    }
+
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws {
         guard let runner else { throw RPCError.internalError("a tool hook ran with no turn") }
         try await runner.runHooks(hook, profile: profile, toolName: toolName, payload: payload, session: self)

@@ -126,7 +126,7 @@ extension ToolStage {
                 // A standing rule answers for the user; guards already had their say.
                 host.emit(.confirmationResolved(callId: call.id, decision: .approve, source: .rule), turn: turnID)
             } else {
-                let answer = try await confirm(call: call, arguments: arguments, reason: reason, schema: schema, host: host)
+                let answer = try await confirm(index, arguments: arguments, reason: reason, schema: schema, host: host)
                 // An immediate stop ($/cancelRequest, wall clock, close) ends the turn now:
                 // the denial it forced is not the user's and is not recorded as an outcome.
                 if context.control.reason != nil { throw CancellationError() }
@@ -170,7 +170,7 @@ extension ToolStage {
         }
         switch execution.target {
         case .askUser:
-            let (outcome, content) = try await askUser(callId: call.id, arguments: arguments, host: host)
+            let (outcome, content) = try await askUser(index, arguments: arguments, host: host)
             return ended(outcome, content)
         case .builtin(let tool):
             let (outcome, content) = try await host.runBuiltinTool(tool, arguments: arguments, profile: context.profile, span: calls[index].span?.context)
@@ -244,14 +244,17 @@ extension ToolStage {
         return CancellationError()
     }
 
-    private func confirm(call: ModelToolCall, arguments: JSONValue, reason: String?, schema: JSONValue?, host: isolated Host) async throws -> ConfirmationAnswer {
+    private func confirm(_ index: Int, arguments: JSONValue, reason: String?, schema: JSONValue?, host: isolated Host) async throws -> ConfirmationAnswer {
+        let call = calls[index].call
         let timeout = context.limits.confirmationTimeoutSeconds
         let turnID = context.turnId
         try context.control.beginClientWait()
         defer { context.control.endClientWait() }
+        let attempt = try markAsked(index, host: host)
         if context.capabilities.confirmations == .request {
             // Custom handler: not interrupted by session/cancel (only $/cancelRequest).
-            let params = ConfirmationRequestParams(sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: arguments, reason: reason)
+            let params = ConfirmationRequestParams(
+                sessionId: context.sessionId, turnId: turnID, callId: call.id, name: call.name, arguments: arguments, reason: reason, attempt: attempt)
             var answer: ConfirmationAnswer
             do {
                 let raw = try await context.channel.request(ConfirmationRequest.name, try JSONValue(encoding: params), timeout: timeout)
@@ -280,7 +283,7 @@ extension ToolStage {
 
         // Built-in flow: state + event, answered by session/confirm.
         let slot = openConfirmation(PendingConfirmation(callId: call.id, name: call.name, arguments: arguments, reason: reason), schema: schema)
-        host.emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason), turn: turnID)
+        host.emit(.confirmationRequested(callId: call.id, name: call.name, arguments: arguments, reason: reason, attempt: attempt), turn: turnID)
         if context.control.cooperativeCancelRequested {
             slot.settle(ConfirmationAnswer(decision: .deny, source: .cancel, reason: "the turn was cancelled"))
         }
@@ -306,17 +309,20 @@ extension ToolStage {
     /// Like a built-in confirmation, `session/cancel` settles it at once: the
     /// question is withdrawn, the output says so, and the turn stops at its next
     /// checkpoint. An immediate stop withdraws it and records nothing.
-    private func askUser(callId: String, arguments: JSONValue, host: isolated Host) async throws -> (ToolOutcome, JSONValue) {
+    private func askUser(_ index: Int, arguments: JSONValue, host: isolated Host) async throws -> (ToolOutcome, JSONValue) {
+        let callId = calls[index].call.id
         guard context.capabilities.askUser == true else {
             return (.failed, "The user cannot be asked: the client does not answer user/ask.")
         }
         let question = arguments["question"]?.stringValue ?? arguments.serializedString()
         let options = arguments["options"]?.arrayValue.map { $0.compactMap(\.stringValue) }
         let timeout = context.limits.askUserTimeoutSeconds
-        let payload = try JSONValue(encoding: UserAskParams(sessionId: context.sessionId, turnId: context.turnId, callId: callId, question: question, options: options))
         let channel = context.channel
         try context.control.beginClientWait()
         defer { context.control.endClientWait() }
+        var params = UserAskParams(sessionId: context.sessionId, turnId: context.turnId, callId: callId, question: question, options: options)
+        params.attempt = try markAsked(index, host: host)
+        let payload = try JSONValue(encoding: params)
         // Its own task, so that session/cancel can withdraw the question without
         // stopping the turn's task (which still records the call's output).
         let request = Task { try await channel.request(UserAskRequest.name, payload, timeout: timeout) }

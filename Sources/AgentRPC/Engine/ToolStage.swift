@@ -25,6 +25,9 @@ protocol ToolStageHost: Actor {
     /// Journals that a call of the turn is about to be handed to its executor
     /// (`attempt`: which send; `arguments`: edited ones the user approved).
     func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws
+    /// Journals, in a session that parks, that the user is about to be asked
+    /// about a call (its confirmation, `ask_user`'s question) for the `attempt`th time.
+    func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws
     /// Checks a client's confirmation answer (edited arguments against the
     /// schema, a rule's scope) and, for `approveForSession`, adds the rule.
     func acceptDecision(
@@ -112,6 +115,9 @@ struct ToolCallState: Sendable {
     /// it is sent again as it was, without asking again.
     var priorSends = 0
     var priorArguments: JSONValue?
+    /// How many times the user was asked about it before (its confirmation,
+    /// `ask_user`'s question): the next question carries `attempt`.
+    var priorAsks = 0
 }
 
 /// How one call ended, as the turn loop sees it.
@@ -176,9 +182,17 @@ final class ToolStage<Host: ToolStageHost> {
     }
 
     /// The calls of a continued round trip, with what was sent of each before.
-    init(continuing calls: [(call: ModelToolCall, sends: CallSends?)], context: ToolStageContext) {
+    init(continuing calls: [(call: ModelToolCall, sends: CallSends?, asks: Int)], context: ToolStageContext) {
         self.context = context
-        self.calls = calls.map { ToolCallState(call: $0.call, priorSends: $0.sends?.count ?? 0, priorArguments: $0.sends?.arguments) }
+        self.calls = calls.map { ToolCallState(call: $0.call, priorSends: $0.sends?.count ?? 0, priorArguments: $0.sends?.arguments, priorAsks: $0.asks) }
+    }
+
+    /// Journals that the user is asked about the call now and returns the
+    /// `attempt` the question carries (nil the first time).
+    func markAsked(_ index: Int, host: isolated Host) throws -> Int? {
+        let attempt = calls[index].priorAsks + 1
+        try host.recordCallAsked(calls[index].call.id, turn: context.turnId, attempt: attempt)
+        return attempt > 1 ? attempt : nil
     }
 
     /// The calls handed to their executor and not back yet, in call order.

@@ -25,6 +25,13 @@ enum TranscriptChange: Sendable, Equatable {
     /// `attempt`: which send (1 the first); `arguments`: the edited arguments
     /// it is sent with, when the user changed them.
     case callSent(turnId: String, callId: String, attempt: Int = 1, arguments: JSONValue? = nil)
+    /// In a session that parks: the user is about to be asked about a call of
+    /// the turn's latest round trip (its confirmation, or `ask_user`'s
+    /// question); `attempt`: which time. A continued turn asks again with the next.
+    case callAsked(turnId: String, callId: String, attempt: Int)
+    /// In a session that parks: the call-site options the turn was sent with
+    /// (written with its `turnStarted`), so a continued turn runs under them.
+    case turnOptions(turnId: String, options: TurnOptions)
     /// In a session that parks: a round trip's answer is journaled (in the
     /// write of its entries), with the turn's usage so far and where the
     /// scripted models are in their scripts, by `ModelPositions.key`.
@@ -87,6 +94,11 @@ struct OpenTurn: Sendable, Equatable {
     /// (`roundTripAnswered`, sessions that park).
     var answeredRoundTrips = 0
     var usage = Usage()
+    /// How many times the user was asked about each call of the latest
+    /// `toolCalls` entry (`callAsked`); a newer entry starts it afresh.
+    var asks: [String: Int] = [:]
+    /// The call-site options of the send that began it (`turnOptions`).
+    var options: TurnOptions?
 
     init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sends: [String: CallSends] = [:]) {
         self.id = id
@@ -386,11 +398,23 @@ struct Transcript: Sendable {
     }
 
     /// Begins a turn; returns its number (the session makes the id from it).
-    mutating func beginTurn(id makeID: (Int) -> String) throws -> String {
+    /// `options`, when given, are journaled in the same write.
+    mutating func beginTurn(options: TurnOptions? = nil, id makeID: (Int) -> String) throws -> String {
         let number = nextTurnNumber
         let id = makeID(number)
-        try commit(.turnStarted(turnId: id, number: number))
+        guard let options else {
+            try commit(.turnStarted(turnId: id, number: number))
+            return id
+        }
+        let changes: [TranscriptChange] = [.turnStarted(turnId: id, number: number), .turnOptions(turnId: id, options: options)]
+        let now = WallClock.now()
+        try journalFirst { try $0.record(changes, at: now) }
+        for change in changes { try make(change, mutatedEntries: nil, at: now) }
         return id
+    }
+
+    mutating func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws {
+        try commit(.callAsked(turnId: turn, callId: callID, attempt: attempt))
     }
 
     mutating func updatePlan(_ entries: [PlanEntry]) throws {
@@ -497,7 +521,10 @@ struct Transcript: Sendable {
 
     private mutating func appendEntry(_ entry: consuming TranscriptEntry, next: Int) throws {
         guard take(entry.id) else { throw ReplayMismatch("entry id '\(entry.id)' is already taken") }
-        if openTurn?.sends.isEmpty == false, case .toolCalls = entry.content { openTurn?.sends = [:] }
+        if openTurn?.sends.isEmpty == false || openTurn?.asks.isEmpty == false, case .toolCalls = entry.content {
+            openTurn?.sends = [:]
+            openTurn?.asks = [:]
+        }
         entries.append(entry)
         nextEntryNumber = next
         revision += 1
@@ -561,6 +588,12 @@ struct Transcript: Sendable {
             guard openTurn?.id == turnID else { throw ReplayMismatch("a call sent in turn '\(turnID)', which is not running") }
             let earlier = openTurn?.sends[callID]?.arguments
             openTurn?.sends[callID] = CallSends(count: attempt, arguments: arguments ?? earlier)
+        case .callAsked(let turnID, let callID, let attempt):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("a call asked about in turn '\(turnID)', which is not running") }
+            openTurn?.asks[callID] = attempt
+        case .turnOptions(let turnID, let options):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("options of turn '\(turnID)', which is not running") }
+            openTurn?.options = options
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             guard openTurn?.id == turnID else { throw ReplayMismatch("a round trip of turn '\(turnID)', which is not running") }
             openTurn?.answeredRoundTrips = roundTrip

@@ -210,7 +210,7 @@ extension TurnRunner {
                     })?.id
                     let calls = pending.map { p in
                         (call: ModelToolCall(id: p.call.callId, name: p.call.name, argumentsJSON: p.call.arguments.stringValue ?? p.call.arguments.serializedString()),
-                         sends: open.sends[p.call.callId])
+                         sends: open.sends[p.call.callId], asks: open.asks[p.call.callId] ?? 0)
                     }
                     var context = session.toolStageContext(for: self, profile: profile)
                     context.roundTrip = max(turn.roundTrips, 1)

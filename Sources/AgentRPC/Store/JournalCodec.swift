@@ -68,6 +68,15 @@ enum JournalCodec {
             o["callId"] = .string(callID)
             if attempt != 1 { o["attempt"] = .int(attempt) }
             if let arguments { o["arguments"] = arguments }
+        case .callAsked(let turnID, let callID, let attempt):
+            o["type"] = "callAsked"
+            o["turnId"] = .string(turnID)
+            o["callId"] = .string(callID)
+            if attempt != 1 { o["attempt"] = .int(attempt) }
+        case .turnOptions(let turnID, let options):
+            o["type"] = "turnOptions"
+            o["turnId"] = .string(turnID)
+            o["options"] = try JSONValue(encoding: options)
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             o["type"] = "roundTripAnswered"
             o["turnId"] = .string(turnID)
@@ -137,6 +146,8 @@ enum JournalCodec {
                 turn["answeredRoundTrips"] = .int(open.answeredRoundTrips)
                 turn["usage"] = open.usage.json
             }
+            if !open.asks.isEmpty { turn["asks"] = .object(open.asks.mapValues { .int($0) }) }
+            if let options = open.options { turn["options"] = try JSONValue(encoding: options) }
             o["openTurn"] = .object(turn)
         }
         return line(.object(o))
@@ -351,14 +362,15 @@ enum JournalCodec {
         case "undoRecorded":
             return (.undoRecorded(turnId: try field(value, "turnId", \.stringValue), try decodeUndo(try field(value, "record") { $0 })), at)
         case "callSent":
-            var attempt = 1
-            if let a = value["attempt"] {
-                guard let n = a.intValue, n >= 1 else { throw Malformed(description: "'attempt' is not a positive integer") }
-                attempt = n
-            }
             return (.callSent(
-                turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue), attempt: attempt,
+                turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue), attempt: try attempt(value),
                 arguments: value["arguments"]), at)
+        case "callAsked":
+            return (.callAsked(
+                turnId: try field(value, "turnId", \.stringValue), callId: try field(value, "callId", \.stringValue),
+                attempt: try attempt(value)), at)
+        case "turnOptions":
+            return (.turnOptions(turnId: try field(value, "turnId", \.stringValue), options: try field(value, "options") { $0 }.decode(as: TurnOptions.self)), at)
         case "roundTripAnswered":
             return (.roundTripAnswered(
                 turnId: try field(value, "turnId", \.stringValue), roundTrip: try field(value, "roundTrip", \.intValue),
@@ -422,6 +434,13 @@ enum JournalCodec {
         return transcript
     }
 
+    /// A record's `attempt` (absent: the first).
+    private static func attempt(_ value: JSONMembers) throws -> Int {
+        guard let a = value["attempt"] else { return 1 }
+        guard let n = a.intValue, n >= 1 else { throw Malformed(description: "'attempt' is not a positive integer") }
+        return n
+    }
+
     /// A snapshot's `openTurn`.
     static func decodeOpenTurn(_ open: JSONValue) throws -> OpenTurn {
         let turnID = try field(open, "turnId", \.stringValue)
@@ -443,6 +462,14 @@ enum JournalCodec {
             turn.answeredRoundTrips = n
             turn.usage = try Usage(json: try field(open, "usage") { $0 })
         }
+        if let asks = open["asks"] {
+            guard let members = asks.objectValue else { throw Malformed(description: "'asks' is not an object") }
+            turn.asks = try members.mapValues { v in
+                guard let n = v.intValue else { throw Malformed(description: "'asks' holds a value that is not an integer") }
+                return n
+            }
+        }
+        if let options = open["options"] { turn.options = try options.decode(as: TurnOptions.self) }
         return turn
     }
 

@@ -17,8 +17,12 @@ public struct ConfirmationRequestParams: Codable, Sendable, Hashable {
     public var arguments: JSONValue
     /// Why confirmation is needed (the guard's reason).
     public var reason: String?
+    /// Which time this call's confirmation is asked: 2 when a parked turn
+    /// continued asks again, and so on; absent the first time.
+    public var attempt: Int?
 
-    public init(sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, reason: String? = nil) {
+    public init(sessionId: String, turnId: String, callId: String, name: String, arguments: JSONValue, reason: String? = nil, attempt: Int? = nil) {
+        self.attempt = attempt
         self.sessionId = sessionId
         self.turnId = turnId
         self.callId = callId

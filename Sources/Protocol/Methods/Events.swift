@@ -291,11 +291,15 @@ extension SessionEvent {
         public var name: String
         public var arguments: JSONValue
         public var reason: String?
-        public init(callId: String, name: String, arguments: JSONValue, reason: String?) {
+        /// Which time this call's confirmation is asked (a parked turn
+        /// continued asks again: 2, and so on); absent the first time.
+        public var attempt: Int?
+        public init(callId: String, name: String, arguments: JSONValue, reason: String?, attempt: Int? = nil) {
             self.callId = callId
             self.name = name
             self.arguments = arguments
             self.reason = reason
+            self.attempt = attempt
         }
     }
 
@@ -546,8 +550,8 @@ extension SessionEvent {
     public static func toolCallStarted(callId: String, name: String, arguments: JSONValue, source: ToolSource? = nil) -> SessionEvent {
         SessionEvent(ToolCallStarted(callId: callId, name: name, arguments: arguments, source: source))
     }
-    public static func confirmationRequested(callId: String, name: String, arguments: JSONValue, reason: String?) -> SessionEvent {
-        SessionEvent(ConfirmationRequested(callId: callId, name: name, arguments: arguments, reason: reason))
+    public static func confirmationRequested(callId: String, name: String, arguments: JSONValue, reason: String?, attempt: Int? = nil) -> SessionEvent {
+        SessionEvent(ConfirmationRequested(callId: callId, name: name, arguments: arguments, reason: reason, attempt: attempt))
     }
     public static func confirmationResolved(callId: String, decision: ConfirmationDecision, source: ConfirmationSource) -> SessionEvent {
         SessionEvent(ConfirmationResolved(callId: callId, decision: decision, source: source))

@@ -143,6 +143,9 @@ public struct UserAskParams: Codable, Sendable, Hashable {
     public var question: String
     /// Choices the model offered; the user may still answer in free text.
     public var options: [String]?
+    /// Which time this question is asked: 2 when a parked turn continued asks
+    /// again, and so on; absent the first time.
+    public var attempt: Int?
 
     public init(sessionId: String, turnId: String, callId: String, question: String, options: [String]? = nil) {
         self.sessionId = sessionId

@@ -128,6 +128,7 @@ export type ConfirmationDecision = "approve" | "deny" | "approveForSession" | "d
 
 export interface ConfirmationRequestParams {
   arguments: unknown;
+  attempt?: number;
   callId: string;
   name: string;
   reason?: string;
@@ -987,6 +988,7 @@ export interface Usage {
 }
 
 export interface UserAskParams {
+  attempt?: number;
   callId: string;
   options?: string[];
   question: string;
@@ -1046,6 +1048,7 @@ export interface ToolProgressEvent {
 
 export interface ConfirmationRequestedEvent {
   arguments: unknown;
+  attempt?: number;
   callId: string;
   name: string;
   reason?: string;

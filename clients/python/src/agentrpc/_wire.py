@@ -761,6 +761,7 @@ class ConfirmationRequested(Event):
     arguments: Any = None
     call_id: str = ""
     name: str = ""
+    attempt: int | None = None
     reason: str | None = None
 
     @classmethod
@@ -770,6 +771,7 @@ class ConfirmationRequested(Event):
             "arguments": obj.get("arguments"),
             "call_id": _str(obj.get("callId")),
             "name": _str(obj.get("name")),
+            "attempt": _opt_int(obj.get("attempt")),
             "reason": _opt_str(obj.get("reason")),
         }
 
