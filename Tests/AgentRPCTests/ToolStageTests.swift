@@ -504,8 +504,23 @@ private let readOnlyTools = #"[{"name": "read", "annotations": {"readOnly": true
     @Test func hooksSeeEachValidCallAndItsOutputInPairs() async throws {
         let client = FakeToolClient()
         let host = FakeToolHost()
-        _ = try await host.run([call("c1", "read"), call("c2", "nope"), call("c3", "read")], context(try profile(tools: #"[{"name": "read"}]"#), client: client))
+        var hooked = try profile(tools: #"[{"name": "read"}]"#)
+        let action = try JSONValue.parse(#"{"set": {"seen": true}}"#).decode(as: HookAction.self)
+        hooked.hooks = Hooks(onToolCall: [action], onToolOutput: [action])
+        _ = try await host.run([call("c1", "read"), call("c2", "nope"), call("c3", "read")], context(hooked, client: client))
         #expect(await host.hooks == ["onToolCall c1", "onToolOutput c1", "onToolCall c3", "onToolOutput c3"])
+    }
+
+    @Test func aProfileWithoutToolHooksRunsNone() async throws {
+        let host = FakeToolHost()
+        var other = try profile(tools: #"[{"name": "read"}]"#)
+        other.hooks = Hooks(onPrompt: [try JSONValue.parse(#"{"set": {"seen": true}}"#).decode(as: HookAction.self)])
+        for p in [try profile(tools: #"[{"name": "read"}]"#), other] {
+            _ = try await host.run([call("c1", "read"), call("c2", "read")], context(p, client: FakeToolClient()))
+            _ = try await host.run([call("c3", "read")], context(p, client: FakeToolClient()))
+        }
+        #expect(await host.hooks.isEmpty)
+        #expect(await host.entries.count == 6)
     }
 
     @Test func askUserNeedsTheClientsCapability() async throws {
@@ -593,6 +608,23 @@ private let readOnlyTools = #"[{"name": "read", "annotations": {"readOnly": true
         #expect(await host.entries.isEmpty)
         #expect(await host.phases() == [.withdrawn, .withdrawn, .withdrawn, .finished])
         #expect(await host.activeToolCalls().isEmpty)
+    }
+
+    @Test func aCancelWithdrawsALoneCallAndRecordsNothing() async throws {
+        // One call runs without lanes (ToolStage.runAlone): a cancel still withdraws it.
+        let host = FakeToolHost()
+        let log = ClientLog()
+        let client = heldClient(log) { _ in await log.wait(.line("never")) }
+        let ctx = context(try profile(tools: readOnlyTools), client: client)
+        let run = Task { try await host.run([call("c1", "write")], ctx) }
+        await log.wait(.line("request c1"))
+        #expect(await host.activeToolCalls().map(\.callId) == ["c1"])
+        run.cancel()
+        await #expect(throws: CancellationError.self) { try await run.value }
+        #expect(await log.lines == ["request c1", "withdrawn c1"])
+        #expect(await host.entries.isEmpty)
+        #expect(await host.phases() == [.withdrawn])
+        #expect(await host.eventLog() == ["toolCallStarted c1"])
     }
 
     @Test func aTimedOutParallelCallDoesNotStopItsSiblings() async throws {

@@ -84,9 +84,12 @@ extension ToolStage {
         // Hooks see every valid call before it runs; a veto ends the turn. From
         // here on every call's output is followed by onToolOutput, whatever the
         // outcome, so the two hooks always come in pairs.
-        try await host.runToolHook(.onToolCall, profile: profile, toolName: call.name, payload: [
-            "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
-        ])
+        // The payload is built only for a profile that has the hook: most have none.
+        if profile.hooks[.onToolCall]?.isEmpty == false {
+            try await host.runToolHook(.onToolCall, profile: profile, toolName: call.name, payload: [
+                "callId": .string(call.id), "name": .string(call.name), "arguments": arguments,
+            ])
+        }
         setHooked(index)
 
         if case .askUser = resolved {

@@ -215,6 +215,10 @@ final class ToolStage<Host: ToolStageHost> {
     /// the outputs recorded before that stay.
     func run(host: isolated Host) async throws -> [ToolCallOutcome] {
         guard !calls.isEmpty else { return [] }
+        if calls.count == 1, source(of: calls[0].call.name) == nil {
+            await runAlone(host: host)
+            return try outcomesInCallOrder()
+        }
         let admission = Task { [self] in
             _ = host
             await self.admitInOrder(host: host)
@@ -234,6 +238,12 @@ final class ToolStage<Host: ToolStageHost> {
         } onCancel: {
             lanes.cancelAll()
         }
+        return try outcomesInCallOrder()
+    }
+
+    /// What the run returns once its lanes are done: the outcomes in call
+    /// order, or what ends the turn.
+    private func outcomesInCallOrder() throws -> [ToolCallOutcome] {
         let ending = failure ?? ((Task.isCancelled || context.control.reason != nil) ? CancellationError() : stop)
         if let ending {
             for index in calls.indices where calls[index].span != nil {
@@ -243,6 +253,60 @@ final class ToolStage<Host: ToolStageHost> {
             throw ending
         }
         return calls.compactMap(\.result)
+    }
+
+    /// A round trip of one call (most are) that no MCP server runs: the three
+    /// lanes' steps one after another in the calling task, without their
+    /// tasks and wake-ups. The events, entries and ending are those the lanes
+    /// give one call; cancelling the calling task withdraws the call as
+    /// cancelling the lanes does. An MCP server's call keeps its lanes:
+    /// `session/cancel` withdraws its execution alone (`withdrawMCPCalls`).
+    private func runAlone(host: isolated Host) async {
+        guard !Task.isCancelled else { return }
+        do {
+            try context.control.checkpoint()
+        } catch {
+            end(with: error)
+            return
+        }
+        admitted = 1
+        let admission: Admission
+        do {
+            admission = try await admit(at: 0, host: host)
+        } catch {
+            withdraw(0)
+            end(with: error)
+            return
+        }
+        switch admission {
+        case .settled(let outcome, let stopAfter):
+            finish(0, outcome, host: host)
+            if let stopAfter { end(with: stopAfter) }
+        case .execute(let execution):
+            guard failure == nil, !Task.isCancelled else {
+                withdraw(0)
+                return
+            }
+            running = 1
+            do {
+                finish(0, try await execute(0, execution, host: host), host: host)
+            } catch {
+                context.progress.end(calls[0].call.id)
+                withdraw(0)
+                if !(error is CancellationError) { fail(error) }
+            }
+            running = 0
+        }
+        admitting = false
+        // The recording lane's checks: a withdrawn run records nothing.
+        guard failure == nil, !Task.isCancelled, calls[0].result != nil else { return }
+        do {
+            try await record(0, host: host)
+        } catch {
+            fail(error)
+            return
+        }
+        recorded = 1
     }
 
     // MARK: Admission
@@ -406,7 +470,7 @@ final class ToolStage<Host: ToolStageHost> {
             span.recordToolOutcome(outcome.outcome)
             if span.includesPayloads { span.setPayload(SpanAttributeKey.toolOutput, outcome.content.stringValue ?? outcome.content.serializedString()) }
         }
-        if calls[index].hooked {
+        if calls[index].hooked, context.profile.hooks[.onToolOutput]?.isEmpty == false {
             try await host.runToolHook(.onToolOutput, profile: context.profile, toolName: call.name, payload: [
                 "callId": .string(call.id), "name": .string(call.name), "outcome": .string(outcome.outcome.rawValue), "content": outcome.content,
             ])

@@ -84,7 +84,28 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
     /// A call's key: its session, its turn, the turn's round trip that made it
     /// (a model may reuse a call id in the next one) and its call id.
     public static func idempotencyKey(sessionId: String, turnId: String, roundTrip: Int, callId: String) -> String {
-        sessionId + "/" + turnId + "/" + String(roundTrip) + "/" + callId
+        // One is made per call: its bytes are copied into one string of the
+        // right size (`+` made a string per step, `append` is not much cheaper).
+        let number = String(roundTrip)
+        let size = sessionId.utf8.count + turnId.utf8.count + number.utf8.count + callId.utf8.count + 3
+        return String(unsafeUninitializedCapacity: size) { buffer in
+            var at = 0
+            func put(_ part: String, slash: Bool) {
+                for byte in part.utf8 {
+                    buffer[at] = byte
+                    at += 1
+                }
+                if slash {
+                    buffer[at] = UInt8(ascii: "/")
+                    at += 1
+                }
+            }
+            put(sessionId, slash: true)
+            put(turnId, slash: true)
+            put(number, slash: true)
+            put(callId, slash: false)
+            return at
+        }
     }
 
     /// The wire form, built directly: one is sent per tool call, so it skips the
