@@ -322,3 +322,46 @@ async def test_a_ttl_and_a_clock_offset_out_of_range_are_refused(tmp_path: Path)
         async with asyncio.timeout(TIMEOUT):
             _, stderr = await process.communicate(b"")
         assert process.returncode == 2 and b"AGENTRPC_TEST_CLOCK_OFFSET_SECONDS" in stderr, (bad, stderr)
+
+
+@pytest.mark.parametrize("tool_name", ["lookup", "charge"])
+async def test_an_mcp_call_in_doubt_is_sent_again_only_to_an_idempotent_tool(tmp_path: Path, tool_name: str) -> None:
+    """The server is killed while an MCP server runs the call; continuing in a new
+    process sends it again to ``lookup`` (idempotentHint: true), while ``charge``
+    gets a failed outcome saying the call may have run, and is not run again."""
+    import sys
+    log, hold = tmp_path / "calls.log", tmp_path / "hold"
+    hold.write_text("")
+    server = {"name": "shop", "command": sys.executable, "args": [str(Path(__file__).parent / "mcp_in_doubt_server.py")],
+              "env": {"MCP_TEST_LOG": str(log), "MCP_TEST_HOLD": str(hold)}, "confirm": "never"}
+    config = {
+        "model": scripted({"toolCalls": [{"name": f"mcp__shop__{tool_name}", "arguments": {}}]}, {"text": ["paid"]}),
+        "onDisconnect": "park", "mcpServers": [server]}
+    store = tmp_path / "store"
+    async with spawn(store, Host()) as first:
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            while not log.exists() or log.read_text() != f"{tool_name}\n":
+                await asyncio.sleep(0.01)
+        os.kill(first.pid, signal.SIGKILL)
+        async with asyncio.timeout(TIMEOUT):
+            while first.returncode is None:
+                await asyncio.sleep(0.01)
+        running.cancel()
+    hold.unlink()
+    finished: list[Any] = []
+    async with spawn(store, Host()) as second:
+        second.on_notification("session/event", lambda p: finished.append(p["event"]) if p["event"]["type"] == "toolCallFinished" else None)
+        # A server's env is not stored (it may hold credentials): the resume names it again.
+        resumed = await second.request("session/resume", {"sessionId": sid, "mcpServers": [server]})
+        assert [(p["name"], p["state"]) for p in resumed["parkedTurn"]["pendingRequests"]] == [(f"mcp__shop__{tool_name}", "inDoubt")]
+        result = await second.request("session/continue", {"sessionId": sid})
+        assert result["message"]["text"] == "paid"
+    [call] = finished
+    if tool_name == "lookup":
+        assert (call["outcome"], call["content"]) == ("ok", "lookup done"), call
+        assert log.read_text() == "lookup\nlookup\n"
+    else:
+        assert call["outcome"] == "failed" and "may have run" in call["content"], call
+        assert log.read_text() == "charge\n"
