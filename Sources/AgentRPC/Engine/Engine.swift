@@ -67,7 +67,7 @@ final class Engine: Sendable {
         } else {
             var directory = options.storeDirectory ?? JournalStore.defaultDirectory(environment: options.environment)
             if !directory.hasPrefix("/") { directory = FileManager.default.currentDirectoryPath + "/" + directory }
-            self.store = JournalStore(directory: directory, logger: logger, killSwitch: try JournalKillSwitch.from(environment: options.environment))
+            self.store = JournalStore(directory: directory, logger: logger, killSwitch: try TestKillSwitch.from(environment: options.environment))
         }
         defer {
             if let store = store as? JournalStore {

@@ -65,7 +65,7 @@ package final class Connection: Sendable {
     package init(
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
         recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
-        cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil
+        cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil, killSwitch: TestKillSwitch? = nil
     ) {
         self.inputFD = inputFD
         self.endOfInput = endOfInput
@@ -74,7 +74,7 @@ package final class Connection: Sendable {
         self.logger = logger
         self.framing = Mutex(framing)
         self.recorder = recorder
-        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes)
+        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes, killSwitch: killSwitch)
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
     }
 

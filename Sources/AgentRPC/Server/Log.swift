@@ -92,7 +92,11 @@ final class ByteSinkThread: @unchecked Sendable {
     /// The most bytes ever pending at once (queued plus being written).
     private(set) var peakPendingBytes = 0
 
-    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil) {
+    /// `AGENTRPC_TEST_KILL_AT_FRAME` (the client's output only): each enqueue is one frame.
+    let killSwitch: TestKillSwitch?
+
+    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil, killSwitch: TestKillSwitch? = nil) {
+        self.killSwitch = killSwitch
         self.fd = fileDescriptor
         self.maxQueuedBytes = maxQueuedBytes
         self.backPressureBytes = backPressureBytes
@@ -111,6 +115,7 @@ final class ByteSinkThread: @unchecked Sendable {
     /// so a caller can frame a message straight into it without another copy.
     @discardableResult
     func enqueue(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> Bool {
+        killSwitch?.beforeWrite()
         condition.lock()
         defer { condition.unlock() }
         if broken || closed { return false }

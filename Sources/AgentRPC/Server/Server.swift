@@ -99,7 +99,7 @@ public final class Server: Sendable {
         if let watchdog { endOfInput = { watchdog.arm(.endOfInput) } }
         let connection = Connection(
             inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder,
-            endOfInput: endOfInput)
+            endOfInput: endOfInput, killSwitch: try TestKillSwitch.from(environment: options.environment, variable: "AGENTRPC_TEST_KILL_AT_FRAME"))
         self.connection = connection
         let shared = self.shared
         self.dispatcher = Dispatcher(connection: connection, logger: logger) { method in

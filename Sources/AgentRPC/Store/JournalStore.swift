@@ -36,12 +36,12 @@ final class JournalStore: SessionStore {
     /// Journals being read now (see `SharedJournalReads`).
     let reads: SharedJournalReads
     /// The test hook that stops the process at a chosen journal write (nil: none).
-    let killSwitch: JournalKillSwitch?
+    let killSwitch: TestKillSwitch?
     /// When this store was opened (seconds since 1970): a temporary file named
     /// with this process's pid but older is an earlier process's.
     private let openedAt = time(nil)
 
-    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000, killSwitch: JournalKillSwitch? = nil) {
+    init(directory: String, logger: Logger, summaryInterval: UInt64 = 1_000_000_000, killSwitch: TestKillSwitch? = nil) {
         self.directory = directory
         self.logger = logger
         self.killSwitch = killSwitch
@@ -443,13 +443,15 @@ final class JournalStore: SessionStore {
     }
 }
 
-/// The test hook `AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE=N` (docs/testing.md):
-/// the process sends itself SIGKILL just before the Nth write to any session
-/// journal (counted from 1 over the process's life: a journal's creation, each
-/// record or group of records written at once). So a test stops the server at
-/// an exact instant of a turn, the Nth write never reaching the file, as a
+/// The test hooks `AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE=N` and
+/// `AGENTRPC_TEST_KILL_AT_FRAME=N` (docs/testing.md): the process sends itself
+/// SIGKILL just before the Nth write to any session journal (counted from 1
+/// over the process's life: a journal's creation, each record or group of
+/// records written at once), or before the Nth frame it queues for the client.
+/// So a test stops the server at an exact instant of a turn, the Nth write
+/// never reaching the file (the Nth frame never reaching the client), as a
 /// `kill -9` from outside at that instant would.
-final class JournalKillSwitch: Sendable {
+package final class TestKillSwitch: Sendable {
     let at: Int
     private let writes = Atomic<Int>(0)
 
@@ -457,12 +459,12 @@ final class JournalKillSwitch: Sendable {
 
     /// Nil when the variable is not set; a value that is not a whole number
     /// from 1 to 1,000,000 is an error.
-    static func from(environment: [String: String]) throws -> JournalKillSwitch? {
-        guard let text = environment["AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE"] else { return nil }
+    static func from(environment: [String: String], variable: String = "AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE") throws -> TestKillSwitch? {
+        guard let text = environment[variable] else { return nil }
         guard let n = Int(text), n >= 1, n <= 1_000_000 else {
-            throw RPCError.invalidConfiguration("AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE must be a whole number from 1 to 1000000", field: "AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE")
+            throw RPCError.invalidConfiguration("\(variable) must be a whole number from 1 to 1000000", field: variable)
         }
-        return JournalKillSwitch(at: n)
+        return TestKillSwitch(at: n)
     }
 
     func beforeWrite() {

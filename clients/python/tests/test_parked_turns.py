@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 from pathlib import Path
@@ -64,8 +65,8 @@ class Host:
 
 
 @contextlib.asynccontextmanager
-async def spawn(store: Path, host: Host, env: dict[str, str] | None = None) -> AsyncIterator[Client]:
-    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], env=env, request_timeout=TIMEOUT,
+async def spawn(store: Path, host: Host, env: dict[str, str] | None = None, args: list[str] | None = None) -> AsyncIterator[Client]:
+    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store), *(args or [])], env=env, request_timeout=TIMEOUT,
                             shutdown_timeout=TIMEOUT, capabilities={"tools": True, "confirmations": "request"}) as client:
         host.attach(client)
         yield client
@@ -86,7 +87,25 @@ def shape(transcript: dict[str, Any]) -> list[Any]:
     return [{k: v for k, v in e.items() if k not in ("id", "turnId")} for e in transcript["entries"]]
 
 
-async def test_a_kill_at_every_journal_write_then_continue_ends_as_an_uninterrupted_turn(tmp_path: Path) -> None:
+def requested_round_trips(dump: Path) -> list[int]:
+    """The round trips the scripted model was asked for, from ``--dump-requests``."""
+    if not dump.exists():
+        return []
+    return [json.loads(line)["roundTrip"] for line in dump.read_text().splitlines() if line.strip()]
+
+
+#: The deterministic kill instants (docs/testing.md): before the server's Nth
+#: journal write, and before the Nth frame it queues for the client.
+KILL_HOOKS = {"journal write": "AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE", "frame": "AGENTRPC_TEST_KILL_AT_FRAME"}
+
+
+@pytest.mark.parametrize("instant", list(KILL_HOOKS))
+async def test_a_kill_at_every_instant_then_continue_ends_as_an_uninterrupted_turn(tmp_path: Path, instant: str) -> None:
+    """kill -9 at every journal write, and at every frame, of a turn of three
+    calls and a confirmation; a new process resumes and continues it. Every
+    time: the transcript of an uninterrupted run, no tool run twice (the host
+    counts by idempotency key), no round trip asked of the model again once its
+    answer was journaled (the requests both processes sent, --dump-requests)."""
     reference_host = Host()
     async with spawn(tmp_path / "reference", reference_host) as client:
         session_id = (await client.request("session/create", CONFIG))["sessionId"]
@@ -98,28 +117,37 @@ async def test_a_kill_at_every_journal_write_then_continue_ends_as_an_uninterrup
     n = 0
     while True:
         n += 1
-        assert n <= 60, "the turn wrote more journal records than expected"
+        assert n <= 120, "the turn wrote more than expected"
         store = tmp_path / f"store-{n}"
         host = Host()
         sid: str | None = None
-        async with spawn(store, host, {"AGENTRPC_TEST_KILL_AT_JOURNAL_WRITE": str(n)}) as first:
-            try:
+        first_dump, second_dump = tmp_path / f"first-{n}.jsonl", tmp_path / f"second-{n}.jsonl"
+        first: Client | None = None
+        try:
+            async with spawn(store, host, {KILL_HOOKS[instant]: str(n)}, ["--dump-requests", str(first_dump)]) as first:
                 sid = (await first.request("session/create", CONFIG))["sessionId"]
                 await first.request("session/send", {"sessionId": sid, "input": "go"})
-            except Exception:
+        except Exception as exc:
+            # Killed, possibly before spawn's initialize was answered.
+            if first is None:
+                assert "-9" in str(exc), exc
+            else:
                 async with asyncio.timeout(TIMEOUT):
                     while first.returncode is None:
                         await asyncio.sleep(0.01)
                 assert first.returncode == -signal.SIGKILL
-            else:
-                break  # N passed the turn's last write: every instant before it was covered
+        else:
+            break  # N passed the turn's end: every instant before it was covered
         if sid is None:
             continue
-        async with spawn(store, host) as second:
+        async with spawn(store, host, None, ["--dump-requests", str(second_dump)]) as second:
             await second.request("session/resume", {"sessionId": sid})
             state = await second.request("session/getState", {"sessionId": sid})
             if "parked" not in state:
-                continue  # killed before the turn started: nothing to go on with
+                # Killed before the turn's prompt was journaled (nothing to go on with), or after its end.
+                assert shape(await second.request("session/getTranscript", {"sessionId": sid})) in ([], expected), n
+                continue
+            journaled = shape(await second.request("session/getTranscript", {"sessionId": sid}))
             assert state["isRunning"] is False
             result = await second.request("session/continue", {"sessionId": sid})
             continued += 1
@@ -129,7 +157,88 @@ async def test_a_kill_at_every_journal_write_then_continue_ends_as_an_uninterrup
         # No tool ran twice, whatever the instant.
         assert all(count == 1 for count in host.runs.values()), (n, host.runs)
         assert len(host.runs) == 3, (n, host.runs)
-    assert continued >= 8, continued
+        # A round trip whose answer (its toolCalls or response entry) was journaled is not asked for again.
+        answered = {"toolCalls": 1, "response": 2}
+        done = max((answered.get(e["type"], 0) for e in journaled), default=0)
+        again = requested_round_trips(second_dump)
+        assert again == [r for r in (1, 2) if r > done], (n, again, requested_round_trips(first_dump))
+    print(f"{instant}: {n - 1} instants, {continued} continued")
+    assert continued >= (20 if instant == "frame" else 10), continued
+
+
+async def close_input_at(n: int, store: Path, host: Host) -> tuple[str | None, bool]:
+    """Drives a server over raw stdio (create, send, the host answering every
+    tool/call and confirmation/request) and closes its input as the client
+    receives its Nth frame, instead of handling that frame. Returns the session
+    id (None before session/create was answered) and whether the turn ended first."""
+    process = await asyncio.create_subprocess_exec(
+        REAL_BINARY, "serve", "--store", str(store), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    stdin = process.stdin
+
+    def write(message: dict[str, Any]) -> None:
+        stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+
+    write({"id": 1, "method": "initialize", "params": {"protocolVersion": 1, "capabilities": {"tools": True, "confirmations": "request"}}})
+    received, sid, ended = 0, None, False
+    async with asyncio.timeout(TIMEOUT):
+        while line := await process.stdout.readline():
+            received += 1
+            if received == n:
+                stdin.close()  # the client goes away
+            if stdin.is_closing():
+                continue
+            message = json.loads(line)
+            answer_to = message.get("id") if "method" not in message else None
+            if answer_to == 1:
+                write({"id": 2, "method": "session/create", "params": CONFIG})
+            elif answer_to == 2:
+                sid = message["result"]["sessionId"]
+                write({"id": 3, "method": "session/send", "params": {"sessionId": sid, "input": "go"}})
+            elif answer_to == 3:
+                assert "result" in message, message
+                ended = True
+                stdin.close()
+            elif message.get("method") == "tool/call":
+                write({"id": message["id"], "result": host.tool_call(message["params"])})
+            elif message.get("method") == "confirmation/request":
+                write({"id": message["id"], "result": host.confirm(message["params"])})
+        await process.wait()
+    return sid, ended
+
+
+async def test_the_client_closing_its_input_at_every_frame_then_continue_ends_as_an_uninterrupted_turn(tmp_path: Path) -> None:
+    """The same turn as above; the client closes its input as it receives its
+    Nth frame, for every N; a new process continues the parked turn to the
+    transcript of an uninterrupted run, every tool run once."""
+    async with spawn(tmp_path / "reference", Host()) as client:
+        sid = (await client.request("session/create", CONFIG))["sessionId"]
+        await client.request("session/send", {"sessionId": sid, "input": "go"})
+        expected = shape(await client.request("session/getTranscript", {"sessionId": sid}))
+    continued = 0
+    for n in range(1, 121):
+        store, host = tmp_path / f"store-{n}", Host()
+        session_id, ended = await close_input_at(n, store, host)
+        if ended:
+            break  # N passed the turn's end
+        if session_id is None:
+            continue
+        async with spawn(store, host) as second:
+            await second.request("session/resume", {"sessionId": session_id})
+            if "parked" not in await second.request("session/getState", {"sessionId": session_id}):
+                # Gone before the send was read, or after the turn had ended.
+                assert shape(await second.request("session/getTranscript", {"sessionId": session_id})) in ([], expected), n
+                continue
+            result = await second.request("session/continue", {"sessionId": session_id})
+            continued += 1
+            assert result["message"]["text"] == "all done", (n, result)
+            assert shape(await second.request("session/getTranscript", {"sessionId": session_id})) == expected, n
+        assert all(count == 1 for count in host.runs.values()) and len(host.runs) == 3, (n, host.runs)
+    else:
+        raise AssertionError("the turn sent more frames than expected")
+    print(f"closing input: {n - 1} instants, {continued} continued")
+    assert continued >= 15, continued
 
 
 async def test_cancel_of_a_parked_turn_ends_it_and_a_send_waits_for_it(tmp_path: Path) -> None:
@@ -307,21 +416,21 @@ async def test_a_parked_confirmation_answered_two_days_later_in_another_process(
     assert all(count == 1 for count in host.runs.values()) and len(host.runs) == 3, host.runs
 
 
-async def test_a_ttl_and_a_clock_offset_out_of_range_are_refused(tmp_path: Path) -> None:
+async def test_a_ttl_and_test_hooks_out_of_range_are_refused(tmp_path: Path) -> None:
     async with spawn(tmp_path / "store", Host()) as client:
         try:
             await client.request("session/create", {**CONFIG, "limits": {"parkedTTLSeconds": 0}})
             raise AssertionError("a TTL of 0 was taken")
         except Exception as exc:
             assert "limits.parkedTTLSeconds" in str(exc)
-    for bad in ("abc", "-1", "1e12"):
+    for variable, bad in [("AGENTRPC_TEST_CLOCK_OFFSET_SECONDS", "abc"), ("AGENTRPC_TEST_CLOCK_OFFSET_SECONDS", "-1"),
+                          ("AGENTRPC_TEST_CLOCK_OFFSET_SECONDS", "1e12"), ("AGENTRPC_TEST_KILL_AT_FRAME", "0")]:
         process = await asyncio.create_subprocess_exec(
             REAL_BINARY, "serve", "--store", str(tmp_path / "store"), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "AGENTRPC_TEST_CLOCK_OFFSET_SECONDS": bad})
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, variable: bad})
         async with asyncio.timeout(TIMEOUT):
             _, stderr = await process.communicate(b"")
-        assert process.returncode == 2 and b"AGENTRPC_TEST_CLOCK_OFFSET_SECONDS" in stderr, (bad, stderr)
+        assert process.returncode == 2 and variable.encode() in stderr, (variable, bad, stderr)
 
 
 @pytest.mark.parametrize("tool_name", ["lookup", "charge"])
