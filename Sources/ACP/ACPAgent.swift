@@ -32,6 +32,9 @@ final class ACPAgent: Sendable {
         /// `session/update`s that must follow a request's answer (an editor drops
         /// `available_commands_update` sent before the session exists for it).
         var afterAnswer: [RequestID: [JSONValue]] = [:]
+        /// Sessions loaded with a parked turn (`onDisconnect: "park"`): it goes
+        /// on once the load is answered, asking the editor again what it waited for.
+        var continueAfterAnswer: [RequestID: String] = [:]
         /// The local model, started at the first session that needs it.
         var localModel: LocalModelServer?
         var localModelTried = false
@@ -105,7 +108,10 @@ final class ACPAgent: Sendable {
         // model server left behind would outlive it.
         state.withLock { $0.localModel }?.stop()
         watchdog?.killsWhenFiring(nil)
-        for session in sessions.all { session.cancelPrompt() }
+        // A session that parks keeps its waiting turn for the next load: the engine's shutdown parks it.
+        if configuration.session["onDisconnect"]?.stringValue != "park" {
+            for session in sessions.all { session.cancelPrompt() }
+        }
         await engine.shutdown(reason: "the editor closed its input", graceSeconds: shutdownGraceSeconds)
         // Every request still open is answered (a cancelled prompt with `cancelled`) before the output is flushed.
         let running = state.withLock { Array($0.inFlight.values) }
@@ -160,7 +166,10 @@ final class ACPAgent: Sendable {
         do {
             reply = try await serve(id: id, method: method, params: params)
         } catch {
-            state.withLock { _ = $0.afterAnswer.removeValue(forKey: id) }
+            state.withLock {
+                _ = $0.afterAnswer.removeValue(forKey: id)
+                _ = $0.continueAfterAnswer.removeValue(forKey: id)
+            }
             fail(id, Self.rpcError(error, method: method, logger: logger))
             return
         }
@@ -168,6 +177,7 @@ final class ACPAgent: Sendable {
         case .now(let value):
             editor.send(.success(id, value))
             for update in state.withLock({ $0.afterAnswer.removeValue(forKey: id) }) ?? [] { editor.notify("session/update", update) }
+            if let parked = state.withLock({ $0.continueAfterAnswer.removeValue(forKey: id) }) { continueParkedTurn(of: parked) }
         case .later(let work):
             // Started and tracked under the lock, so its own removal always comes after the insert.
             state.withLock { s in
@@ -493,6 +503,7 @@ final class ACPAgent: Sendable {
         // A session that was prompted before has its title already.
         if (state["entryCount"]?.intValue ?? 0) > 0 { session.markTitled() }
         advertiseCommands(session, after: request)
+        if handle["parkedTurn"] != nil { self.state.withLock { $0.continueAfterAnswer[request] = id } }
         // The meter as the session left it, shown before the next prompt (the stored figure and cost).
         session.restoreMeter(window: state["contextWindowTokens"]?.intValue, costUSD: state["usageTotals"]?["costUSD"]?.numberValue)
         if let used = state["contextTokens"]?.intValue, let size = session.lastWindow {
@@ -505,6 +516,21 @@ final class ACPAgent: Sendable {
         session.noteUnavailable(notStarted)
         if let meta = mcpMeta(notStarted) { answer["_meta"] = meta }
         return .object(answer)
+    }
+
+    /// A session loaded with a parked turn goes on with it: the engine asks
+    /// again what the turn waited for (a permission becomes
+    /// `session/request_permission` again), and its updates follow as a
+    /// prompt's would. It ends as the turn does; a prompt meanwhile is refused
+    /// as busy by the engine.
+    private func continueParkedTurn(of sessionID: String) {
+        Task { [engine, logger] in
+            do {
+                _ = try await engine.call("session/continue", ["sessionId": .string(sessionID)])
+            } catch {
+                logger.warning("session \(sessionID): its parked turn did not end well: \(error)")
+            }
+        }
     }
 
     /// Whether sessions outlive a close (not `--ephemeral`, not `acp.session.store: false`).

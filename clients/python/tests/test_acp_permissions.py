@@ -183,3 +183,36 @@ async def test_session_set_model_is_the_model_option(tmp_path: Path) -> None:
         listed = await asyncio.wait_for(conn.set_config_option(session_id=session.session_id, config_id="model", value="fast"), WAIT)
         assert [o.current_value for o in listed.config_options if o.id == "model"] == ["fast"]
     assert editor.text() == "fast."
+
+
+async def test_a_session_loaded_with_a_parked_turn_asks_the_pending_permission_again_and_goes_on(tmp_path: Path) -> None:
+    """acp.session.onDisconnect "park": the editor goes away while a write waits
+    for permission; a new agent process loads the session, asks the same
+    permission again after the load's answer and, once allowed, writes and ends
+    the turn (docs/acp.md, "Parked turns")."""
+    store = tmp_path / "store"
+    config = {**scripted(
+        {"toolCalls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "a.txt", "content": "new"}}]},
+        {"text": ["Wrote it."]},
+    ), "acp": {"session": {"onDisconnect": "park"}}}
+    first = Editor({"/work/project/a.txt": "old"})
+    first.permission_answers = [None]  # the user walks away with the editor
+    async with agent(tmp_path, config, first, store=store) as (conn, cwd):
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), WAIT)
+        running = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("write")]))
+        async with asyncio.timeout(WAIT):
+            await first.permission_asked.wait()
+    running.cancel()
+    assert not first.called("write_text_file")
+
+    second = Editor({"/work/project/a.txt": "old"})
+    async with agent(tmp_path, config, second, store=store) as (conn, cwd):
+        await asyncio.wait_for(conn.load_session(cwd=cwd, session_id=session.session_id, mcp_servers=[]), WAIT)
+        try:
+            await second.wait_for(lambda: "Wrote it." in second.text())
+        except TimeoutError:
+            raise AssertionError((second.calls, second.updates)) from None
+    (asked,) = second.called("request_permission")
+    assert asked["toolCall"]["toolCallId"] == "call_w"
+    assert second.files["/work/project/a.txt"] == "new"
+    assert second.statuses("call_w")[-1] == "completed"
