@@ -284,6 +284,8 @@ export declare class Session implements AsyncDisposable {
   parked: Result<'session/resume'>['parkedTurn'];
   /** `session/continue`: goes on with the parked turn; resolves as `send` would have. */
   continueTurn(options?: { signal?: AbortSignalLike; timeout?: number }): Promise<TurnResult>;
+  /** `session/park`: parks the running turn at its next wait for the client; resolves with the parked turn, if it parked. */
+  park(options?: { signal?: AbortSignalLike; timeout?: number }): Promise<Result<'session/park'>['parked']>;
   stream(input: TurnInput, options?: Omit<SendOptions, 'timeout'> & Omit<Params<'session/send'>, 'sessionId' | 'input' | 'options'>): TurnStream;
   generate<T = unknown>(input: TurnInput, options: SendOptions & Omit<Params<'session/generate'>, 'sessionId' | 'input' | 'options' | 'schema'> & { schema: object }): Promise<GenerateResult<T>>;
   steer(input: TurnInput, options?: { images?: ImageAttachment[]; expectedTurnId?: string }): Promise<Result<'session/steer'>>;

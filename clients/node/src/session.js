@@ -164,6 +164,17 @@ export class Session {
   }
 
   /** `session/cancel`: stops the running turn at its next checkpoint; true if one was running. */
+  /**
+   * `session/park`: parks the running turn at its next wait for the client (at
+   * once when it waits already); resolves, once it parked, with the parked turn
+   * (also `this.parked`), or undefined when no turn ran or it ended without waiting.
+   */
+  async park({ signal, timeout } = {}) {
+    const result = await this.client.request('session/park', this.#params({}), { signal, timeout });
+    this.parked = result?.parked;
+    return this.parked;
+  }
+
   async cancel() {
     const result = await this.client.request('session/cancel', this.#params({}));
     return Boolean(result?.wasRunning);

@@ -30,6 +30,7 @@ const API = {
   'session/rewind': 'Session.rewind',
   'session/compact': 'Session.compact',
   'session/continue': 'Session.continueTurn',
+  'session/park': 'Session.park',
   'user/ask': 'onAsk handlers, answered by the client',
   // session/cancel as a notification: Session.cancel sends the request form, which answers wasRunning.
   '$/cancelRequest': 'Client.request', // an aborted signal, a timeout, leaving a stream early

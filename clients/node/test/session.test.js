@@ -272,6 +272,40 @@ describe('Session against the real binary', () => {
 });
 
 describe('parked turns', () => {
+  test('session.park() parks a turn whose tool call waits; continueTurn sends the call again', async () => {
+    const client = await spawnReal();
+    try {
+      const seen = [];
+      let held;
+      const heldCall = new Promise((resolve) => { held = resolve; });
+      const step = tool({
+        name: 'step', inputSchema: objectSchema({ n: { type: 'integer' } }),
+        run: (args, ctx) => {
+          seen.push(ctx);
+          if (seen.length === 1) { held(); return new Promise(() => {}); } // waiting when the park comes
+          return `ran ${args.n}`;
+        },
+      });
+      const session = await client.openSession({
+        model: scripted({ toolCalls: [{ name: 'step', arguments: { n: 1 } }] }, { text: ['ok'] }),
+        tools: [step], onDisconnect: 'park',
+      });
+      const sent = session.send('go').catch((error) => error);
+      await within(heldCall, 10_000, 'the tool call to arrive');
+      const parked = await session.park();
+      assert.deepEqual(parked.pendingRequests.map((p) => [p.name, p.state]), [['step', 'inDoubt']]);
+      assert.equal(session.parked, parked);
+      assert.equal((await sent).data?.source, 'session/park');
+      const result = await session.continueTurn();
+      assert.equal(result.message.text, 'ok');
+      assert.equal(seen.length, 2);
+      assert.equal(seen[1].attempt, 2);
+      assert.equal(await session.park(), undefined); // nothing runs now
+    } finally {
+      await client.close();
+    }
+  });
+
   test('a turn parked by session/close is resumed with session.parked and goes on with continueTurn', async () => {
     const client = await spawnReal();
     try {

@@ -474,3 +474,38 @@ async def test_an_mcp_call_in_doubt_is_sent_again_only_to_an_idempotent_tool(tmp
     else:
         assert call["outcome"] == "failed" and "may have run" in call["content"], call
         assert log.read_text() == "charge\n"
+
+
+async def test_session_park_parks_a_waiting_turn_and_continue_turn_goes_on(tmp_path: Path) -> None:
+    """The Python client's ``session.park()``: the turn waits on a tool call, is
+    parked (the send raises, source ``session/park``), ``session.parked`` names
+    the call in doubt, and ``continue_turn()`` sends it again and ends the turn."""
+    seen: list[ToolContext] = []
+    held = asyncio.Event()
+
+    @tool
+    async def step(n: int, ctx: ToolContext) -> str:
+        """One step."""
+        seen.append(ctx)
+        if len(seen) == 1:
+            held.set()
+            await asyncio.Event().wait()  # still running when the park comes
+        return f"ran {n}"
+
+    async with Client.spawn(binary=REAL_BINARY, args=["--store", str(tmp_path / "store")], request_timeout=TIMEOUT) as client:
+        session = await client.open_session({
+            "model": scripted({"toolCalls": [{"name": "step", "arguments": {"n": 1}}]}, {"text": ["ok"]}),
+            "onDisconnect": "park"}, tools=[step])
+        running = asyncio.create_task(session.send("go"))
+        async with asyncio.timeout(TIMEOUT):
+            await held.wait()
+        parked = await session.park()
+        assert parked is not None and session.parked == parked
+        assert [(p.name, p.state) for p in parked.pending_requests] == [("step", "inDoubt")]
+        with pytest.raises(Exception) as raised:
+            await running
+        assert "parked" in str(raised.value)
+        result = await session.continue_turn()
+        assert result.message is not None and result.message.text == "ok"
+        assert await session.park() is None  # nothing runs now
+    assert [c.attempt for c in seen] == [1, 2]

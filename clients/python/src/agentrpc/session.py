@@ -270,6 +270,17 @@ class Session:
             self.client._attach_tool_exception(self.id, exc)
             raise
 
+    async def park(self, *, timeout: float | None | _Default = None) -> ParkedTurn | None:
+        """``session/park``: park the running turn at its next wait for the client
+        (at once when it waits already). Returns, once it parked, the parked turn
+        (also :attr:`parked`), or None when no turn ran or it ended without waiting.
+        The turn's ``send`` raises :class:`~agentrpc.Cancelled` (source ``session/park``).
+        """
+        result = await self.client.request("session/park", self._params(), timeout=timeout)
+        parked = result.get("parked") if isinstance(result, dict) else None
+        self.parked = ParkedTurn.from_wire(parked) if isinstance(parked, dict) else None
+        return self.parked
+
     async def cancel(self) -> bool:
         """``session/cancel``: stop the running turn at its next checkpoint.
 

@@ -47,6 +47,7 @@ from .types import (
     Limits,
     SessionList,
     MutationResult,
+    ParkedTurn,
     PropertiesResult,
     SessionState,
     Transcript,
@@ -384,6 +385,11 @@ class Session:
         if kwargs.get("refresh_auth") is not None:
             kwargs["refresh_auth"] = _threaded(kwargs["refresh_auth"])
         return self._call(self.async_session.send(*args, **kwargs))
+
+    @_forwards_to(_async_session.Session.park)
+    def park(self, *args: Any, **kwargs: Any) -> ParkedTurn | None:
+        """Park the running turn (see the async ``park``)."""
+        return self._call(self.async_session.park(*args, **kwargs))
 
     @_forwards_to(_async_session.Session.continue_turn)
     def continue_turn(self, *args: Any, **kwargs: Any) -> TurnResult:
