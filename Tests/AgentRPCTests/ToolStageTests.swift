@@ -164,7 +164,7 @@ private actor FakeToolHost: ToolStageHost {
         return ConfirmationAnswer(decision: decision, source: source, reason: reason, arguments: arguments)
     }
 
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)? {
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, elicitation: MCPElicitation?) async throws -> (ToolOutcome, JSONValue)? {
         guard name.hasPrefix("mcp__") else { return nil }
         record("mcp \(name)")
         if mcpBlocks {

@@ -194,7 +194,8 @@ extension ToolStage {
             // session/cancel came while it waited for its turn: it is withdrawn as it would be now.
             if context.control.cooperativeCancelRequested { throw CancellationError() }
         }
-        if let (outcome, content) = try await host.runMCPTool(named: call.name, callId: call.id, arguments: arguments, timeout: context.limits.toolTimeoutSeconds) {
+        if let (outcome, content) = try await host.runMCPTool(
+            named: call.name, callId: call.id, arguments: arguments, timeout: context.limits.toolTimeoutSeconds, elicitation: elicitation(callId: call.id)) {
             return ended(outcome, content)
         }
         let params = ToolCallParams(
@@ -304,6 +305,24 @@ extension ToolStage {
         closeConfirmation()
         host.emit(.confirmationResolved(callId: call.id, decision: answer.decision, source: answer.source), turn: turnID)
         return answer
+    }
+
+    // MARK: MCP elicitation
+
+    /// Asks the client's user for an MCP server's form during call `callId`:
+    /// `user/elicit` on the same path as `user/ask` (bounded by
+    /// `askUserTimeoutSeconds`; cancelling the call, as `session/cancel` does,
+    /// withdraws it). Nil when the client does not answer `user/elicit`.
+    private func elicitation(callId: String) -> MCPElicitation? {
+        guard context.capabilities.elicitation == true else { return nil }
+        let (channel, sessionId, turnId, timeout) = (context.channel, context.sessionId, context.turnId, context.limits.askUserTimeoutSeconds)
+        return { server, message, schema in
+            let payload = try JSONValue(encoding: UserElicitParams(
+                sessionId: sessionId, turnId: turnId, callId: callId, server: server, message: message, requestedSchema: schema))
+            let answer = try await channel.request(UserElicitRequest.name, payload, timeout: timeout).decode(as: UserElicitResult.self)
+            guard answer.action == .accept else { return ["action": .string(answer.action.rawValue)] }
+            return ["action": "accept", "content": .object(answer.content ?? [:])]
+        }
     }
 
     // MARK: ask_user

@@ -36,7 +36,8 @@ protocol ToolStageHost: Actor {
     ) throws -> ConfirmationAnswer
     /// Runs a call on the MCP server that offers `name`; nil when no server does.
     /// Cancelling the calling task withdraws the call.
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)?
+    /// `elicitation` asks the client's user for a server's form (nil: the client does not answer `user/elicit`).
+    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double, elicitation: MCPElicitation?) async throws -> (ToolOutcome, JSONValue)?
     /// Runs the profile's `onToolCall` / `onToolOutput` hook actions; a veto or failure throws.
     func runToolHook(_ hook: HookName, profile: ResolvedProfile, toolName: String, payload: JSONValue) async throws
     /// Runs a built-in orchestration tool (handoff, consult, skills); `span` is the call's.

@@ -43,8 +43,9 @@ struct MCPTool: Sendable, Hashable {
 }
 
 /// The JSON-RPC side of one connection to an MCP server: requests with bounded
-/// waits, answers to the server's own requests (`ping`; sampling, roots and
-/// elicitation are refused with -32601), and notifications. Owns its transport.
+/// waits, answers to the server's own requests (`ping`; form elicitation when
+/// the client answers `user/elicit`; sampling, roots and anything else are
+/// refused with -32601), and notifications. Owns its transport.
 ///
 /// Two eras of the protocol: a server that answers `server/discover` naming
 /// `modernVersion` is spoken to without a handshake, every request carrying
@@ -95,11 +96,27 @@ actor MCPClient {
     /// The handlers of the requests waiting now, by progress token.
     private var progressHandlers: [String: ProgressHandler] = [:]
     private var nextProgressToken = 1
+    /// Asks the user to fill in a server's form (`elicitation/create`): the
+    /// message and the requested schema in, `{action, content?}` out.
+    typealias ElicitationHandler = @Sendable (_ message: String, _ requestedSchema: JSONValue) async throws -> JSONValue
+    /// Whether servers are told this client can answer form elicitations.
+    let elicits: Bool
+    /// The elicitation handlers of the requests waiting now, in the order they were sent.
+    private var elicitationHandlers: [(key: Int, handler: ElicitationHandler)] = []
+    /// The elicitations under way for a request (by its handler's key), ended with it.
+    private var elicitationTasks: [Int: [Task<Void, Never>]] = [:]
+    private var nextElicitationKey = 1
 
-    init(serverName: String, transport: any MCPTransport, logger: Logger) {
+    init(serverName: String, transport: any MCPTransport, logger: Logger, elicits: Bool = false) {
         self.serverName = serverName
         self.transport = transport
         self.logger = logger
+        self.elicits = elicits
+    }
+
+    /// What this client declares: form elicitation when its own client answers `user/elicit`.
+    private var capabilities: JSONValue {
+        elicits ? ["elicitation": ["form": .object([:])]] : .object([:])
     }
 
     func setHandlers(toolsChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void) {
@@ -173,12 +190,15 @@ actor MCPClient {
             case .failure(let error):
                 waiter.resume(throwing: MCPRequestError.rpc(code: error.code.rawValue, message: error.message, data: error.data))
             }
-        case .request(let id, let method, _):
-            // A server may ask things of its client; this client offers none of the
-            // optional client features, so everything but ping is "method not found".
+        case .request(let id, let method, let params):
+            // A server may ask things of its client: ping, and a form for the user
+            // when our client answers them; sampling and roots are not offered.
             let answer: Message
             if method == "ping" {
                 answer = .success(id, .object([:]))
+            } else if method == "elicitation/create", elicits {
+                elicit(id, params ?? .object([:]))
+                return
             } else {
                 answer = .failure(id, RPCError(.methodNotFound, "agentrpc does not offer \(method) to MCP servers"))
             }
@@ -205,6 +225,42 @@ actor MCPClient {
         }
     }
 
+    /// A server's `elicitation/create` (handshake era): asked of the user through
+    /// the handler of the call in flight (the latest sent, when several are: the
+    /// request does not say which call it belongs to), answered when the user
+    /// has; the call's end (done, timed out, cancelled with the turn) withdraws it.
+    private func elicit(_ id: RequestID, _ params: JSONValue) {
+        let transport = self.transport
+        func answer(_ message: Message) { Task { try? await transport.send(message.json) } }
+        if let mode = params["mode"]?.stringValue, mode != "form" {
+            answer(.failure(id, RPCError(.invalidParams, "agentrpc answers form elicitations only, not '\(mode.prefix(32))'")))
+            return
+        }
+        guard let message = params["message"]?.stringValue, let schema = params["requestedSchema"], schema.objectValue != nil else {
+            answer(.failure(id, RPCError(.invalidParams, "an elicitation needs a message and a requestedSchema object")))
+            return
+        }
+        guard let (key, handler) = elicitationHandlers.last else {
+            answer(.failure(id, RPCError(.invalidRequest, "agentrpc asks its user only while one of the server's tool calls runs")))
+            return
+        }
+        let task = Task {
+            let result = await Self.elicitationAnswer(handler, message: message, schema: schema)
+            answer(.success(id, result))
+        }
+        elicitationTasks[key, default: []].append(task)
+    }
+
+    /// The user's answer, or `cancel` when none came (the call ended, the wait
+    /// ran out, the client failed): the server always hears back.
+    private static func elicitationAnswer(_ handler: ElicitationHandler, message: String, schema: JSONValue) async -> JSONValue {
+        do {
+            return try await handler(message, schema)
+        } catch {
+            return ["action": "cancel"]
+        }
+    }
+
     private func connectionEnded(_ reason: String) {
         guard closedReason == nil else { return }
         closedReason = reason
@@ -221,8 +277,23 @@ actor MCPClient {
     /// calling task sends `notifications/cancelled` and ends the wait at once.
     /// A request the server refused because it no longer knows our MCP session
     /// (HTTP 404: it did not run) is sent again, once, in a new session.
-    func request(_ method: String, _ params: JSONValue, timeout: Double, progress: ProgressHandler? = nil) async throws -> JSONValue {
+    func request(
+        _ method: String, _ params: JSONValue, timeout: Double, progress: ProgressHandler? = nil, elicitation: ElicitationHandler? = nil
+    ) async throws -> JSONValue {
         var object = params.objectValue ?? [:]
+        var elicitationKey: Int?
+        if let elicitation, elicits {
+            let key = nextElicitationKey
+            nextElicitationKey += 1
+            elicitationHandlers.append((key, elicitation))
+            elicitationKey = key
+        }
+        defer {
+            if let key = elicitationKey {
+                elicitationHandlers.removeAll { $0.key == key }
+                for task in elicitationTasks.removeValue(forKey: key) ?? [] { task.cancel() }
+            }
+        }
         var meta = object["_meta"]?.objectValue ?? [:]
         var token: String?
         if let progress {
@@ -234,7 +305,7 @@ actor MCPClient {
             token = issued
         }
         defer { if let token { progressHandlers[token] = nil } }
-        if modern { meta.merge(Self.modernMeta) { _, ours in ours } }
+        if modern { meta.merge(modernMeta) { _, ours in ours } }
         if !meta.isEmpty { object["_meta"] = .object(meta) }
         let started = ContinuousClock.now
         var result = try await renewingExchange(method, .object(object), timeout: timeout)
@@ -250,7 +321,7 @@ actor MCPClient {
             retry["inputResponses"] = nil
             retry["requestState"] = nil
             if let requests = result["inputRequests"]?.objectValue, !requests.isEmpty {
-                retry["inputResponses"] = .object(try await answerInputRequests(requests))
+                retry["inputResponses"] = .object(try await answerInputRequests(requests, elicitation: elicits ? elicitation : nil))
             }
             if let state = result["requestState"] {
                 guard case .string = state else { throw MCPRequestError.malformed("the requestState of an input_required answer to \(method) is not a string") }
@@ -266,19 +337,30 @@ actor MCPClient {
         return result
     }
 
-    /// The answers to a modern server's `inputRequests`, by key. Nothing is
-    /// asked of a server that this client declared no capability for, so any
-    /// request is refused with the request as a whole.
-    private func answerInputRequests(_ requests: [String: JSONValue]) async throws -> [String: JSONValue] {
-        let methods = requests.values.map { $0["method"]?.stringValue ?? "?" }
-        throw MCPRequestError.malformed(
-            "the server asked for input agentrpc did not declare it can give (\(Set(methods).sorted().joined(separator: ", ").prefix(200)))")
+    /// The answers to a modern server's `inputRequests`, by key: form
+    /// elicitations go to the user (one after another) when our client answers
+    /// them; anything else was not declared, and ends the request.
+    private func answerInputRequests(_ requests: [String: JSONValue], elicitation: ElicitationHandler?) async throws -> [String: JSONValue] {
+        var answers: [String: JSONValue] = [:]
+        for key in requests.keys.sorted() {
+            let request = requests[key] ?? .null
+            let params = request["params"] ?? .object([:])
+            guard request["method"]?.stringValue == "elicitation/create", let elicitation, (params["mode"]?.stringValue ?? "form") == "form",
+                  let message = params["message"]?.stringValue, let schema = params["requestedSchema"], schema.objectValue != nil else {
+                let methods = requests.values.map { $0["method"]?.stringValue ?? "?" }
+                throw MCPRequestError.malformed(
+                    "the server asked for input agentrpc did not declare it can give (\(Set(methods).sorted().joined(separator: ", ").prefix(200)))")
+            }
+            answers[key] = await Self.elicitationAnswer(elicitation, message: message, schema: schema)
+            try Task.checkCancellation()
+        }
+        return answers
     }
 
     /// The `_meta` every modern request carries: the version, our capabilities, who we are.
-    private static var modernMeta: [String: JSONValue] {
-        [versionKey: .string(modernVersion), capabilitiesKey: .object([:]),
-         clientInfoKey: ["name": "agentrpc", "version": .string(Server.version)]]
+    private var modernMeta: [String: JSONValue] {
+        [Self.versionKey: .string(Self.modernVersion), Self.capabilitiesKey: capabilities,
+         Self.clientInfoKey: ["name": "agentrpc", "version": .string(Server.version)]]
     }
 
     /// One request; one that the server refused because it no longer knows our
@@ -427,7 +509,7 @@ actor MCPClient {
         let answer: JSONValue
         do {
             answer = try await exchange(
-                "server/discover", ["_meta": .object(Self.modernMeta)], timeout: timeout, notifiesOnTimeout: false)
+                "server/discover", ["_meta": .object(modernMeta)], timeout: timeout, notifiesOnTimeout: false)
         } catch MCPRequestError.rpc(let code, let message, let data) where code == Self.unsupportedVersionCode {
             // A modern server that does not speak our modern version: initialize is
             // used only if it names one of the older versions we accept.
@@ -465,7 +547,7 @@ actor MCPClient {
     /// answer is not always set by servers that send the notification.
     private func listen() {
         Task {
-            let params: JSONValue = ["_meta": .object(Self.modernMeta), "notifications": ["toolsListChanged": true]]
+            let params: JSONValue = ["_meta": .object(self.modernMeta), "notifications": ["toolsListChanged": true]]
             var backoff = Self.listenBackoffSeconds
             while self.closedReason == nil {
                 do {
@@ -502,7 +584,7 @@ actor MCPClient {
     private func exchangeInitialize() async throws -> String {
         let result = try await exchange("initialize", [
             "protocolVersion": .string(Self.offeredVersion),
-            "capabilities": .object([:]),
+            "capabilities": capabilities,
             "clientInfo": ["name": "agentrpc", "version": .string(Server.version)],
         ], timeout: MCPBounds.requestTimeoutSeconds)
         guard let version = result["protocolVersion"]?.stringValue else {

@@ -22,6 +22,8 @@ actor MCPServerRunner {
 
     private var status: MCPServerStatus = .starting
     private var reason: String?
+    /// The client answers `user/elicit`: servers are told they may ask for forms.
+    private let elicits: Bool
     private var client: MCPClient?
     private var tools: [MCPTool] = []
     /// The prompts it listed at the last listing of its tools.
@@ -50,9 +52,10 @@ actor MCPServerRunner {
     private var listingWaiters: [UUID: (covering: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
 
     init(
-        spec: MCPServerSpec, environment: [String: String], logger: Logger, clock: MCPClock = MCPClock(),
+        spec: MCPServerSpec, environment: [String: String], logger: Logger, clock: MCPClock = MCPClock(), elicits: Bool = false,
         report: @escaping @Sendable (MCPServerState) async -> Void
     ) {
+        self.elicits = elicits
         self.spec = spec
         self.environment = environment
         self.logger = logger
@@ -196,7 +199,7 @@ actor MCPServerRunner {
         } catch {
             return .failedToStart("cannot start the server: \(error)")
         }
-        let client = MCPClient(serverName: spec.name, transport: transport, logger: logger)
+        let client = MCPClient(serverName: spec.name, transport: transport, logger: logger, elicits: elicits)
         self.client = client
         endedReason = nil
         await client.setHandlers(
@@ -367,14 +370,17 @@ actor MCPServerRunner {
     /// Calls one tool. Errors that are the server's (crash, timeout, protocol) come
     /// back as a failed outcome the model sees, saying whether the tool ran as
     /// far as is known; cancellation is thrown.
-    func call(tool: String, arguments: JSONValue, timeout: Double, progress: MCPClient.ProgressHandler? = nil) async throws -> (ToolOutcome, JSONValue) {
+    func call(
+        tool: String, arguments: JSONValue, timeout: Double, progress: MCPClient.ProgressHandler? = nil, elicitation: MCPClient.ElicitationHandler? = nil
+    ) async throws -> (ToolOutcome, JSONValue) {
         guard status == .ready, let client else { return (.failed, .string(unavailable)) }
         do {
             if tool == Self.readResourceTool && readsResources {
                 let result = try await client.request("resources/read", ["uri": arguments["uri"] ?? .null], timeout: timeout)
                 return MCPToolOutput.resource(of: result)
             }
-            let result = try await client.request("tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout, progress: progress)
+            let result = try await client.request(
+                "tools/call", ["name": .string(tool), "arguments": arguments], timeout: timeout, progress: progress, elicitation: elicitation)
             return MCPToolOutput.outcome(of: result)
         } catch let error as MCPRequestError {
             switch error {

@@ -14,14 +14,17 @@ final class MCPServerSet: Sendable {
 
     /// The session's servers: its `mcpServers` entries, then agentrpc.json servers
     /// its profiles name. Throws `invalidConfiguration` for a name nowhere defined.
+    /// `elicits`: the client answers `user/elicit`, so the servers are told they may ask for forms.
     static func make(
-        config: SessionConfig, catalog: ModelCatalog, environment: [String: String], logger: Logger,
+        config: SessionConfig, catalog: ModelCatalog, environment: [String: String], logger: Logger, elicits: Bool = false,
         report: @escaping @Sendable (MCPServerState) async -> Void
     ) throws -> MCPServerSet? {
         let specs = try specs(config: config, catalog: catalog)
         guard !specs.isEmpty else { return nil }
         let clock = MCPClock(environment: environment)
-        return MCPServerSet(runners: specs.map { MCPServerRunner(spec: $0, environment: environment, logger: logger, clock: clock, report: report) })
+        return MCPServerSet(runners: specs.map {
+            MCPServerRunner(spec: $0, environment: environment, logger: logger, clock: clock, elicits: elicits, report: report)
+        })
     }
 
     static func specs(config: SessionConfig, catalog: ModelCatalog) throws -> [MCPServerSpec] {

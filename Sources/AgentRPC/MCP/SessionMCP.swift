@@ -17,6 +17,7 @@ extension AgentSession {
         do {
             made = try MCPServerSet.make(
                 config: config, catalog: context.catalog, environment: context.options.environment, logger: context.logger,
+                elicits: context.clientCapabilities.elicitation == true,
                 report: { [weak self] state in await self?.emit(state.statusEvent) })
         } catch {
             context.logger.warning("session \(sessionID): MCP servers not started: \(error)")
@@ -102,7 +103,9 @@ extension AgentSession {
     /// call at once (the server is sent `notifications/cancelled`) and is thrown.
     /// `session/cancel` withdraws it too: the tool stage cancels its task (its
     /// wait is a checkpoint, as a wait for the model is).
-    func runMCPTool(named name: String, callId: String, arguments: JSONValue, timeout: Double) async throws -> (ToolOutcome, JSONValue)? {
+    func runMCPTool(
+        named name: String, callId: String, arguments: JSONValue, timeout: Double, elicitation: MCPElicitation?
+    ) async throws -> (ToolOutcome, JSONValue)? {
         guard let mcp, name.hasPrefix("mcp__") else { return nil }
         guard let offered = await mcp.offeredTools(servers: nil).first(where: { $0.spec.name == name }) else {
             // Offered at the round trip, gone now (the server crashed or re-listed).
@@ -111,13 +114,24 @@ extension AgentSession {
             return (.failed, .string("The tool is no longer offered by MCP server '\(source.mcp ?? "")'; it was not run."))
         }
         // The server's notifications/progress for this call become toolProgress events.
-        let result = try await offered.server.call(tool: offered.toolName, arguments: arguments, timeout: timeout) { [weak self] progress, total, message in
+        let server = offered.server.spec.name
+        let progress: MCPClient.ProgressHandler = { [weak self] progress, total, message in
             self?.reportToolProgress(SessionEvent.ToolProgress(callId: callId, progress: progress, total: total, message: message))
         }
+        var asks: MCPClient.ElicitationHandler?
+        if let elicitation {
+            asks = { message, schema in try await elicitation(server, message, schema) }
+        }
+        let result = try await offered.server.call(
+            tool: offered.toolName, arguments: arguments, timeout: timeout, progress: progress, elicitation: asks)
         try Task.checkCancellation()
         return result
     }
 }
+
+/// Asks the client's user for an MCP server's form: the server's name, its
+/// message and requested schema in; the answer (`{action, content?}`) out.
+typealias MCPElicitation = @Sendable (_ server: String, _ message: String, _ requestedSchema: JSONValue) async throws -> JSONValue
 
 /// Where a session's MCP servers are.
 enum SessionMCPServers {

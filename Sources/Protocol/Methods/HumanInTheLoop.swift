@@ -37,6 +37,15 @@ public enum UserAskRequest: RPCMethod {
     public typealias Result = UserAskResult
 }
 
+/// `user/elicit`: an MCP server asks, during one of the session's calls, for
+/// input its form describes (MCP's `elicitation/create`, form mode).
+public enum UserElicitRequest: RPCMethod {
+    public static let name = "user/elicit"
+    public static let direction = MethodDirection.serverToClient
+    public typealias Params = UserElicitParams
+    public typealias Result = UserElicitResult
+}
+
 // MARK: - Steering
 
 /// `session/steer` params.
@@ -160,6 +169,50 @@ public struct UserAskParams: Codable, Sendable, Hashable {
 public struct UserAskResult: Codable, Sendable, Hashable {
     public var answer: String
     public init(answer: String) { self.answer = answer }
+}
+
+/// `user/elicit` params: the server's message and the form it asks to be filled
+/// (a flat JSON Schema object of strings, numbers, booleans and enums).
+public struct UserElicitParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    public var turnId: String
+    /// The call the server was running when it asked.
+    public var callId: String
+    /// The MCP server's name, as the session's `mcpServers` gives it.
+    public var server: String
+    public var message: String
+    public var requestedSchema: JSONValue
+
+    public init(sessionId: String, turnId: String, callId: String, server: String, message: String, requestedSchema: JSONValue) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.server = server
+        self.message = message
+        self.requestedSchema = requestedSchema
+    }
+}
+
+/// What the user did with an elicitation's form.
+public enum ElicitAction: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    /// Filled in and sent: `content` holds the values.
+    case accept
+    /// Refused explicitly.
+    case decline
+    /// Dismissed without a choice.
+    case cancel
+}
+
+/// `user/elicit` result, which goes back to the server as it is.
+public struct UserElicitResult: Codable, Sendable, Hashable {
+    public var action: ElicitAction
+    /// The values, by the form's property names (with `accept` only).
+    public var content: [String: JSONValue]?
+
+    public init(action: ElicitAction, content: [String: JSONValue]? = nil) {
+        self.action = action
+        self.content = content
+    }
 }
 
 // MARK: - Rewind

@@ -50,12 +50,16 @@ public struct ClientCapabilities: Codable, Sendable, Hashable {
     public var traces: Bool?
     /// The client answers `user/ask` (needed by sessions that offer `ask_user`).
     public var askUser: Bool?
+    /// The client answers `user/elicit`: an MCP server's form (`elicitation/create`)
+    /// reaches its user; without it, servers are told agentrpc cannot ask.
+    public var elicitation: Bool?
 
     public init(
         tools: Bool? = nil, confirmations: ConfirmationMode? = nil, hooks: Bool? = nil, contextSources: Bool? = nil,
-        traces: Bool? = nil, askUser: Bool? = nil
+        traces: Bool? = nil, askUser: Bool? = nil, elicitation: Bool? = nil
     ) {
         self.askUser = askUser
+        self.elicitation = elicitation
         self.tools = tools
         self.confirmations = confirmations
         self.hooks = hooks

@@ -35,6 +35,7 @@ public enum MethodRegistry {
         HookCallRequest.self,
         ContextRefreshRequest.self,
         UserAskRequest.self,
+        UserElicitRequest.self,
     ]
 
     /// All notifications, both directions. `session/cancel` is also a request:

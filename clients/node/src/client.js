@@ -77,7 +77,7 @@ export class Client {
    * @param {ProcessTransport} transport
    * @param {object} [options]
    */
-  constructor(transport, { requestTimeout, shutdownTimeout = 5000, onConfirm, onAsk } = {}) {
+  constructor(transport, { requestTimeout, shutdownTimeout = 5000, onConfirm, onAsk, onElicitation } = {}) {
     this.#transport = transport;
     /** Default timeout (ms) of every request; undefined waits as long as the server takes. */
     this.requestTimeout = requestTimeout;
@@ -86,6 +86,8 @@ export class Client {
     this.onConfirm = onConfirm;
     /** Answers `user/ask` (the model's ask_user tool) for sessions without their own. */
     this.onAsk = onAsk;
+    /** Fills in an MCP server's form (`user/elicit`): returns the values, or 'decline' / 'cancel'. */
+    this.onElicitation = onElicitation;
     /** The `initialize` result, once the handshake succeeded. */
     this.initializeResult = undefined;
     this.#connectionLost = new Promise((resolve) => { this.#markLost = resolve; });
@@ -120,7 +122,9 @@ export class Client {
     }
     if (initialize) {
       // A client that can answer questions says so; a session may then offer ask_user.
-      const declared = capabilities ?? (rest.onAsk ? { ...DEFAULT_CAPABILITIES, askUser: true } : undefined);
+      // One that can fill in MCP servers' forms says so too; agentrpc then tells its servers.
+      let declared = capabilities ?? (rest.onAsk ? { ...DEFAULT_CAPABILITIES, askUser: true } : undefined);
+      if (!capabilities && rest.onElicitation) declared = { ...(declared ?? DEFAULT_CAPABILITIES), elicitation: true };
       try {
         await client.initialize({ capabilities: declared, clientInfo });
       } catch (error) {
@@ -396,6 +400,9 @@ export class Client {
       const handler = this.#sessions.get(params.sessionId)?.onAsk ?? this.onAsk;
       return handler ? (p, { signal }) => this.#ask(handler, p, signal) : undefined;
     }
+    if (method === 'user/elicit' && this.onElicitation) {
+      return (p, { signal }) => this.#elicit(this.onElicitation, p, signal);
+    }
     if (method === 'confirmation/request') {
       const handler = this.#sessions.get(params.sessionId)?.onConfirm ?? this.onConfirm;
       return handler ? (p) => this.#decide(handler, p).then(({ decision, ...rest }) => ({ decision, ...rest })) : undefined;
@@ -477,6 +484,17 @@ export class Client {
     if (typeof answer === 'string') return { answer };
     if (answer && typeof answer === 'object' && typeof answer.answer === 'string') return { answer: answer.answer };
     throw new TypeError(`onAsk must return a string or {answer}, not ${JSON.stringify(answer)}`);
+  }
+
+  /** Runs an onElicitation handler: the form's values (an object) accept it; 'decline' or 'cancel' say so. */
+  async #elicit(handler, p, signal) {
+    const answer = await handler({
+      sessionId: p.sessionId, turnId: p.turnId, callId: p.callId, server: p.server, message: p.message,
+      requestedSchema: p.requestedSchema, session: this.#sessions.get(p.sessionId), signal,
+    });
+    if (answer === 'decline' || answer === 'cancel') return { action: answer };
+    if (answer && typeof answer === 'object' && !Array.isArray(answer)) return { action: 'accept', content: answer };
+    throw new TypeError(`onElicitation must return the form's values (an object), 'decline' or 'cancel', not ${JSON.stringify(answer)}`);
   }
 
   /** Runs an onConfirm handler; its answer as `{decision, reason?}`. A throwing handler denies. */

@@ -174,6 +174,16 @@ export interface UserQuestion extends AskRequestParams {
 }
 /** Answers a question: the answer text, or `{answer}`. */
 export type AskHandler = (question: UserQuestion) => string | { answer: string } | Promise<string | { answer: string }>;
+type ElicitRequestParams = ServerRequests['user/elicit']['params'];
+/** What an onElicitation handler is asked: an MCP server's form, during call `callId`. */
+export interface Elicitation extends ElicitRequestParams {
+  session?: Session;
+  /** Aborted when the server withdraws the form (a cancel, the timeout). */
+  signal: HostAbortSignal;
+}
+/** Fills in a form: its values (accepted), or 'decline' / 'cancel'. */
+export type ElicitationHandler = (elicitation: Elicitation) =>
+  Record<string, unknown> | 'decline' | 'cancel' | Promise<Record<string, unknown> | 'decline' | 'cancel'>;
 export declare function decisionOf(answer: ConfirmAnswer): { decision: ConfirmDecision; reason?: string };
 
 // -- the client -------------------------------------------------------------------
@@ -204,6 +214,8 @@ export interface SpawnOptions {
   onConfirm?: ConfirmHandler;
   /** Answers `user/ask` for sessions without their own onAsk; also declares `capabilities.askUser`. */
   onAsk?: AskHandler;
+  /** Answers `user/elicit` (MCP servers' forms); also declares `capabilities.elicitation`. */
+  onElicitation?: ElicitationHandler;
   /** Records or replays the server's model traffic (`--model-cassette`, docs/testing.md); a bare path replays. */
   cassette?: CassetteOption;
 }
@@ -233,6 +245,7 @@ export declare class Client implements AsyncDisposable {
   shutdownTimeout: number;
   onConfirm: ConfirmHandler | undefined;
   onAsk: AskHandler | undefined;
+  onElicitation: ElicitationHandler | undefined;
   readonly initializeResult: Result<'initialize'> | undefined;
   readonly initialized: boolean;
   readonly serverInfo: Result<'initialize'>['serverInfo'] | undefined;

@@ -72,6 +72,46 @@ describe('human in the loop', () => {
     assert.match(JSON.stringify(finished.content), /blue/);
   });
 
+  test('onElicitation fills in an MCP server\'s form (user/elicit); its values go back to the server', async () => {
+    // A server of the handshake era (it refuses the 2026-07-28 probe) whose tool asks
+    // for a form (elicitation/create) and answers with what came back.
+    const server = [
+      'import json, sys',
+      'def send(m): print(json.dumps(m), flush=True)',
+      'call = None',
+      'for line in sys.stdin:',
+      '    m = json.loads(line)',
+      '    method = m.get("method")',
+      '    if method == "initialize": send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "form", "version": "1"}}})',
+      '    elif method == "tools/list": send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [{"name": "book", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}]}})',
+      '    elif method == "tools/call":',
+      '        call = m["id"]',
+      '        send({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": {"mode": "form", "message": "Which date?", "requestedSchema": {"type": "object", "properties": {"date": {"type": "string"}}}}})',
+      '    elif m.get("id") == "ask-1": send({"jsonrpc": "2.0", "id": call, "result": {"content": [{"type": "text", "text": json.dumps(m["result"])}]}})',
+      '    elif "id" in m and method: send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})',
+    ].join('\n');
+    const asked = [];
+    const forms = await spawnReal({
+      onElicitation: (e) => { asked.push(e); return { date: '2026-12-24' }; },
+    });
+    try {
+      const session = await forms.openSession({
+        mcpServers: [{ name: 'form', command: 'python3', args: ['-c', server] }],
+        model: scripted({ toolCalls: [{ name: 'mcp__form__book', arguments: {} }] }, { text: ['Booked.'] }),
+      });
+      const events = await collect(session.stream('Book it'));
+      const finished = events.find((e) => e.type === 'toolCallFinished');
+      assert.deepEqual(JSON.parse(finished.content), { action: 'accept', content: { date: '2026-12-24' } });
+      assert.equal(asked.length, 1);
+      assert.equal(asked[0].server, 'form');
+      assert.equal(asked[0].message, 'Which date?');
+      assert.equal(asked[0].callId, finished.callId);
+      assert.deepEqual(asked[0].requestedSchema, { type: 'object', properties: { date: { type: 'string' } } });
+    } finally {
+      await forms.close();
+    }
+  });
+
   test('rewind({turnId, undo: true}) removes the turn and runs its undo functions, newest first', async () => {
     const undone = [];
     const write = tool({ name: 'write', inputSchema: objectSchema({ f: { type: 'string' } }), run: ({ f }) => ({ content: `wrote ${f}`, undo: () => { undone.push(f); } }) });

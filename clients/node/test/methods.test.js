@@ -32,6 +32,7 @@ const API = {
   'session/continue': 'Session.continueTurn',
   'session/park': 'Session.park',
   'user/ask': 'onAsk handlers, answered by the client',
+  'user/elicit': 'Client onElicitation handler, answered by the client',
   // session/cancel as a notification: Session.cancel sends the request form, which answers wasRunning.
   '$/cancelRequest': 'Client.request', // an aborted signal, a timeout, leaving a stream early
   'session/event': ['Session.events', 'Session.stream', 'Client.onNotification'],

@@ -53,6 +53,35 @@ def big() -> str:
     return "x" * (2 * 1024 * 1024)
 
 
+#: The form ``book`` asks the user to fill in.
+WHEN = {"type": "object", "properties": {"date": {"type": "string", "description": "YYYY-MM-DD"}}, "required": ["date"]}
+
+
+@dataclass
+class When:
+    date: str
+
+
+@server.tool(annotations=READS)
+async def book(ctx: Context):  # type: ignore[no-untyped-def]  # a text, or an InputRequiredResult (2026-07-28)
+    """Asks the user for a date, and books it: ``ctx.elicit`` on the handshake
+    era; on 2026-07-28, which has no server-to-client requests, an
+    ``InputRequiredResult`` asking the same form, read back on the retry."""
+    from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+
+    if ctx.request_context.protocol_version == "2026-07-28":
+        answer = (ctx.input_responses or {}).get("when")
+        if answer is None:
+            form = ElicitRequestFormParams(mode="form", message="Which date?", requested_schema=WHEN)
+            return InputRequiredResult(input_requests={"when": ElicitRequest(params=form)})
+        action, content = answer.action, answer.content or {}
+    else:
+        result = await ctx.elicit("Which date?", response_type=When)
+        action = result.action
+        content = {"date": result.data.date} if action == "accept" else {}
+    return f"booked {content['date']}" if action == "accept" else f"not booked ({action})"
+
+
 @server.prompt(description="Asks for a review of a file.")
 def review(path: str, focus: str = "bugs") -> str:
     return f"Please review {path}, looking for {focus}."

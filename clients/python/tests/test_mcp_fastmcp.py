@@ -7,13 +7,14 @@ servers", is the oracle.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentrpc import AgentRPCError, ToolContext, tool
+from agentrpc import AgentRPCError, Elicitation, ToolContext, tool
 from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
 from test_mcp_hints_and_configs import TIME_SERVER
 from test_mcp_servers import _python_with, wait_status
@@ -171,3 +172,102 @@ async def test_a_servers_prompts_are_listed_and_fetched_with_their_arguments(tmp
                 await client.request("session/getPrompt", {"sessionId": session.id, **params})
             data = bad.value.data or {}
             assert data.get("kind") == "invalidParams" and data.get("field") == field, bad.value
+
+
+# -- elicitation ---------------------------------------------------------------------
+
+
+def fm_in(era: str) -> dict[str, Any]:
+    """The fastmcp server as agentrpc finds it: 2026-07-28 (it answers the
+    probe), or behind ``mcp_handshake_only.py`` as a server of the handshake era."""
+    if era == "modern":
+        return fm()
+    assert FASTMCP_PYTHON is not None
+    return {"name": "fm", "command": sys.executable, "args": [str(HERE / "mcp_handshake_only.py"), FASTMCP_PYTHON, FASTMCP_SERVER]}
+
+
+ERAS = ["modern", "handshake"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_servers_form_reaches_on_elicitation_and_the_answer_the_server(tmp_path: Path, era: str) -> None:
+    """fastmcp's ``book`` asks for a date: ``ctx.elicit`` (a server request,
+    handshake era) or an ``InputRequiredResult`` (2026-07-28). Either way the
+    client's ``on_elicitation`` gets ``user/elicit`` with the server, message,
+    form and call, and what it returns goes back: accepted values, or a decline."""
+    asked: list[Elicitation] = []
+
+    def answer(elicitation: Elicitation) -> Any:
+        asked.append(elicitation)
+        return {"date": "2026-12-24"} if len(asked) == 1 else "decline"
+
+    async with spawn_real(tmp_path, on_elicitation=answer) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({
+            "model": {"provider": "scripted", "script": [
+                {"toolCalls": [call("mcp__fm__book")]}, {"toolCalls": [call("mcp__fm__book")]}, {"text": ["done"]}]},
+            "mcpServers": [fm_in(era)]})
+        await wait_status(events, "fm", "ready")
+        state = await client.request("session/getState", {"sessionId": session.id})
+        assert state["mcpServers"][0]["protocolVersion"] == ("2026-07-28" if era == "modern" else "2025-11-25")
+        seen = await turn_events(session, events)
+    finished = [e for e in seen if e["type"] == "toolCallFinished"]
+    assert [f["content"] for f in finished] == ["booked 2026-12-24", "not booked (decline)"], finished
+    first = asked[0]
+    assert first.server == "fm" and first.message == "Which date?" and first.session_id == session.id
+    assert first.call_id == finished[0]["callId"] and first.turn_id
+    assert first.requested_schema["properties"]["date"]["type"] == "string"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_without_on_elicitation_a_servers_form_is_refused(tmp_path: Path, era: str) -> None:
+    """A client that declared no ``elicitation``: agentrpc declares none to its
+    servers; fastmcp's ``ctx.elicit`` is refused (``-32601``), and an
+    ``InputRequiredResult`` asking for it ends the call with a note saying so."""
+    async with spawn_real(tmp_path) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({
+            "model": {"provider": "scripted", "script": [{"toolCalls": [call("mcp__fm__book")]}, {"text": ["done"]}]},
+            "mcpServers": [fm_in(era)]})
+        await wait_status(events, "fm", "ready")
+        seen = await turn_events(session, events)
+    [finished] = [e for e in seen if e["type"] == "toolCallFinished"]
+    assert finished["outcome"] == "failed", finished
+    if era == "modern":
+        assert "did not declare it can give (elicitation/create)" in str(finished["content"])
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_form_waiting_for_the_user_is_withdrawn_with_the_turn(tmp_path: Path, era: str) -> None:
+    """``session/cancel`` while ``on_elicitation`` waits: the turn ends
+    cancelled at once and the client's handler is cancelled (``user/elicit``
+    goes the way ``user/ask`` does)."""
+    waiting = asyncio.Event()
+    withdrawn = asyncio.Event()
+
+    async def never(elicitation: Elicitation) -> Any:
+        waiting.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
+
+    async with spawn_real(tmp_path, on_elicitation=never) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({
+            "model": {"provider": "scripted", "script": [{"toolCalls": [call("mcp__fm__book")]}, {"text": ["done"]}]},
+            "mcpServers": [fm_in(era)]})
+        await wait_status(events, "fm", "ready")
+        turn = asyncio.create_task(session.send("go"))
+        async with asyncio.timeout(REAL_TIMEOUT):
+            await waiting.wait()
+        assert await session.cancel() is True
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                if note.params["event"]["type"] == "turnEnded":
+                    assert note.params["event"]["status"] == "cancelled"
+                    break
+            await withdrawn.wait()
+        with pytest.raises(AgentRPCError):
+            await turn

@@ -152,6 +152,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "user/elicit",
+    "direction": "serverToClient",
+    "kind": "request"
+  },
+  {
     "method": "exit",
     "direction": "clientToServer",
     "kind": "notification"

@@ -89,6 +89,7 @@ export interface ClientCapabilities {
   askUser?: boolean;
   confirmations?: "notify" | "request";
   contextSources?: boolean;
+  elicitation?: boolean;
   hooks?: boolean;
   tools?: boolean;
   traces?: boolean;
@@ -1000,6 +1001,22 @@ export interface UserAskResult {
   answer: string;
 }
 
+export interface UserElicitParams {
+  callId: string;
+  message: string;
+  requestedSchema: unknown;
+  server: string;
+  sessionId: string;
+  turnId: string;
+}
+
+export interface UserElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: {
+    [key: string]: unknown;
+  };
+}
+
 export interface TurnStartedEvent {
   input: TurnInput;
   type: "turnStarted";
@@ -1378,6 +1395,7 @@ export interface ServerRequests {
   "hook/call": { params: HookCallParams; result: HookCallResult };
   "context/refresh": { params: ContextRefreshParams; result: ContextRefreshResult };
   "user/ask": { params: UserAskParams; result: UserAskResult };
+  "user/elicit": { params: UserElicitParams; result: UserElicitResult };
 }
 
 /** Notifications the server sends, by method: their params. */

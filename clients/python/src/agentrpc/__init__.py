@@ -21,6 +21,7 @@ from .client import (
     DEFAULT_CAPABILITIES,
     PROTOCOL_VERSION,
     AskUserHandler,
+    ElicitationHandler,
     Client,
     ConfirmHandler,
     JSONObject,
@@ -57,6 +58,7 @@ from .tools import Conflict, Denied, Failed, Tool, ToolContext, ToolExceptionPol
 from .types import (
     ConfirmationCall,
     Decision,
+    Elicitation,
     UserQuestion,
     GenerateResult,
 )
@@ -276,7 +278,9 @@ __all__ = [
     "ConfirmationCall",
     "Decision",
     "UserQuestion",
+    "Elicitation",
     "AskUserHandler",
+    "ElicitationHandler",
     "GenerateResult",
     # errors
     "AgentRPCException",

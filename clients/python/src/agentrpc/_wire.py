@@ -1515,6 +1515,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("hook/call", "serverToClient", "request"),
     ("context/refresh", "serverToClient", "request"),
     ("user/ask", "serverToClient", "request"),
+    ("user/elicit", "serverToClient", "request"),
     ("exit", "clientToServer", "notification"),
     ("session/cancel", "clientToServer", "notification"),
     ("$/cancelRequest", "clientToServer", "notification"),

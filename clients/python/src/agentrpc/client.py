@@ -55,7 +55,9 @@ from .tools import (
     UndoCallable,
 )
 from .transport import ProcessTransport
-from .types import DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, InterruptedTurn, Limits, ParkedTurn, SessionList, UserQuestion
+from .types import (
+    DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, Elicitation, InterruptedTurn, Limits, ParkedTurn, SessionList, UserQuestion,
+)
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -90,6 +92,10 @@ ConfirmHandler: TypeAlias = Callable[[ConfirmationCall], Any]
 #: ``on_ask_user``: called with a :class:`~agentrpc.UserQuestion`; returns (or
 #: awaits to) the answer text. Sync callbacks run in a worker thread.
 AskUserHandler: TypeAlias = Callable[[UserQuestion], Any]
+#: ``on_elicitation``: called with an :class:`~agentrpc.Elicitation`; returns (or
+#: awaits to) the form's values (a mapping), or ``"decline"`` / ``"cancel"``.
+#: Sync callbacks run in a worker thread.
+ElicitationHandler: TypeAlias = Callable[[Elicitation], Any]
 
 #: Undo callables kept per session after their turns committed, for ``session/rewind``
 #: (the server keeps as many records; older ones are dropped first).
@@ -270,6 +276,7 @@ class Client:
         tool_exceptions: ToolExceptionPolicy = "fail_turn",
         on_ask_user: AskUserHandler | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> None:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
         _check_max_workers(max_workers)
@@ -289,6 +296,9 @@ class Client:
         #: Answers ``user/ask`` (only sent if ``initialize`` declared ``askUser``,
         #: which :meth:`spawn` does when given one).
         self.on_ask_user = on_ask_user
+        #: Answers ``user/elicit`` (only sent if ``initialize`` declared
+        #: ``elicitation``, which :meth:`spawn` does when given one).
+        self.on_elicitation = on_elicitation
         # Sessions this client opened or resumed: routes tool/call to their tools.
         self._sessions: dict[str, Session] = {}
         # Undo callables by the opaque token sent to the server.
@@ -340,6 +350,7 @@ class Client:
         tool_exceptions: ToolExceptionPolicy = "fail_turn",
         cassette: Cassette | str | os.PathLike[str] | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> _SpawnContext:
         """Start a server and (by default) run the ``initialize`` handshake.
 
@@ -371,6 +382,12 @@ class Client:
         ``ask_user`` tool (:class:`~agentrpc.UserQuestion`): the client then
         declares ``askUser`` and answers ``user/ask`` with the returned text.
 
+        ``on_elicitation(elicitation) -> values | "decline" | "cancel"`` (sync
+        or async) fills in an MCP server's form (:class:`~agentrpc.Elicitation`,
+        MCP's ``elicitation/create``): the client then declares ``elicitation``,
+        agentrpc tells its MCP servers it can answer forms, and answers
+        ``user/elicit`` with what the callback returns.
+
         ``cassette`` records or replays the server's model traffic
         (:class:`~agentrpc.Cassette`; a bare path replays): ``--model-cassette``,
         see docs/testing.md.
@@ -387,6 +404,8 @@ class Client:
                             "confirmations": "request"}
         if on_ask_user is not None:
             capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES), "askUser": True}
+        if on_elicitation is not None:
+            capabilities = {**(capabilities if capabilities is not None else DEFAULT_CAPABILITIES), "elicitation": True}
 
         async def factory() -> Client:
             path = find_binary(binary)
@@ -401,7 +420,7 @@ class Client:
             )
             client = cls(transport, request_timeout=request_timeout, shutdown_timeout=shutdown_timeout,
                          on_confirm=on_confirm, tool_exceptions=tool_exceptions, on_ask_user=on_ask_user,
-                         max_workers=max_workers)
+                         max_workers=max_workers, on_elicitation=on_elicitation)
             if initialize:
                 try:
                     await client.initialize(capabilities=capabilities, client_info=client_info)
@@ -648,6 +667,8 @@ class Client:
             return self._run_confirm
         if method == "user/ask" and self.on_ask_user is not None:
             return self._run_ask_user
+        if method == "user/elicit" and self.on_elicitation is not None:
+            return self._run_elicitation
         return None
 
     def _confirm_handler(self, session_id: Any) -> ConfirmHandler | None:
@@ -843,6 +864,28 @@ class Client:
         if not isinstance(answer, str):
             raise TypeError(f"on_ask_user must return the answer as a str, not {answer!r:.80}")
         return {"answer": answer}
+
+    async def _run_elicitation(self, params: JSONObject) -> JSONObject:
+        handler = self.on_elicitation
+        if handler is None:  # pragma: no cover - routed here only when set
+            raise MethodNotFound("no on_elicitation handler")
+        session_id = str(params.get("sessionId") or "")
+        schema = params.get("requestedSchema")
+        elicitation = Elicitation(
+            session_id=session_id,
+            turn_id=str(params.get("turnId") or ""),
+            call_id=str(params.get("callId") or ""),
+            server=str(params.get("server") or ""),
+            message=str(params.get("message") or ""),
+            requested_schema=dict(schema) if isinstance(schema, Mapping) else {},
+            session=self._sessions.get(session_id),
+        )
+        answer = await _call_off_loop(handler, elicitation)
+        if isinstance(answer, Mapping):
+            return {"action": "accept", "content": dict(answer)}
+        if answer in ("decline", "cancel"):
+            return {"action": answer}
+        raise TypeError(f"on_elicitation must return the form's values (a mapping), 'decline' or 'cancel', not {answer!r:.80}")
 
     # -- reading -------------------------------------------------------------
 

@@ -161,7 +161,7 @@ class Client:
 
         Use as ``with Client.spawn() as client:``, or call :meth:`close`.
         """
-        for handler in ("on_confirm", "on_ask_user"):
+        for handler in ("on_confirm", "on_ask_user", "on_elicitation"):
             if options.get(handler) is not None:
                 options[handler] = _threaded(options[handler])
         portal = _Portal()

@@ -86,6 +86,7 @@ __all__ = [
     "ConfirmationCall",
     "Decision",
     "UserQuestion",
+    "Elicitation",
 ]
 
 #: Limits' Python names and their wire names.
@@ -175,6 +176,25 @@ class Decision:
         if self.rule is not None:
             out["rule"] = {"arguments": self.rule}
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """What an ``on_elicitation`` callback is asked (``user/elicit``): an MCP
+    server, during call ``call_id``, asks the user to fill in a form.
+
+    ``requested_schema`` is the form: a JSON Schema object whose properties are
+    strings, numbers, booleans or enums. The callback returns the values (a
+    mapping: the user accepted), or ``"decline"`` or ``"cancel"``.
+    """
+
+    session_id: str
+    turn_id: str
+    call_id: str
+    server: str
+    message: str
+    requested_schema: dict[str, Any]
+    session: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
