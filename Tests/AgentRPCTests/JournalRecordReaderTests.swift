@@ -20,6 +20,20 @@ import Testing
         }
     }
 
+    /// A call's send is written directly too (one per tool call): the same
+    /// bytes as its record serialized, with and without its optional members.
+    @Test func aCallSentLineIsItsRecordSerialized() throws {
+        let changes: [TranscriptChange] = [
+            .callSent(turnId: "t-1", callId: "c1"),
+            .callSent(turnId: "t \"2\"", callId: "c/é", attempt: 3),
+            .callSent(turnId: "t-1", callId: "c1", arguments: ["path": "/b", "n": [1, nil, true]]),
+            .callSent(turnId: "t-1", callId: "c1", attempt: 2, arguments: [:]),
+        ]
+        for change in changes {
+            #expect(try JournalCodec.line(for: change, at: Self.at) == (try JournalCodec.record(for: change, at: Self.at)).serialized() + [0x0A])
+        }
+    }
+
     /// One entry of each kind.
     private static var entries: [TranscriptEntry] {
         let turn = "t-1"

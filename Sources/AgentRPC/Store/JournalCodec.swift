@@ -32,6 +32,30 @@ enum JournalCodec {
             bytes.append(0x0A)
             return bytes
         }
+        if case .callSent(let turnID, let callID, let attempt, let arguments) = change {
+            // One per tool call sent: written straight as well, in sorted order.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(96)
+            bytes.append(UInt8(ascii: "{"))
+            if let arguments {
+                bytes.append(contentsOf: #""arguments":"#.utf8)
+                arguments.serialize(into: &bytes)
+                bytes.append(UInt8(ascii: ","))
+            }
+            bytes.append(contentsOf: #""at":"#.utf8)
+            JSONValue.int(millis(date)).serialize(into: &bytes)
+            if attempt != 1 {
+                bytes.append(contentsOf: #","attempt":"#.utf8)
+                JSONValue.int(attempt).serialize(into: &bytes)
+            }
+            bytes.append(contentsOf: #","callId":"#.utf8)
+            JSONValue.string(callID).serialize(into: &bytes)
+            bytes.append(contentsOf: #","turnId":"#.utf8)
+            JSONValue.string(turnID).serialize(into: &bytes)
+            bytes.append(contentsOf: #","type":"callSent"}"#.utf8)
+            bytes.append(0x0A)
+            return bytes
+        }
         return line(try record(for: change, at: date))
     }
 
