@@ -110,7 +110,9 @@ public enum ACPCommand {
             let client = EngineClient(editor: editor, sessions: sessions, logger: logger)
             let engine = try await EmbeddedServer(
                 options: options.server, channel: client, logger: logger,
-                client: ClientCapabilities(tools: true, confirmations: .request, hooks: false, contextSources: false),
+                // Forms of MCP servers go to an editor that shows them (elicitation.form); the
+                // engine starts before the editor says whether it does, so the others refuse each.
+                client: ClientCapabilities(tools: true, confirmations: .request, hooks: false, contextSources: false, elicitation: true),
                 clientInfo: ClientInfo(name: "agentrpc acp", version: Server.version))
             client.attach(engine)
             let configuration = try ACPConfiguration(section: engine.acpSection)

@@ -76,6 +76,8 @@ struct EditorCapabilities: Sendable {
     var readTextFile = false
     var writeTextFile = false
     var terminal = false
+    /// `elicitation.form` (ACP's unstable `elicitation/create`): MCP servers' forms are shown.
+    var elicitationForm = false
 
     init() {}
 
@@ -83,6 +85,7 @@ struct EditorCapabilities: Sendable {
         readTextFile = value?["fs"]?["readTextFile"]?.boolValue ?? false
         writeTextFile = value?["fs"]?["writeTextFile"]?.boolValue ?? false
         terminal = value?["terminal"]?.boolValue ?? false
+        elicitationForm = value?["elicitation"]?["form"]?.objectValue != nil
     }
 }
 

@@ -91,9 +91,33 @@ final class EngineClient: ClientChannel {
             return .object([:])
         case "confirmation/request":
             return try await askPermission(params, session: session, runner: runner, timeout: timeout)
+        case "user/elicit":
+            return try await showForm(params, session: session, timeout: timeout)
         default:
             // Hooks, context sources and ask_user are not offered to ACP sessions.
             throw OutgoingRequestError.rpc(RPCError.methodNotFound(method))
+        }
+    }
+
+    /// An MCP server's form (`user/elicit`) as ACP's `elicitation/create` in form
+    /// mode, tied to the session and its tool call, when the editor declared
+    /// `elicitation.form`; refused otherwise (the server then hears `cancel`).
+    private func showForm(_ params: JSONValue, session: ACPSession, timeout: Double) async throws -> JSONValue {
+        guard session.editor.elicitationForm else {
+            throw OutgoingRequestError.rpc(RPCError(.methodNotFound, "the editor shows no forms (it did not declare clientCapabilities.elicitation.form)"))
+        }
+        let server = params["server"]?.stringValue ?? "?"
+        var request: [String: JSONValue] = [
+            "sessionId": .string(session.id), "mode": "form",
+            "message": .string("MCP server '\(server)': \(params["message"]?.stringValue ?? "")"),
+            "requestedSchema": params["requestedSchema"] ?? .object([:]),
+        ]
+        if let callId = params["callId"]?.stringValue { request["toolCallId"] = .string(callId) }
+        let answer = try await editor.request("elicitation/create", .object(request), timeout: timeout)
+        switch answer["action"]?.stringValue {
+        case "accept": return ["action": "accept", "content": .object(answer["content"]?.objectValue ?? [:])]
+        case "decline": return ["action": "decline"]
+        default: return ["action": "cancel"]
         }
     }
 

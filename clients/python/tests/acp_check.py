@@ -30,6 +30,7 @@ AGENT_TO_CLIENT = {
     "terminal/wait_for_exit": "WaitForTerminalExitRequest",
     "terminal/kill": "KillTerminalRequest",
     "$/cancel_request": "CancelRequestNotification",
+    "elicitation/create": "CreateElicitationRequest",
 }
 
 #: The editor's requests: method -> the definition of the agent's answer.
@@ -85,6 +86,7 @@ class ACPFrames:
         self.may_read = bool(fs.get("readTextFile"))
         self.may_write = bool(fs.get("writeTextFile"))
         self.may_run = bool(caps.get("terminal"))
+        self.may_elicit = (caps.get("elicitation") or {}).get("form") is not None
         self.count = 0
 
     def sent(self, message: dict[str, Any]) -> None:
@@ -95,6 +97,7 @@ class ACPFrames:
             fs = caps.get("fs") or {}
             self.may_read, self.may_write = bool(fs.get("readTextFile")), bool(fs.get("writeTextFile"))
             self.may_run = bool(caps.get("terminal"))
+            self.may_elicit = (caps.get("elicitation") or {}).get("form") is not None
 
     def received(self, message: dict[str, Any]) -> None:
         self.count += 1
@@ -114,7 +117,7 @@ class ACPFrames:
             self.problems.append(f"a method the editor side does not have: {method}")
             return
         undeclared = ((method == "fs/read_text_file" and not self.may_read) or (method == "fs/write_text_file" and not self.may_write)
-                      or (method.startswith("terminal/") and not self.may_run))
+                      or (method.startswith("terminal/") and not self.may_run) or (method == "elicitation/create" and not self.may_elicit))
         if undeclared:
             self.problems.append(f"{method} sent to an editor that did not declare it: {message}")
         self.problems += [f"{method}: {p}" for p in problems_with(definition, message.get("params"))]

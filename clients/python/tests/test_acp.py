@@ -61,6 +61,8 @@ class Editor:
         self.never_answer_reads = False
         self.read_asked = asyncio.Event()
         self.exit_code = 0
+        #: What the user fills in an MCP server's form (elicitation/create); None declines.
+        self.form_answer: dict[str, Any] | None = None
         self.command_output = ""
         self._update_arrived = asyncio.Event()
 
@@ -115,6 +117,14 @@ class Editor:
     async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> KillTerminalResponse:
         self.calls.append(("terminal/kill", {"terminalId": terminal_id}))
         return KillTerminalResponse()
+
+    async def create_elicitation(self, message: str, mode: Any, **_: Any) -> Any:
+        from acp.schema import AcceptElicitationResponse, DeclineElicitationResponse
+
+        self.calls.append(("elicitation/create", {"message": message, **mode.model_dump(by_alias=True, exclude_none=True, mode="json")}))
+        if self.form_answer is None:
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=self.form_answer)
 
     # -- what the tests look at ------------------------------------------------------
 
@@ -189,10 +199,11 @@ def scripted(*items: dict[str, Any], **models: list[dict[str, Any]]) -> dict[str
 @contextlib.asynccontextmanager
 async def agent(tmp_path: Path, config: dict[str, Any] | None, editor: Editor, *args: str,
                 capabilities: ClientCapabilities | None = None, store: Path | None = None,
-                observe: Callable[[StreamEvent], None] | None = None) -> AsyncIterator[tuple[Any, str]]:
+                observe: Callable[[StreamEvent], None] | None = None, unstable: bool = False) -> AsyncIterator[tuple[Any, str]]:
     """Spawns `agentrpc acp`, initializes it, and yields (connection, cwd).
 
-    `observe` sees every message as it is read or written (before any handler runs)."""
+    `observe` sees every message as it is read or written (before any handler runs);
+    `unstable` lets the editor answer ACP's unstable methods (`elicitation/create`)."""
     assert REAL_BINARY is not None
     argv = ["acp", *args]
     if config is not None:
@@ -210,7 +221,8 @@ async def agent(tmp_path: Path, config: dict[str, Any] | None, editor: Editor, *
     try:
         observers = [check.observe] + ([observe] if observe is not None else [])
         async with spawn_agent_process(editor, REAL_BINARY, *argv, env=env, cwd=str(tmp_path),
-                                       transport_kwargs={"stderr": stderr.fileno()}, observers=observers) as (conn, _process):
+                                       transport_kwargs={"stderr": stderr.fileno()}, observers=observers,
+                                       use_unstable_protocol=unstable) as (conn, _process):
             caps = capabilities or ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True)
             await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=caps), WAIT)
             yield conn, "/work/project"
@@ -577,6 +589,38 @@ async def test_an_mcp_servers_progress_is_an_in_progress_update_with_its_message
     said = [u["content"][-1]["content"]["text"] for u in updates[1:-1] if u.get("content")]
     # Paced (at most ~10 a second): some reports may be coalesced, none is made up.
     assert said and all(t in {"step 1 of 3", "step 2 of 3", "step 3 of 3"} for t in said), said
+
+
+@pytest.mark.parametrize("shows_forms", [True, False])
+async def test_an_mcp_servers_form_goes_to_the_editor_that_shows_forms(tmp_path: Path, shows_forms: bool) -> None:
+    """A real ``fastmcp`` server's form (``book`` asks for a date) is ACP's
+    ``elicitation/create`` in form mode, tied to the session and tool call, for
+    an editor that declared ``elicitation.form``; the values go back to the
+    server. An editor that did not is never asked: the server hears ``cancel``."""
+    from acp.schema import ElicitationCapabilities, ElicitationFormCapabilities, FileSystemCapabilities, McpServerStdio
+    from test_mcp_fastmcp import FASTMCP_PYTHON, FASTMCP_SERVER
+
+    if FASTMCP_PYTHON is None:
+        pytest.skip("fastmcp is not installed")
+    editor = Editor()
+    editor.form_answer = {"date": "2026-12-24"}
+    caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True,
+                              elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if shows_forms else None)
+    config = scripted({"toolCalls": [{"id": "call_b", "name": "mcp__fm__book", "arguments": {}}]}, {"text": ["Done."]})
+    async with agent(tmp_path, config, editor, capabilities=caps, unstable=True) as (conn, cwd):
+        fm = McpServerStdio(name="fm", command=FASTMCP_PYTHON, args=[FASTMCP_SERVER], env=[])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[fm]), WAIT * 2)
+        assert (await prompt(conn, session.session_id, "go")).stop_reason == "end_turn"
+    output = json.dumps(editor.tool_updates("call_b")[-1]["rawOutput"])
+    if shows_forms:
+        [asked] = editor.called("elicitation/create")
+        assert asked["message"] == "MCP server 'fm': Which date?"  # form mode: the frame check validated the request
+        assert asked["sessionId"] == session.session_id and asked["toolCallId"] == "call_b"
+        assert asked["requestedSchema"]["properties"]["date"]["type"] == "string"
+        assert "booked 2026-12-24" in output
+    else:
+        assert editor.called("elicitation/create") == []
+        assert "not booked (cancel)" in output
 
 
 async def test_cancel_while_a_permission_waits(tmp_path: Path) -> None:
