@@ -22,7 +22,9 @@ enum ACPUpdates {
             guard let callId = event["callId"]?.stringValue else { return [] }
             session.callFinished(callId)
             let content = event["content"] ?? .null
-            return [finished(callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId))]
+            return [finished(
+                callId: callId, outcome: event["outcome"]?.stringValue ?? "failed", content: content, display: session.display(callId: callId),
+                media: event["media"]?.arrayValue ?? [])]
         case "toolProgress":
             // A server's (or client tool's) progress report: the call is running, and says how far it is.
             guard let callId = event["callId"]?.stringValue, session.isOpen(callId), let progress = event["progress"]?.numberValue else { return [] }
@@ -137,10 +139,16 @@ enum ACPUpdates {
     /// A call's last update: `completed` for an `ok` output, `failed` for the
     /// others (failed, denied, conflict), with what the editor showed while it
     /// ran and the output as text.
-    static func finished(callId: String, outcome: String, content: JSONValue, display: [JSONValue]) -> JSONValue {
+    /// `media`: the images and audio the tool returned (`toolCallFinished.media`),
+    /// each an ACP `image` or `audio` content block after the text.
+    static func finished(callId: String, outcome: String, content: JSONValue, display: [JSONValue], media: [JSONValue] = []) -> JSONValue {
         let text = content.stringValue ?? content.serializedString()
         var items = display
         if !text.isEmpty { items.append(["type": "content", "content": ["type": "text", "text": .string(text)]]) }
+        for block in media {
+            guard let media = MediaContent(block: block) else { continue }
+            items.append(["type": "content", "content": ["type": .string(media.type.rawValue), "data": .string(media.data), "mimeType": .string(media.mimeType)]])
+        }
         return [
             "sessionUpdate": "tool_call_update", "toolCallId": .string(callId),
             "status": outcome == "ok" ? "completed" : "failed", "content": .array(items), "rawOutput": rawOutput(content),

@@ -63,7 +63,7 @@ private func output(_ id: String, _ callID: String, _ content: JSONValue = "resu
             return
         }
         #expect(id == "e3")
-        if case .toolOutput(_, _, _, let content, _, _) = elided.content {
+        if case .toolOutput(_, _, _, let content, _, _, _) = elided.content {
             #expect(content == .string(TurnRunner.elisionNote(characters: 400)))
         }
         entries = try TranscriptOperations.apply(operations, to: entries)

@@ -48,6 +48,9 @@ import Testing
             TranscriptEntry(id: "e5", turnId: turn, .toolOutput(callId: "c2", name: "x", outcome: .denied, content: nil, profile: "p", approvedArguments: nil)),
             TranscriptEntry(id: "e6", turnId: turn, .response(text: "cut", profile: "default", incomplete: true, stopReason: .maxTokens)),
             TranscriptEntry(id: "e7", turnId: nil, .response(text: "", profile: nil, incomplete: false)),
+            TranscriptEntry(id: "e8", turnId: turn, .toolOutput(
+                callId: "c3", name: "shot", outcome: .ok, content: [["type": "image", "mimeType": "image/png", "note": "8 bytes of base64 image data not shown"]],
+                profile: nil, media: [MediaReference(type: .image, mimeType: "image/png", sha256: String(repeating: "ab", count: 32), size: 6)])),
         ]
     }
 
@@ -206,7 +209,7 @@ import Testing
                 direct += 1
             }
         }
-        #expect(direct == 12)
+        #expect(direct == 13)
         for line in Self.unusualLines { Self.expectSameAsGeneral(Array(line.utf8)) }
     }
 

@@ -72,7 +72,9 @@ struct MCPMappingTests {
             ["type": "resource", "resource": ["uri": "file:///a", "blob": "QUJDRA=="]],
             ["type": "resource_link", "uri": "file:///b", "name": "b", "extra": "dropped"],
         ]])
-        #expect(mixed.1 == [
+        // The image stays whole for the tool stage, which leaves its note in its place (ToolMediaTests).
+        #expect(mixed.1.arrayValue?.first == ["type": "image", "mimeType": "image/png", "data": "QUJD"])
+        #expect(ToolMedia.split(mixed.1).content == [
             ["type": "image", "mimeType": "image/png", "note": "4 bytes of base64 image data not shown"],
             ["type": "resource", "resource": ["uri": "file:///a", "blob": "8 bytes of base64 data not shown"]],
             ["type": "resource_link", "uri": "file:///b", "name": "b"],

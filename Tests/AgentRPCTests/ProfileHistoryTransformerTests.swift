@@ -44,7 +44,7 @@ private let threeTurns: [TranscriptEntry] = [
 
 /// The `toolCalls` entry answered by the output at `index`: the nearest earlier one that made the call.
 private func callsIndex(forOutputAt index: Int, in entries: [TranscriptEntry]) -> Int? {
-    guard case .toolOutput(let callId, _, _, _, _, _) = entries[index].content else { return nil }
+    guard case .toolOutput(let callId, _, _, _, _, _, _) = entries[index].content else { return nil }
     return entries[..<index].lastIndex { entry in
         if case .toolCalls(let list, _, _) = entry.content { return list.contains { $0.callId == callId } }
         return false

@@ -35,9 +35,12 @@ import Testing
             let carrier = OpenAIResponsesReasoningCarrier(items: [.init(id: "rs_\(id)", summary: ["thought", "more"], encryptedContent: "enc\(id)")])
             let signature: String? = random.pick([nil, "c2lnbmF0dXJl", carrier.signature])
             return .assistant(text: random.pick(texts), toolCalls: calls, reasoning: random.chance(50) ? "because" : nil, reasoningSignature: signature)
+        case 5 where random.chance(30):
+            return .toolResultImages([.data(bytes: [0x89, UInt8(random.below(256))], mimeType: "image/png")])
         default:
             id += 1
-            return .toolResult(callId: "call_\(id)", name: "count", content: random.pick(texts), isError: random.chance(20))
+            let images: [ModelImage] = random.chance(20) ? [.data(bytes: [0xFF, 0xD8, UInt8(random.below(256))], mimeType: "image/jpeg")] : []
+            return .toolResult(callId: "call_\(id)", name: "count", content: random.pick(texts), isError: random.chance(20), images: images)
         }
     }
 
@@ -74,10 +77,11 @@ import Testing
         return request
     }
 
-    func configuration(passThrough: Bool, provider: ProviderKind) throws -> HTTPProviderConfiguration {
+    /// Seed 3 runs a model without images (tool results' images left out).
+    func configuration(passThrough: Bool, provider: ProviderKind, images: Bool = true) throws -> HTTPProviderConfiguration {
         var c = HTTPProviderConfiguration(
             baseURL: try #require(URL(string: "http://127.0.0.1:1/v1")), apiKey: "sk-secret-never-in-body-123", model: "m",
-            capabilities: ProviderCapabilities(supportsReasoning: true))
+            capabilities: ProviderCapabilities(supportsImages: images, supportsReasoning: true))
         if passThrough {
             let protected = provider == .openaiResponses ? OpenAIResponsesRequestBuilder.protectedKeys : protectedBodyKeys
             c.modelOptions = ModelOptions(["top_k": 40, "messages": "passed through", "input": "passed through"], provider: provider, protectedKeys: protected)
@@ -102,17 +106,17 @@ import Testing
     }
 
     @Test(arguments: [1, 2, 3] as [UInt64]) func openAIChatBytesAreTheWholeBodysBytes(seed: UInt64) throws {
-        let provider = OpenAIProvider(configuration: try configuration(passThrough: seed == 2, provider: .openai))
+        let provider = OpenAIProvider(configuration: try configuration(passThrough: seed == 2, provider: .openai, images: seed != 3))
         expectSameBytes(seed: seed, rounds: 300, provider.bodyBytes(for:)) { provider.requestBody(for: $0).body }
     }
 
     @Test(arguments: [1, 2, 3] as [UInt64]) func anthropicBytesAreTheWholeBodysBytes(seed: UInt64) throws {
-        let provider = AnthropicProvider(configuration: try configuration(passThrough: seed == 2, provider: .anthropic))
+        let provider = AnthropicProvider(configuration: try configuration(passThrough: seed == 2, provider: .anthropic, images: seed != 3))
         expectSameBytes(seed: seed, rounds: 300, provider.bodyBytes(for:)) { provider.requestBody(for: $0).body }
     }
 
     @Test(arguments: [1, 2, 3] as [UInt64]) func responsesBytesAreTheWholeBodysBytes(seed: UInt64) throws {
-        let provider = OpenAIResponsesProvider(configuration: try configuration(passThrough: seed == 2, provider: .openaiResponses))
+        let provider = OpenAIResponsesProvider(configuration: try configuration(passThrough: seed == 2, provider: .openaiResponses, images: seed != 3))
         expectSameBytes(seed: seed, rounds: 300, provider.bodyBytes(for:)) { provider.requestBody(for: $0).body }
     }
 

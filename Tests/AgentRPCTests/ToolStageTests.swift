@@ -120,7 +120,7 @@ private actor FakeToolHost: ToolStageHost {
 
     func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry {
         entries.append(content)
-        if case .toolOutput(let callId, _, _, _, _, _) = content { record("entry \(callId)") }
+        if case .toolOutput(let callId, _, _, _, _, _, _) = content { record("entry \(callId)") }
         return TranscriptEntry(id: "e\(entries.count)", turnId: turn, content)
     }
 
@@ -152,6 +152,9 @@ private actor FakeToolHost: ToolStageHost {
     }
 
     func recordUndo(_ record: UndoRecord) throws { undos.append(record) }
+
+    let media = MediaStore(directory: nil)
+    func keepMedia(_ media: [MediaContent]) throws -> [MediaReference] { try media.compactMap { try self.media.keep($0) } }
 
     func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws { sent.append(callID) }
     func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws {}
@@ -552,7 +555,7 @@ private let readOnlyTools = #"[{"name": "read", "annotations": {"readOnly": true
         // Finishes are announced as they come; entries (and the finish of the first) in call order.
         #expect(await host.finishLog() == ["toolCallFinished c3", "toolCallFinished c2", "entry c1", "toolCallFinished c1", "entry c2", "entry c3"])
         #expect(await host.entries.map { entry -> String in
-            if case .toolOutput(let callId, _, _, _, _, _) = entry { return callId }
+            if case .toolOutput(let callId, _, _, _, _, _, _) = entry { return callId }
             return ""
         } == ["c1", "c2", "c3"])
         #expect(await host.phases() == [.answered, .answered, .answered])

@@ -29,6 +29,8 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
             SessionEvent.ToolCallStarted(callId: "c2", name: "mcp__kit__echo", arguments: .null, source: mcp),
             SessionEvent.ToolCallFinished(callId: "c1", name: "read", outcome: .ok, content: "text"),
             SessionEvent.ToolCallFinished(callId: "c2", name: "mcp__kit__echo", outcome: .failed, content: ["x": [1, 2]], source: mcp),
+            SessionEvent.ToolCallFinished(
+                callId: "c3", name: "shot", outcome: .ok, content: ["a note"], media: [MediaContent(type: .image, mimeType: "image/png", data: "AAEC")]),
             SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e1", turnId: "t1", .prompt(text: "hi", images: [.url("u")]))),
             SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e2", .response(text: "yo", profile: "b", incomplete: true))),
             Usage(inputTokens: 10, outputTokens: 2, cachedInputTokens: nil, reasoningTokens: 1),

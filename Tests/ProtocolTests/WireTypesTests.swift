@@ -195,6 +195,9 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
             TranscriptEntry(id: "e8", .toolCalls(calls: [], profile: nil, text: nil)),
             TranscriptEntry(id: "e9", .toolOutput(callId: "c1", name: "f", outcome: .conflict, content: ["a": [1, 2.5, "s"]], profile: "p", approvedArguments: ["x": 2])),
             TranscriptEntry(id: "e10", .toolOutput(callId: "c1", name: "f", outcome: .ok, content: nil, profile: nil)),
+            TranscriptEntry(id: "e11", .toolOutput(
+                callId: "c1", name: "f", outcome: .ok, content: "shot", profile: nil,
+                media: [MediaReference(type: .image, mimeType: "image/png", sha256: Self.digest, size: 3), MediaReference(type: .audio, mimeType: "audio/wav", sha256: Self.digest, size: 0)])),
         ]
         for entry in entries {
             #expect(try TranscriptEntry(json: entry.json) == entry)
@@ -213,6 +216,14 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
             ["id": "e1", "type": "toolCalls", "calls": [["callId": "c"]]],
             ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "maybe", "content": 1],
             ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok"],
+            // A media reference names a file: only a SHA-256 in hexadecimal may, and a size is never negative.
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok", "content": 1,
+             "media": [["type": "image", "mimeType": "image/png", "sha256": "../../etc/passwd", "size": 1]]],
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok", "content": 1,
+             "media": [["type": "image", "mimeType": "image/png", "sha256": .string(Self.digest), "size": -1]]],
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok", "content": 1,
+             "media": [["type": "video", "mimeType": "video/mp4", "sha256": .string(Self.digest), "size": 1]]],
+            ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok", "content": 1, "media": "all"],
             "e1",
         ]
         for value in refused {
@@ -224,6 +235,26 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(try Usage(json: ["inputTokens": 5, "outputTokens": nil]) == Usage(inputTokens: 5))
         #expect(throws: (any Error).self) { try Usage(json: ["inputTokens": "5"]) }
         #expect(throws: (any Error).self) { try JSONValue.object(["inputTokens": "5"]).decode(as: Usage.self) }
+    }
+
+    static let digest = String(repeating: "0123456789abcdef", count: 4)
+
+    /// A tool output's media: references on the entry (no data), the data on
+    /// `toolCallFinished` in MCP's block form.
+    @Test func mediaOnTheWire() throws {
+        try checkCoding(
+            TranscriptEntry(id: "e1", .toolOutput(
+                callId: "c", name: "f", outcome: .ok, content: "x", profile: nil,
+                media: [MediaReference(type: .image, mimeType: "image/png", sha256: Self.digest, size: 3)])),
+            json: ["id": "e1", "type": "toolOutput", "callId": "c", "name": "f", "outcome": "ok", "content": "x",
+                   "media": [["type": "image", "mimeType": "image/png", "sha256": .string(Self.digest), "size": 3]]])
+        let finished = SessionEvent.toolCallFinished(
+            callId: "c", name: "f", outcome: .ok, content: "x", media: [MediaContent(type: .image, mimeType: "image/png", data: "AAEC")])
+        #expect(finished.json["media"] == [["type": "image", "mimeType": "image/png", "data": "AAEC"]])
+        #expect(MediaContent(block: ["type": "image", "mimeType": "image/png", "data": "AAEC"]) == MediaContent(type: .image, mimeType: "image/png", data: "AAEC"))
+        for notMedia: JSONValue in [["type": "text", "text": "x"], ["type": "image", "mimeType": "image/png"], ["type": "image", "data": "x"], "image", ["type": "video", "mimeType": "v", "data": "x"]] {
+            #expect(MediaContent(block: notMedia) == nil)
+        }
     }
 
     @Test func unknownEntryTypeFails() {

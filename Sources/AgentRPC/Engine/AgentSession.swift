@@ -41,6 +41,8 @@ actor AgentSession {
     var mcpServers = SessionMCPServers.none
     /// Running calls' progress reports on their way to `toolProgress` events (ToolProgress.swift).
     nonisolated let toolProgress = ToolProgressGate()
+    /// The images and audio its tools returned, which its entries name.
+    nonisolated let media: MediaStore
     /// The session's MCP servers (nil: it names none, or they are not started).
     var mcp: MCPServerSet? {
         if case .started(let set) = mcpServers { return set }
@@ -48,8 +50,13 @@ actor AgentSession {
     }
 
     /// `transcript`: the state a stored or forked session was loaded with (nil: a new, empty one).
-    init(id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = WallClock.now()) {
+    /// `media`: where its tools' images and audio are kept (default: in memory).
+    init(
+        id: String, config: SessionConfig, context: EngineContext, transcript: Transcript? = nil, createdAt: Date = WallClock.now(),
+        media: MediaStore = MediaStore(directory: nil)
+    ) {
         self.id = id
+        self.media = media
         self.config = config
         self.context = context
         self.createdAt = createdAt

@@ -180,7 +180,7 @@ extension TurnRunner {
         var saved = 0
         for index in start..<latestCalls where saved < toSave {
             let entry = entries[index]
-            guard case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved) = entry.content else { continue }
+            guard case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved, _) = entry.content else { continue }
             let text = content.stringValue ?? content.serializedString()
             let note = elisionNote(characters: text.unicodeScalars.count)
             // Elided once is enough; an output no longer than the note stays.

@@ -336,7 +336,9 @@ final class Engine: Sendable {
                 throw error
             }
         }
-        let session = AgentSession(id: id, config: config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt)
+        let session = AgentSession(
+            id: id, config: config, context: context, transcript: contents.transcript, createdAt: contents.header.createdAt,
+            media: MediaStore(directory: store.mediaDirectory(id)))
         let interrupted: InterruptedTurn?
         do {
             // A session that parks keeps its open turn for session/continue, once its prompt is journaled.
@@ -386,17 +388,20 @@ final class Engine: Sendable {
         if shuttingDown.withLock({ $0 }) { throw RPCError(.invalidRequest, "the server is shutting down") }
         let snapshot: TranscriptSnapshot
         let config: SessionConfig
+        let media: MediaStore
         if let source = sessions.withLock({ $0[params.sessionId] }) {
             snapshot = try await source.forkSnapshot(atEntryID: params.atEntryId)
             config = source.config
+            media = source.media
         } else if let store {
             let contents = try store.read(params.sessionId)
             snapshot = try AgentSession.forkSnapshot(of: contents.transcript, atEntryID: params.atEntryId)
             config = contents.config
+            media = MediaStore(directory: store.mediaDirectory(params.sessionId))
         } else {
             throw RPCError.sessionNotFound(params.sessionId)
         }
-        return try await start(config: config, initial: snapshot, forkedFrom: params.sessionId)
+        return try await start(config: config, initial: snapshot, forkedFrom: params.sessionId, mediaFrom: media)
     }
 
     private func create(_ config: SessionConfig) async throws -> SessionHandle {
@@ -427,21 +432,33 @@ final class Engine: Sendable {
 
     /// Registers a new session (created or forked), with its journal unless the
     /// server is ephemeral or the configuration says `store: false`.
-    private func start(config: SessionConfig, initial: TranscriptSnapshot?, forkedFrom: String?) async throws -> SessionHandle {
+    /// `mediaFrom`: a fork's source, whose images and audio the fork's entries name.
+    private func start(config: SessionConfig, initial: TranscriptSnapshot?, forkedFrom: String?, mediaFrom: MediaStore? = nil) async throws -> SessionHandle {
         if sessions.withLock({ $0.count }) >= options.maxSessions {
             throw RPCError(.overloaded, "too many sessions (limit \(options.maxSessions)); close some and retry")
         }
         let id = "s-" + String(UUID().uuidString.lowercased().prefix(12))
         let createdAt = WallClock.now()
         var transcript = initial.map(Transcript.init(snapshot:)) ?? Transcript(properties: config.properties ?? [:], createdAt: createdAt)
-        if let store, config.store != false {
+        let stored = store.flatMap { config.store != false ? $0 : nil }
+        let media = MediaStore(directory: stored?.mediaDirectory(id))
+        if let mediaFrom, let initial {
+            // Kept before the journal names them.
+            do {
+                try media.copy(initial.entries.mediaReferences, from: mediaFrom)
+            } catch {
+                if let directory = media.directory { MediaStore.remove(directory: directory) }
+                throw error
+            }
+        }
+        if let store = stored {
             let (stored, dropped) = try config.forStorage()
             if !dropped.isEmpty {
                 logger.warning("session \(id): not stored (they may hold credentials; put the model in the config file to keep them): \(dropped.joined(separator: ", "))")
             }
             transcript.journal = try store.create(JournalHeader(sessionID: id, createdAt: createdAt, config: stored, forkedFrom: forkedFrom), config: config, initial: initial)
         }
-        let session = AgentSession(id: id, config: config, context: context, transcript: transcript, createdAt: createdAt)
+        let session = AgentSession(id: id, config: config, context: context, transcript: transcript, createdAt: createdAt, media: media)
         sessions.withLock { $0[id] = session }
         await session.startMCPServers()
         return await session.handle()

@@ -61,7 +61,8 @@ struct ModelHistoryCache {
     /// as it is now.
     private var pathImagePrompts: [(entry: Int, message: Int)] = []
 
-    mutating func messages(for transcript: Transcript) -> Conversion {
+    /// `media`: where the tool outputs' images are read (`ModelHistory.appendMessages`).
+    mutating func messages(for transcript: Transcript, media: MediaStore? = nil) -> Conversion {
         let entries = transcript.entries
         if stamp != transcript.appendRunStamp || entries.count < convertedEntries {
             // A new log: the tracker may still hold the old one for what it sent.
@@ -83,7 +84,7 @@ struct ModelHistoryCache {
                 guard case .prompt(let text, let images) = entries[prompt.entry].content else { continue }
                 contents.messages[prompt.message] = .user(text: text, images: (images ?? []).compactMap(ImageLoading.load))
             }
-            ModelHistory.appendMessages(of: entries, from: start.entry, to: &contents.messages, ids: &contents.entryIDs) { entry, messagesBefore in
+            ModelHistory.appendMessages(of: entries, from: start.entry, to: &contents.messages, ids: &contents.entryIDs, media: media) { entry, messagesBefore in
                 group = (entry, messagesBefore)
                 if case .prompt(_, let images?) = entries[entry].content, images.contains(where: \.isPath) {
                     newPathImagePrompts.append((entry, messagesBefore))

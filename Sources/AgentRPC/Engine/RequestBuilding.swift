@@ -131,10 +131,10 @@ extension TurnRunner {
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let messages: [ModelMessage], entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?
         if profile.history.isEmpty {
-            let converted = session.caches.history.messages(for: session.transcript)
+            let converted = session.caches.history.messages(for: session.transcript, media: session.media)
             (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
         } else {
-            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile, session: session))
+            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile, session: session), media: session.media)
             stablePrefix = nil
         }
         var request = ModelRequest(
@@ -268,7 +268,8 @@ extension ModelRequest {
                 if let reasoning, signature != nil { out.append(reasoning) }
                 out.append(text)
                 out.append(contentsOf: calls.map(\.argumentsJSON))
-            case .toolResult(_, _, let content, _): out.append(content)
+            case .toolResult(_, _, let content, _, _): out.append(content)
+            case .toolResultImages: break
             }
         }
         return out
@@ -285,8 +286,10 @@ extension ModelRequest {
                 return .assistant(
                     text: f(text), toolCalls: calls.map { ModelToolCall(id: $0.id, name: $0.name, argumentsJSON: f($0.argumentsJSON)) },
                     reasoning: rewritten, reasoningSignature: rewritten == reasoning ? signature : nil)
-            case .toolResult(let callId, let name, let content, let isError):
-                return .toolResult(callId: callId, name: name, content: f(content), isError: isError)
+            case .toolResult(let callId, let name, let content, let isError, let images):
+                return .toolResult(callId: callId, name: name, content: f(content), isError: isError, images: images)
+            case .toolResultImages:
+                return m
             }
         }
     }
@@ -301,16 +304,17 @@ enum ModelHistory {
         return arguments.serializedString()
     }
 
-    static func messages(from entries: [TranscriptEntry]) -> [ModelMessage] {
-        messagesWithEntryIDs(from: entries).messages
+    /// `media`: where the images of the entries' tool outputs are (nil: none is sent).
+    static func messages(from entries: [TranscriptEntry], media: MediaStore? = nil) -> [ModelMessage] {
+        messagesWithEntryIDs(from: entries, media: media).messages
     }
 
     /// The messages, and beside each the id of the entry it came from (for
     /// `cacheInvalidated.firstChangedEntry`).
-    static func messagesWithEntryIDs(from entries: [TranscriptEntry]) -> (messages: [ModelMessage], entryIDs: [String]) {
+    static func messagesWithEntryIDs(from entries: [TranscriptEntry], media: MediaStore? = nil) -> (messages: [ModelMessage], entryIDs: [String]) {
         var out: [ModelMessage] = []
         var ids: [String] = []
-        appendMessages(of: entries, from: 0, to: &out, ids: &ids)
+        appendMessages(of: entries, from: 0, to: &out, ids: &ids, media: media)
         return (out, ids)
     }
 
@@ -322,8 +326,12 @@ enum ModelHistory {
     /// own entries and the one before it (signed reasoning); only the last group
     /// can still change when entries are appended (a `toolCalls` entry gains its
     /// outputs), which is what `ModelHistoryCache` relies on.
+    ///
+    /// A tool output's images go on its message, and again, after the last
+    /// output of its group, in one `toolResultImages` message (for an API
+    /// whose tool results take text only); `media` is where they are read.
     static func appendMessages(
-        of entries: [TranscriptEntry], from start: Int, to out: inout [ModelMessage], ids: inout [String],
+        of entries: [TranscriptEntry], from start: Int, to out: inout [ModelMessage], ids: inout [String], media: MediaStore? = nil,
         groupStarts: (_ entry: Int, _ messagesBefore: Int) -> Void = { _, _ in }
     ) {
         func add(_ m: ModelMessage, _ id: String) {
@@ -359,16 +367,30 @@ enum ModelHistory {
                 // turn kept under `preserve`) gets a synthetic failure so every
                 // provider sees a well-formed exchange.
                 var answered = Set<String>()
-                while index < entries.count, case .toolOutput(let callId, let name, let outcome, let content, _, let approved) = entries[index].content {
-                    add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entries[index].id)
+                var groupImages: [ModelImage] = []
+                var lastOutputID = entry.id
+                while index < entries.count,
+                    case .toolOutput(let callId, let name, let outcome, let content, _, let approved, let references) = entries[index].content
+                {
+                    let images = ToolMedia.images(references, store: media)
+                    groupImages += images
+                    lastOutputID = entries[index].id
+                    add(.toolResult(
+                        callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok,
+                        images: images), entries[index].id)
                     answered.insert(callId)
                     index += 1
                 }
                 for call in calls where !answered.contains(call.callId) {
                     add(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true), entry.id)
                 }
-            case .toolOutput(let callId, let name, let outcome, let content, _, let approved):
-                add(.toolResult(callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok), entry.id)
+                if !groupImages.isEmpty { add(.toolResultImages(groupImages), lastOutputID) }
+            case .toolOutput(let callId, let name, let outcome, let content, _, let approved, let references):
+                let images = ToolMedia.images(references, store: media)
+                add(.toolResult(
+                    callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok,
+                    images: images), entry.id)
+                if !images.isEmpty { add(.toolResultImages(images), entry.id) }
             case .summary(let text):
                 add(.user(text: Self.summaryText(text), images: []), entry.id)
             }

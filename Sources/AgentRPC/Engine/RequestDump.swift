@@ -95,14 +95,7 @@ extension ModelMessage {
         switch self {
         case .user(let text, let images):
             var o: [String: JSONValue] = ["role": "user", "text": .string(text)]
-            if !images.isEmpty {
-                o["images"] = .array(images.map { image in
-                    switch image {
-                    case .data(let bytes, let mime): return ["mimeType": .string(mime), "bytes": .int(bytes.count)]
-                    case .url(let url): return ["url": .string(url)]
-                    }
-                })
-            }
+            if !images.isEmpty { o["images"] = .array(images.map(\.dumpJSON)) }
             return .object(o)
         case .assistant(let text, let calls, let reasoning, let signature):
             var o: [String: JSONValue] = ["role": "assistant", "text": .string(text)]
@@ -112,8 +105,22 @@ extension ModelMessage {
             if let reasoning { o["reasoning"] = .string(reasoning) }
             if let signature { o["reasoningSignature"] = .string(signature) }
             return .object(o)
-        case .toolResult(let callId, let name, let content, let isError):
-            return ["role": "tool", "callId": .string(callId), "name": .string(name), "content": .string(content), "isError": .bool(isError)]
+        case .toolResult(let callId, let name, let content, let isError, let images):
+            var o: [String: JSONValue] = ["role": "tool", "callId": .string(callId), "name": .string(name), "content": .string(content), "isError": .bool(isError)]
+            if !images.isEmpty { o["images"] = .array(images.map(\.dumpJSON)) }
+            return .object(o)
+        case .toolResultImages(let images):
+            return ["role": "toolResultImages", "images": .array(images.map(\.dumpJSON))]
+        }
+    }
+}
+
+extension ModelImage {
+    /// An image in a dump: its size, not its bytes.
+    var dumpJSON: JSONValue {
+        switch self {
+        case .data(let bytes, let mime): return ["mimeType": .string(mime), "bytes": .int(bytes.count)]
+        case .url(let url): return ["url": .string(url)]
         }
     }
 }

@@ -75,7 +75,7 @@ extension AgentSession {
     static func unansweredCallsTrim(_ entries: [TranscriptEntry], toolCallsAt index: Int) -> [TranscriptOperation]? {
         guard case .toolCalls(let calls, let profile, let text) = entries[index].content else { return nil }
         let answered = Set(entries[index...].compactMap { e -> String? in
-            if case .toolOutput(let callId, _, _, _, _, _) = e.content { return callId }
+            if case .toolOutput(let callId, _, _, _, _, _, _) = e.content { return callId }
             return nil
         })
         let kept = calls.filter { answered.contains($0.callId) }

@@ -12,6 +12,10 @@ extension AgentSession: ToolStageHost {
         try transcript.recordUndo(record, turn: record.turnId)
     }
 
+    func keepMedia(_ media: [MediaContent]) throws -> [MediaReference] {
+        try media.compactMap { try self.media.keep($0) }
+    }
+
     func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws {
         try transcript.recordCallSent(callID, turn: turn, attempt: attempt, arguments: arguments)
     }

@@ -196,7 +196,7 @@ extension ToolStage {
         }
         if let (outcome, content) = try await host.runMCPTool(
             named: call.name, callId: call.id, arguments: arguments, timeout: context.limits.toolTimeoutSeconds, elicitation: elicitation(callId: call.id)) {
-            return ended(outcome, content)
+            return withMedia(ended(outcome, content))
         }
         let params = ToolCallParams(
             sessionId: context.sessionId, turnId: context.turnId, callId: call.id, name: call.name, arguments: arguments, revision: host.revision,
@@ -214,7 +214,17 @@ extension ToolStage {
             // Kept on disk at once, so a turn cut by a crash can still be rolled back.
             try host.recordUndo(UndoRecord(turnId: context.turnId, callId: call.id, name: call.name, undo: undo))
         }
-        return ended(result.outcome, result.content)
+        return withMedia(ended(result.outcome, result.content))
+    }
+
+    /// A tool's result with its images and audio taken out of its content
+    /// (docs/protocol.md, "Images in tool results").
+    private func withMedia(_ outcome: ToolCallOutcome) -> ToolCallOutcome {
+        let (content, media) = ToolMedia.split(outcome.content)
+        guard !media.isEmpty else { return outcome }
+        var split = ToolCallOutcome(callId: outcome.callId, outcome: outcome.outcome, content: content, finalAnswer: outcome.finalAnswer)
+        split.media = media
+        return split
     }
 
     /// The one place that hands a call to the client (`tool/call`) and returns

@@ -22,6 +22,9 @@ protocol ToolStageHost: Actor {
     func emit(_ event: SessionEvent, turn: String?)
     /// Keeps an `ok` result's undo durably, so a turn cut by a crash can still be rolled back.
     func recordUndo(_ record: UndoRecord) throws
+    /// Keeps a result's images and audio durably (before its entry names them);
+    /// what its entry holds of them, in order, without those it cannot take.
+    func keepMedia(_ media: [MediaContent]) throws -> [MediaReference]
     /// Journals that a call of the turn is about to be handed to its executor
     /// (`attempt`: which send; `arguments`: edited ones the user approved).
     func recordCallSent(_ callID: String, turn: String, attempt: Int, arguments: JSONValue?) throws
@@ -128,6 +131,8 @@ struct ToolCallOutcome: Sendable, Equatable {
     let content: JSONValue
     /// A `final` tool's arguments: the turn ends with them.
     var finalAnswer: JSONValue?
+    /// The images and audio taken out of `content` (`ToolMedia.split`).
+    var media: [MediaContent] = []
 }
 
 /// Runs the tool calls of one round trip: validation, hooks, guards, approval
@@ -431,7 +436,11 @@ final class ToolStage<Host: ToolStageHost> {
     private func announce(_ index: Int, host: isolated Host) {
         guard let outcome = calls[index].result else { return }
         let call = calls[index].call
-        host.emit(.toolCallFinished(callId: call.id, name: call.name, outcome: outcome.outcome, content: outcome.content, source: source(of: call.name)), turn: context.turnId)
+        host.emit(
+            .toolCallFinished(
+                callId: call.id, name: call.name, outcome: outcome.outcome, content: outcome.content, source: source(of: call.name),
+                media: outcome.media.isEmpty ? nil : outcome.media),
+            turn: context.turnId)
     }
 
     // MARK: Recording
@@ -462,9 +471,10 @@ final class ToolStage<Host: ToolStageHost> {
     private func record(_ index: Int, host: isolated Host) async throws {
         guard let outcome = calls[index].result else { return }
         let call = calls[index].call
+        let media = outcome.media.isEmpty ? nil : try host.keepMedia(outcome.media)
         try host.append(.toolOutput(
             callId: call.id, name: call.name, outcome: outcome.outcome, content: outcome.content, profile: context.profile.name,
-            approvedArguments: calls[index].approvedArguments), turn: context.turnId)
+            approvedArguments: calls[index].approvedArguments, media: media.flatMap { $0.isEmpty ? nil : $0 }), turn: context.turnId)
         if !calls[index].announced { announce(index, host: host) }
         calls[index].phase = .answered
         if let span = calls[index].span {

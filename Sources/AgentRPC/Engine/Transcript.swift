@@ -138,7 +138,7 @@ extension OpenTurn {
         // An output answers the nearest unanswered call with its id (docs/turns.md).
         var outputs: [String: Int] = [:]
         for entry in entries[(index + 1)...] {
-            if case .toolOutput(let callId, _, _, _, _, _) = entry.content { outputs[callId, default: 0] += 1 }
+            if case .toolOutput(let callId, _, _, _, _, _, _) = entry.content { outputs[callId, default: 0] += 1 }
         }
         return calls.map { call in
             if let n = outputs[call.callId], n > 0 {

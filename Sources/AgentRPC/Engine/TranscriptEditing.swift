@@ -65,7 +65,7 @@ extension AgentSession {
         let removed = Array(entries[cut...])
         // A call is identified by its turn and call id: models reuse call ids across turns.
         let removedCalls = Set(removed.compactMap { entry -> UndoKey? in
-            guard case .toolOutput(let callId, _, _, _, _, _) = entry.content, let turn = entry.turnId else { return nil }
+            guard case .toolOutput(let callId, _, _, _, _, _, _) = entry.content, let turn = entry.turnId else { return nil }
             return UndoKey(turnId: turn, callId: callId)
         })
         if !removed.isEmpty { try transcript.mutate([.truncateAfter(id: cut == 0 ? nil : entries[cut - 1].id)]) }
@@ -163,7 +163,7 @@ enum TranscriptShape {
                 var here = Set<String>()
                 for c in list where !here.insert(c.callId).inserted { throw fail("duplicate callId '\(c.callId)'") }
                 open.formUnion(here)
-            case .toolOutput(let callId, _, _, _, _, _):
+            case .toolOutput(let callId, _, _, _, _, _, _):
                 if open.remove(callId) == nil {
                     throw fail("a toolOutput for '\(callId)' without an unanswered call in a toolCalls entry before it")
                 }

@@ -18,7 +18,8 @@ enum MCPToolOutput {
             } else {
                 onlyText = false
             }
-            mapped.append(shown(block))
+            // Images and audio stay whole: the tool stage takes them out (`ToolMedia`).
+            mapped.append(MediaContent(block: block) != nil ? block : shown(block))
         }
         let content: JSONValue
         if let structured, !structured.isNull {
@@ -30,7 +31,18 @@ enum MCPToolOutput {
         } else {
             content = .array(mapped)
         }
-        return (isError ? .failed : .ok, cut(content))
+        return (isError ? .failed : .ok, cutKeepingMedia(content))
+    }
+
+    /// `cut`, with the images and audio clips of a content array (or of its
+    /// `content` member) measured as their notes and kept whole beside the cut
+    /// text: their bytes are not what the limit is for.
+    static func cutKeepingMedia(_ content: JSONValue) -> JSONValue {
+        let (shownContent, media) = ToolMedia.split(content)
+        if media.isEmpty { return cut(content) }
+        let kept = cut(shownContent)
+        if kept == shownContent { return content }
+        return .array([kept] + media.map(\.json))
     }
 
     /// One content block as the model and the client see it: binary data

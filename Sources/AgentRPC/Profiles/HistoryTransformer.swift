@@ -107,7 +107,7 @@ enum HistoryTransformer {
             for call in calls {
                 characters += call.name.unicodeScalars.count + call.arguments.serializedString().unicodeScalars.count
             }
-        case .toolOutput(_, let name, _, let content, _, _):
+        case .toolOutput(_, let name, _, let content, _, _, _):
             characters = name.unicodeScalars.count + (content.stringValue ?? content.serializedString()).unicodeScalars.count
         }
         return (characters + 3) / 4
@@ -178,8 +178,10 @@ enum HistoryTransformer {
             case .toolCalls(let calls, let profile, let t):
                 let rewritten = try calls.map { ToolCallRecord(callId: $0.callId, name: $0.name, arguments: try json($0.arguments)) }
                 out.content = .toolCalls(calls: rewritten, profile: profile, text: try t.map(text))
-            case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved):
-                out.content = .toolOutput(callId: callId, name: name, outcome: outcome, content: try json(content), profile: profile, approvedArguments: try approved.map(json))
+            case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved, let media):
+                out.content = .toolOutput(
+                    callId: callId, name: name, outcome: outcome, content: try json(content), profile: profile, approvedArguments: try approved.map(json),
+                    media: media)
             case .summary(let t):
                 out.content = .summary(text: try text(t))
             }
@@ -250,7 +252,7 @@ struct ToolExchanges {
                 owner[index] = index
                 last[index] = index
                 for call in calls { openCalls[call.callId] = index }
-            case .toolOutput(let callId, _, _, _, _, _):
+            case .toolOutput(let callId, _, _, _, _, _, _):
                 if let callsIndex = openCalls[callId] {
                     owner[index] = callsIndex
                     last[callsIndex] = index

@@ -100,7 +100,14 @@ package enum ModelMessage: Sendable, Hashable {
     /// provider's seal on it (Anthropic), where a provider needs it back; providers
     /// that cannot take it ignore both.
     case assistant(text: String, toolCalls: [ModelToolCall], reasoning: String?, reasoningSignature: String? = nil)
-    case toolResult(callId: String, name: String, content: String, isError: Bool)
+    /// `images`: what the tool returned besides its text, sent where the API
+    /// takes images in a tool result (Anthropic, OpenAI Responses).
+    case toolResult(callId: String, name: String, content: String, isError: Bool, images: [ModelImage] = [])
+    /// The images of the tool results just before it, in call order, for an API
+    /// whose tool results take text only (OpenAI Chat Completions: a user message
+    /// after the tool messages). The providers that take them in the tool
+    /// result skip it.
+    case toolResultImages([ModelImage])
 }
 
 /// Generation options after precedence is applied (call site > profile case > defaults).

@@ -250,6 +250,7 @@ struct JournalRecordReader {
         var outcome: String?
         var content: JSONValue?
         var approved: JSONValue?
+        var media: JSONValue?
 
         try openObject()
         var first = true
@@ -289,6 +290,8 @@ struct JournalRecordReader {
                 approved = try p.parseValue()
             } else if named(name, "images") {
                 images = try p.parseValue()
+            } else if named(name, "media") {
+                media = try p.parseValue()
             } else {
                 // Ignored, as `TranscriptEntry(json:)` ignores it.
                 _ = try p.parseValue()
@@ -321,9 +324,16 @@ struct JournalRecordReader {
             entryContent = .toolCalls(calls: calls, profile: profile, text: text)
         case .toolOutput:
             guard let callID, let toolName, let outcome = outcome.flatMap(ToolOutcome.init(rawValue:)), let content else { throw decline() }
+            var references: [MediaReference]?
+            if let media, media != .null {
+                // Rare and small (a reference per image): the general rules, and their words on failure.
+                guard case .array(let items) = media, let decoded = try? items.map({ item throws(JSONDecodingFailure) in try MediaReference(json: item) })
+                else { throw decline() }
+                references = decoded
+            }
             entryContent = .toolOutput(
                 callId: callID, name: toolName, outcome: outcome, content: content, profile: profile,
-                approvedArguments: approved == .null ? nil : approved)
+                approvedArguments: approved == .null ? nil : approved, media: references)
         case .summary:
             guard let text else { throw decline() }
             entryContent = .summary(text: text)

@@ -18,7 +18,8 @@ import Darwin
 ///   process id inside (a separate file because compaction replaces the journal
 ///   by rename, and a lock on the old file would not cover the new one),
 /// - `<id>.summary`: what `session/list` shows, a cache rebuilt from the journal
-///   whenever it is missing or older than the journal.
+///   whenever it is missing or older than the journal,
+/// - `<id>.media/`: the images and audio its tools returned (`MediaStore`).
 final class JournalStore: SessionStore {
     let directory: String
     let logger: Logger
@@ -80,6 +81,8 @@ final class JournalStore: SessionStore {
     }
 
     func path(_ id: String, _ suffix: String) -> String { directory + "/" + id + suffix }
+
+    func mediaDirectory(_ id: String) -> String { path(id, ".media") }
 
     /// Creates the directory (0700) when it is missing.
     func prepareDirectory() throws {
@@ -212,6 +215,7 @@ final class JournalStore: SessionStore {
         let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         defer { lock.release() }
         if unlink(journalPath) != 0 && errno != ENOENT { throw StoreError.posix("cannot remove \(journalPath)") }
+        MediaStore.remove(directory: mediaDirectory(id))
         // Left by older versions.
         unlink(path(id, ".summary"))
         index.remove(id)

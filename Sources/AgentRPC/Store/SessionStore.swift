@@ -24,6 +24,8 @@ protocol SessionStore: Sendable {
     /// Removes a stored session (`sessionLocked` when another process holds it).
     /// Returns whether there was one.
     func delete(_ sessionID: String) throws -> Bool
+    /// Where a stored session's media files are (`MediaStore`).
+    func mediaDirectory(_ sessionID: String) -> String
 }
 
 /// The open journal of one loaded session: it holds the session's lock until closed.

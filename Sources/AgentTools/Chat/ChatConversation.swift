@@ -460,7 +460,7 @@ final class ChatConversation {
             for entry in removed { out.line("  - " + ChatFormatting.entry(entry)) }
             var writers: Set<String> = []
             for entry in removed {
-                if case .toolOutput(let callId, let name, .ok, _, _, _) = entry.content, name == ChatToolbox.writeNote { writers.insert(callId) }
+                if case .toolOutput(let callId, let name, .ok, _, _, _, _) = entry.content, name == ChatToolbox.writeNote { writers.insert(callId) }
             }
             for note in toolbox.removeNotes(writtenBy: writers) {
                 out.line("  - note #\(note.id), written in that turn: \(ChatFormatting.shorten(note.text))")

@@ -55,7 +55,7 @@ enum ChatFormatting {
         case .toolCalls(let calls, _, let text):
             let said = text.map { " — said: \(shorten($0, limit: 60))" } ?? ""
             return "\(head): " + calls.map { call($0.name, $0.arguments) }.joined(separator: ", ") + said
-        case .toolOutput(_, let name, let outcome, let content, _, _):
+        case .toolOutput(_, let name, let outcome, let content, _, _, _):
             return "\(head): \(name) \(outcome.rawValue): \(inline(content))"
         }
     }

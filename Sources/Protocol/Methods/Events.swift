@@ -342,12 +342,16 @@ extension SessionEvent {
         public var content: JSONValue
         /// As on `toolCallStarted`.
         public var source: ToolSource?
-        public init(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil) {
+        /// The images and audio the tool returned, taken out of `content`
+        /// (where a note stands for each); the `toolOutput` entry names them.
+        public var media: [MediaContent]?
+        public init(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil, media: [MediaContent]? = nil) {
             self.callId = callId
             self.name = name
             self.outcome = outcome
             self.content = content
             self.source = source
+            self.media = media
         }
         /// Built directly: sent in every tool round trip.
         public var eventJSON: JSONValue { members.object }
@@ -358,6 +362,7 @@ extension SessionEvent {
                 ("outcome", .string(outcome.rawValue)), ("content", content),
             ]
             if let source { o.append(("source", source.json)) }
+            if let media { o.append(("media", .array(media.map(\.json)))) }
             return JSONMembers(o)
         }
     }
@@ -556,8 +561,10 @@ extension SessionEvent {
     public static func confirmationResolved(callId: String, decision: ConfirmationDecision, source: ConfirmationSource) -> SessionEvent {
         SessionEvent(ConfirmationResolved(callId: callId, decision: decision, source: source))
     }
-    public static func toolCallFinished(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil) -> SessionEvent {
-        SessionEvent(ToolCallFinished(callId: callId, name: name, outcome: outcome, content: content, source: source))
+    public static func toolCallFinished(
+        callId: String, name: String, outcome: ToolOutcome, content: JSONValue, source: ToolSource? = nil, media: [MediaContent]? = nil
+    ) -> SessionEvent {
+        SessionEvent(ToolCallFinished(callId: callId, name: name, outcome: outcome, content: content, source: source, media: media))
     }
     public static func entryAppended(_ entry: TranscriptEntry) -> SessionEvent { SessionEvent(EntryAppended(entry: entry)) }
     public static func propertiesChanged(set: [String: JSONValue], removed: [String]) -> SessionEvent {

@@ -868,7 +868,7 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case id, turnId, type, text, images, profile, incomplete, stopReason, calls, callId, name, outcome, content, signature
-        case approvedArguments
+        case approvedArguments, media
     }
 
     /// An unknown `type` throws a `DecodingError`, which the server reports as `invalidTranscript`.
@@ -904,7 +904,8 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
                 outcome: try c.decode(ToolOutcome.self, forKey: .outcome),
                 content: try c.decodeNil(forKey: .content) ? .null : c.decode(JSONValue.self, forKey: .content),
                 profile: try c.decodeIfPresent(String.self, forKey: .profile),
-                approvedArguments: try c.decodeIfPresent(JSONValue.self, forKey: .approvedArguments))
+                approvedArguments: try c.decodeIfPresent(JSONValue.self, forKey: .approvedArguments),
+                media: try c.decodeIfPresent([MediaReference].self, forKey: .media))
         case .summary:
             content = .summary(text: try c.decode(String.self, forKey: .text))
         }
@@ -943,13 +944,14 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
             o.append(("calls", .array(calls.map(\.json))))
             profile(p)
             if let text { o.append(("text", .string(text))) }
-        case .toolOutput(let callId, let name, let outcome, let value, let p, let approved):
+        case .toolOutput(let callId, let name, let outcome, let value, let p, let approved, let media):
             o.append(("callId", .string(callId)))
             o.append(("name", .string(name)))
             o.append(("outcome", .string(outcome.rawValue)))
             o.append(("content", value))
             profile(p)
             if let approved { o.append(("approvedArguments", approved)) }
+            if let media { o.append(("media", .array(media.map(\.json)))) }
         case .summary(let text):
             o.append(("text", .string(text)))
         }
@@ -1023,9 +1025,22 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
         case .toolOutput:
             guard let outcome = try optional(.outcome, ToolOutcome.self) else { throw failure(.outcome, "string") }
             guard let output = o[CodingKeys.content.rawValue] else { throw failure(.content, "value") }
+            var media: [MediaReference]?
+            if let items = optionalJSON(.media) {
+                guard case .array(let items) = items else { throw failure(.media, "array") }
+                var references: [MediaReference] = []
+                for (i, item) in items.enumerated() {
+                    do {
+                        references.append(try MediaReference(json: item))
+                    } catch {
+                        throw JSONDecodingFailure(path: "media[\(i)]" + (error.path.isEmpty ? "" : "." + error.path), message: error.message)
+                    }
+                }
+                media = references
+            }
             content = .toolOutput(
                 callId: try string(.callId), name: try string(.name), outcome: outcome, content: output,
-                profile: try optionalString(.profile), approvedArguments: optionalJSON(.approvedArguments))
+                profile: try optionalString(.profile), approvedArguments: optionalJSON(.approvedArguments), media: media)
         case .summary:
             content = .summary(text: try string(.text))
         }
@@ -1051,14 +1066,14 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
                 "toolOutput",
                 [
                     "callId": s, "name": s, "outcome": WireSchema.ref(ToolOutcome.self), "content": WireSchema.any, "profile": s,
-                    "approvedArguments": WireSchema.any,
+                    "approvedArguments": WireSchema.any, "media": WireSchema.array(WireSchema.ref(MediaReference.self)),
                 ],
                 ["callId", "name", "outcome", "content"]),
             variant("summary", ["text": s], ["text"]),
         ])
     }
     public static var jsonSchemaDependencies: [any Decodable.Type] {
-        [ImageAttachment.self, ToolCallRecord.self, ToolOutcome.self, StopReason.self]
+        [ImageAttachment.self, ToolCallRecord.self, ToolOutcome.self, StopReason.self, MediaReference.self]
     }
 }
 
@@ -1081,7 +1096,11 @@ public enum TranscriptContent: Sendable, Hashable {
     case toolCalls(calls: [ToolCallRecord], profile: String?, text: String?)
     /// `approvedArguments`: what the call ran with when the user edited the model's
     /// arguments while approving it (the model's stay in the `toolCalls` entry).
-    indirect case toolOutput(callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?, approvedArguments: JSONValue? = nil)
+    /// `media`: the images and audio clips the tool returned, kept beside the
+    /// journal (their place in `content` holds a note).
+    indirect case toolOutput(
+        callId: String, name: String, outcome: ToolOutcome, content: JSONValue, profile: String?, approvedArguments: JSONValue? = nil,
+        media: [MediaReference]? = nil)
     /// A compaction's summary of the entries it replaced (docs/protocol.md, "Compaction").
     case summary(text: String)
 
@@ -1100,7 +1119,7 @@ public enum TranscriptContent: Sendable, Hashable {
     public var profile: String? {
         switch self {
         case .prompt, .summary: return nil
-        case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p, _): return p
+        case .response(_, let p, _, _), .reasoning(_, let p, _), .toolCalls(_, let p, _), .toolOutput(_, _, _, _, let p, _, _): return p
         }
     }
 }

@@ -168,3 +168,104 @@ public struct ToolUndoParams: Codable, Sendable, Hashable {
         self.undo = undo
     }
 }
+
+// MARK: - Images and audio in tool results
+
+/// What a media block holds.
+public enum MediaKind: String, Codable, Sendable, Hashable, JSONSchemaStringEnum {
+    case image
+    case audio
+}
+
+/// An image or audio clip in a tool's result, in MCP's content block form
+/// (`{type, mimeType, data}`, `data` base64). A client tool returns it as an
+/// element of a `content` array; an MCP server's result carries it as a content
+/// block; `toolCallFinished.media` hands it to the client. The transcript keeps
+/// a `MediaReference` to it instead (docs/protocol.md, "Images in tool results").
+public struct MediaContent: Codable, Sendable, Hashable {
+    public var type: MediaKind
+    public var mimeType: String
+    /// Base64.
+    public var data: String
+
+    public init(type: MediaKind, mimeType: String, data: String) {
+        self.type = type
+        self.mimeType = mimeType
+        self.data = data
+    }
+
+    /// The block when `block` is one: `type` image or audio, with string
+    /// `mimeType` and `data`. Anything else (text, a resource, a malformed
+    /// block) is not media and stays where it is.
+    public init?(block: JSONValue) {
+        guard case .object(let o) = block, case .string(let kind)? = o["type"], let type = MediaKind(rawValue: kind),
+            case .string(let mimeType)? = o["mimeType"], case .string(let data)? = o["data"]
+        else { return nil }
+        self.init(type: type, mimeType: mimeType, data: data)
+    }
+
+    public var json: JSONValue { ["type": .string(type.rawValue), "mimeType": .string(mimeType), "data": .string(data)] }
+}
+
+/// A tool's image or audio clip as the transcript keeps it: the bytes are
+/// stored once beside the session's journal, named by `sha256` (the
+/// hexadecimal SHA-256 of the decoded bytes), and read when a request is built.
+public struct MediaReference: Codable, Sendable, Hashable, JSONSchemaProviding {
+    public var type: MediaKind
+    public var mimeType: String
+    public var sha256: String
+    /// The decoded size in bytes.
+    public var size: Int
+
+    public init(type: MediaKind, mimeType: String, sha256: String, size: Int) {
+        self.type = type
+        self.mimeType = mimeType
+        self.sha256 = sha256
+        self.size = size
+    }
+
+    public var json: JSONValue {
+        ["type": .string(type.rawValue), "mimeType": .string(mimeType), "sha256": .string(sha256), "size": .int(size)]
+    }
+
+    /// Reads `json`'s form; what is not one throws, naming the member.
+    public init(json value: JSONValue) throws(JSONDecodingFailure) {
+        guard case .object(let o) = value else { throw JSONDecodingFailure(path: "", message: "expected an object") }
+        guard case .string(let kind)? = o["type"], let type = MediaKind(rawValue: kind) else {
+            throw JSONDecodingFailure(path: "type", message: "expected \"image\" or \"audio\"")
+        }
+        guard case .string(let mimeType)? = o["mimeType"] else { throw JSONDecodingFailure(path: "mimeType", message: "expected a string") }
+        guard case .string(let sha256)? = o["sha256"], MediaReference.isDigest(sha256) else {
+            throw JSONDecodingFailure(path: "sha256", message: "expected 64 lowercase hexadecimal digits")
+        }
+        guard let size = o["size"]?.intValue, size >= 0 else { throw JSONDecodingFailure(path: "size", message: "expected a non-negative integer") }
+        self.init(type: type, mimeType: mimeType, sha256: sha256, size: size)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let sha256 = try c.decode(String.self, forKey: .sha256)
+        guard MediaReference.isDigest(sha256) else {
+            throw DecodingError.dataCorruptedError(forKey: .sha256, in: c, debugDescription: "expected 64 lowercase hexadecimal digits")
+        }
+        let size = try c.decode(Int.self, forKey: .size)
+        guard size >= 0 else { throw DecodingError.dataCorruptedError(forKey: .size, in: c, debugDescription: "expected a non-negative integer") }
+        self.init(type: try c.decode(MediaKind.self, forKey: .type), mimeType: try c.decode(String.self, forKey: .mimeType), sha256: sha256, size: size)
+    }
+
+    public static var jsonSchema: JSONValue {
+        WireSchema.object(
+            [
+                "type": WireSchema.ref(MediaKind.self), "mimeType": WireSchema.string,
+                "sha256": WireSchema.describe(["type": "string", "pattern": "^[0-9a-f]{64}$"], "The SHA-256 of the decoded bytes, in hexadecimal."),
+                "size": WireSchema.describe(["type": "integer", "minimum": 0], "The decoded size in bytes."),
+            ],
+            required: ["type", "mimeType", "sha256", "size"])
+    }
+    public static var jsonSchemaDependencies: [any Decodable.Type] { [MediaKind.self] }
+
+    /// A digest names a file in the store: nothing but 64 lowercase hex digits may.
+    public static func isDigest(_ s: String) -> Bool {
+        s.utf8.count == 64 && s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}

@@ -15,7 +15,7 @@ enum AnthropicRequestBuilder {
     /// The JSON body for `POST {baseURL}/messages`.
     static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration) -> BuiltRequestBody {
         var built = buildAllButMessages(request, configuration: configuration)
-        built.body[messagesKey] = .array(messages(request.messages))
+        built.body[messagesKey] = .array(messages(request.messages, images: configuration.capabilities.supportsImages))
         return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
     }
 
@@ -27,8 +27,9 @@ enum AnthropicRequestBuilder {
     /// message is kept open, since the next one may add its blocks to it.
     static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, cache: SerializedMessageCache) -> [UInt8] {
         let members = buildAllButMessages(request, configuration: configuration).body
+        let images = configuration.capabilities.supportsImages
         return cache.serializeObject(members, splicing: messagesKey) { out in
-            cache.withSerialized(request.messages, append: appendMerged) { $0.appendArray(into: &out) }
+            cache.withSerialized(request.messages, append: { appendMerged($0, images: images, to: &$1) }) { $0.appendArray(into: &out) }
         }
     }
 
@@ -37,8 +38,8 @@ enum AnthropicRequestBuilder {
     /// Appends a message's blocks as `messages(_:)` merges them: to the open
     /// message when it has the same role, else as a new message, left open
     /// (`{"content":[blocks…`; `],"role":…}` closes it, keys in sorted order).
-    static func appendMerged(_ message: ModelMessage, to serialized: inout SerializedMessages) {
-        let (role, blocks) = Self.blocks(message)
+    static func appendMerged(_ message: ModelMessage, images: Bool, to serialized: inout SerializedMessages) {
+        let (role, blocks) = Self.blocks(message, images: images)
         guard !blocks.isEmpty else { return }
         if role == serialized.openRole {
             serialized.bytes.append(UInt8(ascii: ","))
@@ -126,7 +127,9 @@ enum AnthropicRequestBuilder {
     /// Maps messages to content blocks. Consecutive messages with the same role
     /// are merged (tool results that follow one another become one user message
     /// of `tool_result` blocks), since the API wants roles to alternate.
-    static func messages(_ messages: [ModelMessage]) -> [JSONValue] {
+    /// `images`: the model takes images (`supportsImages`); without, a tool
+    /// result's images are left out (its text's notes say what they were).
+    static func messages(_ messages: [ModelMessage], images: Bool = true) -> [JSONValue] {
         var out: [(role: AnthropicRole, blocks: [JSONValue])] = []
         func append(_ role: AnthropicRole, _ blocks: [JSONValue]) {
             guard !blocks.isEmpty else { return }
@@ -137,14 +140,14 @@ enum AnthropicRequestBuilder {
             }
         }
         for message in messages {
-            let converted = blocks(message)
+            let converted = blocks(message, images: images)
             append(converted.role, converted.blocks)
         }
         return out.map { ["role": .string($0.role.rawValue), "content": .array($0.blocks)] }
     }
 
     /// One message's role and content blocks, which depend on nothing around it.
-    static func blocks(_ message: ModelMessage) -> (role: AnthropicRole, blocks: [JSONValue]) {
+    static func blocks(_ message: ModelMessage, images acceptsImages: Bool = true) -> (role: AnthropicRole, blocks: [JSONValue]) {
         switch message {
         case .user(let text, let images):
             var blocks: [JSONValue] = images.map(imageBlock)
@@ -164,9 +167,17 @@ enum AnthropicRequestBuilder {
                                "input": toolInput(call.argumentsJSON)])
             }
             return (.assistant, blocks)
-        case .toolResult(let callId, _, let content, let isError):
-            return (.user, [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
-                              "is_error": .bool(isError)]])
+        case .toolResult(let callId, _, let content, let isError, let images):
+            guard acceptsImages, !images.isEmpty else {
+                return (.user, [["type": "tool_result", "tool_use_id": .string(callId), "content": .string(content),
+                                  "is_error": .bool(isError)]])
+            }
+            // With images, the result's content is blocks: the text, then each image.
+            let blocks: [JSONValue] = [["type": "text", "text": .string(content)]] + images.map(imageBlock)
+            return (.user, [["type": "tool_result", "tool_use_id": .string(callId), "content": .array(blocks), "is_error": .bool(isError)]])
+        case .toolResultImages:
+            // They went in their tool_result blocks.
+            return (.user, [])
         }
     }
 

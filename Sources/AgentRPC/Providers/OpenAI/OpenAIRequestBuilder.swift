@@ -6,7 +6,7 @@ enum OpenAIRequestBuilder {
     /// The JSON body for `POST {baseURL}/chat/completions`.
     static func build(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool = true) -> BuiltRequestBody {
         var built = buildAllButMessages(request, configuration: configuration, stream: stream)
-        built.body[messagesKey] = .array(messages(request))
+        built.body[messagesKey] = .array(messages(request, images: configuration.capabilities.supportsImages))
         return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
     }
 
@@ -18,7 +18,8 @@ enum OpenAIRequestBuilder {
     static func encode(_ request: ModelRequest, configuration: HTTPProviderConfiguration, stream: Bool, cache: SerializedMessageCache) -> [UInt8] {
         let members = buildAllButMessages(request, configuration: configuration, stream: stream).body
         return cache.serializeObject(members, splicing: messagesKey) { out in
-            cache.withSerialized(request.messages, append: { $1.append(elements: [message($0)]) }) {
+            let images = configuration.capabilities.supportsImages
+            cache.withSerialized(request.messages, append: { $1.append(elements: elements(of: $0, images: images)) }) {
                 $0.appendArray(leading: systemMessage(request), into: &out)
             }
         }
@@ -87,12 +88,33 @@ enum OpenAIRequestBuilder {
         return (body, warnings)
     }
 
-    static func messages(_ request: ModelRequest) -> [JSONValue] {
+    /// `images`: the model takes images (`supportsImages`); without, a tool
+    /// result's images are left out (its text's notes say what they were).
+    static func messages(_ request: ModelRequest, images: Bool = true) -> [JSONValue] {
         var out: [JSONValue] = []
         out.reserveCapacity(request.messages.count + 1)
         if let system = systemMessage(request) { out.append(system) }
-        for m in request.messages { out.append(message(m)) }
+        for m in request.messages { out += elements(of: m, images: images) }
         return out
+    }
+
+    /// The messages one message becomes: none (tool results' images the model
+    /// cannot take) or one.
+    static func elements(of m: ModelMessage, images: Bool) -> [JSONValue] {
+        if case .toolResultImages(let list) = m {
+            // A tool message takes text only: the images go in a user message
+            // after the tool messages of the round trip.
+            guard images else { return [] }
+            var parts: [JSONValue] = [["type": "text", "text": .string(toolImagesText(count: list.count))]]
+            for image in list { parts.append(["type": "image_url", "image_url": ["url": .string(image.urlString)]]) }
+            return [["role": "user", "content": .array(parts)]]
+        }
+        return [message(m)]
+    }
+
+    /// What the user message that carries tool results' images says.
+    static func toolImagesText(count: Int) -> String {
+        count == 1 ? "The image the tool returned:" : "The \(count) images the tools returned, in call order:"
     }
 
     static func systemMessage(_ request: ModelRequest) -> JSONValue? {
@@ -121,9 +143,12 @@ enum OpenAIRequestBuilder {
                 })
             }
             return .object(m)
-        case .toolResult(let callId, _, let content, _):
+        case .toolResult(let callId, _, let content, _, _):
             // Chat Completions has no error flag; the content says what went wrong.
             return ["role": "tool", "tool_call_id": .string(callId), "content": .string(content)]
+        case .toolResultImages:
+            // Never reached: `elements(of:images:)` writes it.
+            return ["role": "user", "content": ""]
         }
     }
 }

@@ -36,7 +36,8 @@ package struct OpenAIResponsesSettings: Sendable, Hashable {
 /// * an assistant message → its reasoning items (when it carries an
 ///   `OpenAIResponsesReasoningCarrier`), `{role: assistant, content: "…"}`, then one
 ///   `function_call` item per call (`call_id`, `name`, `arguments`);
-/// * a tool result → `{type: function_call_output, call_id, output}`.
+/// * a tool result → `{type: function_call_output, call_id, output}`; with
+///   images (a model that takes them), `output` is `[input_text, input_image…]`.
 /// Item ids are never sent: with `store: false` they name nothing on the server.
 ///
 /// Tools are `{type: function, name, description, parameters, strict}`; `strict`
@@ -56,7 +57,7 @@ enum OpenAIResponsesRequestBuilder {
         _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings = OpenAIResponsesSettings()
     ) -> BuiltRequestBody {
         var built = buildAllButInput(request, configuration: configuration, settings: settings)
-        built.body[inputKey] = .array(input(request.messages))
+        built.body[inputKey] = .array(input(request.messages, images: configuration.capabilities.supportsImages))
         return BuiltRequestBody(body: .object(built.body), warnings: built.warnings)
     }
 
@@ -69,10 +70,11 @@ enum OpenAIResponsesRequestBuilder {
         _ request: ModelRequest, configuration: HTTPProviderConfiguration, settings: OpenAIResponsesSettings, cache: SerializedMessageCache
     ) -> [UInt8] {
         let members = buildAllButInput(request, configuration: configuration, settings: settings).body
+        let images = configuration.capabilities.supportsImages
         return cache.serializeObject(members, splicing: inputKey) { out in
             cache.withSerialized(request.messages, append: { message, serialized in
                 var items: [JSONValue] = []
-                appendItems(of: message, to: &items)
+                appendItems(of: message, images: images, to: &items)
                 serialized.append(elements: items)
             }) { $0.appendArray(into: &out) }
         }
@@ -140,15 +142,17 @@ enum OpenAIResponsesRequestBuilder {
         }
     }
 
-    static func input(_ messages: [ModelMessage]) -> [JSONValue] {
+    /// `images`: the model takes images (`supportsImages`); without, a tool
+    /// result's images are left out (its text's notes say what they were).
+    static func input(_ messages: [ModelMessage], images: Bool = true) -> [JSONValue] {
         var out: [JSONValue] = []
         out.reserveCapacity(messages.count)
-        for message in messages { appendItems(of: message, to: &out) }
+        for message in messages { appendItems(of: message, images: images, to: &out) }
         return out
     }
 
     /// One message's input items (none, one or several), which depend on nothing around it.
-    static func appendItems(of message: ModelMessage, to out: inout [JSONValue]) {
+    static func appendItems(of message: ModelMessage, images acceptsImages: Bool = true, to out: inout [JSONValue]) {
         switch message {
         case .user(let text, let images):
             if images.isEmpty {
@@ -179,9 +183,19 @@ enum OpenAIResponsesRequestBuilder {
                 out.append(["type": "function_call", "call_id": .string(call.id), "name": .string(call.name),
                             "arguments": .string(call.argumentsJSON)])
             }
-        case .toolResult(let callId, _, let content, _):
+        case .toolResult(let callId, _, let content, _, let images):
             // No error flag in this API either; the content says what went wrong.
-            out.append(["type": "function_call_output", "call_id": .string(callId), "output": .string(content)])
+            guard acceptsImages, !images.isEmpty else {
+                out.append(["type": "function_call_output", "call_id": .string(callId), "output": .string(content)])
+                return
+            }
+            // With images, the output is a list of input parts: the text, then each image.
+            var parts: [JSONValue] = [["type": "input_text", "text": .string(content)]]
+            for image in images { parts.append(["type": "input_image", "image_url": .string(image.urlString), "detail": "auto"]) }
+            out.append(["type": "function_call_output", "call_id": .string(callId), "output": .array(parts)])
+        case .toolResultImages:
+            // They went in their function_call_output items.
+            return
         }
     }
 }

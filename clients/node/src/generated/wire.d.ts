@@ -354,6 +354,23 @@ export interface MCPServerState {
 
 export type MCPServerStatus = "starting" | "ready" | "failed" | "restarting" | "stopped" | "disabled";
 
+export interface MediaContent {
+  data: string;
+  mimeType: string;
+  type: MediaKind;
+}
+
+export type MediaKind = "image" | "audio";
+
+export interface MediaReference {
+  mimeType: string;
+  /** The SHA-256 of the decoded bytes, in hexadecimal. */
+  sha256: string;
+  /** The decoded size in bytes. */
+  size: number;
+  type: MediaKind;
+}
+
 export interface ModelCassetteConfig {
   mode?: "record" | "replay" | "auto";
   pace?: "fast" | "recorded";
@@ -1082,6 +1099,7 @@ export interface ConfirmationResolvedEvent {
 export interface ToolCallFinishedEvent {
   callId: string;
   content: unknown;
+  media?: MediaContent[];
   name: string;
   outcome: ToolOutcome;
   source?: ToolSource;
@@ -1257,6 +1275,7 @@ export interface ToolOutputEntry {
   callId: string;
   content: unknown;
   id: string;
+  media?: MediaReference[];
   name: string;
   outcome: ToolOutcome;
   profile?: string;

@@ -805,6 +805,7 @@ class ToolCallFinished(Event):
     content: Any = None
     name: str = ""
     outcome: ToolOutcome = "ok"
+    media: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, Any] | None = None
 
     @classmethod
@@ -815,6 +816,7 @@ class ToolCallFinished(Event):
             "content": obj.get("content"),
             "name": _str(obj.get("name")),
             "outcome": cast(ToolOutcome, wire_word(obj.get("outcome"), "ok")),
+            "media": [dict(x) for x in _list(obj.get("media")) if isinstance(x, Mapping)],
             "source": _opt_obj(obj.get("source")),
         }
 

@@ -1,0 +1,63 @@
+import AgentRPCProtocol
+
+/// The images and audio clips of a tool's result (docs/protocol.md, "Images in
+/// tool results"): taken out of its content, where a note stays in their place,
+/// kept beside the journal (`MediaStore`), and sent to the model where its API
+/// takes them.
+enum ToolMedia {
+    /// `content` with each media block of a content array (the whole output, or
+    /// its `content` member: MCP's form beside structured content) replaced by
+    /// its note, and the blocks taken out, in order. Anything else is returned
+    /// as it is: only arrays are looked into, so a text output costs nothing.
+    static func split(_ content: JSONValue) -> (content: JSONValue, media: [MediaContent]) {
+        switch content {
+        case .array(let items):
+            guard let (shown, media) = splitBlocks(items) else { return (content, []) }
+            return (.array(shown), media)
+        case .object(var members):
+            guard case .array(let items)? = members["content"], let (shown, media) = splitBlocks(items) else { return (content, []) }
+            members["content"] = .array(shown)
+            return (.object(members), media)
+        default:
+            return (content, [])
+        }
+    }
+
+    private static func splitBlocks(_ items: [JSONValue]) -> ([JSONValue], [MediaContent])? {
+        guard items.contains(where: { MediaContent(block: $0) != nil }) else { return nil }
+        var shown: [JSONValue] = []
+        var media: [MediaContent] = []
+        shown.reserveCapacity(items.count)
+        for item in items {
+            if let block = MediaContent(block: item) {
+                media.append(block)
+                // The note a provider without images reads, as MCP output always had it.
+                shown.append(MCPToolOutput.shown(item))
+            } else {
+                shown.append(item)
+            }
+        }
+        return (shown, media)
+    }
+
+    /// The images `references` name, read from `store`, as sent to a model;
+    /// audio (no provider here takes it in a tool result) and bytes no longer
+    /// there are left out: the output's notes still say what they were.
+    static func images(_ references: [MediaReference]?, store: MediaStore?) -> [ModelImage] {
+        guard let references, !references.isEmpty, let store else { return [] }
+        return references.compactMap { reference in
+            guard reference.type == .image, let bytes = store.bytes(of: reference) else { return nil }
+            return .data(bytes: bytes, mimeType: reference.mimeType)
+        }
+    }
+}
+
+extension Array where Element == TranscriptEntry {
+    /// The media the entries name, in order.
+    var mediaReferences: [MediaReference] {
+        flatMap { entry -> [MediaReference] in
+            if case .toolOutput(_, _, _, _, _, _, let media?) = entry.content { return media }
+            return []
+        }
+    }
+}

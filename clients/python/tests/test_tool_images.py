@@ -1,0 +1,239 @@
+"""Images in tool results (docs/protocol.md, "Images in tool results") through
+the real binary: a client tool's ``content`` blocks and an MCP server's image
+reach the model in each provider's own shape (a local HTTP server plays the
+APIs and records the bodies), a model without images gets the note, the
+transcript names the bytes kept beside the journal, and a resumed session
+sends them again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrpc import Client
+
+from conftest import call, real_binary, spawn_real
+from fake_provider import FIXTURES, Canned, FakeProvider
+from test_mcp_fastmcp import turn_events
+from test_mcp_servers import _python_with, wait_status
+
+BINARY = real_binary()
+SECRET = "sk-test-SECRET-images-0123456789"
+TIMEOUT = 30.0
+RESPONSES = Path(__file__).resolve().parents[3] / "Tests" / "Fixtures" / "openai-responses"
+HERE = Path(__file__).parent
+
+pytestmark = [
+    pytest.mark.skipif(BINARY is None, reason="no agentrpc binary: run `swift build` or set AGENTRPC_BIN"),
+    pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the repository"),
+]
+
+#: A 1x1 PNG (red).
+PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+PIXEL_B64 = base64.b64encode(PIXEL).decode()
+PIXEL_SHA = hashlib.sha256(PIXEL).hexdigest()
+DATA_URL = "data:image/png;base64," + PIXEL_B64
+NOTE = f"{len(PIXEL_B64)} bytes of base64 image data not shown"
+
+WEATHER = {"name": "get_weather", "inputSchema": {"type": "object", "properties": {"location": {"type": "string"}, "city": {"type": "string"}, "unit": {"type": "string"}}}}
+#: What the client tool answers: MCP's content blocks, a text and an image.
+SCREEN = {"outcome": "ok", "content": [{"type": "text", "text": "the screen:"}, {"type": "image", "mimeType": "image/png", "data": PIXEL_B64}]}
+
+FIRST = {
+    "anthropic": Canned.sse("anthropic/tool-use.sse") if FIXTURES.is_dir() else None,
+    "openai": Canned.sse("openai-chat/tool-call-nonstrict.sse") if FIXTURES.is_dir() else None,
+    "openai-responses": Canned(200, {"Content-Type": "text/event-stream"}, (RESPONSES / "reasoning-function-call.sse").read_bytes()),
+}
+THEN = {
+    "anthropic": lambda: Canned.sse("anthropic/text.sse"),
+    "openai": lambda: Canned.sse("openai-chat/text.sse"),
+    "openai-responses": lambda: Canned(200, {"Content-Type": "text/event-stream"}, (RESPONSES / "text.sse").read_bytes()),
+}
+
+
+def model(provider: str, fake: FakeProvider, **extra: Any) -> dict[str, Any]:
+    return {"provider": provider, "model": f"{provider}-test-model", "baseURL": fake.base_url + "/v1", "apiKeyEnv": "TEST_PROVIDER_KEY", **extra}
+
+
+@asynccontextmanager
+async def served(tmp_path: Path, config: dict[str, Any], answer: dict[str, Any] = SCREEN) -> AsyncIterator[Client]:
+    """A server keeping its sessions in ``tmp_path/store``, whose client tool answers ``answer``."""
+    (tmp_path / "agentrpc.json").write_text(json.dumps(config))
+    async with Client.spawn(
+        binary=BINARY, cwd=tmp_path, args=["--store", str(tmp_path / "store")], env={"TEST_PROVIDER_KEY": SECRET},
+        request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT,
+    ) as client:
+        client.on_request("tool/call", lambda params: answer)
+        yield client
+
+
+def check_transcript_and_event(seen: list[dict[str, Any]]) -> None:
+    """``toolCallFinished`` carries the image; the ``toolOutput`` entry names
+    its bytes by SHA-256 and keeps the note in the content."""
+    [finished] = [e for e in seen if e["type"] == "toolCallFinished"]
+    assert finished["media"] == [{"type": "image", "mimeType": "image/png", "data": PIXEL_B64}]
+    assert finished["content"] == [{"type": "text", "text": "the screen:"}, {"type": "image", "mimeType": "image/png", "note": NOTE}]
+    [output] = [e["entry"] for e in seen if e["type"] == "entryAppended" and e["entry"]["type"] == "toolOutput"]
+    assert output["media"] == [{"type": "image", "mimeType": "image/png", "sha256": PIXEL_SHA, "size": len(PIXEL)}]
+    assert output["content"] == finished["content"]
+
+
+async def one_turn(tmp_path: Path, provider: str, answer: dict[str, Any] = SCREEN, **model_extra: Any) -> tuple[list[dict[str, Any]], Any]:
+    """One turn against a fake ``provider`` whose model calls the client tool
+    once: the turn's events, and the body of the request after the call."""
+    fake = FakeProvider()
+    try:
+        async with served(tmp_path, {"models": {"m": model(provider, fake, **model_extra)}}, answer) as client:
+            fake.queue(FIRST[provider], THEN[provider]())
+            session = await client.open_session(model="m", tools=[WEATHER])
+            seen = await turn_events(session, client.notifications("session/event"), "look")
+        return seen, fake.received[1].body
+    finally:
+        fake.close()
+
+
+async def test_anthropic_gets_the_image_inside_the_tool_result(tmp_path: Path) -> None:
+    seen, body = await one_turn(tmp_path, "anthropic")
+    check_transcript_and_event(seen)
+    [result] = body["messages"][-1]["content"]
+    assert result["type"] == "tool_result" and result["is_error"] is False
+    text, image = result["content"]
+    assert text["type"] == "text" and NOTE in text["text"]
+    assert image == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL_B64}}
+
+
+async def test_openai_responses_gets_the_image_in_the_function_call_output(tmp_path: Path) -> None:
+    seen, body = await one_turn(tmp_path, "openai-responses")
+    check_transcript_and_event(seen)
+    [output] = [i for i in body["input"] if i.get("type") == "function_call_output"]
+    text, image = output["output"]
+    assert text["type"] == "input_text" and NOTE in text["text"]
+    assert image == {"type": "input_image", "image_url": DATA_URL, "detail": "auto"}
+
+
+async def test_openai_chat_gets_the_image_in_a_user_message_after_the_tool_results(tmp_path: Path) -> None:
+    seen, body = await one_turn(tmp_path, "openai")
+    check_transcript_and_event(seen)
+    messages = body["messages"]
+    tool_at = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    # The tool message takes text only; the image follows as the user's message.
+    assert isinstance(messages[tool_at]["content"], str) and NOTE in messages[tool_at]["content"]
+    after = messages[tool_at + 1]
+    assert after["role"] == "user" and tool_at + 2 == len(messages)
+    assert after["content"][0] == {"type": "text", "text": "The image the tool returned:"}
+    assert after["content"][1] == {"type": "image_url", "image_url": {"url": DATA_URL}}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-responses"])
+async def test_a_model_without_images_gets_the_note_only(tmp_path: Path, provider: str) -> None:
+    """``supportsImages: false``: the text note, as before, and no image anywhere in the body."""
+    seen, sent = await one_turn(tmp_path, provider, supportsImages=False)
+    check_transcript_and_event(seen)
+    body = json.dumps(sent)
+    assert PIXEL_B64 not in body and NOTE in body
+    assert "image_url" not in body and '"input_image"' not in body and '"base64"' not in body
+
+
+async def test_a_resumed_session_sends_the_image_again_from_the_store_and_delete_removes_it(tmp_path: Path) -> None:
+    """The journal names the image (no base64 in it); the bytes are a file
+    beside it, read when the resumed session's next request is built; a fork
+    gets its own copy; ``session/delete`` removes them with the session."""
+    fake = FakeProvider()
+    store = tmp_path / "store"
+    config = {"models": {"m": model("anthropic", fake)}}
+    try:
+        async with served(tmp_path, config) as client:
+            fake.queue(FIRST["anthropic"], THEN["anthropic"]())
+            session = await client.open_session(model="m", tools=[WEATHER])
+            await session.send("look")
+            session_id = session.id
+        journal = (store / f"{session_id}.jsonl").read_text()
+        assert PIXEL_SHA in journal and PIXEL_B64 not in journal
+        assert (store / f"{session_id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+
+        async with served(tmp_path, config) as client:
+            fake.queue(THEN["anthropic"]())
+            resumed = await client.resume_session(session_id)
+            await resumed.send("and now?")
+            history = fake.received[-1].body["messages"]
+            results = [b for m in history if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+            assert results[0]["content"][1]["source"]["data"] == PIXEL_B64
+            fork = await resumed.fork()
+            assert (store / f"{fork.id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+            await resumed.delete()
+            assert not (store / f"{session_id}.media").exists()
+            assert (store / f"{fork.id}.media" / PIXEL_SHA).exists()
+    finally:
+        fake.close()
+
+
+async def test_an_unreadable_image_block_stays_a_note(tmp_path: Path) -> None:
+    """Data that is not base64 is kept as nothing: the note stays, no media is named."""
+    bad = {"outcome": "ok", "content": [{"type": "image", "mimeType": "image/png", "data": "%%% not base64 %%%"}]}
+    seen, body = await one_turn(tmp_path, "anthropic", answer=bad)
+    [output] = [e["entry"] for e in seen if e["type"] == "entryAppended" and e["entry"]["type"] == "toolOutput"]
+    assert "media" not in output and "bytes of base64 image data not shown" in json.dumps(output["content"])
+    [result] = body["messages"][-1]["content"]
+    assert isinstance(result["content"], str)
+
+
+FASTMCP_PYTHON = _python_with("fastmcp", None)
+
+
+@pytest.mark.skipif(FASTMCP_PYTHON is None, reason="fastmcp is not installed")
+@pytest.mark.time_bound(120)  # fastmcp takes seconds to start on a loaded machine
+async def test_an_mcp_servers_image_reaches_the_model_and_the_client(tmp_path: Path) -> None:
+    """fastmcp's ``Image`` result: ``toolCallFinished.media`` carries it, the
+    entry names it, and the model's request holds it (the dump of a scripted
+    model's request shows its size)."""
+    assert FASTMCP_PYTHON is not None
+    server = {"name": "fm", "command": FASTMCP_PYTHON, "args": [str(HERE / "mcp_fastmcp_server.py")]}
+    dump = tmp_path / "dump.jsonl"
+    async with spawn_real(tmp_path, args=["--dump-requests", str(dump)]) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session({
+            "model": {"provider": "scripted", "script": [{"toolCalls": [call("mcp__fm__screenshot")]}, {"text": ["seen"]}]},
+            "mcpServers": [server]})
+        await wait_status(events, "fm", "ready")
+        seen = await turn_events(session, events, "look")
+    check_transcript_and_event(seen)
+    last = json.loads(dump.read_text().splitlines()[-1])["request"]["messages"]
+    [tool] = [m for m in last if m["role"] == "tool"]
+    assert tool["images"] == [{"mimeType": "image/png", "bytes": len(PIXEL)}]
+    # The images again after the round trip's tool results, for an API whose tool results take text only.
+    assert last[-1] == {"role": "toolResultImages", "images": [{"mimeType": "image/png", "bytes": len(PIXEL)}]}
+
+
+@pytest.mark.skipif(FASTMCP_PYTHON is None, reason="fastmcp is not installed")
+@pytest.mark.time_bound(120)  # fastmcp takes seconds to start on a loaded machine
+async def test_the_editor_gets_an_image_content_block_in_the_tool_call_update(tmp_path: Path) -> None:
+    """``agentrpc acp``: the MCP server's image is an ACP ``image`` content
+    block of the call's last ``tool_call_update``, after its text (the SDK's
+    models check the frame)."""
+    import asyncio
+
+    from acp import text_block
+    from acp.schema import McpServerStdio
+    from test_acp import Editor, agent, scripted
+
+    assert FASTMCP_PYTHON is not None
+    editor = Editor()
+    config = scripted({"toolCalls": [{"id": "call_s", "name": "mcp__fm__screenshot", "arguments": {}}]}, {"text": ["A red pixel."]})
+    async with agent(tmp_path, config, editor) as (conn, cwd):
+        server = McpServerStdio(name="fm", command=FASTMCP_PYTHON, args=[str(HERE / "mcp_fastmcp_server.py")], env=[])
+        session = await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[server]), 90)
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("what is on the screen?")]), 90)
+        assert answer.stop_reason == "end_turn"
+    last = editor.tool_updates("call_s")[-1]
+    assert last["status"] == "completed"
+    blocks = [item["content"] for item in last["content"] if item["type"] == "content"]
+    assert blocks[-1] == {"type": "image", "data": PIXEL_B64, "mimeType": "image/png"}
+    assert blocks[0]["type"] == "text" and NOTE in blocks[0]["text"]
