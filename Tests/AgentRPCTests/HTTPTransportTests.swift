@@ -65,6 +65,13 @@ final class CountingServer {
                 self.send_header("Connection", "close")
                 self.end_headers()
                 return self.wfile.write(b"bye")
+            if p == "/drop":
+                # Read, then the connection closes without an answer (a server that died).
+                with lock: state["drops"] = state.get("drops", 0) + 1
+                self.close_connection = True
+                return
+            if p == "/drops":
+                return self.send_text(str(state.get("drops", 0)).encode())
             if p == "/redirect":
                 self.send_response(302)
                 self.send_header("Location", "/")
@@ -259,6 +266,26 @@ func httpThreadCount() -> Int {
         _ = CurlHTTPTransport.shared.start(try server.request("/count"), sink: sink)
         // Five requests and the count itself on one connection.
         #expect(await sink.collected().body == "1")
+    }
+
+    /// libcurl sends a request again on a new connection when the reused one
+    /// it went out on closes before any answer; a request the server may have
+    /// taken (an MCP tools/call) must not run twice: `sentAtMostOnce` ends it
+    /// as a lost connection after the first send.
+    @Test(arguments: [false, true]) func aRequestOnAReusedConnectionThatDiesIsSentAgainOnlyWhenAllowed(atMostOnce: Bool) async throws {
+        let server = try CountingServer()
+        let first = RecordingSink()
+        _ = CurlHTTPTransport.shared.start(try server.request("/"), sink: first)
+        #expect(await first.collected().body == "hello")  // the connection is now kept alive
+        var dropped = try server.request("/drop")
+        dropped.sentAtMostOnce = atMostOnce
+        let sink = RecordingSink()
+        _ = CurlHTTPTransport.shared.start(dropped, sink: sink)
+        let error = try #require(await sink.collected().error ?? nil)
+        #expect(error.contains(HTTPTransportError.Kind.connectionLost.rawValue))
+        let count = RecordingSink()
+        _ = CurlHTTPTransport.shared.start(try server.request("/drops"), sink: count)
+        #expect(await count.collected().body == (atMostOnce ? "1" : "2"))
     }
 
     /// Quick acknowledgement reaches every socket libcurl opened (a kept-alive

@@ -110,9 +110,12 @@ final class MCPHTTPTransport: MCPTransport {
         if let session { h["Mcp-Session-Id"] = session }
         if let version { h["MCP-Protocol-Version"] = version }
         if method == "GET", let lastEvent { h["Last-Event-ID"] = lastEvent }
-        return HTTPRequest(
+        var request = HTTPRequest(
             url: url, method: method, headers: h, body: body,
             connectTimeoutSeconds: 10, idleTimeoutSeconds: idleSeconds)
+        // A tools/call the server took must never run twice behind our back.
+        request.sentAtMostOnce = method == "POST"
+        return request
     }
 
     /// A request returns once its POST started (the answer comes through the
@@ -388,11 +391,16 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
         /// `subscriptions/listen`: a stream that lasts; when it breaks, only the
         /// subscription ends (the client opens it again), not the connection.
         case subscription
+        /// `server/discover`: a legacy server may answer the unknown method by
+        /// dropping the connection (a handler that crashed); that answers the
+        /// probe with an error, and `initialize` decides whether the server is there.
+        case probe
 
         init(method: String?) {
             switch method {
             case "initialize": self = .initialize
             case "subscriptions/listen": self = .subscription
+            case "server/discover": self = .probe
             default: self = .ordinary
             }
         }
@@ -495,6 +503,8 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
                 if case .request(_, .subscription) = purpose {
                     let why = error.map { "the stream broke: \($0)" } ?? "the server ended the stream without a response"
                     out.append(.message(Message.failure(id, RPCError(.internalError, why)).json))
+                } else if case .request(_, .probe) = purpose, let (_, unsent) = Self.serverGone(error), !unsent || s.status != nil {
+                    out.append(.message(Message.failure(id, RPCError(.internalError, "the server dropped the connection instead of answering: \(error.map { "\($0)" } ?? "no response")")).json))
                 } else if let (lost, unsent) = Self.serverGone(error) {
                     // The server crashed or is down: the connection ends, every call in
                     // flight with it. A request whose connection was never made did not run

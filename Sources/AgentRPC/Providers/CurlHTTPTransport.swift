@@ -215,7 +215,7 @@ final class CurlDriver: @unchecked Sendable {
                 transfer.sendHead()
                 error = nil
             } else {
-                error = HTTPTransportError(kind: HTTPTransportError.kind(ofCurlCode: code), detail: "\(transfer.errorText(code: code, library: library)) (\(transfer.request.url.host ?? ""))")
+                error = transfer.failure(code: code)
             }
             let sink = transfer.control.isCancelled ? nil : transfer.sink
             recycle(transfer)
@@ -299,6 +299,8 @@ final class CurlTransfer {
     /// Until the whole body is out, the driver follows how much has been sent.
     var uploadPending: Bool
     var lingerDeadline: ContinuousClock.Instant?
+    /// How often libcurl started sending the request (see `beforeSend`).
+    private var sends = 0
     private let body: UnsafeMutableRawBufferPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headerList: OpaquePointer?
@@ -366,7 +368,33 @@ final class CurlTransfer {
         o.set(.headerData, pointer: me)
         o.set(.sockoptFunction, pointer: unsafeBitCast(curlSocketOpened, to: UnsafeRawPointer.self))
         o.set(.closeSocketFunction, pointer: unsafeBitCast(curlSocketClosed, to: UnsafeRawPointer.self))
+        if o.setIfSupported(.prereqFunction, pointer: unsafeBitCast(curlBeforeSend, to: UnsafeRawPointer.self)) {
+            o.setIfSupported(.prereqData, pointer: me)
+        }
         return o.failure
+    }
+
+    /// libcurl calls this just before the request goes out on a connection,
+    /// again when it sends it anew after the reused connection died. False
+    /// aborts the transfer.
+    fileprivate func beforeSend() -> Bool {
+        sends += 1
+        return sends == 1 || !request.sentAtMostOnce
+    }
+
+    /// The typed error of a transfer that ended with `code`. A connection that
+    /// failed to open after the request had already gone out on another (libcurl
+    /// sending it anew) is a lost connection: the request may have been taken.
+    func failure(code: Int32) -> HTTPTransportError {
+        var kind = HTTPTransportError.kind(ofCurlCode: code)
+        var detail = errorText(code: code, library: library)
+        if sends > 0, kind == .connectFailed || kind == .resolveFailed || kind == .connectTimedOut {
+            kind = .connectionLost
+            detail = "the connection the request went out on closed before an answer, and a new one failed: \(detail)"
+        } else if sends > 1, request.sentAtMostOnce, code == 42 {  // ABORTED_BY_CALLBACK: by beforeSend
+            detail = "the connection the request went out on closed before an answer; not sent again"
+        }
+        return HTTPTransportError(kind: kind, detail: "\(detail) (\(request.url.host ?? ""))")
     }
 
     func errorText(code: Int32, library: CurlLibrary) -> String {
@@ -451,6 +479,11 @@ private let curlWrite: CurlLibrary.DataCallback = { data, size, count, user in
     guard !overflow, let transfer = transfer(user) else { return 0 }
     guard let data, total > 0 else { return total }
     return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: total)) ? total : 0
+}
+
+private let curlBeforeSend: CurlLibrary.PrereqCallback = { user, _, _, _, _ in
+    guard let transfer = transfer(user) else { return 1 }  // CURL_PREREQFUNC_ABORT
+    return transfer.beforeSend() ? 0 : 1  // CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 private let curlHeader: CurlLibrary.DataCallback = { data, size, count, user in

@@ -41,6 +41,8 @@ struct CurlLibrary: @unchecked Sendable {
     typealias DataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
     /// `int (*)(void *, curl_socket_t, curlsocktype)`: CURLOPT_SOCKOPTFUNCTION.
     typealias SockoptCallback = @convention(c) (UnsafeMutableRawPointer?, Int32, Int32) -> Int32
+    /// `int (*)(void *, char *, char *, int, int)`: CURLOPT_PREREQFUNCTION.
+    typealias PrereqCallback = @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32) -> Int32
     /// `int (*)(void *, curl_socket_t)`: CURLOPT_CLOSESOCKETFUNCTION.
     typealias CloseSocketCallback = @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32
 
@@ -170,6 +172,9 @@ struct CurlOption: Sendable {
     static let connectTimeoutMS = CurlOption(name: "CURLOPT_CONNECTTIMEOUT_MS", number: 156)
     static let sockoptFunction = CurlOption(name: "CURLOPT_SOCKOPTFUNCTION", number: 20_000 + 148)
     static let closeSocketFunction = CurlOption(name: "CURLOPT_CLOSESOCKETFUNCTION", number: 20_000 + 208)
+    /// Since libcurl 7.80: set where available, never required (`setIfSupported`).
+    static let prereqFunction = CurlOption(name: "CURLOPT_PREREQFUNCTION", number: 20_000 + 312)
+    static let prereqData = CurlOption(name: "CURLOPT_PREREQDATA", number: 10_000 + 313)
 }
 
 /// Sets options on one easy handle and keeps the first failure.
@@ -189,6 +194,13 @@ struct CurlOptionSetter {
 
     mutating func set(_ option: CurlOption, pointer: UnsafeRawPointer?) {
         check(option, library.setoptPointer(easy, option.number, pointer))
+    }
+
+    /// An option an older libcurl may not know: its refusal is not a failure.
+    /// False when it was refused.
+    @discardableResult
+    func setIfSupported(_ option: CurlOption, pointer: UnsafeRawPointer?) -> Bool {
+        library.setoptPointer(easy, option.number, pointer) == 0
     }
 
     /// libcurl copies string options.

@@ -13,6 +13,12 @@ struct HTTPRequest: Sendable {
     var connectTimeoutSeconds: Double
     /// The longest wait for the next bytes of the response.
     var idleTimeoutSeconds: Double
+    /// Never sent a second time by the transport itself. libcurl sends a
+    /// request again on a new connection when the reused one it went out on
+    /// died before any answer, which runs a non-idempotent request twice if
+    /// the server had taken it; with this set such a transfer fails as a lost
+    /// connection instead, and the caller decides.
+    var sentAtMostOnce = false
 
     init(url: URL, method: String, headers: [String: String], body: Data, connectTimeoutSeconds: Double, idleTimeoutSeconds: Double) {
         self.url = url
