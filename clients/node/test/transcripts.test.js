@@ -147,7 +147,7 @@ function fill(value, captures) {
 
 // -- the replay -----------------------------------------------------------------------
 
-const SERVER_REQUESTS = ['tool/call', 'tool/undo', 'confirmation/request', 'hook/call', 'context/refresh', 'user/ask'];
+const SERVER_REQUESTS = ['tool/call', 'tool/undo', 'confirmation/request', 'hook/call', 'context/refresh', 'user/ask', 'user/elicit'];
 
 async function replay(path, { header, steps }) {
   const dir = mkdtempSync(join(tmpdir(), 'agentrpc-node-replay-'));
