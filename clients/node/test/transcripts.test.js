@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { AgentRPCError, Client, errorClassFor, errorFromWire } from '../src/index.js';
+import { METHODS } from '../src/generated/protocol.js';
 import { BINARY, REPO } from '../test-support/helpers.js';
 
 const ROOT = join(REPO, 'Tests', 'Transcripts');
@@ -147,7 +148,12 @@ function fill(value, captures) {
 
 // -- the replay -----------------------------------------------------------------------
 
-const SERVER_REQUESTS = ['tool/call', 'tool/undo', 'confirmation/request', 'hook/call', 'context/refresh', 'user/ask', 'user/elicit'];
+// Every request and notification the server sends, from the schema: the replayer answers a
+// new server request as soon as the schema has it.
+const fromServer = (kind) => METHODS.filter((m) => m.direction === 'serverToClient' && m.kind === kind).map((m) => m.method);
+const SERVER_REQUESTS = fromServer('request');
+// `$/cancelRequest` goes both ways; the schema lists it once, as the client's.
+const SERVER_NOTIFICATIONS = [...fromServer('notification'), '$/cancelRequest'];
 
 async function replay(path, { header, steps }) {
   const dir = mkdtempSync(join(tmpdir(), 'agentrpc-node-replay-'));
@@ -169,7 +175,7 @@ async function replay(path, { header, steps }) {
     arrived();
     arrival = new Promise((r) => { arrived = r; });
   };
-  for (const method of ['session/event', 'trace/span', '$/cancelRequest']) {
+  for (const method of SERVER_NOTIFICATIONS) {
     client.onNotification(method, (params) => deliver({ jsonrpc: '2.0', method, params }));
   }
   for (const method of SERVER_REQUESTS) {

@@ -207,6 +207,10 @@ EVENTS: dict[str, EventSpec] = {
                                       dicts={"rules"}),
     "planUpdated": EventSpec("The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each"
                              " ``{content, priority, status}``.", dicts={"entries"}),
+    "mcpServerStatus": EventSpec("An MCP server's status changed (``starting``, ``ready``, ``failed``, ``restarting``,"
+                                 " ``stopped`` or ``disabled``), with its ``tools`` when ready and ``reason`` and"
+                                 " ``stderr`` when it failed; sent outside any turn (``turn_id`` is ``None``).",
+                                 name="MCPServerStatusChanged"),
     "contextCompacted": EventSpec("The conversation was compacted (``trigger``: manual, threshold or overflow): "
                                   "``entries_removed`` entries replaced by the summary entry ``entry_id``, the context "
                                   "estimated at ``tokens_before`` then ``tokens_after`` tokens."),
@@ -214,7 +218,7 @@ EVENTS: dict[str, EventSpec] = {
 
 #: Event types of the schema that still decode as a plain ``Event``: the client's
 #: tests pin the set of typed events, so typing one is a change of its own.
-UNTYPED_EVENTS: set[str] = {"mcpServerStatus"}
+UNTYPED_EVENTS: set[str] = set()
 
 #: Error kinds whose class derives from a hand-written base in ``_wire_base`` (accessors
 #: over ``data``) instead of the class of the first kind with the same code.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from agentrpc import (
     ContextDiagnostics,
     Event,
     HookFired,
+    MCPServerStatusChanged,
     Limits,
     PlanUpdated,
     ProfileActivated,
@@ -36,6 +38,9 @@ from agentrpc.errors import Cancelled, ProviderError
 from agentrpc.events import EVENT_TYPES, parse_event
 
 
+REPO = Path(__file__).resolve().parents[3]
+
+
 def note(event: dict[str, Any], turn: str | None = "t-1") -> dict[str, Any]:
     params: dict[str, Any] = {"sessionId": "s-1", "seq": 9, "event": event}
     if turn is not None:
@@ -43,13 +48,15 @@ def note(event: dict[str, Any], turn: str | None = "t-1") -> dict[str, Any]:
     return params
 
 
+def schema_event_types() -> set[str]:
+    """The `type` of every event `schema/session.event.params.json` declares."""
+    schema = json.loads((REPO / "schema" / "session.event.params.json").read_text())
+    shapes = schema["$defs"]["SessionEventParams"]["properties"]["event"]["oneOf"]
+    return {shape["properties"]["type"]["const"] for shape in shapes}
+
+
 def test_every_protocol_event_type_has_a_class() -> None:
-    assert set(EVENT_TYPES) == {
-        "turnStarted", "profileActivated", "requestStarted", "textDelta", "reasoningDelta", "toolCallStarted",
-        "confirmationRequested", "confirmationResolved", "toolCallFinished", "entryAppended",
-        "propertiesChanged", "hookFired", "usage", "schemaWarnings", "contextDiagnostics", "cacheInvalidated",
-        "retrying", "turnEnded", "steeringApplied", "approvalRulesChanged", "planUpdated", "contextCompacted", "toolProgress",
-    }
+    assert set(EVENT_TYPES) == schema_event_types()
     assert all(cls is not Event and issubclass(cls, Event) for cls in EVENT_TYPES.values())
 
 
@@ -69,6 +76,10 @@ def test_events_the_scripted_server_does_not_emit_yet_decode() -> None:
     assert isinstance(ended, TurnEnded) and isinstance(ended.error, Cancelled) and ended.error.partial_text == "p"
     resolved = parse_event(note({"type": "confirmationResolved", "callId": "c", "decision": "deny", "source": "timeout"}))
     assert isinstance(resolved, ConfirmationResolved) and not resolved.approved
+    status = parse_event(note({"type": "mcpServerStatus", "server": "git", "status": "ready",
+                               "tools": ["mcp__git__status"]}, turn=None))
+    assert isinstance(status, MCPServerStatusChanged) and status.turn_id is None
+    assert (status.server, status.status, status.tools, status.reason) == ("git", "ready", ["mcp__git__status"], None)
     plan = parse_event(note({"type": "planUpdated", "entries": [{"content": "a", "priority": "high", "status": "in_progress"}]}))
     assert isinstance(plan, PlanUpdated) and plan.entries == [{"content": "a", "priority": "high", "status": "in_progress"}]
     props = parse_event(note({"type": "propertiesChanged", "set": {"a": 1}, "removed": ["b"]}, turn=None))

@@ -1008,6 +1008,28 @@ class ApprovalRulesChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class MCPServerStatusChanged(Event):
+    """``mcpServerStatus``: An MCP server's status changed (``starting``, ``ready``, ``failed``, ``restarting``, ``stopped`` or ``disabled``), with its ``tools`` when ready and ``reason`` and ``stderr`` when it failed; sent outside any turn (``turn_id`` is ``None``)."""
+
+    server: str = ""
+    status: str = ""
+    reason: str | None = None
+    stderr: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    @classmethod
+    def fields_from_wire(cls, event: Mapping[str, Any]) -> dict[str, Any]:
+        obj = event
+        return {
+            "server": _str(obj.get("server")),
+            "status": _str(obj.get("status")),
+            "reason": _opt_str(obj.get("reason")),
+            "stderr": [x for x in _list(obj.get("stderr")) if isinstance(x, str)],
+            "tools": [x for x in _list(obj.get("tools")) if isinstance(x, str)],
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlanUpdated(Event):
     """``planUpdated``: The model changed the session's plan (``update_plan``); ``entries`` is the whole plan, each ``{content, priority, status}``."""
 
@@ -1068,6 +1090,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "turnEnded": TurnEnded,
     "steeringApplied": SteeringApplied,
     "approvalRulesChanged": ApprovalRulesChanged,
+    "mcpServerStatus": MCPServerStatusChanged,
     "planUpdated": PlanUpdated,
     "contextCompacted": ContextCompacted,
 }
