@@ -515,12 +515,18 @@ import Testing
         ]
         for name in removedNames { touch(name, secondsAgo: name.hasPrefix("s-b") ? 7200 : name.hasSuffix("-\(me)") ? 30 : 0) }
         for name in keptNames { touch(name) }
+        // The media an import was reading: a directory with files in it.
+        let staging = [JournalStore.importMediaPrefix + "\(dead)-1a2b", JournalStore.importMediaPrefix + "\(alive)-3c4d"]
+        for name in staging {
+            try FileManager.default.createDirectory(atPath: dir + "/" + name, withIntermediateDirectories: false)
+            #expect(FileManager.default.createFile(atPath: dir + "/" + name + "/" + String(repeating: "a", count: 64), contents: Data("x".utf8)))
+        }
         let store = JournalStore(directory: dir, logger: Logger(level: .off))
         // Written by this process after the store opened: in use.
         touch("s-d.jsonl.tmp-\(me)")
         let removed = store.removeLeftoverTemporaries()
-        #expect(Set(removed) == Set(removedNames))
+        #expect(Set(removed) == Set(removedNames + [staging[0]]))
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
-        #expect(left == Set(keptNames + ["s-d.jsonl.tmp-\(me)"]))
+        #expect(left == Set(keptNames + ["s-d.jsonl.tmp-\(me)", staging[1]]))
     }
 }

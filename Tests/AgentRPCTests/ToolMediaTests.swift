@@ -78,6 +78,38 @@ import Testing
         #expect(disk.bytes(of: reference) == nil)
     }
 
+    /// `has` looks without reading (a file of the named size); an import's
+    /// `keep(_:digest:)` keeps only bytes whose SHA-256 is the one named.
+    @Test func aStoreSaysWhatItHasAndKeepsOnlyBytesOfTheirDigest() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("media-\(UUID().uuidString)").path
+        defer { MediaStore.remove(directory: directory) }
+        let disk = MediaStore(directory: directory)
+        let digest = SHA256.hex(Self.pixel)
+        let reference = MediaReference(type: .image, mimeType: "image/png", sha256: digest, size: Self.pixel.count)
+        #expect(!disk.has(reference))
+        #expect(try !disk.keep(Self.pixel + [0], digest: digest))
+        #expect(!disk.has(reference) && !FileManager.default.fileExists(atPath: directory + "/" + digest))
+        #expect(try disk.keep(Self.pixel, digest: digest))
+        #expect(disk.has(reference) && disk.bytes(of: reference) == Self.pixel)
+        // A file of another size is not the one named.
+        #expect(!disk.has(MediaReference(type: .image, mimeType: "image/png", sha256: digest, size: Self.pixel.count + 1)))
+    }
+
+    /// What a fork copies and an export carries: the media of the entries and
+    /// of those an undoable compaction removed, each digest once.
+    @Test func aSessionNeedsTheMediaOfItsEntriesAndOfItsUndoableCompactions() {
+        func output(_ id: String, _ sha: Character) -> TranscriptEntry {
+            TranscriptEntry(id: id, .toolOutput(callId: "c" + id, name: "shot", outcome: .ok, content: "s", profile: nil, media: [
+                MediaReference(type: .image, mimeType: "image/png", sha256: String(repeating: sha, count: 64), size: 1),
+            ]))
+        }
+        let needed = ToolMedia.needed(
+            entries: [output("e1", "a"), output("e2", "b"), output("e3", "a")],
+            compactions: [CompactionRecord(summaryID: "e0", removed: [output("e-1", "c"), output("e-2", "b")])])
+        #expect(needed.map(\.sha256) == ["a", "b", "c"].map { String(repeating: $0, count: 64) })
+        #expect(ToolMedia.missingNote(needed).hasPrefix("3 image(s) or audio clip(s) its tool results name are not in the store (image/png sha256 aaaaaaaaaaaa…"))
+    }
+
     /// A tool output's images go on its result and again after the round
     /// trip's results; the store is where they are read.
     @Test func historyCarriesTheImagesOnTheResultAndAfterTheGroup() throws {

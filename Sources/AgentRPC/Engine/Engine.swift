@@ -356,7 +356,11 @@ final class Engine: Sendable {
         sessions.withLock { $0[id] = session }
         await session.startMCPServers(deferred: params.startMCPServers == false)
         let handle = await session.handle()
-        let warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
+        var warnings = contents.warnings.map { ContextDiagnostic(source: "journal", message: $0.message) }
+        // A stat per image or audio clip named, none read: a file removed by hand (or an import that let
+        // them go) is said now, not found out by a model that gets a note in place of a screenshot.
+        let missingMedia = contents.transcript.mediaReferences.filter { !session.media.has($0) }
+        if !missingMedia.isEmpty { warnings.append(ContextDiagnostic(source: "media", message: ToolMedia.missingNote(missingMedia))) }
         let result = SessionResumeResult(
             sessionId: id, revision: handle.revision, activeProfile: handle.activeProfile, interruptedTurn: interrupted,
             warnings: warnings.isEmpty ? nil : warnings, parkedTurn: await session.parkedState)
@@ -445,7 +449,7 @@ final class Engine: Sendable {
         if let mediaFrom, let initial {
             // Kept before the journal names them.
             do {
-                try media.copy(initial.entries.mediaReferences, from: mediaFrom)
+                try media.copy(initial.mediaReferences, from: mediaFrom)
             } catch {
                 if let directory = media.directory { MediaStore.remove(directory: directory) }
                 throw error
@@ -456,7 +460,13 @@ final class Engine: Sendable {
             if !dropped.isEmpty {
                 logger.warning("session \(id): not stored (they may hold credentials; put the model in the config file to keep them): \(dropped.joined(separator: ", "))")
             }
-            transcript.journal = try store.create(JournalHeader(sessionID: id, createdAt: createdAt, config: stored, forkedFrom: forkedFrom), config: config, initial: initial)
+            do {
+                transcript.journal = try store.create(JournalHeader(sessionID: id, createdAt: createdAt, config: stored, forkedFrom: forkedFrom), config: config, initial: initial)
+            } catch {
+                // The media copied for a fork that was not stored would belong to no session.
+                if let directory = media.directory { MediaStore.remove(directory: directory) }
+                throw error
+            }
         }
         let session = AgentSession(id: id, config: config, context: context, transcript: transcript, createdAt: createdAt, media: media)
         sessions.withLock { $0[id] = session }

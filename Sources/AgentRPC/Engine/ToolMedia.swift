@@ -61,3 +61,30 @@ extension Array where Element == TranscriptEntry {
         }
     }
 }
+
+extension ToolMedia {
+    /// The media a session needs to be whole, each digest once: what its
+    /// entries name, and what the entries of a compaction that can still be
+    /// undone name (undoing it brings them back). What a fork copies, an
+    /// export carries and a resume checks.
+    static func needed(entries: [TranscriptEntry], compactions: [CompactionRecord]) -> [MediaReference] {
+        var seen = Set<String>()
+        return (entries.mediaReferences + compactions.flatMap(\.removed.mediaReferences)).filter { seen.insert($0.sha256).inserted }
+    }
+
+    /// What a session whose media `missing` are not in its store is told
+    /// (a `session/resume` warning, an import's): which, and what the model gets instead.
+    static func missingNote(_ missing: [MediaReference]) -> String {
+        let shown = missing.prefix(5).map { "\($0.mimeType) sha256 \($0.sha256.prefix(12))…" }.joined(separator: ", ")
+        let more = missing.count > 5 ? " and \(missing.count - 5) more" : ""
+        return "\(missing.count) image(s) or audio clip(s) its tool results name are not in the store (\(shown)\(more)): the model gets their notes in their place"
+    }
+}
+
+extension TranscriptSnapshot {
+    var mediaReferences: [MediaReference] { ToolMedia.needed(entries: entries, compactions: compactions) }
+}
+
+extension Transcript {
+    var mediaReferences: [MediaReference] { ToolMedia.needed(entries: entries, compactions: compactions) }
+}

@@ -230,8 +230,9 @@ final class JournalStore: SessionStore {
     static let temporaryLifetime = 3600
 
     /// Removes the temporary files a crash can leave in the store: a snapshot
-    /// or an import being written (`<id>.jsonl.tmp-<pid>`), the index being
-    /// rewritten (`.index.tmp-<pid>`), an owner file being made
+    /// or an import being written (`<id>.jsonl.tmp-<pid>`), the media an import
+    /// was reading (the directory `.import-media.tmp-<pid>-<nonce>`), the index
+    /// being rewritten (`.index.tmp-<pid>`), an owner file being made
     /// (`.tmp.owner-<pid>-<nonce>`). One is removed when its process is gone,
     /// when it has this process's pid but is older than this store (a pid
     /// reused, as a container's often is), or when it is older than an hour.
@@ -244,7 +245,8 @@ final class JournalStore: SessionStore {
         for name in names {
             guard let pid = Self.temporaryOwnerPID(name) else { continue }
             var info = stat()
-            guard lstat(directory + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let isStaging = name.hasPrefix(Self.importMediaPrefix)
+            guard lstat(directory + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == (isStaging ? S_IFDIR : S_IFREG) else { continue }
             let modified = time_t(SessionIndex.nanos(info) / 1_000_000_000)
             let leftover: Bool
             if now - modified > Self.temporaryLifetime {
@@ -254,7 +256,13 @@ final class JournalStore: SessionStore {
             } else {
                 leftover = kill(pid, 0) != 0 && errno == ESRCH
             }
-            if leftover, unlink(directory + "/" + name) == 0 { removed.append(name) }
+            guard leftover else { continue }
+            if isStaging {
+                MediaStore.remove(directory: directory + "/" + name)
+                removed.append(name)
+            } else if unlink(directory + "/" + name) == 0 {
+                removed.append(name)
+            }
         }
         if !removed.isEmpty { logger.info("store: removed \(removed.count) temporary file(s) left by a crash: \(removed.prefix(5).joined(separator: ", "))") }
         return removed
@@ -265,6 +273,8 @@ final class JournalStore: SessionStore {
         let digits: Substring
         if name.hasPrefix(".tmp" + StoreOwner.prefix) {
             digits = name.dropFirst(4 + StoreOwner.prefix.count).prefix { $0 != "-" }
+        } else if name.hasPrefix(importMediaPrefix) {
+            digits = name.dropFirst(importMediaPrefix.count).prefix { $0 != "-" }
         } else if let marker = name.range(of: ".tmp-", options: .backwards), name.hasSuffix(".jsonl" + name[marker.lowerBound...]) || name.hasPrefix(SessionIndex.fileName + ".tmp-") {
             digits = name[marker.upperBound...]
         } else {
@@ -318,18 +328,63 @@ final class JournalStore: SessionStore {
         return report
     }
 
-    /// A session as one self-contained JSONL: its first line and one snapshot
-    /// of its state (read, not locked: a loaded session exports as last synced).
-    func exportSession(_ id: String) throws -> [UInt8] {
+    /// A session as one self-contained JSONL, handed to `write` piece by
+    /// piece: its first line, one snapshot of its state (read, not locked: a
+    /// loaded session exports as last synced), and one media line per image or
+    /// audio clip it names (`SessionExport`), read one at a time. Returns what
+    /// it names that its store does not have (or has changed): not carried.
+    func exportSession(_ id: String, write: ([UInt8]) throws -> Void) throws -> [MediaReference] {
         let contents = try read(id)
-        return JournalCodec.headerLine(contents.header) + (try JournalCodec.snapshotLine(contents.transcript, at: Date()))
+        try write(JournalCodec.headerLine(contents.header) + (try JournalCodec.snapshotLine(contents.transcript, at: Date())))
+        let media = MediaStore(directory: mediaDirectory(id))
+        var missing: [MediaReference] = []
+        for reference in contents.transcript.mediaReferences {
+            guard let bytes = media.bytes(of: reference), SHA256.hex(bytes) == reference.sha256 else {
+                missing.append(reference)
+                continue
+            }
+            try write(SessionExport.mediaLine(sha256: reference.sha256, bytes: bytes))
+        }
+        return missing
     }
 
+    /// What an import stored: the session's id, and the media it names that
+    /// the file did not carry (only with `allowMissingMedia`).
+    struct Imported: Sendable {
+        var id: String
+        var media: Int
+        var missing: [MediaReference]
+    }
+
+    /// Where an import keeps the media it reads before it knows the session's id.
+    static let importMediaPrefix = ".import-media.tmp-"
+
     /// Loads an exported session (or any journal) into this store under its own
-    /// id. It must load whole, and its id must not be stored here yet.
-    func importSession(from file: String) throws -> String {
+    /// id. It must load whole, its id must not be stored here yet, and each
+    /// image or audio clip its entries name must be in the file (a media line
+    /// whose SHA-256 matches), unless `allowMissingMedia` (the model then gets
+    /// their notes). The media go beside the journal before it is stored.
+    func importSession(from file: String, allowMissingMedia: Bool = false) throws -> Imported {
+        try prepareDirectory()
+        let staging = MediaStore(directory: directory + "/" + Self.importMediaPrefix + "\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16))
+        guard let stagingPath = staging.directory else { throw StoreError.unavailable("no media directory") }
+        var stagingKept = true
+        defer { if stagingKept { MediaStore.remove(directory: stagingPath) } }
         let contents: JournalContents
-        do { contents = try Self.loadFileReportingReads(file).contents } catch is JournalFileLines.ReadFailure {
+        let carried: Set<String>
+        do {
+            let fd = posixOpen(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            guard fd >= 0 else { throw JournalFileLines.ReadFailure(code: errno) }
+            defer { posixClose(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw JournalFileLines.ReadFailure(code: errno) }
+            guard info.st_mode & S_IFMT == S_IFREG else { throw RPCError(.journalUnreadable, "\(file) is not a regular file") }
+            let size = max(Int(info.st_size), 0)
+            var lines = SessionExport.Lines(JournalFileLines(fd: fd, expectedSize: size), media: staging)
+            defer { lines.base.release() }
+            contents = try JournalCodec.load(&lines, byteCount: size)
+            carried = lines.kept
+        } catch is JournalFileLines.ReadFailure {
             throw RPCError(.invalidParams, "cannot read \(file)")
         }
         if let warning = contents.warnings.first {
@@ -337,13 +392,39 @@ final class JournalStore: SessionStore {
         }
         let id = contents.header.sessionID
         try SessionIDRule.check(id)
-        try prepareDirectory()
+        let missing = contents.transcript.mediaReferences.filter { !carried.contains($0.sha256) }
+        if !missing.isEmpty && !allowMissingMedia {
+            throw RPCError(.journalUnreadable, "\(file) does not carry the media its session names: " + ToolMedia.missingNote(missing)
+                + ". It was exported without them (by an older agentrpc, or from a store that had lost them); --allow-missing-media imports it as it is", data: [
+                    "missingMedia": .array(missing.map { .string($0.sha256) }),
+                ])
+        }
         let target = path(id, ".jsonl")
         if FileManager.default.fileExists(atPath: target) {
             throw RPCError(.invalidParams, "session '\(id)' is already in \(directory)")
         }
         let lock = try SessionLock.acquire(path: path(id, ".lock"), sessionID: id, owner: try owner(), directory: directory)
         defer { lock.release() }
+        // Beside the journal before the journal is stored: a stored session never names media it lacks.
+        let media = mediaDirectory(id)
+        if !carried.isEmpty {
+            // A directory left without its journal (a crash) belongs to no session.
+            MediaStore.remove(directory: media)
+            guard rename(stagingPath, media) == 0 else { throw StoreError.posix("cannot store \(media)") }
+            stagingKept = false
+            try fsyncDirectory()
+        }
+        do {
+            try storeImportedJournal(contents, id: id, target: target)
+        } catch {
+            if !carried.isEmpty { MediaStore.remove(directory: media) }
+            throw error
+        }
+        if let entry = Self.indexedSummary(directory: directory, id: id, logger: logger, reads: reads) { index.update(entry) }
+        return Imported(id: id, media: carried.count, missing: missing)
+    }
+
+    private func storeImportedJournal(_ contents: JournalContents, id: String, target: String) throws {
         let normalized = JournalCodec.headerLine(contents.header) + (try JournalCodec.snapshotLine(contents.transcript, at: Date()))
         let temp = path(id, ".jsonl.tmp-\(getpid())")
         let fd = posixOpen(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -359,8 +440,6 @@ final class JournalStore: SessionStore {
             throw StoreError.posix("cannot store \(target)")
         }
         try fsyncDirectory()
-        if let entry = Self.indexedSummary(directory: directory, id: id, logger: logger, reads: reads) { index.update(entry) }
-        return id
     }
 
     // MARK: Summaries

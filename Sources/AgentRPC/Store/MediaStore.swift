@@ -53,6 +53,23 @@ final class MediaStore: Sendable {
         return bytes
     }
 
+    /// Whether the bytes `reference` names are here (a file of its size),
+    /// without reading them.
+    func has(_ reference: MediaReference) -> Bool {
+        guard let directory else { return memory.withLock { $0[reference.sha256] != nil } }
+        var info = stat()
+        return MediaReference.isDigest(reference.sha256) && stat(directory + "/" + reference.sha256, &info) == 0
+            && (info.st_mode & S_IFMT) == S_IFREG && Int(info.st_size) == reference.size
+    }
+
+    /// Keeps `bytes` under `digest` when they are what it names (an imported
+    /// session's media); false, keeping nothing, when their SHA-256 differs.
+    func keep(_ bytes: [UInt8], digest: String) throws -> Bool {
+        guard SHA256.hex(bytes) == digest else { return false }
+        try put(bytes, digest: digest)
+        return true
+    }
+
     /// Copies what `references` name from `other` (a fork's source) that is
     /// not here yet.
     func copy(_ references: [MediaReference], from other: MediaStore) throws {

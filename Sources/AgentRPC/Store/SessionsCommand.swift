@@ -20,8 +20,8 @@ package enum SessionsCommand {
           agentrpc sessions show ID [--json]
           agentrpc sessions delete ID...
           agentrpc sessions prune --older-than AGE [--dry-run]     AGE: 30d, 12h, 45m or 90s
-          agentrpc sessions export ID [--out FILE]                 one self-contained JSONL (default: stdout)
-          agentrpc sessions import FILE                            load an exported session into this store
+          agentrpc sessions export ID [--out FILE]                 one self-contained JSONL, media included (default: stdout)
+          agentrpc sessions import FILE [--allow-missing-media]    load an exported session into this store
         Every subcommand takes --store DIR (default $XDG_STATE_HOME/agentrpc/sessions, else
         ~/.local/state/agentrpc/sessions).
         """
@@ -34,7 +34,7 @@ package enum SessionsCommand {
     ) -> Int32 {
         let scanned: CommandLineOptions.Scanned
         switch CommandLineOptions.scanWithPositionals(
-            arguments, flags: ["--json", "--dry-run", "--help"], valued: ["--store", "--limit", "--query", "--model", "--older-than", "--out"],
+            arguments, flags: ["--json", "--dry-run", "--allow-missing-media", "--help"], valued: ["--store", "--limit", "--query", "--model", "--older-than", "--out"],
             endingFlags: ["--help"]) {
         case .success(let read): scanned = read
         case .failure(let problem): return usageError(problem.message, errors)
@@ -105,8 +105,9 @@ package enum SessionsCommand {
         case "import":
             guard args.count == 1 else { return usageError("import takes one file", errors) }
             do {
-                let id = try store.importSession(from: args[0])
-                output("imported \(id)")
+                let imported = try store.importSession(from: args[0], allowMissingMedia: flags.contains("--allow-missing-media"))
+                output("imported \(imported.id)" + (imported.media > 0 ? " with \(imported.media) image(s) or audio clip(s)" : ""))
+                if !imported.missing.isEmpty { errors("agentrpc sessions: warning: session '\(imported.id)': " + ToolMedia.missingNote(imported.missing)) }
                 return 0
             } catch {
                 errors("agentrpc sessions: \(describe(error, nil))")
@@ -277,21 +278,57 @@ package enum SessionsCommand {
     private static func export(_ store: JournalStore, _ id: String, to path: String?, output: (String) -> Void, errors: (String) -> Void) -> Int32 {
         do {
             try SessionIDRule.check(id)
-            let bytes = try store.exportSession(id)
+            let missing: [MediaReference]
             if let path {
-                guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+                // Written piece by piece (a media line at a time), whole or not at all.
+                let temporary = path + ".tmp-\(getpid())"
+                let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                guard fd >= 0 else {
+                    errors("agentrpc sessions: cannot write \(path)")
+                    return 1
+                }
+                do {
+                    missing = try store.exportSession(id) { bytes in
+                        guard writeAll(fd, bytes) else { throw StoreError.posix("cannot write \(path)") }
+                    }
+                } catch {
+                    close(fd)
+                    unlink(temporary)
+                    throw error
+                }
+                let synced = fsync(fd) == 0
+                close(fd)
+                guard synced, rename(temporary, path) == 0 else {
+                    unlink(temporary)
                     errors("agentrpc sessions: cannot write \(path)")
                     return 1
                 }
                 output("exported \(id) to \(path)")
             } else {
                 // The lines end in a newline already.
-                output(String(decoding: bytes.dropLast(), as: UTF8.self))
+                missing = try store.exportSession(id) { bytes in output(String(decoding: bytes.dropLast(), as: UTF8.self)) }
+            }
+            if !missing.isEmpty {
+                errors("agentrpc sessions: warning: session '\(id)': " + ToolMedia.missingNote(missing) + "; the export does not carry them")
             }
             return 0
         } catch {
             errors("agentrpc sessions: \(describe(error, id))")
             return 1
+        }
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            var written = 0
+            while written < buffer.count {
+                let n = write(fd, base + written, buffer.count - written)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                written += n
+            }
+            return true
         }
     }
 }

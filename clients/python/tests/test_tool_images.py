@@ -237,3 +237,138 @@ async def test_the_editor_gets_an_image_content_block_in_the_tool_call_update(tm
     blocks = [item["content"] for item in last["content"] if item["type"] == "content"]
     assert blocks[-1] == {"type": "image", "data": PIXEL_B64, "mimeType": "image/png"}
     assert blocks[0]["type"] == "text" and NOTE in blocks[0]["text"]
+
+
+def sessions(store: Path, *args: str) -> "subprocess.CompletedProcess[str]":
+    """``agentrpc sessions ARGS --store STORE``, bounded."""
+    import subprocess
+
+    assert BINARY is not None
+    return subprocess.run([str(BINARY), "sessions", *args, "--store", str(store)], capture_output=True, text=True, timeout=TIMEOUT)
+
+
+async def a_stored_session_with_an_image(tmp_path: Path, fake: FakeProvider, config: dict[str, Any]) -> str:
+    """A session in ``tmp_path/store`` whose client tool returned ``PIXEL``; its id."""
+    async with served(tmp_path, config) as client:
+        fake.queue(FIRST["anthropic"], THEN["anthropic"]())
+        session = await client.open_session(model="m", tools=[WEATHER])
+        await session.send("look")
+        return session.id
+
+
+async def next_request_after_resume(tmp_path: Path, fake: FakeProvider, config: dict[str, Any], session_id: str) -> tuple[Any, list[dict[str, Any]]]:
+    """Resumes ``session_id`` from ``tmp_path/store`` and sends one prompt: the
+    resume's warnings, and the tool_result blocks of the model request."""
+    async with served(tmp_path, config) as client:
+        fake.queue(THEN["anthropic"]())
+        resumed = await client.resume_session(session_id)
+        await resumed.send("and now?")
+        history = fake.received[-1].body["messages"]
+        results = [b for m in history if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
+        return resumed.warnings, results
+
+
+async def test_an_exported_session_carries_its_images_into_another_store(tmp_path: Path) -> None:
+    """``sessions export`` writes one media line per image (base64, its
+    SHA-256); ``sessions import`` into a fresh store checks them and writes them
+    back beside the journal, so the next turn's model request holds the image."""
+    fake = FakeProvider()
+    config = {"models": {"m": model("anthropic", fake)}}
+    try:
+        session_id = await a_stored_session_with_an_image(tmp_path, fake, config)
+        exported = tmp_path / "exported.jsonl"
+        done = sessions(tmp_path / "store", "export", session_id, "--out", str(exported))
+        assert done.returncode == 0, done.stderr
+        lines = [json.loads(line) for line in exported.read_text().splitlines()]
+        assert [line["type"] for line in lines] == ["session", "snapshot", "media"]
+        assert lines[2] == {"type": "media", "sha256": PIXEL_SHA, "data": PIXEL_B64}
+
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        done = sessions(elsewhere / "store", "import", str(exported))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"imported {session_id} with 1 image(s) or audio clip(s)"
+        assert (elsewhere / "store" / f"{session_id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+        assert not [p.name for p in (elsewhere / "store").iterdir() if p.name.startswith(".import-media")]
+
+        (elsewhere / "agentrpc.json").write_text(json.dumps(config))
+        warnings, results = await next_request_after_resume(elsewhere, fake, config, session_id)
+        assert not warnings
+        assert results[0]["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL_B64}}
+    finally:
+        fake.close()
+
+
+async def test_an_import_refuses_media_that_do_not_match_or_are_missing(tmp_path: Path) -> None:
+    """A media line whose data is not what its SHA-256 says, or an export that
+    lacks an image its entries name (as one made before exports carried media):
+    the import fails, saying which and why, and stores nothing. With
+    ``--allow-missing-media`` it imports, warns, and ``session/resume`` says so
+    (``warnings``, source ``media``): the model gets the note."""
+    fake = FakeProvider()
+    config = {"models": {"m": model("anthropic", fake)}}
+    try:
+        session_id = await a_stored_session_with_an_image(tmp_path, fake, config)
+        exported = tmp_path / "exported.jsonl"
+        assert sessions(tmp_path / "store", "export", session_id, "--out", str(exported)).returncode == 0
+        header, snapshot, media = exported.read_text().splitlines()
+
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        store = elsewhere / "store"
+        changed = tmp_path / "changed.jsonl"
+        other = base64.b64encode(PIXEL[:-1] + b"\x00").decode()
+        changed.write_text("\n".join([header, snapshot, media.replace(PIXEL_B64, other)]) + "\n")
+        done = sessions(store, "import", str(changed))
+        assert done.returncode == 1
+        assert f"line 3 (media): its data's SHA-256 is not {PIXEL_SHA}" in done.stderr
+        assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == []
+
+        without = tmp_path / "without.jsonl"
+        without.write_text("\n".join([header, snapshot]) + "\n")
+        done = sessions(store, "import", str(without))
+        assert done.returncode == 1
+        assert "does not carry the media its session names: 1 image(s) or audio clip(s)" in done.stderr
+        assert f"image/png sha256 {PIXEL_SHA[:12]}" in done.stderr and "--allow-missing-media" in done.stderr
+        assert not (store / f"{session_id}.jsonl").exists()
+
+        done = sessions(store, "import", str(without), "--allow-missing-media")
+        assert done.returncode == 0, done.stderr
+        assert "warning" in done.stderr and PIXEL_SHA[:12] in done.stderr
+        assert not (store / f"{session_id}.media").exists()
+
+        (elsewhere / "agentrpc.json").write_text(json.dumps(config))
+        warnings, results = await next_request_after_resume(elsewhere, fake, config, session_id)
+        [warning] = warnings
+        assert warning.source == "media" and PIXEL_SHA[:12] in warning.message and "notes" in warning.message
+        assert isinstance(results[0]["content"], str) and NOTE in results[0]["content"]
+    finally:
+        fake.close()
+
+
+async def test_sessions_delete_and_prune_remove_the_media_and_a_fork_keeps_its_own_copy(tmp_path: Path) -> None:
+    """A fork copies the media its entries name (each session owns its
+    files), so ``agentrpc sessions delete`` of the source leaves the fork's
+    image; ``sessions prune`` (retention's way) removes the fork's with it."""
+    fake = FakeProvider()
+    store = tmp_path / "store"
+    config = {"models": {"m": model("anthropic", fake)}}
+    try:
+        session_id = await a_stored_session_with_an_image(tmp_path, fake, config)
+        async with served(tmp_path, config) as client:
+            fork = await (await client.resume_session(session_id)).fork()
+            fork_id = fork.id
+        assert (store / f"{fork_id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+
+        done = sessions(store, "delete", session_id)
+        assert done.returncode == 0, done.stderr
+        assert not (store / f"{session_id}.media").exists() and not (store / f"{session_id}.jsonl").exists()
+        assert (store / f"{fork_id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+
+        done = sessions(store, "prune", "--older-than", "0s")
+        assert done.returncode == 0, done.stderr
+        assert f"deleted {fork_id}" in done.stdout
+        assert not (store / f"{fork_id}.media").exists()
+        assert not [p.name for p in store.iterdir() if p.name.endswith(".media")]
+    finally:
+        fake.close()
