@@ -72,4 +72,35 @@ import Testing
         #expect(loaded.openTurn?.answeredRoundTrips == 1 && loaded.openTurn?.usage == Usage(inputTokens: 3))
         #expect(loaded.modelPositions == ["inline-x": 1])
     }
+
+    /// A `session/generate` turn of a session that parks says so in its
+    /// journal (`turnMode`), in its records and in a snapshot, so a loaded
+    /// session recovers it rather than parking it; a mode it does not know is refused.
+    @Test func aGenerateTurnsModeSurvivesItsRecordsAndASnapshot() throws {
+        var t = Transcript(properties: [:])
+        let turn = try t.beginTurn(mode: .generate) { "t-\($0)" }
+        #expect(t.openTurn?.mode == .generate)
+        let at = Date(timeIntervalSince1970: 1)
+        guard case .change(let change, _) = try JournalCodec.decodeRecord(Array(try JournalCodec.line(for: .turnMode(turnId: turn, mode: .generate), at: at).dropLast())) else {
+            Issue.record("not a change")
+            return
+        }
+        #expect(change == .turnMode(turnId: turn, mode: .generate))
+        var replayed = Transcript(properties: [:])
+        try replayed.replay(.turnStarted(turnId: turn, number: 1), at: at)
+        try replayed.replay(change, at: at)
+        #expect(replayed.openTurn?.mode == .generate)
+        guard case .snapshot(let loaded) = try JournalCodec.decodeRecord(Array(try JournalCodec.snapshotLine(t, at: at).dropLast())) else {
+            Issue.record("not a snapshot")
+            return
+        }
+        #expect(loaded.openTurn?.mode == .generate)
+        #expect(throws: JournalRecordError.self) {
+            try JournalCodec.decodeRecord(Array(#"{"type":"turnMode","at":1,"turnId":"t-1","mode":"chat"}"#.utf8))
+        }
+        // A chat turn writes no mode.
+        var chat = Transcript(properties: [:])
+        _ = try chat.beginTurn { "t-\($0)" }
+        #expect(chat.openTurn?.mode == nil)
+    }
 }

@@ -37,6 +37,12 @@ actor AgentSession {
     var rewindingUndos = false
     /// A `session/compact` in progress: no turn starts and the transcript is not edited meanwhile.
     var compaction: CompactionInProgress?
+    /// The parked turn's `limits.parkedTTLSeconds` while this process holds
+    /// it (ParkedTurns.swift); nil when no turn is parked or it has no TTL.
+    var parkedExpiry: Task<Void, Never>?
+    /// The parked turn being ended (a `session/cancel` or its TTL rolling it
+    /// back): it is neither continued nor ended a second time meanwhile.
+    var endingParkedTurn: String?
     /// The session's MCP servers, or why there are none yet; see `startMCPServers()`.
     var mcpServers = SessionMCPServers.none
     /// Running calls' progress reports on their way to `toolProgress` events (ToolProgress.swift).
@@ -148,6 +154,7 @@ actor AgentSession {
     /// Syncs and releases the journal (close, delete, exit); a long journal is
     /// rewritten as a snapshot first unless it is about to be deleted.
     func closeJournal(deleting: Bool = false) throws {
+        disarmParkedTTL()
         let journal = transcript.journal as? any SessionJournal
         defer { transcript.journal = nil }
         do { try transcript.sync() } catch {
@@ -339,7 +346,9 @@ actor AgentSession {
         let sessionID = self.id
         // A turn that can be parked keeps its call-site options, so a continued one runs under them.
         let kept: TurnOptions? = parks && options != TurnOptions() ? options : nil
-        let id = try transcript.beginTurn(options: kept) { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
+        // One that cannot park says so, so that a crash does not leave it parked either.
+        let journaledMode: JournaledTurnMode? = parks && !mode.parks ? .generate : nil
+        let id = try transcript.beginTurn(options: kept, mode: journaledMode) { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,

@@ -344,7 +344,8 @@ final class Engine: Sendable {
             // A session that parks keeps its open turn for session/continue, once its prompt is journaled.
             if await session.keepsParkedTurn {
                 interrupted = nil
-                _ = try await session.expireParkedTurnIfDue()
+                // Past its TTL it ends now; else it ends when due unless continued first.
+                if try await !session.expireParkedTurnIfDue() { await session.armParkedTTL() }
             } else {
                 interrupted = try await session.recoverInterruptedTurn(rollback: params.rollback == true)
             }

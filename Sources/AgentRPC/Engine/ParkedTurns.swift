@@ -16,10 +16,10 @@ extension AgentSession {
     }
 
     /// Whether a loaded session's open turn is parked rather than recovered:
-    /// the session parks and the turn's prompt was journaled (a turn stopped
-    /// before that has nothing to go on with).
+    /// the session parks, the turn is a chat turn (`TurnMode.parks`) and its
+    /// prompt was journaled (a turn stopped before that has nothing to go on with).
     var keepsParkedTurn: Bool {
-        guard parks, let open = transcript.openTurn else { return false }
+        guard parks, let open = transcript.openTurn, open.mode == nil else { return false }
         return entries.contains { $0.turnId == open.id }
     }
 
@@ -49,6 +49,10 @@ extension AgentSession {
         guard let open = parkedTurn else {
             throw RPCError(.invalidRequest, isRunning ? "the session's turn is running, not parked" : "the session has no parked turn")
         }
+        if endingParkedTurn == open.id {
+            throw RPCError(.invalidRequest, "the parked turn is being ended as cancelled (session/cancel or limits.parkedTTLSeconds)")
+        }
+        disarmParkedTTL()
         let turnCalls = entries.reduce(0) { n, e in
             if e.turnId == open.id, case .toolCalls(let calls, _, _) = e.content { return n + calls.count }
             return n
@@ -80,6 +84,11 @@ extension AgentSession {
             throw RPCError(.invalidRequest, "the session does not park its turns: it was created with onDisconnect \"cancel\"")
         }
         guard let runner, runner.isRunning, !runner.isMaintenance else { return nil }
+        guard runner.turn.mode.parks else {
+            throw RPCError(
+                .invalidRequest, "the running turn is a session/generate turn, which does not park: it ends as a cancel would when its client goes away",
+                data: ["turnId": .string(runner.id)])
+        }
         runner.control.requestPark()
         return runner.control
     }
@@ -92,16 +101,56 @@ extension AgentSession {
     }
 
     /// Ends the parked turn as cancelled when it waited too long
-    /// (`session/resume`, `session/continue`, `session/send` check); true when it did.
+    /// (`session/resume`, `session/continue`, `session/send` check, and the
+    /// timer `armParkedTTL` starts); true when it did.
     func expireParkedTurnIfDue() async throws -> Bool {
         guard parkedTurnExpired else { return false }
         return try await cancelParked(source: "parkedTTLSeconds", message: "the parked turn waited longer than limits.parkedTTLSeconds")
     }
 
+    /// While this process holds a parked turn (`session/park` parked it, or
+    /// `session/resume` loaded it) nothing else would look at its TTL: a
+    /// sleeping task (no thread) ends it when its last journaled change is
+    /// `limits.parkedTTLSeconds` old by the engine's clock (`WallClock`, so
+    /// the test clock counts). Continuing, cancelling or closing disarms it.
+    func armParkedTTL() {
+        disarmParkedTTL()
+        guard let open = parkedTurn, let ttl = config.limits?.parkedTTLSeconds else { return }
+        let left = ttl - WallClock.now().timeIntervalSince(transcript.updatedAt)
+        parkedExpiry = Task { [weak self] in
+            try? await Task.sleep(for: .clampedSeconds(max(0, left)))
+            await self?.parkedTTLElapsed(turnID: open.id)
+        }
+    }
+
+    func disarmParkedTTL() {
+        parkedExpiry?.cancel()
+        parkedExpiry = nil
+    }
+
+    /// The timer's end, on the actor: a turn continued, cancelled or closed
+    /// meanwhile disarmed it (checked here, where the disarming also runs).
+    private func parkedTTLElapsed(turnID: String) async {
+        guard !Task.isCancelled, parkedTurn?.id == turnID else { return }
+        // From here on this task is the turn's end: nothing may cancel it midway.
+        parkedExpiry = nil
+        // A change journaled since it was armed (session/setProperties) moved the deadline.
+        guard parkedTurnExpired else { return armParkedTTL() }
+        do {
+            _ = try await expireParkedTurnIfDue()
+        } catch {
+            context.logger.warning("session \(id): its parked turn could not be ended after limits.parkedTTLSeconds: \(error)")
+        }
+    }
+
     /// `session/cancel` of a parked turn (or its TTL): it ends as a cancelled
     /// turn does, its undo records rolled back and the error policy applied.
+    /// False when there is none, or another cancel is ending it already.
     func cancelParked(source: String = "session/cancel", message: String = "the parked turn was cancelled") async throws -> Bool {
-        guard let open = parkedTurn else { return false }
+        guard let open = parkedTurn, endingParkedTurn != open.id else { return false }
+        disarmParkedTTL()
+        endingParkedTurn = open.id
+        defer { endingParkedTurn = nil }
         let timeout = min(config.limits?.toolTimeoutSeconds ?? Limits.defaultToolTimeoutSeconds, 30)
         if !open.undo.isEmpty { await rollBack(open.undo, turnID: open.id, timeout: timeout) }
         try applyErrorPolicy(toOpen: open)

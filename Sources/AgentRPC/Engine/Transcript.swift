@@ -32,6 +32,10 @@ enum TranscriptChange: Sendable, Equatable {
     /// In a session that parks: the call-site options the turn was sent with
     /// (written with its `turnStarted`), so a continued turn runs under them.
     case turnOptions(turnId: String, options: TurnOptions)
+    /// In a session that parks: the turn is not a chat turn (written with its
+    /// `turnStarted`); a `session/generate` turn is never parked, so one left
+    /// open by a crash is recovered as in a session that cancels.
+    case turnMode(turnId: String, mode: JournaledTurnMode)
     /// In a session that parks: a round trip's answer is journaled (in the
     /// write of its entries), with the turn's usage so far and where the
     /// scripted models are in their scripts, by `ModelPositions.key`.
@@ -58,6 +62,12 @@ enum TranscriptChange: Sendable, Equatable {
 struct CompactionRecord: Sendable, Equatable {
     var summaryID: String
     var removed: [TranscriptEntry]
+}
+
+/// The kinds of turn other than a `session/send` chat turn, as the journal
+/// names them (`turnMode`).
+enum JournaledTurnMode: String, Sendable, Equatable {
+    case generate
 }
 
 /// How a turn ended, as the journal keeps it.
@@ -99,6 +109,8 @@ struct OpenTurn: Sendable, Equatable {
     var asks: [String: Int] = [:]
     /// The call-site options of the send that began it (`turnOptions`).
     var options: TurnOptions?
+    /// Nil for a chat turn (`turnMode`).
+    var mode: JournaledTurnMode?
 
     init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sends: [String: CallSends] = [:]) {
         self.id = id
@@ -398,15 +410,17 @@ struct Transcript: Sendable {
     }
 
     /// Begins a turn; returns its number (the session makes the id from it).
-    /// `options`, when given, are journaled in the same write.
-    mutating func beginTurn(options: TurnOptions? = nil, id makeID: (Int) -> String) throws -> String {
+    /// `options` and `mode`, when given, are journaled in the same write.
+    mutating func beginTurn(options: TurnOptions? = nil, mode: JournaledTurnMode? = nil, id makeID: (Int) -> String) throws -> String {
         let number = nextTurnNumber
         let id = makeID(number)
-        guard let options else {
+        if options == nil && mode == nil {
             try commit(.turnStarted(turnId: id, number: number))
             return id
         }
-        let changes: [TranscriptChange] = [.turnStarted(turnId: id, number: number), .turnOptions(turnId: id, options: options)]
+        var changes: [TranscriptChange] = [.turnStarted(turnId: id, number: number)]
+        if let options { changes.append(.turnOptions(turnId: id, options: options)) }
+        if let mode { changes.append(.turnMode(turnId: id, mode: mode)) }
         let now = WallClock.now()
         try journalFirst { try $0.record(changes, at: now) }
         for change in changes { try make(change, mutatedEntries: nil, at: now) }
@@ -594,6 +608,9 @@ struct Transcript: Sendable {
         case .turnOptions(let turnID, let options):
             guard openTurn?.id == turnID else { throw ReplayMismatch("options of turn '\(turnID)', which is not running") }
             openTurn?.options = options
+        case .turnMode(let turnID, let mode):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("the mode of turn '\(turnID)', which is not running") }
+            openTurn?.mode = mode
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             guard openTurn?.id == turnID else { throw ReplayMismatch("a round trip of turn '\(turnID)', which is not running") }
             openTurn?.answeredRoundTrips = roundTrip

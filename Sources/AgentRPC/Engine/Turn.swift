@@ -166,9 +166,14 @@ extension TurnRunner {
     /// `shutdown`, `session/close`): the journal keeps it open for `session/continue`.
     private func ended(by error: any Error, session: isolated AgentSession) async -> RPCError {
         let rpc = turnError(from: error)
-        if session.parks, control.reason == .shutdown || control.reason == .closed || control.reason == .parked, session.transcript.openTurn?.id == turn.id {
+        if session.parks, turn.mode.parks, control.reason == .shutdown || control.reason == .closed || control.reason == .parked,
+            session.transcript.openTurn?.id == turn.id
+        {
             do { try session.transcript.sync() } catch { session.context.logger.warning("session \(session.id): the journal could not be synced when its turn was parked: \(error)") }
             end()
+            // Parked on purpose in a process that goes on: its TTL is counted from now
+            // (one that lost its client or its session is checked when loaded again).
+            if control.reason == .parked { session.armParkedTTL() }
             turn.turnSpan?.end(status: .error("parked"))
             return rpc
         }

@@ -129,6 +129,14 @@ struct TurnOutcome: Sendable {
 enum TurnMode: Sendable {
     case chat
     case generate(schema: JSONValue, strict: Bool)
+
+    /// Whether a session that parks parks it. A generate turn does not: it
+    /// offers no tools (only a client hook would wait on the client), and what
+    /// it answers is not the `TurnResult` `session/continue` answers.
+    var parks: Bool {
+        if case .chat = self { return true }
+        return false
+    }
 }
 
 /// Errors raised inside the loop that are not already RPC errors.

@@ -101,6 +101,10 @@ enum JournalCodec {
             o["type"] = "turnOptions"
             o["turnId"] = .string(turnID)
             o["options"] = try JSONValue(encoding: options)
+        case .turnMode(let turnID, let mode):
+            o["type"] = "turnMode"
+            o["turnId"] = .string(turnID)
+            o["mode"] = .string(mode.rawValue)
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             o["type"] = "roundTripAnswered"
             o["turnId"] = .string(turnID)
@@ -172,6 +176,7 @@ enum JournalCodec {
             }
             if !open.asks.isEmpty { turn["asks"] = .object(open.asks.mapValues { .int($0) }) }
             if let options = open.options { turn["options"] = try JSONValue(encoding: options) }
+            if let mode = open.mode { turn["mode"] = .string(mode.rawValue) }
             o["openTurn"] = .object(turn)
         }
         return line(.object(o))
@@ -395,6 +400,10 @@ enum JournalCodec {
                 attempt: try attempt(value)), at)
         case "turnOptions":
             return (.turnOptions(turnId: try field(value, "turnId", \.stringValue), options: try field(value, "options") { $0 }.decode(as: TurnOptions.self)), at)
+        case "turnMode":
+            let name = try field(value, "mode", \.stringValue)
+            guard let mode = JournaledTurnMode(rawValue: name) else { throw Malformed(description: "'mode' is not a kind of turn: '\(name)'") }
+            return (.turnMode(turnId: try field(value, "turnId", \.stringValue), mode: mode), at)
         case "roundTripAnswered":
             return (.roundTripAnswered(
                 turnId: try field(value, "turnId", \.stringValue), roundTrip: try field(value, "roundTrip", \.intValue),
@@ -494,6 +503,10 @@ enum JournalCodec {
             }
         }
         if let options = open["options"] { turn.options = try options.decode(as: TurnOptions.self) }
+        if let name = open["mode"] {
+            guard let mode = name.stringValue.flatMap(JournaledTurnMode.init(rawValue:)) else { throw Malformed(description: "'mode' is not a kind of turn") }
+            turn.mode = mode
+        }
         return turn
     }
 

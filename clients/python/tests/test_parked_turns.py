@@ -509,3 +509,148 @@ async def test_session_park_parks_a_waiting_turn_and_continue_turn_goes_on(tmp_p
         assert result.message is not None and result.message.text == "ok"
         assert await session.park() is None  # nothing runs now
     assert [c.attempt for c in seen] == [1, 2]
+
+
+async def test_a_turn_loaded_parked_ends_when_its_ttl_runs_out_by_the_engines_clock(tmp_path: Path) -> None:
+    """A turn parked by one process (its client went away during the
+    confirmation) and loaded by another whose clock reads a day, less five
+    seconds, later: with ``limits.parkedTTLSeconds`` of a day the resume finds
+    it still parked, and a few seconds later, unasked, the server ends it as
+    cancelled (``data.source: "parkedTTLSeconds"``) — the TTL counts in a live
+    process, by the engine's clock (AGENTRPC_TEST_CLOCK_OFFSET_SECONDS)."""
+    day = 24 * 60 * 60
+    config = {**CONFIG, "limits": {"parkedTTLSeconds": day}}
+    host, asked = Host(), asyncio.Event()
+
+    async def hold(params: Any) -> Any:
+        asked.set()
+        await asyncio.Event().wait()
+
+    store = tmp_path / "store"
+    async with spawn(store, host) as first:
+        first.on_request("confirmation/request", hold)
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            await asked.wait()
+    with contextlib.suppress(Exception):
+        await running
+
+    ended: list[Any] = []
+    gone = asyncio.Event()
+
+    def note(params: Any) -> None:
+        if params["event"]["type"] == "turnEnded":
+            ended.append(params["event"])
+            gone.set()
+
+    async with spawn(store, host, {"AGENTRPC_TEST_CLOCK_OFFSET_SECONDS": str(day - 5)}) as later:
+        later.on_notification("session/event", note)
+        resumed = await later.request("session/resume", {"sessionId": sid})
+        assert [(p["name"], p["state"]) for p in resumed["parkedTurn"]["pendingRequests"]] == [("guarded", "notSent")]
+        async with asyncio.timeout(TIMEOUT):
+            await gone.wait()
+        assert [(e["status"], e["error"]["data"]["source"]) for e in ended] == [("cancelled", "parkedTTLSeconds")]
+        assert "parked" not in await later.request("session/getState", {"sessionId": sid})
+        entries = (await later.request("session/getTranscript", {"sessionId": sid}))["entries"]
+        # keepCompleted: the two answered calls stay, the unconfirmed third is trimmed.
+        assert [e["type"] for e in entries] == ["prompt", "toolCalls", "toolOutput", "toolOutput"]
+    assert host.confirmations == 0
+
+
+async def test_the_ttl_ends_neither_a_turn_continued_in_time_nor_one_whose_session_closed(tmp_path: Path) -> None:
+    """Three sessions with a TTL of a second, parked one after the other by
+    ``session/park`` while a tool call waits: the first is continued at once
+    (its call waits past its TTL), the second is closed, the third is left
+    alone. Once the third has ended by its TTL (both others' deadlines have
+    passed by then) the first goes on to its end, and the second was not ended
+    in that process: the next resume finds it in its journal, past its TTL."""
+    config = {"model": scripted({"toolCalls": [{"name": "step", "arguments": {"n": 1}}]}, {"text": ["ok"]}),
+              "tools": [{"name": "step"}], "onDisconnect": "park", "limits": {"parkedTTLSeconds": 1}}
+    waiting: dict[str, asyncio.Event] = {}
+    release = asyncio.Event()
+    held_once: set[str] = set()
+
+    async def step(params: Any) -> Any:
+        sid = params["sessionId"]
+        waiting.setdefault(sid, asyncio.Event()).set()
+        if sid not in held_once:
+            held_once.add(sid)
+            await asyncio.Event().wait()  # parked meanwhile
+        await release.wait()
+        return {"outcome": "ok", "content": "ran"}
+
+    ended: dict[str, list[Any]] = {}
+    third_ended = asyncio.Event()
+    store = tmp_path / "store"
+    async with spawn(store, Host()) as client:
+        client.on_request("tool/call", step)
+        sids = [(await client.request("session/create", config))["sessionId"] for _ in range(3)]
+
+        def note(params: Any) -> None:
+            if params["event"]["type"] == "turnEnded":
+                ended.setdefault(params["sessionId"], []).append(params["event"])
+                if params["sessionId"] == sids[2]:
+                    third_ended.set()
+
+        client.on_notification("session/event", note)
+        sends = []
+        for sid in sids:
+            waiting[sid] = asyncio.Event()
+            sends.append(asyncio.create_task(client.request("session/send", {"sessionId": sid, "input": "go"})))
+            async with asyncio.timeout(TIMEOUT):
+                await waiting[sid].wait()
+            assert (await client.request("session/park", {"sessionId": sid}))["parked"]["pendingRequests"][0]["state"] == "inDoubt"
+            if sid == sids[0]:
+                waiting[sid] = asyncio.Event()
+                continued = asyncio.create_task(client.request("session/continue", {"sessionId": sid}))
+                async with asyncio.timeout(TIMEOUT):
+                    await waiting[sid].wait()  # the call is out again: the turn runs
+            elif sid == sids[1]:
+                await client.request("session/close", {"sessionId": sid})
+        async with asyncio.timeout(TIMEOUT):
+            await third_ended.wait()
+        assert [(e["status"], e["error"]["data"]["source"]) for e in ended[sids[2]]] == [("cancelled", "parkedTTLSeconds")]
+        release.set()
+        result = await continued
+        assert result["message"]["text"] == "ok"
+        assert [e["status"] for e in ended[sids[0]]] == ["completed"]
+        assert sids[1] not in ended
+        for send in sends:
+            with contextlib.suppress(Exception):
+                await send
+    # The closed session's turn is still open in its journal: the next resume finds it past its TTL.
+    later: list[Any] = []
+    async with spawn(store, Host()) as again:
+        again.on_notification("session/event", lambda p: later.append(p["event"]) if p["event"]["type"] == "turnEnded" else None)
+        resumed = await again.request("session/resume", {"sessionId": sids[1]})
+        assert "parkedTurn" not in resumed
+        assert [(e["status"], e["error"]["data"]["source"]) for e in later] == [("cancelled", "parkedTTLSeconds")]
+
+
+@pytest.mark.parametrize("method", ["session/send", "session/generate"])
+async def test_a_generate_turn_killed_in_a_session_that_parks_is_recovered_not_parked(tmp_path: Path, method: str) -> None:
+    """kill -9 while the model answers, in a session that parks: a send's turn
+    is found parked by the next process, a session/generate turn (which never
+    parks) is recovered as an interrupted one, as in a session that cancels."""
+    config = {"model": scripted({"delayMs": 60000, "text": ["{}"]}), "onDisconnect": "park"}
+    params: dict[str, Any] = {"input": "go"}
+    if method == "session/generate":
+        params["schema"] = {"type": "object"}
+    asking = asyncio.Event()
+    store = tmp_path / "store"
+    async with spawn(store, Host()) as first:
+        first.on_notification("session/event", lambda p: asking.set() if p["event"]["type"] == "requestStarted" else None)
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request(method, {"sessionId": sid, **params}))
+        await kill_when(asking, first)
+        running.cancel()
+    async with spawn(store, Host()) as second:
+        resumed = await second.request("session/resume", {"sessionId": sid})
+        if method == "session/send":
+            assert "interruptedTurn" not in resumed and resumed["parkedTurn"]["pendingRequests"] == []
+            return
+        assert "parkedTurn" not in resumed and resumed["interruptedTurn"]["turnId"]
+        assert "parked" not in await second.request("session/getState", {"sessionId": sid})
+        with pytest.raises(Exception, match="no parked turn"):
+            await second.request("session/continue", {"sessionId": sid})
