@@ -429,6 +429,24 @@ final class ACPAgent: Sendable {
         return .object(answer)
     }
 
+    /// The images and audio clips a replayed tool output named, as its live
+    /// `tool_call_update` carried them (`session/getMedia`; the same blocks,
+    /// each at most the size a tool result may keep). One no longer in the
+    /// store is left out with a warning in the log: the output's text keeps its note.
+    private func replayedMedia(of entry: JSONValue, session id: String) async -> [JSONValue] {
+        guard entry["type"]?.stringValue == "toolOutput", let references = entry["media"]?.arrayValue, !references.isEmpty else { return [] }
+        var blocks: [JSONValue] = []
+        for reference in references {
+            guard let sha256 = reference["sha256"]?.stringValue else { continue }
+            do {
+                blocks.append(try await engine.call("session/getMedia", ["sessionId": .string(id), "sha256": .string(sha256)]))
+            } catch {
+                logger.warning("session \(id): the replay of call \(entry["callId"]?.stringValue ?? "?") shows its note only: \(error)")
+            }
+        }
+        return blocks
+    }
+
     /// `engineHasIt`: the engine holds the session already though this front end
     /// does not (a fork that is not stored); it keeps the servers it runs.
     private func loadSession(_ p: ACPParams, replay: Bool, request: RequestID, engineHasIt: Bool = false) async throws -> JSONValue {
@@ -472,15 +490,18 @@ final class ACPAgent: Sendable {
         if replay {
             do {
                 let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
-                var updates = ACPUpdates.replay(entries: transcript["entries"]?.arrayValue ?? [], cwd: cwd)
+                for entry in transcript["entries"]?.arrayValue ?? [] {
+                    // A tool's images are read one entry at a time, as they go out.
+                    let media = await replayedMedia(of: entry, session: id)
+                    for update in ACPUpdates.replay(entry: entry, cwd: cwd, media: media) {
+                        // A long conversation goes out at the editor's pace, not into memory.
+                        if editor.isBehind { await editor.waitUntilWritable() }
+                        editor.notify("session/update", ["sessionId": .string(id), "update": update])
+                    }
+                }
                 // The plan as the model last left it comes after the conversation.
                 let plan = try await engine.call("session/getState", ["sessionId": .string(id)])["plan"]
-                if let plan, !plan.isNull { updates.append(ACPUpdates.plan(plan)) }
-                for update in updates {
-                    // A long conversation goes out at the editor's pace, not into memory.
-                    if editor.isBehind { await editor.waitUntilWritable() }
-                    editor.notify("session/update", ["sessionId": .string(id), "update": update])
-                }
+                if let plan, !plan.isNull { editor.notify("session/update", ["sessionId": .string(id), "update": ACPUpdates.plan(plan)]) }
                 _ = try await engine.call("session/resume", ["sessionId": .string(id)])
             } catch {
                 // Not left loaded behind the editor's back: a retried load starts afresh.

@@ -81,38 +81,39 @@ enum ACPUpdates {
     /// How a replayed summary entry begins.
     static let summaryHeading = "The conversation before this point, as compacted: "
 
-    /// The updates that replay a stored conversation (`session/load`), entry by
-    /// entry, as the live turns showed it.
-    static func replay(entries: [JSONValue], cwd: String) -> [JSONValue] {
+    /// The updates that replay one entry of a stored conversation
+    /// (`session/load`), as the live turn showed it. `media`: a tool output's
+    /// images and audio (`session/getMedia` of each of its `media`), sent as
+    /// the live `tool_call_update` sent them.
+    static func replay(entry: JSONValue, cwd: String, media: [JSONValue] = []) -> [JSONValue] {
         var updates: [JSONValue] = []
-        for entry in entries {
-            switch entry["type"]?.stringValue {
-            case "prompt":
-                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("user_message_chunk", text)) }
-                for image in entry["images"]?.arrayValue ?? [] {
-                    // Images the prompt carried inline come back as they were sent.
-                    guard let data = image["data"]?.stringValue, let mime = image["mimeType"]?.stringValue else { continue }
-                    updates.append(["sessionUpdate": "user_message_chunk", "content": ["type": "image", "data": .string(data), "mimeType": .string(mime)]])
-                }
-            case "summary":
-                // What a compaction left of the conversation before it: shown, so the replay does not start mid-way.
-                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", summaryHeading + text + "\n\n")) }
-            case "reasoning":
-                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_thought_chunk", text)) }
-            case "response":
-                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
-            case "toolCalls":
-                if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
-                for call in entry["calls"]?.arrayValue ?? [] {
-                    guard let callId = call["callId"]?.stringValue, let name = call["name"]?.stringValue else { continue }
-                    updates.append(toolCall(callId: callId, name: name, arguments: call["arguments"] ?? .object([:]), cwd: cwd))
-                }
-            case "toolOutput":
-                guard let callId = entry["callId"]?.stringValue else { continue }
-                updates.append(finished(callId: callId, outcome: entry["outcome"]?.stringValue ?? "failed", content: entry["content"] ?? .null, display: []))
-            default:
-                continue
+        switch entry["type"]?.stringValue {
+        case "prompt":
+            if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("user_message_chunk", text)) }
+            for image in entry["images"]?.arrayValue ?? [] {
+                // Images the prompt carried inline come back as they were sent.
+                guard let data = image["data"]?.stringValue, let mime = image["mimeType"]?.stringValue else { continue }
+                updates.append(["sessionUpdate": "user_message_chunk", "content": ["type": "image", "data": .string(data), "mimeType": .string(mime)]])
             }
+        case "summary":
+            // What a compaction left of the conversation before it: shown, so the replay does not start mid-way.
+            if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", summaryHeading + text + "\n\n")) }
+        case "reasoning":
+            if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_thought_chunk", text)) }
+        case "response":
+            if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
+        case "toolCalls":
+            if let text = entry["text"]?.stringValue, !text.isEmpty { updates.append(chunk("agent_message_chunk", text)) }
+            for call in entry["calls"]?.arrayValue ?? [] {
+                guard let callId = call["callId"]?.stringValue, let name = call["name"]?.stringValue else { continue }
+                updates.append(toolCall(callId: callId, name: name, arguments: call["arguments"] ?? .object([:]), cwd: cwd))
+            }
+        case "toolOutput":
+            guard let callId = entry["callId"]?.stringValue else { break }
+            updates.append(finished(
+                callId: callId, outcome: entry["outcome"]?.stringValue ?? "failed", content: entry["content"] ?? .null, display: [], media: media))
+        default:
+            break
         }
         return updates
     }

@@ -32,6 +32,6 @@ import Testing
         #expect(MethodRegistry.lifecycle(of: "tool/call") == nil)
         #expect(MethodRegistry.lifecycle(of: "no/such") == nil)
         let afterShutdown = MethodRegistry.requests.filter { $0.direction == .clientToServer && $0.lifecycle.afterShutdown }.map { $0.name }.sorted()
-        #expect(afterShutdown == ["session/close", "session/getState", "session/getTranscript", "session/list", "shutdown"])
+        #expect(afterShutdown == ["session/close", "session/getMedia", "session/getState", "session/getTranscript", "session/list", "shutdown"])
     }
 }

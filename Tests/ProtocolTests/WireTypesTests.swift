@@ -565,7 +565,7 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
 
     @Test func registryHasNoDuplicates() {
         #expect(MethodRegistry.duplicateNames() == [])
-        #expect(MethodRegistry.requests.count == 30)
+        #expect(MethodRegistry.requests.count == 31)
         #expect(MethodRegistry.notifications.count == 6)
         #expect(MethodRegistry.request(named: "session/send", direction: .clientToServer) == SessionSendRequest.self)
         #expect(MethodRegistry.request(named: "tool/call", direction: .clientToServer) == nil)

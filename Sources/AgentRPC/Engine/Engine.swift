@@ -249,6 +249,11 @@ final class Engine: Sendable {
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).transcriptForClient())
         }
+        table.on(SessionGetMediaRequest.self) { [self] params, _ in
+            let s = try session(params.sessionId)
+            // The file is read off the session's actor.
+            return .now(try ToolMedia.content(try await s.mediaReference(sha256: params.sha256), store: s.media))
+        }
         // A malformed entry (e.g. an unknown entry type) is invalidTranscript
         // (docs/protocol.md §3), not a generic invalidParams.
         table.on(SessionMutateTranscriptRequest.self, errorKindForField: { field in

@@ -1,4 +1,5 @@
 import AgentRPCProtocol
+import Foundation
 
 /// The images and audio clips of a tool's result (docs/protocol.md, "Images in
 /// tool results"): taken out of its content, where a note stays in their place,
@@ -87,4 +88,31 @@ extension TranscriptSnapshot {
 
 extension Transcript {
     var mediaReferences: [MediaReference] { ToolMedia.needed(entries: entries, compactions: compactions) }
+}
+
+extension AgentSession {
+    /// The reference a `session/getMedia` asks for: one that the session's
+    /// tool results name (its entries, or an undoable compaction's).
+    func mediaReference(sha256: String) throws -> MediaReference {
+        guard MediaReference.isDigest(sha256) else {
+            throw RPCError.invalidParams("sha256 must be 64 lowercase hexadecimal digits", field: "sha256")
+        }
+        guard let reference = transcript.mediaReferences.first(where: { $0.sha256 == sha256 }) else {
+            throw RPCError.invalidParams("no tool result of this session names media with sha256 \(sha256)", field: "sha256")
+        }
+        return reference
+    }
+}
+
+extension ToolMedia {
+    /// `session/getMedia`'s answer: `reference`'s bytes from `store`, as the
+    /// live `toolCallFinished.media` carried them.
+    static func content(_ reference: MediaReference, store: MediaStore) throws -> MediaContent {
+        guard let bytes = store.bytes(of: reference) else {
+            throw RPCError.invalidParams(
+                "the \(reference.type.rawValue) with sha256 \(reference.sha256) is not in the store (removed, or imported with --allow-missing-media): its note in the output is all that is left",
+                field: "sha256")
+        }
+        return MediaContent(type: reference.type, mimeType: reference.mimeType, data: Data(bytes).base64EncodedString())
+    }
 }

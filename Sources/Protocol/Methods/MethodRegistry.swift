@@ -18,6 +18,7 @@ public enum MethodRegistry {
         SessionGetStateRequest.self,
         SessionGetPromptRequest.self,
         SessionGetTranscriptRequest.self,
+        SessionGetMediaRequest.self,
         SessionMutateTranscriptRequest.self,
         SessionSetPropertiesRequest.self,
         SessionListRequest.self,

@@ -86,6 +86,26 @@ public enum SessionGetTranscriptRequest: RPCMethod {
     public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
 }
 
+/// `session/getMedia`: an image or audio clip a tool result of the session
+/// named (a `toolOutput` entry's `media`), whole, read from the store.
+public enum SessionGetMediaRequest: RPCMethod {
+    public static let name = "session/getMedia"
+    public static let direction = MethodDirection.clientToServer
+    public typealias Params = SessionGetMediaParams
+    public typealias Result = MediaContent
+    public static let lifecycle = MethodLifecycle.runningAndAfterShutdown
+}
+
+public struct SessionGetMediaParams: Codable, Sendable, Hashable {
+    public var sessionId: String
+    /// The `sha256` of one of the session's `MediaReference`s.
+    public var sha256: String
+    public init(sessionId: String, sha256: String) {
+        self.sessionId = sessionId
+        self.sha256 = sha256
+    }
+}
+
 /// `session/mutateTranscript`: all-or-nothing edits of the history.
 public enum SessionMutateTranscriptRequest: RPCMethod {
     public static let name = "session/mutateTranscript"

@@ -313,6 +313,8 @@ export declare class Session implements AsyncDisposable {
     options?: Omit<Params<'session/confirm'>, 'sessionId' | 'callId' | 'decision'>): Promise<void>;
   getState(): Promise<SessionState>;
   getTranscript(): Promise<Transcript>;
+  /** `session/getMedia`: a tool result's image or audio clip, named by a `toolOutput` entry's `media[i].sha256`, whole. */
+  getMedia(sha256: string): Promise<Result<'session/getMedia'>>;
   /** `session/getPrompt`: one of an MCP server's prompts with its arguments filled in, as messages. */
   getPrompt(server: string, name: string, args?: Record<string, string>): Promise<Result<'session/getPrompt'>>;
   mutateTranscript(operations: TranscriptOperation | TranscriptOperation[], options?: { expectedRevision?: number }): Promise<MutationResult>;

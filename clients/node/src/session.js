@@ -204,6 +204,17 @@ export class Session {
     return this.client.request('session/getPrompt', this.#params({ server, name, arguments: args }));
   }
 
+  /**
+   * `session/getMedia`: an image or audio clip a tool result named (a
+   * `toolOutput` entry's `media[i].sha256`), whole, as `toolCallFinished.media`
+   * carried it: `{type, mimeType, data}` (`data` base64). InvalidParamsError
+   * for a digest no tool result of the session names, or whose bytes are no
+   * longer in the store.
+   */
+  getMedia(sha256) {
+    return this.client.request('session/getMedia', this.#params({ sha256 }));
+  }
+
   /** `session/getTranscript`: `{revision, instructions, entries}`. */
   getTranscript() {
     return this.client.request('session/getTranscript', this.#params({}));

@@ -18,6 +18,7 @@ const API = {
   'session/getState': 'Session.getState',
   'session/getTranscript': 'Session.getTranscript',
   'session/getPrompt': 'Session.getPrompt',
+  'session/getMedia': 'Session.getMedia',
   'session/mutateTranscript': 'Session.mutateTranscript',
   'session/setProperties': 'Session.setProperties',
   'session/list': 'Client.listSessions',

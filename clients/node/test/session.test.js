@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
-  CancelledError, NoPendingConfirmationError, RevisionMismatchError, SessionNotFoundError,
+  CancelledError, InvalidParamsError, NoPendingConfirmationError, RevisionMismatchError, SessionNotFoundError,
   StructuredOutputError, failed, ops, scripted, tool,
 } from '../src/index.js';
 import { MCP_SERVER, collect, nextMatching, objectSchema, spawnReal, within } from '../test-support/helpers.js';
@@ -48,6 +48,25 @@ describe('Session against the real binary', () => {
     const output = transcript.entries.find((e) => e.type === 'toolOutput');
     assert.equal(output.content, 5);
     assert.equal(transcript.instructions, 'Add.');
+  });
+
+  test('getMedia gives back whole the image a tool result named', async () => {
+    const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+    const shot = tool({
+      name: 'screenshot', description: 'Takes a screenshot', inputSchema: objectSchema({}),
+      run: () => [{ type: 'text', text: 'the screen:' }, { type: 'image', mimeType: 'image/png', data: pixel }],
+    });
+    const session = await client.openSession({
+      model: scripted({ toolCalls: [{ name: 'screenshot', arguments: {}, id: 'c1' }] }, { text: ['A red pixel.'] }), tools: [shot],
+    });
+    const events = await collect(session.stream('look'));
+    const finished = events.find((e) => e.type === 'toolCallFinished');
+    assert.deepEqual(finished.media, [{ type: 'image', mimeType: 'image/png', data: pixel }]);
+    // The transcript names it by digest; getMedia reads it back as the event carried it.
+    const output = (await session.getTranscript()).entries.find((e) => e.type === 'toolOutput');
+    assert.equal(output.media.length, 1);
+    assert.deepEqual(await session.getMedia(output.media[0].sha256), finished.media[0]);
+    await assert.rejects(session.getMedia('0'.repeat(64)), InvalidParamsError);
   });
 
   test('stream yields typed events in order, then holds the result', async () => {

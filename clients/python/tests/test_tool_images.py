@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agentrpc import Client
+from agentrpc import Client, InvalidParams
 
 from conftest import call, real_binary, spawn_real
 from fake_provider import FIXTURES, Canned, FakeProvider
@@ -256,16 +256,27 @@ async def a_stored_session_with_an_image(tmp_path: Path, fake: FakeProvider, con
         return session.id
 
 
-async def next_request_after_resume(tmp_path: Path, fake: FakeProvider, config: dict[str, Any], session_id: str) -> tuple[Any, list[dict[str, Any]]]:
+async def next_request_after_resume(
+    tmp_path: Path, fake: FakeProvider, config: dict[str, Any], session_id: str,
+) -> tuple[Any, list[dict[str, Any]], dict[str, Any] | None]:
     """Resumes ``session_id`` from ``tmp_path/store`` and sends one prompt: the
-    resume's warnings, and the tool_result blocks of the model request."""
+    resume's warnings, the tool_result blocks of the model request, and what
+    ``session/getMedia`` answers for the image (None: not in the store)."""
     async with served(tmp_path, config) as client:
         fake.queue(THEN["anthropic"]())
         resumed = await client.resume_session(session_id)
         await resumed.send("and now?")
+        got: dict[str, Any] | None
+        try:
+            got = await resumed.media(PIXEL_SHA)
+        except InvalidParams as error:
+            assert error.data.get("field") == "sha256" and "not in the store" in str(error)
+            got = None
         history = fake.received[-1].body["messages"]
         results = [b for m in history if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"]
-        return resumed.warnings, results
+        # session/getMedia: the image whole, as toolCallFinished carried it (None: not in the store).
+        assert got is None or got == {"type": "image", "mimeType": "image/png", "data": PIXEL_B64}
+        return resumed.warnings, results, got
 
 
 async def test_an_exported_session_carries_its_images_into_another_store(tmp_path: Path) -> None:
@@ -292,8 +303,8 @@ async def test_an_exported_session_carries_its_images_into_another_store(tmp_pat
         assert not [p.name for p in (elsewhere / "store").iterdir() if p.name.startswith(".import-media")]
 
         (elsewhere / "agentrpc.json").write_text(json.dumps(config))
-        warnings, results = await next_request_after_resume(elsewhere, fake, config, session_id)
-        assert not warnings
+        warnings, results, got = await next_request_after_resume(elsewhere, fake, config, session_id)
+        assert not warnings and got is not None
         assert results[0]["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL_B64}}
     finally:
         fake.close()
@@ -338,7 +349,8 @@ async def test_an_import_refuses_media_that_do_not_match_or_are_missing(tmp_path
         assert not (store / f"{session_id}.media").exists()
 
         (elsewhere / "agentrpc.json").write_text(json.dumps(config))
-        warnings, results = await next_request_after_resume(elsewhere, fake, config, session_id)
+        warnings, results, got = await next_request_after_resume(elsewhere, fake, config, session_id)
+        assert got is None
         [warning] = warnings
         assert warning.source == "media" and PIXEL_SHA[:12] in warning.message and "notes" in warning.message
         assert isinstance(results[0]["content"], str) and NOTE in results[0]["content"]
@@ -372,3 +384,28 @@ async def test_sessions_delete_and_prune_remove_the_media_and_a_fork_keeps_its_o
         assert not [p.name for p in store.iterdir() if p.name.endswith(".media")]
     finally:
         fake.close()
+
+
+async def test_a_python_tools_image_reaches_the_client_as_event_entry_and_media(tmp_path: Path) -> None:
+    """A ``@tool`` function that returns MCP content blocks: the stream's
+    ``ToolCallFinished.media`` carries the image, the ``toolOutput`` entry
+    names it, ``session.media(sha256)`` gives it back whole, and a digest the
+    session does not name is ``InvalidParams``."""
+    from agentrpc import ToolCallFinished, tool
+
+    @tool
+    def screenshot() -> list[dict[str, str]]:
+        """Takes a screenshot."""
+        return [{"type": "text", "text": "the screen:"}, {"type": "image", "mimeType": "image/png", "data": PIXEL_B64}]
+
+    async with spawn_real(tmp_path) as client:
+        session = await client.open_session(
+            model={"provider": "scripted", "script": [{"toolCalls": [call("screenshot")]}, {"text": ["A red pixel."]}]}, tools=[screenshot])
+        finished = [event async for event in session.stream("look") if isinstance(event, ToolCallFinished)]
+        image = {"type": "image", "mimeType": "image/png", "data": PIXEL_B64}
+        assert [f.media for f in finished] == [[image]]
+        [output] = (await session.transcript()).of_type("toolOutput")
+        assert output["media"] == [{"type": "image", "mimeType": "image/png", "sha256": PIXEL_SHA, "size": len(PIXEL)}]
+        assert await session.media(PIXEL_SHA) == image
+        with pytest.raises(InvalidParams, match="no tool result of this session names media"):
+            await session.media("0" * 64)

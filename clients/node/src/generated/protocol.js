@@ -67,6 +67,11 @@ export const METHODS = Object.freeze([
     "kind": "request"
   },
   {
+    "method": "session/getMedia",
+    "direction": "clientToServer",
+    "kind": "request"
+  },
+  {
     "method": "session/mutateTranscript",
     "direction": "clientToServer",
     "kind": "request"

@@ -704,6 +704,11 @@ export interface SessionGenerateResult {
   value: unknown;
 }
 
+export interface SessionGetMediaParams {
+  sessionId: string;
+  sha256: string;
+}
+
 export interface SessionGetPromptParams {
   arguments?: {
     [key: string]: string;
@@ -1326,6 +1331,9 @@ export type SessionDeleteResult = Record<string, never>;
 /** session/fork result */
 export type SessionForkResult = SessionHandle;
 
+/** session/getMedia result */
+export type SessionGetMediaResult = MediaContent;
+
 /** session/getState params */
 export type SessionGetStateParams = SessionRef;
 
@@ -1385,6 +1393,7 @@ export interface ClientRequests {
   "session/getState": { params: SessionGetStateParams; result: SessionGetStateResult };
   "session/getPrompt": { params: SessionGetPromptParams; result: SessionGetPromptResult };
   "session/getTranscript": { params: SessionGetTranscriptParams; result: SessionGetTranscriptResult };
+  "session/getMedia": { params: SessionGetMediaParams; result: SessionGetMediaResult };
   "session/mutateTranscript": { params: SessionMutateTranscriptParams; result: SessionMutateTranscriptResult };
   "session/setProperties": { params: SessionSetPropertiesParams; result: SessionSetPropertiesResult };
   "session/list": { params: SessionListParams; result: SessionListResult };

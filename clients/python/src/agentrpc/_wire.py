@@ -1523,6 +1523,7 @@ METHODS: tuple[tuple[str, str, str], ...] = (
     ("session/getState", "clientToServer", "request"),
     ("session/getPrompt", "clientToServer", "request"),
     ("session/getTranscript", "clientToServer", "request"),
+    ("session/getMedia", "clientToServer", "request"),
     ("session/mutateTranscript", "clientToServer", "request"),
     ("session/setProperties", "clientToServer", "request"),
     ("session/list", "clientToServer", "request"),

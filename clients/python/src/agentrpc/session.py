@@ -418,6 +418,15 @@ class Session:
             server=server, name=name, arguments=dict(arguments) if arguments is not None else None))
         return dict(result) if isinstance(result, Mapping) else {}
 
+    async def media(self, sha256: str) -> JSONObject:
+        """``session/getMedia``: an image or audio clip a tool result named (a
+        ``toolOutput`` entry's ``media[i]["sha256"]``), whole, as
+        ``ToolCallFinished.media`` carried it: ``{type, mimeType, data}``
+        (``data`` base64). Raises ``InvalidParams`` for a digest no tool result
+        of the session names, or whose bytes are no longer in the store."""
+        result = await self.client.request("session/getMedia", self._params(sha256=sha256))
+        return dict(result) if isinstance(result, Mapping) else {}
+
     async def transcript(self) -> Transcript:
         """``session/getTranscript``: entries (wire dicts), instructions, revision."""
         return Transcript.from_wire(await self.client.request("session/getTranscript", self._params()))

@@ -462,6 +462,11 @@ class Session:
         """``session/rewind`` (see the async ``rewind``)."""
         return self._call(self.async_session.rewind(*args, **kwargs))
 
+    @_forwards_to(_async_session.Session.media)
+    def media(self, *args: Any, **kwargs: Any) -> JSONObject:
+        """``session/getMedia`` (see the async ``media``)."""
+        return self._call(self.async_session.media(*args, **kwargs))
+
     @_forwards_to(_async_session.Session.prompt)
     def prompt(self, *args: Any, **kwargs: Any) -> JSONObject:
         """``session/getPrompt`` (see the async ``prompt``)."""
