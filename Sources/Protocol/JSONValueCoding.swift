@@ -173,10 +173,14 @@ final class DecodingState {
             }
             return f as? T
         }
-        if let integerType = T.self as? any FixedWidthInteger.Type {
+        if let integerType = standardIntegerType(T.self) {
             return try integer(integerType, from: value, path: path) as? T
         }
-        if let enumType = T.self as? any JSONSchemaStringEnum.Type {
+        // Only a string can be a string enum's value; anything else fails in the
+        // type's own `init(from:)` with the same mismatch. Asked only then because
+        // the cast scans every conformance in the process the first time a type
+        // is asked (see `standardIntegerType`), and most types are objects.
+        if case .string = value, let enumType = T.self as? any JSONSchemaStringEnum.Type {
             return try stringEnum(enumType, from: value, path: path) as? T
         }
         return nil
@@ -550,7 +554,7 @@ func encodeValue<T: Encodable>(_ value: T, into slot: EncodingSlot, path makePat
         // Through the shortest decimal text so 0.1 as Float stays 0.1, not 0.10000000149011612.
         let d = Double(String(describing: f)) ?? Double(f)
         slot.set(.double(try finite(d, value, path)))
-    } else if let i = value as? any FixedWidthInteger {
+    } else if let i = standardInteger(value) {
         guard let exact = Int(exactly: i) else {
             throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription: "integer \(i) does not fit in Int"))
         }
@@ -559,6 +563,49 @@ func encodeValue<T: Encodable>(_ value: T, into slot: EncodingSlot, path makePat
         slot.set(direct.json)
     } else {
         try value.encode(to: ValueEncoder(slot: slot, codingPath: path))
+    }
+}
+
+/// `type` when it is one of the standard library's fixed-width integers.
+///
+/// Compared by identity rather than cast to `any FixedWidthInteger.Type`: the
+/// first cast of each type to a protocol scans every conformance record of
+/// every loaded image (about 7,500, 0.3 M instructions), so asking it of every
+/// struct a request decodes or a result encodes was a quarter of a cold start
+/// (Benchmarks/README.md, "Start-up"). These are the integer types of the
+/// standard library that `Codable` knows; the wire types use no other.
+func standardIntegerType<T>(_ type: T.Type) -> (any FixedWidthInteger.Type)? {
+    switch ObjectIdentifier(type) {
+    case ObjectIdentifier(Int.self): Int.self
+    case ObjectIdentifier(Int8.self): Int8.self
+    case ObjectIdentifier(Int16.self): Int16.self
+    case ObjectIdentifier(Int32.self): Int32.self
+    case ObjectIdentifier(Int64.self): Int64.self
+    case ObjectIdentifier(UInt.self): UInt.self
+    case ObjectIdentifier(UInt8.self): UInt8.self
+    case ObjectIdentifier(UInt16.self): UInt16.self
+    case ObjectIdentifier(UInt32.self): UInt32.self
+    case ObjectIdentifier(UInt64.self): UInt64.self
+    default: nil
+    }
+}
+
+/// `value` as an integer when its type is one of `standardIntegerType`'s (cast to
+/// each concrete type: no conformance lookup).
+private func standardInteger<T>(_ value: T) -> (any FixedWidthInteger)? {
+    guard standardIntegerType(T.self) != nil else { return nil }
+    switch value {
+    case let i as Int: return i
+    case let i as Int8: return i
+    case let i as Int16: return i
+    case let i as Int32: return i
+    case let i as Int64: return i
+    case let i as UInt: return i
+    case let i as UInt8: return i
+    case let i as UInt16: return i
+    case let i as UInt32: return i
+    case let i as UInt64: return i
+    default: return nil
     }
 }
 

@@ -221,6 +221,47 @@ private func failure<T: Decodable>(_ type: T.Type, _ text: String, strict: Bool 
             == JSONDecodingFailure(path: "role", message: #"expected one of "user", "assistant", got "bot""#))
     }
 
+    /// The decoder asks whether a type is a string enum only of a JSON string (the
+    /// cast is costly the first time, `standardIntegerType`); any other value fails
+    /// in the enum's own `init(from:)`, with the same message at the same path.
+    @Test func stringEnumsFromOtherThanAStringFailAsAStringWould() throws {
+        #expect(try failure(Line.self, #"{"role":1,"text":""}"#) == JSONDecodingFailure(path: "role", message: "expected string, got integer"))
+        #expect(try failure(Line.self, #"{"role":null,"text":""}"#) == JSONDecodingFailure(path: "role", message: "expected string, got null"))
+        #expect(try failure([Role].self, #"["user",{}]"#) == JSONDecodingFailure(path: "[1]", message: "expected string, got object"))
+    }
+
+    /// Every fixed-width integer of the standard library is recognised as an
+    /// integer both ways (by identity, `standardIntegerType`), with its range.
+    @Test func everyStandardIntegerTypeDecodesAndEncodes() throws {
+        func roundTrip<I: FixedWidthInteger & Codable>(_: I.Type) throws {
+            // JSON integers are `Int`s here: UInt64's top half is out of reach.
+            let top = I.isSigned || I.bitWidth < 64 ? I.max : I(Int.max)
+            #expect(try decode(I.self, "\(top)") == top)
+            #expect(try decode(I.self, "7.0") == 7)
+            #expect(try failure(I.self, "\"7\"")?.message == "expected integer, got string")
+            if I.isSigned {
+                #expect(try JSONValue(encoding: I(-7)) == .int(-7))
+            } else {
+                #expect(try failure(I.self, "-1")?.message == "integer -1 out of range for \(I.self)")
+            }
+            if I.bitWidth < 64 {
+                #expect(try failure(I.self, "\(Int(I.max) + 1)")?.message == "integer \(Int(I.max) + 1) out of range for \(I.self)")
+                #expect(try JSONValue(encoding: I.max) == .int(Int(I.max)))
+            }
+        }
+        try roundTrip(Int.self)
+        try roundTrip(Int8.self)
+        try roundTrip(Int16.self)
+        try roundTrip(Int32.self)
+        try roundTrip(Int64.self)
+        try roundTrip(UInt.self)
+        try roundTrip(UInt8.self)
+        try roundTrip(UInt16.self)
+        try roundTrip(UInt32.self)
+        try roundTrip(UInt64.self)
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: UInt.max) }
+    }
+
     // MARK: error paths
 
     @Test func failuresNameTheirPath() throws {
