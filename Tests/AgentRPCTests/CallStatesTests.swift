@@ -103,4 +103,35 @@ import Testing
         _ = try chat.beginTurn { "t-\($0)" }
         #expect(chat.openTurn?.mode == nil)
     }
+
+    /// A client hook asked and not answered (`hookAsked` without its
+    /// `hookAnswered`) is the open turn's `pendingHook`, in records and in a
+    /// snapshot; its answer clears it.
+    @Test func aPendingHookSurvivesItsRecordsAndASnapshot() throws {
+        var t = Transcript(properties: [:])
+        let turn = try t.beginTurn { "t-\($0)" }
+        let hook = PendingHook(hook: .onResponse, profile: "main", payload: ["text": "done", "entryId": "e2"])
+        try t.recordHookAsked(hook, turn: turn)
+        #expect(t.openTurn?.pendingHook == hook)
+        let at = Date(timeIntervalSince1970: 1)
+        guard case .snapshot(let loaded) = try JournalCodec.decodeRecord(Array(try JournalCodec.snapshotLine(t, at: at).dropLast())) else {
+            Issue.record("not a snapshot")
+            return
+        }
+        #expect(loaded.openTurn?.pendingHook == hook)
+        var replayed = Transcript(properties: [:])
+        for change: TranscriptChange in [.turnStarted(turnId: turn, number: 1), .hookAsked(turnId: turn, hook)] {
+            guard case .change(let read, _) = try JournalCodec.decodeRecord(Array(try JournalCodec.line(for: change, at: at).dropLast())) else {
+                Issue.record("not a change")
+                return
+            }
+            try replayed.replay(read, at: at)
+        }
+        #expect(replayed.openTurn?.pendingHook == hook)
+        try t.recordHookAnswered(turn: turn)
+        #expect(t.openTurn?.pendingHook == nil)
+        #expect(throws: JournalRecordError.self) {
+            try JournalCodec.decodeRecord(Array(#"{"type":"hookAsked","at":1,"turnId":"t-1","hook":{"hook":"onNothing","profile":"p","payload":{}}}"#.utf8))
+        }
+    }
 }

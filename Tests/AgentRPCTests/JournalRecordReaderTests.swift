@@ -69,6 +69,8 @@ import Testing
             .roundTripAnswered(turnId: turn, roundTrip: 2, usage: Usage(inputTokens: 9), positions: ["inline-ab": 4, "named": 1]),
             .roundTripAnswered(turnId: turn, roundTrip: 1, usage: Usage(), positions: [:]),
             .turnMode(turnId: turn, mode: .generate),
+            .hookAsked(turnId: turn, PendingHook(hook: .onToolOutput, profile: "main", payload: ["callId": "c1", "content": "é"])),
+            .hookAnswered(turnId: turn),
             .turnEnded(TurnEnd(turnId: turn, status: .completed, stopReason: .finalAnswer, usage: Usage(inputTokens: 5, outputTokens: 7, cachedInputTokens: 1, reasoningTokens: 2), undo: .committed)),
             .turnEnded(TurnEnd(turnId: "t-2", status: .interrupted, stopReason: nil, usage: Usage(), undo: .none)),
             .entriesMutated(operations: [.remove(ids: ["e7"])], revision: 9),

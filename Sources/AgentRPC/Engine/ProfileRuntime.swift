@@ -76,22 +76,28 @@ extension TurnRunner {
                     throw RPCError(.hookError, "the summarizeHistory action failed: \(Self.safeDescription(of: error))", data: data)
                 }
             case .client:
-                try await callClientHook(hook, profile: profile, payload: payload, session: session)
+                try await callClientHook(PendingHook(hook: hook, profile: profile.name, payload: payload), session: session)
             }
         }
     }
 
-    private func callClientHook(_ hook: HookName, profile: ResolvedProfile, payload: JSONValue, session: isolated AgentSession) async throws {
+    /// Asks the client (`hook/call`). In a session that parks, a hook a
+    /// continued turn would pass by is journaled as asked, then answered, so
+    /// `session/continue` asks again one that had no answer (`askPendingHook`).
+    func callClientHook(_ asked: PendingHook, session: isolated AgentSession) async throws {
+        let hook = asked.hook
         func hookError(_ message: String, _ extra: [String: JSONValue] = [:]) -> RPCError {
             var data = extra
             data["hook"] = .string(hook.rawValue)
-            data["profile"] = .string(profile.name)
+            data["profile"] = .string(asked.profile)
             return RPCError(.hookError, message, data: data)
         }
         guard session.context.clientCapabilities.hooks == true else {
             throw hookError("the \(hook.rawValue) hook asks the client, but the client did not declare the hooks capability")
         }
-        let params = HookCallParams(sessionId: session.id, turnId: turn.id, hook: hook, profile: profile.name, payload: payload)
+        let params = HookCallParams(sessionId: session.id, turnId: turn.id, hook: hook, profile: asked.profile, payload: asked.payload)
+        let journaled = session.parks && turn.mode.parks && PendingHook.asksAgain(hook)
+        if journaled { try session.transcript.recordHookAsked(asked, turn: turn.id) }
         try control.beginClientWait()
         defer { control.endClientWait() }
         let result: HookCallResult
@@ -128,6 +134,7 @@ extension TurnRunner {
             }
             try session.transcript.mutate(operations, result: working)
         }
+        if journaled { try session.transcript.recordHookAnswered(turn: turn.id) }
     }
 
     /// Lossy and global (docs/protocol.md §11): old entries are summarized by a model into

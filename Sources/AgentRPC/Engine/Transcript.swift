@@ -36,6 +36,12 @@ enum TranscriptChange: Sendable, Equatable {
     /// `turnStarted`); a `session/generate` turn is never parked, so one left
     /// open by a crash is recovered as in a session that cancels.
     case turnMode(turnId: String, mode: JournaledTurnMode)
+    /// In a session that parks: a client hook that a continued turn would not
+    /// come back to (`PendingHook.asksAgain`) is about to be asked;
+    /// `hookAnswered` follows once its answer took effect. One asked and not
+    /// answered is asked again by `session/continue`.
+    case hookAsked(turnId: String, PendingHook)
+    case hookAnswered(turnId: String)
     /// In a session that parks: a round trip's answer is journaled (in the
     /// write of its entries), with the turn's usage so far and where the
     /// scripted models are in their scripts, by `ModelPositions.key`.
@@ -68,6 +74,24 @@ struct CompactionRecord: Sendable, Equatable {
 /// names them (`turnMode`).
 enum JournaledTurnMode: String, Sendable, Equatable {
     case generate
+}
+
+/// A client hook asked and not answered yet, as `hook/call` carries it.
+struct PendingHook: Sendable, Equatable {
+    var hook: HookName
+    var profile: String
+    var payload: JSONValue
+
+    /// The hooks a continued turn would pass by: `onPrompt` (before its first
+    /// round trip), `onActivate` (its profile is active already), `onToolOutput`
+    /// (its call is completed) and `onResponse` (the answer is journaled).
+    /// `onToolCall` runs again with its call, `onDeactivate` with the switch.
+    static func asksAgain(_ hook: HookName) -> Bool {
+        switch hook {
+        case .onPrompt, .onActivate, .onToolOutput, .onResponse: return true
+        case .onToolCall, .onDeactivate: return false
+        }
+    }
 }
 
 /// How a turn ended, as the journal keeps it.
@@ -111,6 +135,8 @@ struct OpenTurn: Sendable, Equatable {
     var options: TurnOptions?
     /// Nil for a chat turn (`turnMode`).
     var mode: JournaledTurnMode?
+    /// A client hook asked and not answered (`hookAsked`, `hookAnswered`).
+    var pendingHook: PendingHook?
 
     init(id: String, entriesBefore: [TranscriptEntry], undo: [UndoRecord] = [], sends: [String: CallSends] = [:]) {
         self.id = id
@@ -439,6 +465,14 @@ struct Transcript: Sendable {
         try commit(.undoRecorded(turnId: turn, record))
     }
 
+    mutating func recordHookAsked(_ hook: PendingHook, turn: String) throws {
+        try commit(.hookAsked(turnId: turn, hook))
+    }
+
+    mutating func recordHookAnswered(turn: String) throws {
+        try commit(.hookAnswered(turnId: turn))
+    }
+
     mutating func recordCallSent(_ callID: String, turn: String, attempt: Int = 1, arguments: JSONValue? = nil) throws {
         try commit(.callSent(turnId: turn, callId: callID, attempt: attempt, arguments: arguments))
     }
@@ -611,6 +645,12 @@ struct Transcript: Sendable {
         case .turnMode(let turnID, let mode):
             guard openTurn?.id == turnID else { throw ReplayMismatch("the mode of turn '\(turnID)', which is not running") }
             openTurn?.mode = mode
+        case .hookAsked(let turnID, let hook):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("a hook asked in turn '\(turnID)', which is not running") }
+            openTurn?.pendingHook = hook
+        case .hookAnswered(let turnID):
+            guard openTurn?.id == turnID else { throw ReplayMismatch("a hook answered in turn '\(turnID)', which is not running") }
+            openTurn?.pendingHook = nil
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             guard openTurn?.id == turnID else { throw ReplayMismatch("a round trip of turn '\(turnID)', which is not running") }
             openTurn?.answeredRoundTrips = roundTrip

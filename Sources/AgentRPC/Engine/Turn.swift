@@ -192,6 +192,11 @@ extension TurnRunner {
         defer { watchdog.cancel() }
         turn.turnSpan = session.context.tracer?.startTurnSpan(sessionID: session.id, turnID: turn.id)
         do {
+            // A client hook that had no answer is asked first, as it was (hookFired again).
+            if let open = session.transcript.openTurn, open.id == turn.id, let pending = open.pendingHook {
+                session.emit(.hookFired(hook: pending.hook, profile: pending.profile), turn: turn.id)
+                try await callClientHook(pending, session: session)
+            }
             if let last = session.entries.last, last.turnId == turn.id, case .response(let text, _, _, let stopReason) = last.content {
                 // Stopped after its answer was journaled and before its end was: it ends with that answer.
                 let undo: UndoOutcome = turn.undoLog.isEmpty ? .none : .committed

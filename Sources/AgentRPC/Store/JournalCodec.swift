@@ -105,6 +105,13 @@ enum JournalCodec {
             o["type"] = "turnMode"
             o["turnId"] = .string(turnID)
             o["mode"] = .string(mode.rawValue)
+        case .hookAsked(let turnID, let hook):
+            o["type"] = "hookAsked"
+            o["turnId"] = .string(turnID)
+            o["hook"] = hookJSON(hook)
+        case .hookAnswered(let turnID):
+            o["type"] = "hookAnswered"
+            o["turnId"] = .string(turnID)
         case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
             o["type"] = "roundTripAnswered"
             o["turnId"] = .string(turnID)
@@ -177,9 +184,20 @@ enum JournalCodec {
             if !open.asks.isEmpty { turn["asks"] = .object(open.asks.mapValues { .int($0) }) }
             if let options = open.options { turn["options"] = try JSONValue(encoding: options) }
             if let mode = open.mode { turn["mode"] = .string(mode.rawValue) }
+            if let hook = open.pendingHook { turn["pendingHook"] = hookJSON(hook) }
             o["openTurn"] = .object(turn)
         }
         return line(.object(o))
+    }
+
+    private static func hookJSON(_ h: PendingHook) -> JSONValue {
+        ["hook": .string(h.hook.rawValue), "profile": .string(h.profile), "payload": h.payload]
+    }
+
+    private static func decodeHook(_ value: JSONValue) throws -> PendingHook {
+        let name = try field(value, "hook", \.stringValue)
+        guard let hook = HookName(rawValue: name) else { throw Malformed(description: "'hook' is not a hook: '\(name)'") }
+        return PendingHook(hook: hook, profile: try field(value, "profile", \.stringValue), payload: try field(value, "payload") { $0 })
     }
 
     private static func undoJSON(_ r: UndoRecord) -> JSONValue {
@@ -400,6 +418,10 @@ enum JournalCodec {
                 attempt: try attempt(value)), at)
         case "turnOptions":
             return (.turnOptions(turnId: try field(value, "turnId", \.stringValue), options: try field(value, "options") { $0 }.decode(as: TurnOptions.self)), at)
+        case "hookAsked":
+            return (.hookAsked(turnId: try field(value, "turnId", \.stringValue), try decodeHook(try field(value, "hook") { $0 })), at)
+        case "hookAnswered":
+            return (.hookAnswered(turnId: try field(value, "turnId", \.stringValue)), at)
         case "turnMode":
             let name = try field(value, "mode", \.stringValue)
             guard let mode = JournaledTurnMode(rawValue: name) else { throw Malformed(description: "'mode' is not a kind of turn: '\(name)'") }
@@ -503,6 +525,7 @@ enum JournalCodec {
             }
         }
         if let options = open["options"] { turn.options = try options.decode(as: TurnOptions.self) }
+        if let hook = open["pendingHook"] { turn.pendingHook = try decodeHook(hook) }
         if let name = open["mode"] {
             guard let mode = name.stringValue.flatMap(JournaledTurnMode.init(rawValue:)) else { throw Malformed(description: "'mode' is not a kind of turn") }
             turn.mode = mode

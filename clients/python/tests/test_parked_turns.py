@@ -359,6 +359,28 @@ async def test_the_python_client_resumes_a_parked_turn_and_continues_it_with_its
 TWO_DAYS = 2 * 24 * 60 * 60
 
 
+async def leave_at_the_confirmation(store: Path, host: Host, config: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A first process runs the turn until the third call's confirmation is
+    asked, and its client goes away then (the turn parks). Returns the session
+    id and the confirmation/request params that were never answered."""
+    asked, first_asked = asyncio.Event(), list[Any]()
+
+    async def hold(params: Any) -> Any:
+        first_asked.append(params)
+        asked.set()
+        await asyncio.Event().wait()
+
+    async with spawn(store, host) as first:
+        first.on_request("confirmation/request", hold)
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        async with asyncio.timeout(TIMEOUT):
+            await asked.wait()
+    with contextlib.suppress(Exception):
+        await running
+    return sid, first_asked
+
+
 @pytest.mark.parametrize("ttl_days", [None, 3, 1])
 async def test_a_parked_confirmation_answered_two_days_later_in_another_process(tmp_path: Path, ttl_days: int | None) -> None:
     """The client goes away while the confirmation of the third call waits; a
@@ -370,24 +392,8 @@ async def test_a_parked_confirmation_answered_two_days_later_in_another_process(
     if ttl_days is not None:
         config["limits"] = {"parkedTTLSeconds": ttl_days * 24 * 60 * 60}
     host = Host()
-    asked = asyncio.Event()
-
-    first_asked: list[Any] = []
-
-    async def hold(params: Any) -> Any:
-        first_asked.append(params)
-        asked.set()
-        await asyncio.Event().wait()
-
     store = tmp_path / "store"
-    async with spawn(store, host) as first:
-        first.on_request("confirmation/request", hold)
-        sid = (await first.request("session/create", config))["sessionId"]
-        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
-        async with asyncio.timeout(TIMEOUT):
-            await asked.wait()
-    with contextlib.suppress(Exception):
-        await running
+    sid, first_asked = await leave_at_the_confirmation(store, host, config)
     assert host.confirmations == 0 and len(host.runs) == 2
 
     ended: list[Any] = []
@@ -520,21 +526,8 @@ async def test_a_turn_loaded_parked_ends_when_its_ttl_runs_out_by_the_engines_cl
     process, by the engine's clock (AGENTRPC_TEST_CLOCK_OFFSET_SECONDS)."""
     day = 24 * 60 * 60
     config = {**CONFIG, "limits": {"parkedTTLSeconds": day}}
-    host, asked = Host(), asyncio.Event()
-
-    async def hold(params: Any) -> Any:
-        asked.set()
-        await asyncio.Event().wait()
-
-    store = tmp_path / "store"
-    async with spawn(store, host) as first:
-        first.on_request("confirmation/request", hold)
-        sid = (await first.request("session/create", config))["sessionId"]
-        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
-        async with asyncio.timeout(TIMEOUT):
-            await asked.wait()
-    with contextlib.suppress(Exception):
-        await running
+    host, store = Host(), tmp_path / "store"
+    sid, _ = await leave_at_the_confirmation(store, host, config)
 
     ended: list[Any] = []
     gone = asyncio.Event()
@@ -654,3 +647,84 @@ async def test_a_generate_turn_killed_in_a_session_that_parks_is_recovered_not_p
         assert "parked" not in await second.request("session/getState", {"sessionId": sid})
         with pytest.raises(Exception, match="no parked turn"):
             await second.request("session/continue", {"sessionId": sid})
+
+
+
+@pytest.mark.parametrize("how", ["session/park", "kill -9"])
+@pytest.mark.parametrize("hook", ["onPrompt", "onActivate", "onToolOutput", "onResponse"])
+async def test_a_client_hook_that_had_no_answer_is_asked_again_by_continue(tmp_path: Path, hook: str, how: str) -> None:
+    """The turn parks while a client hook waits (session/park, or kill -9 and
+    a new process); session/continue asks that hook again first (hookFired,
+    then hook/call with the same payload) and the turn ends as an
+    uninterrupted one. These four are hooks a continued turn's flow would not
+    come back to: without the journal's hookAsked they were skipped, a veto
+    never heard."""
+    config = {"model": scripted({"toolCalls": [{"name": "step", "arguments": {"n": 1}}]}, {"text": ["all done"]}),
+              "tools": [{"name": "step"}], "onDisconnect": "park",
+              "profiles": {"cases": {"main": {"instructions": ["Work."], "tools": ["step"]}},
+                           "defaults": {"hooks": {hook: [{"client": True}]}}}}
+    asked: list[tuple[str, Any]] = []
+    fired: list[str] = []
+    hold = {"next": False}
+    holding = asyncio.Event()
+
+    async def hook_call(params: Any) -> Any:
+        asked.append((params["hook"], params["payload"]))
+        if hold["next"]:
+            hold["next"] = False
+            holding.set()
+            await asyncio.Event().wait()  # no answer: the turn parks meanwhile
+        return {}
+
+    def spawn_hooked(store: Path, host: Host) -> Any:
+        @contextlib.asynccontextmanager
+        async def run() -> AsyncIterator[Client]:
+            async with Client.spawn(binary=REAL_BINARY, args=["--store", str(store)], request_timeout=TIMEOUT, shutdown_timeout=TIMEOUT,
+                                    capabilities={"tools": True, "hooks": True}) as client:
+                host.attach(client)
+                client.on_request("hook/call", hook_call)
+                client.on_notification("session/event", lambda p: fired.append(p["event"]["hook"]) if p["event"]["type"] == "hookFired" else None)
+                yield client
+        return run()
+
+    async with spawn_hooked(tmp_path / "reference", Host()) as client:
+        sid = (await client.request("session/create", config))["sessionId"]
+        await client.request("session/send", {"sessionId": sid, "input": "go"})
+        expected = shape(await client.request("session/getTranscript", {"sessionId": sid}))
+    [(reference_hook, reference_payload)] = asked
+    assert reference_hook == hook
+    asked.clear()
+
+    async def go_on(client: Client, sid: str) -> None:
+        fired.clear()
+        result = await client.request("session/continue", {"sessionId": sid})
+        assert result["message"]["text"] == "all done"
+        assert shape(await client.request("session/getTranscript", {"sessionId": sid})) == expected
+
+    store, host = tmp_path / "store", Host()
+    hold["next"] = True
+    async with spawn_hooked(store, host) as first:
+        sid = (await first.request("session/create", config))["sessionId"]
+        running = asyncio.create_task(first.request("session/send", {"sessionId": sid, "input": "go"}))
+        if how == "kill -9":
+            await kill_when(holding, first)
+            running.cancel()
+        else:
+            async with asyncio.timeout(TIMEOUT):
+                await holding.wait()
+            parked = await first.request("session/park", {"sessionId": sid})
+            assert parked["wasRunning"] is True and parked["parked"]["turnId"]
+            with pytest.raises(Exception, match="parked"):
+                await running
+            await go_on(first, sid)
+    if how == "kill -9":
+        async with spawn_hooked(store, host) as second:
+            resumed = await second.request("session/resume", {"sessionId": sid})
+            assert "parkedTurn" in resumed
+            await go_on(second, sid)
+    # Asked, withdrawn or lost with the process, then asked again first, alike
+    # (ids differ from the reference run's: the payload's members do not).
+    assert [h for h, _ in asked] == [hook, hook] and asked[0][1] == asked[1][1], asked
+    assert set(asked[0][1]) == set(reference_payload), (asked, reference_payload)
+    assert fired[0] == hook
+    assert all(count == 1 for count in host.runs.values()) and len(host.runs) == 1, host.runs
