@@ -409,3 +409,25 @@ async def test_a_python_tools_image_reaches_the_client_as_event_entry_and_media(
         assert await session.media(PIXEL_SHA) == image
         with pytest.raises(InvalidParams, match="no tool result of this session names media"):
             await session.media("0" * 64)
+
+
+async def test_retention_removes_a_pruned_sessions_media_and_leaves_its_forks(tmp_path: Path) -> None:
+    """``store.maxSessions`` at start (retention, in the background): the
+    older session goes with its ``.media``; its fork keeps its own copy."""
+    import asyncio
+
+    fake = FakeProvider()
+    store = tmp_path / "store"
+    config: dict[str, Any] = {"models": {"m": model("anthropic", fake)}}
+    try:
+        session_id = await a_stored_session_with_an_image(tmp_path, fake, config)
+        async with served(tmp_path, config) as client:
+            fork_id = (await (await client.resume_session(session_id)).fork()).id
+        async with served(tmp_path, {**config, "store": {"maxSessions": 1}}) as client:
+            async with asyncio.timeout(TIMEOUT):
+                while (await client.list_sessions()).ids != [fork_id]:
+                    await asyncio.sleep(0.05)
+        assert not (store / f"{session_id}.media").exists() and not (store / f"{session_id}.jsonl").exists()
+        assert (store / f"{fork_id}.media" / PIXEL_SHA).read_bytes() == PIXEL
+    finally:
+        fake.close()
