@@ -130,6 +130,72 @@ public struct JSONMembers: Sendable {
     }
 }
 
+/// Writes an object's JSON text member by member, straight into a buffer:
+/// for wire types written at every event, which list their members in the
+/// sorted key order `JSONValue.serialize` writes (checked in debug builds),
+/// instead of building a dictionary or a list of members to sort.
+package struct JSONObjectWriter {
+    package var out: [UInt8] = []
+    private var count = 0
+    #if DEBUG
+    private var lastKey = ""
+    #endif
+
+    /// Appends `{`, what `body` writes, and `}` to `out`.
+    package static func write(into out: inout [UInt8], _ body: (inout JSONObjectWriter) -> Void) {
+        var writer = JSONObjectWriter()
+        // The buffer is moved in and out, never copied.
+        swap(&writer.out, &out)
+        writer.out.append(UInt8(ascii: "{"))
+        body(&writer)
+        writer.out.append(UInt8(ascii: "}"))
+        swap(&writer.out, &out)
+    }
+
+    /// Starts a member: the comma before it, its key and colon.
+    package mutating func key(_ key: StaticString) {
+        #if DEBUG
+        let name = key.description
+        assert(count == 0 || lastKey < name, "members out of order: \(lastKey) before \(name)")
+        lastKey = name
+        #endif
+        // Single bytes are appended in place; only the key is a copy.
+        if count > 0 { out.append(UInt8(ascii: ",")) }
+        count += 1
+        out.append(UInt8(ascii: "\""))
+        JSONTextWriter.appendLiteral(key, into: &out)
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
+    }
+
+    /// A string member; nothing when `value` is nil.
+    package mutating func string(_ key: StaticString, _ value: String?) {
+        guard let value else { return }
+        self.key(key)
+        JSONTextWriter.writeString(value, into: &out)
+    }
+
+    /// An integer member; nothing when `value` is nil.
+    package mutating func int(_ key: StaticString, _ value: Int?) {
+        guard let value else { return }
+        self.key(key)
+        JSONTextWriter.writeInt(value, into: &out)
+    }
+
+    /// Any member; nothing when `value` is nil (a JSON null is `.null`).
+    package mutating func value(_ key: StaticString, _ value: JSONValue?) {
+        guard let value else { return }
+        self.key(key)
+        JSONTextWriter.write(value, into: &out)
+    }
+
+    /// A member whose value `write` appends as JSON text.
+    package mutating func member(_ key: StaticString, _ write: (inout [UInt8]) -> Void) {
+        self.key(key)
+        write(&out)
+    }
+}
+
 extension Result where Failure == JSONParseError {
     fileprivate init(_ body: () throws(JSONParseError) -> Success) {
         do { self = .success(try body()) } catch { self = .failure(error) }
@@ -510,14 +576,16 @@ enum JSONTextWriter {
         var magnitude = i.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
         var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
+        withUnsafeMutableBytes(of: &digits) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
             while magnitude > 0 {
                 buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
                 count += 1
             }
             if i < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: buffer[(24 - count)...])
+            // A buffer pointer, not a slice of the raw bytes: its append is a copy, not a generic loop.
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[(24 - count)...]))
         }
     }
 
@@ -533,28 +601,73 @@ enum JSONTextWriter {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        writeStringContents(s, into: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `s` as the inside of a JSON string (escaped, without its quotes): a
+    /// caller with a literal around it writes the quotes with the literal.
+    static func writeStringContents(_ s: String, into out: inout [UInt8]) {
         var s = s
         s.withUTF8 { buf in
+            // Runs without an escape are appended whole; most strings are one run.
             var runStart = 0
-            for i in 0..<buf.count {
-                let b = buf[i]
-                if b >= 0x20 && b != 0x22 && b != 0x5C { continue }
+            var i = firstByteToEscape(buf, from: 0)
+            while i < buf.count {
                 if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
-                runStart = i + 1
+                let b = buf[i]
+                out.append(0x5C)
                 switch b {
-                case 0x22: out.append(contentsOf: [0x5C, 0x22])
-                case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+                case 0x22, 0x5C: out.append(b)
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
                 default:
-                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                    out.append(UInt8(ascii: "u"))
+                    out.append(0x30)
+                    out.append(0x30)
+                    out.append(hex[Int(b >> 4)])
+                    out.append(hex[Int(b & 0xF)])
                 }
+                runStart = i + 1
+                i = firstByteToEscape(buf, from: runStart)
             }
             if runStart < buf.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<buf.count])) }
         }
-        out.append(UInt8(ascii: "\""))
+    }
+
+    /// The position of the first byte from `start` on that a JSON string must
+    /// escape (a control character, `"` or `\`), else `bytes.count`. Eight
+    /// bytes are tested at a time: strings are written at every event, and
+    /// nearly all their bytes need no escape.
+    @inline(__always)
+    static func firstByteToEscape(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var i = start
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= bytes.count, !anyByteToEscape(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i += 8 }
+        }
+        while i < bytes.count {
+            let b = bytes[i]
+            if b < 0x20 || b == 0x22 || b == 0x5C { return i }
+            i += 1
+        }
+        return bytes.count
+    }
+
+    /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\`
+    /// (the "has a byte less than n" and "has a zero byte" bit tricks: exact
+    /// for the question whether any byte is, bytes of 0x80 and above never are).
+    @inline(__always)
+    static func anyByteToEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let zeroed = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+        return (control | (zeroed & highs)) != 0
     }
 }

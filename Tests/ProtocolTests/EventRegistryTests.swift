@@ -56,6 +56,13 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
             TranscriptEntry(id: "e7", turnId: "t1", .toolOutput(callId: "c1", name: "n", outcome: .ok, content: ["x": "y"], profile: "p", approvedArguments: ["a": 1])),
             TranscriptEntry(id: "e8", .toolOutput(callId: "c2", name: "n", outcome: .denied, content: nil, profile: nil, approvedArguments: nil)),
             TranscriptEntry(id: "e9", turnId: "t2", .summary(text: "what came before")),
+            TranscriptEntry(id: "e10", .reasoning(text: "", profile: nil, signature: nil)),
+            TranscriptEntry(id: "e11", .toolCalls(calls: [ToolCallRecord(callId: "c1", name: "n", arguments: .null), ToolCallRecord(callId: "c\"2", name: "m", arguments: "s")], profile: nil, text: nil)),
+            TranscriptEntry(
+                id: "e12", turnId: "t3",
+                .toolOutput(
+                    callId: "c3", name: "shot", outcome: .failed, content: ["a note"], profile: "p", approvedArguments: nil,
+                    media: [MediaReference(type: .image, mimeType: "image/png", sha256: "ab", size: 3)])),
         ]
         for entry in entries {
             var bytes: [UInt8] = []

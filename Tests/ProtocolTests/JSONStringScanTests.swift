@@ -40,4 +40,39 @@ import Testing
             }
         }
     }
+
+    /// The writer tests eight bytes at a time as well: every byte that needs
+    /// an escape, at every position of strings around a word's length, is
+    /// escaped as one byte at a time would, and the text parses back.
+    @Test func everyByteToEscapeAtEveryPositionIsWrittenAsOneByteAtATimeWould() throws {
+        func reference(_ s: String) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for b in s.utf8 {
+                switch b {
+                case 0x22: out += Array(#"\""#.utf8)
+                case 0x5C: out += Array(#"\\"#.utf8)
+                case 0x0A: out += Array(#"\n"#.utf8)
+                case 0x0D: out += Array(#"\r"#.utf8)
+                case 0x09: out += Array(#"\t"#.utf8)
+                case 0x08: out += Array(#"\b"#.utf8)
+                case 0x0C: out += Array(#"\f"#.utf8)
+                case ..<0x20: out += Array(String(format: "\\u%04x", Int(b)).utf8)
+                default: out.append(b)
+                }
+            }
+            return out + [0x22]
+        }
+        let plain = Array("abcdefghijklmnopqrstuvwxyz0123".utf8)
+        let inserts: [[UInt8]] = (0..<0x20).map { [UInt8($0)] } + [[0x22], [0x5C], [0x21], [0x23], [0x5B], [0x5D], [0x7F], Array("é".utf8), Array("😀".utf8), [0x22, 0x5C, 0x0A]]
+        for length in 0..<20 {
+            for insert in inserts {
+                for at in 0...length {
+                    let string = String(decoding: Array(plain[..<at]) + insert + Array(plain[at..<length]), as: UTF8.self)
+                    let written = JSONValue.string(string).serialized()
+                    #expect(written == reference(string), "\(Array(string.utf8))")
+                    #expect(try JSONValue.parse(written) == .string(string))
+                }
+            }
+        }
+    }
 }

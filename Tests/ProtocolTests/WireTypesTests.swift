@@ -581,6 +581,13 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(params.json == (try JSONValue(encoding: params)))
         #expect(try params.json.decode(as: ToolCallParams.self) == params)
         #expect(params.idempotencyKey == "s-1/t-1/2/c1")
+        // Written directly, with and without a second send's members, it is `json`'s text.
+        for sent in [params, ToolCallParams(
+            sessionId: "s \"2\"", turnId: "t-2", callId: "c2", name: "put", arguments: "x", revision: 0, idempotencyKey: "k", attempt: 3, inDoubt: true)] {
+            var bytes: [UInt8] = []
+            sent.write(into: &bytes)
+            #expect(bytes == sent.json.serialized(), "\(String(decoding: bytes, as: UTF8.self))")
+        }
     }
 
     /// `ToolCallResult(json:)` reads what the Codable decoder reads, and fails

@@ -6,6 +6,9 @@ public protocol ClientChannel: Sendable {
     func notify(_ method: String, _ params: JSONValue)
     /// Throws `OutgoingRequestError` or `CancellationError` (the request is then withdrawn).
     func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue
+    /// `request` with params that `write` appends as JSON text, the same as
+    /// `params()`: a channel that writes JSON need not build the value.
+    func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue
     /// Whether the client reads slower than the server writes.
     var isBehind: Bool { get }
     /// The output a producer should keep queued at most, in bytes.
@@ -25,6 +28,9 @@ extension ClientChannel {
     public var outputQueueBytes: Int { .max }
     public func waitUntilWritable() async {}
     public func toolCallRunning(sessionId: String, callId: String) {}
+    public func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue {
+        try await request(method, params(), timeout: timeout)
+    }
 }
 
 extension Connection: ClientChannel {}

@@ -17,7 +17,9 @@ final class SessionEvents {
         didSet { if runningTurnId != oldValue { runningTail = nil } }
     }
     /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
-    private var heldDelta: (reasoning: Bool, text: String)?
+    /// Read at every delta; used only on the session actor and never across
+    /// a suspension, so without the runtime's exclusivity check.
+    @exclusivity(unchecked) private var heldDelta: (reasoning: Bool, text: String)?
     /// The server's own connection, when that is the channel: events are
     /// written to it as bytes (`Connection.notify(_:writingParams:params:)`).
     private let connection: Connection?
@@ -47,7 +49,16 @@ final class SessionEvents {
             return
         }
         releaseHeldDelta()
-        if channel.isBehind {
+        if let connection {
+            // Asked and sent under one lock of the output queue.
+            let seq = seq + 1
+            let tail = runningTail ?? tail(runningTurnId)
+            let sent = connection.notifyUnlessBehind(
+                SessionEventNotification.name,
+                writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
+                params: { self.deltaParams(text, reasoning: reasoning, seq: seq) })
+            if sent { self.seq = seq } else { heldDelta = (reasoning, text) }
+        } else if channel.isBehind {
             heldDelta = (reasoning, text)
         } else {
             sendDelta(text, reasoning: reasoning)
@@ -92,9 +103,12 @@ final class SessionEvents {
         connection.notify(
             SessionEventNotification.name,
             writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
-            params: {
-                SessionEventParams(sessionId: sessionId, turnId: runningTurnId, seq: seq, event: reasoning ? .reasoningDelta(text) : .textDelta(text)).json
-            })
+            params: { deltaParams(text, reasoning: reasoning, seq: seq) })
+    }
+
+    /// A delta's params as a value (for a recorder or the trace log).
+    private func deltaParams(_ text: String, reasoning: Bool, seq: Int) -> JSONValue {
+        SessionEventParams(sessionId: sessionId, turnId: runningTurnId, seq: seq, event: reasoning ? .reasoningDelta(text) : .textDelta(text)).json
     }
 
     /// The end of an event's params for `turnId`: kept for the running turn.

@@ -234,7 +234,7 @@ extension ToolStage {
     nonisolated(nonsending) private func dispatch(_ call: ToolCallParams, timeout: Double) async throws -> ToolExecutionResult {
         let answer: JSONValue
         do {
-            answer = try await context.channel.request(ToolCallRequest.name, call.json, timeout: timeout)
+            answer = try await context.channel.request(ToolCallRequest.name, writingParams: { call.write(into: &$0) }, params: { call.json }, timeout: timeout)
         } catch OutgoingRequestError.rpc(let clientError) {
             throw RPCError(.toolExecutorError, "the client's tool '\(call.name)' failed: \(clientError.message)", data: [
                 "callId": .string(call.callId), "name": .string(call.name), "clientError": clientError.json,

@@ -471,20 +471,29 @@ extension TurnRunner {
         // stalled stream (the iteration then finishes quietly, see below).
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
+        // A shown round trip's text is kept once, in `currentText` (which
+        // getState reads while it streams), and is the output's when the
+        // stream ends or fails: one append a delta, not two.
+        let shownStart = shown ? currentText.utf8.count : 0
+        defer {
+            if shown { output.text = shownStart == 0 ? currentText : String(decoding: currentText.utf8.dropFirst(shownStart), as: UTF8.self) }
+        }
+        let events = session.events
         for try await event in provider.stream(request) {
             try control.checkpoint()
             switch event {
             case .textDelta(let delta):
                 guard !delta.isEmpty else { continue }
-                output.text += delta
                 if shown {
                     currentText += delta
-                    session.events.emitDelta(delta, reasoning: false)
+                    events.emitDelta(delta, reasoning: false)
+                } else {
+                    output.text += delta
                 }
             case .reasoningDelta(let delta):
                 guard !delta.isEmpty else { continue }
                 output.reasoning += delta
-                if shown { session.events.emitDelta(delta, reasoning: true) }
+                if shown { events.emitDelta(delta, reasoning: true) }
             case .reasoningSignature(let signature):
                 // Not shown to clients: it only matters for sending the thinking back.
                 output.reasoningSignatures.append(signature)
@@ -492,10 +501,11 @@ extension TurnRunner {
                 // A refusal is the model's answer to the user: shown as text.
                 guard !delta.isEmpty else { continue }
                 output.refusal += delta
-                output.text += delta
                 if shown {
                     currentText += delta
-                    session.events.emitDelta(delta, reasoning: false)
+                    events.emitDelta(delta, reasoning: false)
+                } else {
+                    output.text += delta
                 }
             case .toolCall(let call):
                 output.toolCalls.append(call)
@@ -509,7 +519,7 @@ extension TurnRunner {
                 output.stopReason = reason
                 ended = true
             }
-            if shown { await session.events.keepPace() }
+            if shown { await events.keepPace() }
         }
         // A cancelled task ends the stream's iteration quietly; that is not truncation.
         try control.checkpoint()

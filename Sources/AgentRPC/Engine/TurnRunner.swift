@@ -21,7 +21,10 @@ final class TurnRunner {
 
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true
-    var currentText = ""
+    /// Appended once per streamed delta. Only the session actor touches a
+    /// runner, and no access to it spans a suspension, so the runtime's
+    /// exclusivity check per append is left out.
+    @exclusivity(unchecked) var currentText = ""
     /// The tool calls of the round trip running now, if any (`ToolStage`).
     var toolStage: ToolStage<AgentSession>?
     var activeToolCalls: [ToolCallRecord] { toolStage?.activeToolCalls ?? [] }

@@ -249,12 +249,27 @@ package final class Connection: Sendable {
     package func notify(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue) {
         guard recorder == nil, logger.level < .trace, outputFraming == .newline else { return notify(method, params()) }
         // The stdout queue has no byte limit (`maxQueuedBytes` nil), so the size need not be known up front.
-        writer.enqueue(byteCount: 0) { queue in
-            Self.appendNotificationHead(method, into: &queue)
-            write(&queue)
-            queue.append(UInt8(ascii: "}"))
-            queue.append(0x0A)
+        writer.enqueue(byteCount: 0) { Self.frameNotification(method, writingParams: write, into: &$0) }
+    }
+
+    /// A newline-framed notification whose params `write` appends.
+    private static func frameNotification(_ method: String, writingParams write: (inout [UInt8]) -> Void, into queue: inout [UInt8]) {
+        appendNotificationHead(method, into: &queue)
+        write(&queue)
+        queue.append(UInt8(ascii: "}"))
+        queue.append(0x0A)
+    }
+
+    /// `notify(_:writingParams:params:)` unless the client is behind
+    /// (`isBehind`): then nothing is sent and this returns false. A streamed
+    /// delta asks and is queued under one lock.
+    package func notifyUnlessBehind(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue) -> Bool {
+        guard recorder == nil, logger.level < .trace, outputFraming == .newline else {
+            if isBehind { return false }
+            notify(method, params())
+            return true
         }
+        return writer.enqueueUnlessBehind { Self.frameNotification(method, writingParams: write, into: &$0) }
     }
 
     /// Queues a request of ours (one per tool call), its envelope written
@@ -262,19 +277,37 @@ package final class Connection: Sendable {
     private func sendRequest(id: RequestID, method: String, params: JSONValue) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
-        bytes.append(contentsOf: #"{"id":"#.utf8)
-        id.json.serialize(into: &bytes)
-        bytes.append(contentsOf: #","jsonrpc":"2.0","method":"#.utf8)
-        JSONValue.string(method).serialize(into: &bytes)
-        bytes.append(contentsOf: #","params":"#.utf8)
+        Self.appendRequestHead(id: id, method: method, into: &bytes)
         params.serialize(into: &bytes)
         bytes.append(UInt8(ascii: "}"))
         sendSerialized(bytes, message: .request(id: id, method: method, params: params))
     }
 
+    /// `{"id":ID,"jsonrpc":"2.0","method":METHOD,"params":` — a request's
+    /// envelope up to its params, in the sorted-key order `Message.json` serializes to.
+    private static func appendRequestHead(id: RequestID, method: String, into bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"id":"#.utf8)
+        id.json.serialize(into: &bytes)
+        bytes.append(contentsOf: #","jsonrpc":"2.0","method":"#.utf8)
+        JSONValue.string(method).serialize(into: &bytes)
+        bytes.append(contentsOf: #","params":"#.utf8)
+    }
+
     /// `{"jsonrpc":"2.0","method":METHOD,"params":` — the envelope up to its
     /// params, in the sorted-key order `Message.json` serializes to.
     private static func appendNotificationHead(_ method: String, into bytes: inout [UInt8]) {
+        // Nearly every notification is an event: its head is made once.
+        if method == SessionEventNotification.name { return bytes.append(contentsOf: sessionEventHead) }
+        writeNotificationHead(method, into: &bytes)
+    }
+
+    private static let sessionEventHead: [UInt8] = {
+        var bytes: [UInt8] = []
+        writeNotificationHead(SessionEventNotification.name, into: &bytes)
+        return bytes
+    }()
+
+    private static func writeNotificationHead(_ method: String, into bytes: inout [UInt8]) {
         bytes.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
         JSONValue.string(method).serialize(into: &bytes)
         bytes.append(contentsOf: #","params":"#.utf8)
@@ -284,6 +317,29 @@ package final class Connection: Sendable {
     /// seconds. Cancelling the calling task withdraws the request with
     /// `$/cancelRequest` and throws `CancellationError`.
     package func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue {
+        try await request(method, timeout: timeout) { id in self.sendRequest(id: id, method: method, params: params) }
+    }
+
+    /// `request` with params that `write` appends as JSON text (a `tool/call`
+    /// per tool call): with no recorder and no trace log, the envelope is
+    /// written around them, and no `JSONValue` of them is made. `params`
+    /// is the same params as a value, for a recorder or the trace log.
+    package func request(
+        _ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double
+    ) async throws -> JSONValue {
+        try await request(method, timeout: timeout) { id in
+            guard self.recorder == nil, self.logger.level < .trace else { return self.sendRequest(id: id, method: method, params: params()) }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(256)
+            Self.appendRequestHead(id: id, method: method, into: &bytes)
+            write(&bytes)
+            bytes.append(UInt8(ascii: "}"))
+            self.enqueueFramed(bytes)
+        }
+    }
+
+    /// Registers a request and has `send` queue it, under the request's id.
+    private func request(_ method: String, timeout: Double, send: (RequestID) -> Void) async throws -> JSONValue {
         let id = RequestID.int(nextOutgoingID.withLock { id in
             defer { id &+= 1 }
             return id
@@ -301,9 +357,13 @@ package final class Connection: Sendable {
                     continuation.resume(throwing: Task.isCancelled ? CancellationError() as any Error : OutgoingRequestError.disconnected)
                     return
                 }
-                // Armed after the insert, so even a zero timeout finds the entry.
+                // Queued before its deadline is armed: a deadline that fires at
+                // once (a zero timeout on a busy machine) withdraws a request
+                // that is out, never one still to be written (its `$/cancelRequest`
+                // went out first). Armed after the insert, so it finds the entry;
+                // an answer that came first leaves it nothing to do.
+                send(id)
                 deadlines.add(id, after: max(0, timeout)) { [weak self] in self?.expire(id, timeout: timeout) }
-                sendRequest(id: id, method: method, params: params)
             }
         } onCancel: {
             if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {

@@ -73,13 +73,19 @@ final class ByteSinkThread: @unchecked Sendable {
     // @unchecked: all mutable state is guarded by `condition`.
     // A condition, not a Mutex: the writer thread must block until bytes are
     // queued, and `flush` until they are written.
+    // The state is guarded by `condition`, so the runtime's exclusivity
+    // checks of these properties (two per queued frame) are left out.
     private let condition = NSCondition()
-    private var queue: [UInt8] = []
-    private var writing = false
+    @exclusivity(unchecked) private var queue: [UInt8] = []
+    /// The buffer of the chunk written last, emptied, kept to be the next
+    /// `queue`: frames are appended into room that is already there instead
+    /// of a fresh array growing (and copying itself) again after every write.
+    @exclusivity(unchecked) private var spare: [UInt8] = []
+    @exclusivity(unchecked) private var writing = false
     /// Bytes of the chunk being written (taken off `queue`, not yet all written).
-    private var writingBytes = 0
-    private var closed = false
-    private var broken = false
+    @exclusivity(unchecked) private var writingBytes = 0
+    @exclusivity(unchecked) private var closed = false
+    @exclusivity(unchecked) private var broken = false
     private let fd: Int32
     private let maxQueuedBytes: Int?
     private(set) var droppedBytes = 0
@@ -90,7 +96,7 @@ final class ByteSinkThread: @unchecked Sendable {
     private var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter = 0
     /// The most bytes ever pending at once (queued plus being written).
-    private(set) var peakPendingBytes = 0
+    @exclusivity(unchecked) private(set) var peakPendingBytes = 0
 
     /// `AGENTRPC_TEST_KILL_AT_FRAME` (the client's output only): each enqueue is one frame.
     let killSwitch: TestKillSwitch?
@@ -118,6 +124,23 @@ final class ByteSinkThread: @unchecked Sendable {
         killSwitch?.beforeWrite()
         condition.lock()
         defer { condition.unlock() }
+        return enqueueLocked(byteCount: byteCount, fill)
+    }
+
+    /// `enqueue` unless the sink is behind (`isBehind`): then nothing is
+    /// queued and this returns false. The question and the frame take one
+    /// lock (a streamed delta asks it at every delta).
+    func enqueueUnlessBehind(_ fill: (inout [UInt8]) -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if isBehindLocked { return false }
+        killSwitch?.beforeWrite()
+        enqueueLocked(byteCount: 0, fill)
+        return true
+    }
+
+    @discardableResult
+    private func enqueueLocked(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> Bool {
         if broken || closed { return false }
         if let maxQueuedBytes, queue.count + byteCount > maxQueuedBytes {
             droppedBytes += byteCount
@@ -226,16 +249,20 @@ final class ByteSinkThread: @unchecked Sendable {
                 return
             }
             var chunk: [UInt8] = []
+            swap(&chunk, &spare)
             swap(&chunk, &queue)
             writing = true
             writingBytes = chunk.count
             condition.unlock()
 
             let ok = writeAll(chunk)
+            // A buffer grown by a burst is not kept for ever.
+            if chunk.capacity <= Self.spareCapacity { chunk.removeAll(keepingCapacity: true) } else { chunk = [] }
 
             condition.lock()
             writing = false
             writingBytes = 0
+            swap(&spare, &chunk)
             if !ok {
                 broken = true
                 queue.removeAll()
@@ -247,6 +274,9 @@ final class ByteSinkThread: @unchecked Sendable {
             if !ok { return }
         }
     }
+
+    /// The largest buffer kept for the next queue.
+    private static let spareCapacity = 1 << 20
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { raw in

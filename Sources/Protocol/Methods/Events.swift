@@ -100,16 +100,18 @@ extension SessionEventParams {
 
     /// The params of a `textDelta` (or `reasoningDelta`) event, as `write`
     /// does it: the engine sends one per streamed token.
+    /// The literals around the delta's text are written whole (five appends a
+    /// delta, where `write` with a closure made twelve).
     public static func writeDelta(_ delta: String, reasoning: Bool, seq: Int, tail: [UInt8], into out: inout [UInt8]) {
-        write(seq: seq, tail: tail, into: &out) { out in
-            JSONTextWriter.appendLiteral(#"{"delta":"#, into: &out)
-            JSONTextWriter.writeString(delta, into: &out)
-            if reasoning {
-                JSONTextWriter.appendLiteral(#","type":"reasoningDelta"}"#, into: &out)
-            } else {
-                JSONTextWriter.appendLiteral(#","type":"textDelta"}"#, into: &out)
-            }
+        JSONTextWriter.appendLiteral(#"{"event":{"delta":""#, into: &out)
+        JSONTextWriter.writeStringContents(delta, into: &out)
+        if reasoning {
+            JSONTextWriter.appendLiteral(#"","type":"reasoningDelta"},"seq":"#, into: &out)
+        } else {
+            JSONTextWriter.appendLiteral(#"","type":"textDelta"},"seq":"#, into: &out)
         }
+        JSONTextWriter.writeInt(seq, into: &out)
+        out.append(contentsOf: tail)
     }
 
     /// What follows `seq` in an event's params: `sessionId`, `turnId`, the closing brace.
@@ -231,7 +233,17 @@ extension SessionEvent {
         }
         /// Built directly: sent in every round trip.
         public var eventJSON: JSONValue { members.object }
-        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        /// `members` written in sorted key order, without building them.
+        public func writeEventJSON(into out: inout [UInt8]) {
+            JSONObjectWriter.write(into: &out) { o in
+                o.int("contextWindowTokens", contextWindowTokens)
+                o.string("model", model)
+                o.string("profile", profile)
+                o.string("provider", provider)
+                o.int("roundTrip", roundTrip)
+                o.string("type", Self.type)
+            }
+        }
         private var members: JSONMembers {
             var o: [(key: String, value: JSONValue)] = [
                 ("type", "requestStarted"), ("roundTrip", .int(roundTrip)), ("profile", .string(profile)),
@@ -276,7 +288,16 @@ extension SessionEvent {
         }
         /// Built directly: sent in every tool round trip.
         public var eventJSON: JSONValue { members.object }
-        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        /// `members` written in sorted key order, without building them.
+        public func writeEventJSON(into out: inout [UInt8]) {
+            JSONObjectWriter.write(into: &out) { o in
+                o.value("arguments", arguments)
+                o.string("callId", callId)
+                o.string("name", name)
+                o.value("source", source?.json)
+                o.string("type", Self.type)
+            }
+        }
         private var members: JSONMembers {
             var o: [(key: String, value: JSONValue)] = [("type", "toolCallStarted"), ("callId", .string(callId)), ("name", .string(name)), ("arguments", arguments)]
             if let source { o.append(("source", source.json)) }
@@ -355,7 +376,18 @@ extension SessionEvent {
         }
         /// Built directly: sent in every tool round trip.
         public var eventJSON: JSONValue { members.object }
-        public func writeEventJSON(into out: inout [UInt8]) { members.serialize(into: &out) }
+        /// `members` written in sorted key order, without building them.
+        public func writeEventJSON(into out: inout [UInt8]) {
+            JSONObjectWriter.write(into: &out) { o in
+                o.string("callId", callId)
+                o.value("content", content)
+                o.value("media", media.map { .array($0.map(\.json)) })
+                o.string("name", name)
+                o.string("outcome", outcome.rawValue)
+                o.value("source", source?.json)
+                o.string("type", Self.type)
+            }
+        }
         private var members: JSONMembers {
             var o: [(key: String, value: JSONValue)] = [
                 ("type", "toolCallFinished"), ("callId", .string(callId)), ("name", .string(name)),

@@ -855,6 +855,15 @@ public struct ToolCallRecord: Codable, Sendable, Hashable {
     public var json: JSONValue {
         ["callId": .string(callId), "name": .string(name), "arguments": arguments]
     }
+
+    /// Appends `json`'s text (members in sorted order) without building it.
+    public func serialize(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { o in
+            o.value("arguments", arguments)
+            o.string("callId", callId)
+            o.string("name", name)
+        }
+    }
 }
 
 /// The `type` of a transcript entry.
@@ -937,9 +946,57 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
     public var json: JSONValue { wireMembers.object }
 
     /// Appends the wire form's JSON text, as `json.serialize(into:)` writes it,
-    /// without building its dictionary: every entry goes out in an event and
-    /// into the journal.
-    public func serialize(into out: inout [UInt8]) { wireMembers.serialize(into: &out) }
+    /// without building its dictionary or a list of its members: every entry
+    /// goes out in an event and into the journal. Each case writes the members
+    /// `wireMembers` lists, in sorted key order (a test pins that both agree
+    /// for every case).
+    public func serialize(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { o in
+            switch content {
+            case .prompt(let text, let images):
+                o.string("id", id)
+                o.value("images", images.map { .array($0.map(\.json)) })
+                o.string("text", text)
+            case .response(let text, let profile, let incomplete, let stopReason):
+                o.string("id", id)
+                if incomplete { o.value("incomplete", true) }
+                o.string("profile", profile)
+                o.string("stopReason", stopReason?.rawValue)
+                o.string("text", text)
+            case .reasoning(let text, let profile, let signature):
+                o.string("id", id)
+                o.string("profile", profile)
+                o.string("signature", signature)
+                o.string("text", text)
+            case .toolCalls(let calls, let profile, let text):
+                o.member("calls") { out in
+                    out.append(UInt8(ascii: "["))
+                    for (i, call) in calls.enumerated() {
+                        if i > 0 { out.append(UInt8(ascii: ",")) }
+                        call.serialize(into: &out)
+                    }
+                    out.append(UInt8(ascii: "]"))
+                }
+                o.string("id", id)
+                o.string("profile", profile)
+                o.string("text", text)
+            case .toolOutput(let callId, let name, let outcome, let content, let profile, let approved, let media):
+                o.value("approvedArguments", approved)
+                o.string("callId", callId)
+                o.value("content", content)
+                o.string("id", id)
+                o.value("media", media.map { .array($0.map(\.json)) })
+                o.string("name", name)
+                o.string("outcome", outcome.rawValue)
+                o.string("profile", profile)
+            case .summary(let text):
+                o.string("id", id)
+                o.string("text", text)
+            }
+            o.string("turnId", turnId)
+            o.string("type", content.type.rawValue)
+        }
+    }
 
     /// The members of the wire form, listed once for `json` and `serialize`.
     private var wireMembers: JSONMembers {

@@ -119,6 +119,22 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
         if let inDoubt { members["inDoubt"] = .bool(inDoubt) }
         return .object(members)
     }
+
+    /// Appends `json`'s text (members in sorted order) without building it:
+    /// the params of every `tool/call` (a test pins both to one form).
+    public func write(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { o in
+            o.value("arguments", arguments)
+            o.int("attempt", attempt)
+            o.string("callId", callId)
+            o.string("idempotencyKey", idempotencyKey)
+            o.value("inDoubt", inDoubt.map(JSONValue.bool))
+            o.string("name", name)
+            o.int("revision", revision)
+            o.string("sessionId", sessionId)
+            o.string("turnId", turnId)
+        }
+    }
 }
 
 /// `tool/call` result.
