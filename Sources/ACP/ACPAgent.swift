@@ -32,6 +32,8 @@ final class ACPAgent: Sendable {
         /// `session/update`s that must follow a request's answer (an editor drops
         /// `available_commands_update` sent before the session exists for it).
         var afterAnswer: [RequestID: [JSONValue]] = [:]
+        /// Sessions whose slash commands follow a request's answer (first of what follows it).
+        var commandsAfterAnswer: [RequestID: ACPSession] = [:]
         /// Sessions loaded with a parked turn (`onDisconnect: "park"`): it goes
         /// on once the load is answered, asking the editor again what it waited for.
         var continueAfterAnswer: [RequestID: String] = [:]
@@ -168,6 +170,7 @@ final class ACPAgent: Sendable {
         } catch {
             state.withLock {
                 _ = $0.afterAnswer.removeValue(forKey: id)
+                _ = $0.commandsAfterAnswer.removeValue(forKey: id)
                 _ = $0.continueAfterAnswer.removeValue(forKey: id)
             }
             fail(id, Self.rpcError(error, method: method, logger: logger))
@@ -176,6 +179,9 @@ final class ACPAgent: Sendable {
         switch reply {
         case .now(let value):
             editor.send(.success(id, value))
+            if let session = state.withLock({ $0.commandsAfterAnswer.removeValue(forKey: id) }) {
+                session.showCommands { commands in editor.notify("session/update", ACPUpdates.availableCommands(commands, session: session.id)) }
+            }
             for update in state.withLock({ $0.afterAnswer.removeValue(forKey: id) }) ?? [] { editor.notify("session/update", update) }
             if let parked = state.withLock({ $0.continueAfterAnswer.removeValue(forKey: id) }) { continueParkedTurn(of: parked) }
         case .later(let work):
@@ -317,11 +323,10 @@ final class ACPAgent: Sendable {
             + (engine.configPath.map { "; the configuration file \($0) names none" } ?? ""))
     }
 
-    /// Queues the session's slash commands to follow the answer to `request`.
+    /// The session's slash commands follow the answer to `request`, as they
+    /// are when it is sent (its MCP servers' prompts may come meanwhile).
     private func advertiseCommands(_ session: ACPSession, after request: RequestID) {
-        sendAfterAnswer(["sessionId": .string(session.id), "update": [
-            "sessionUpdate": "available_commands_update", "availableCommands": SlashCommand.advertised,
-        ]], to: request)
+        state.withLock { $0.commandsAfterAnswer[request] = session }
     }
 
     /// A `session/update` about a session the editor learns of from `request`'s answer: sent after it.
@@ -381,6 +386,7 @@ final class ACPAgent: Sendable {
             let servers = (try? await engine.call("session/getState", ["sessionId": .string(session.id)]))?["mcpServers"]?.arrayValue ?? []
             let settling = servers.contains { ["starting", "restarting"].contains($0["status"]?.stringValue ?? "") }
             if !settling || ContinuousClock.now >= deadline {
+                session.notePrompts(fromState: servers)
                 return servers.filter { $0["status"]?.stringValue == "failed" }.map { server in
                     let name = server["name"]?.stringValue ?? "?"
                     return (session.mcpShownNames[name] ?? name, server["reason"]?.stringValue ?? "it failed")
@@ -596,13 +602,29 @@ final class ACPAgent: Sendable {
                 return ["stopReason": "end_turn", "_meta": ["agentrpc": .object(meta)]]
             }
         }
+        let text = input["text"]?.stringValue ?? ""
+        if let (word, argument) = SlashCommand.split(text), let command = session.promptCommand(named: word) {
+            return .later { [self] in try await runPromptCommand(command, argument: argument, typed: text, session: session) }
+        }
+        let call: EmbeddedCall
+        do {
+            call = try await startTurn(input, typed: text, session: session)
+        } catch {
+            _ = session.endPrompt()
+            throw error
+        }
+        return .later { [self] in try await finishTurn(call, session: session) }
+    }
+
+    /// Starts the prompt's turn (`session/send`) with the session's mode and model.
+    private func startTurn(_ input: JSONValue, typed: String, session: ACPSession) async throws -> EmbeddedCall {
         // MCP servers that cannot run are said once, before the answer that would have used them.
         let unavailable = session.takeUnavailable()
         if !unavailable.isEmpty {
             let text = unavailable.map { "MCP server '\($0.name)' is not available: \($0.reason)." }.joined(separator: "\n") + "\n\n"
             editor.notify("session/update", ["sessionId": .string(session.id), "update": ACPUpdates.chunk("agent_message_chunk", text)])
         }
-        if let title = session.takeTitle(from: input["text"]?.stringValue ?? "") {
+        if let title = session.takeTitle(from: typed) {
             // The first prompt names the session in the editor's list.
             editor.notify("session/update", ["sessionId": .string(session.id), "update": ["sessionUpdate": "session_info_update", "title": .string(title)]])
         }
@@ -616,32 +638,74 @@ final class ACPAgent: Sendable {
             }
         }
         if !options.isEmpty { send["options"] = .object(options) }
+        let call = try await engine.start("session/send", .object(send))
+        session.attach(call)
+        return call
+    }
+
+    /// The prompt's answer, once its turn ended.
+    private func finishTurn(_ call: EmbeddedCall, session: ACPSession) async throws -> JSONValue {
+        let outcome: Result<JSONValue, RPCError>
+        do throws(RPCError) {
+            outcome = .success(try await call.result())
+        } catch {
+            outcome = .failure(error)
+        }
+        // A call the turn left unfinished is closed before the answer, so no
+        // spinner is left running in the editor.
+        for callId in session.takeOpenCalls() {
+            editor.notify("session/update", ["sessionId": .string(session.id), "update": [
+                "sessionUpdate": "tool_call_update", "toolCallId": .string(callId), "status": "failed",
+                "content": .array(session.display(callId: callId) + [["type": "content", "content": ["type": "text", "text": "The turn ended before this call finished."]]]),
+            ]])
+        }
+        let cancelled = session.endPrompt()
+        return try Self.promptAnswer(outcome, cancelled: cancelled)
+    }
+
+    /// `/server:prompt [arguments]`: the MCP server's prompt, fetched with the
+    /// arguments the text gives (`session/getPrompt`), its messages sent as the
+    /// turn. Arguments that do not fit the prompt, or a server that does not give
+    /// it, are told to the user as an agent message instead of a turn.
+    private func runPromptCommand(_ command: PromptCommand, argument: String, typed: String, session: ACPSession) async throws -> JSONValue {
+        func tell(_ message: String) -> JSONValue {
+            _ = session.endPrompt()
+            editor.notify("session/update", ["sessionId": .string(session.id), "update": ACPUpdates.chunk("agent_message_chunk", message)])
+            return ["stopReason": "end_turn", "_meta": ["agentrpc": ["command": .string(command.name), "refused": .string(message)]]]
+        }
+        let arguments: [String: String]
+        switch command.arguments(from: argument) {
+        case .failure(let refusal): return tell(refusal.message)
+        case .success(let given): arguments = given
+        }
+        var params: [String: JSONValue] = ["sessionId": .string(session.id), "server": .string(command.server), "name": .string(command.prompt)]
+        if !arguments.isEmpty { params["arguments"] = .object(arguments.mapValues(JSONValue.string)) }
+        let messages: [JSONValue]
+        do {
+            let fetch = try await engine.start("session/getPrompt", .object(params))
+            // The editor's cancel withdraws the fetch as it would the turn.
+            session.attach(fetch)
+            messages = try await fetch.result()["messages"]?.arrayValue ?? []
+        } catch {
+            if session.isCancelling {
+                _ = session.endPrompt()
+                return ["stopReason": "cancelled", "_meta": ["agentrpc": ["command": .string(command.name)]]]
+            }
+            return tell((error as? RPCError)?.message ?? "The prompt /\(command.name) could not be fetched: \(error)")
+        }
+        guard !messages.isEmpty else { return tell("The MCP server gave no messages for /\(command.name): there is nothing to send.") }
         let call: EmbeddedCall
         do {
-            call = try await engine.start("session/send", .object(send))
+            call = try await startTurn(["text": .string(PromptCommand.turnText(messages))], typed: typed, session: session)
         } catch {
             _ = session.endPrompt()
             throw error
         }
-        session.attach(call)
-        return .later {
-            let outcome: Result<JSONValue, RPCError>
-            do throws(RPCError) {
-                outcome = .success(try await call.result())
-            } catch {
-                outcome = .failure(error)
-            }
-            // A call the turn left unfinished is closed before the answer, so no
-            // spinner is left running in the editor.
-            for callId in session.takeOpenCalls() {
-                self.editor.notify("session/update", ["sessionId": .string(session.id), "update": [
-                    "sessionUpdate": "tool_call_update", "toolCallId": .string(callId), "status": "failed",
-                    "content": .array(session.display(callId: callId) + [["type": "content", "content": ["type": "text", "text": "The turn ended before this call finished."]]]),
-                ]])
-            }
-            let cancelled = session.endPrompt()
-            return try Self.promptAnswer(outcome, cancelled: cancelled)
-        }
+        let answer = try await finishTurn(call, session: session)
+        guard var o = answer.objectValue, var meta = answer["_meta"]?["agentrpc"]?.objectValue else { return answer }
+        meta["command"] = .string(command.name)
+        o["_meta"] = ["agentrpc": .object(meta)]
+        return .object(o)
     }
 
     /// A turn's end as ACP's `stopReason`; a failure stays an error, with

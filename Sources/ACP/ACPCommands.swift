@@ -25,23 +25,26 @@ struct SlashCommand: Sendable {
                      hint: "what the summary should keep (optional)", run: { context, argument in try await context.compact(instructions: argument) }),
     ]
 
-    /// `available_commands_update`'s list.
-    static var advertised: JSONValue {
-        .array(all.map { command in
-            var o: [String: JSONValue] = ["name": .string(command.name), "description": .string(command.description)]
-            if let hint = command.hint { o["input"] = ["hint": .string(hint)] }
-            return .object(o)
-        })
+    /// Its entry in `available_commands_update`'s list.
+    var advertised: JSONValue {
+        var o: [String: JSONValue] = ["name": .string(name), "description": .string(description)]
+        if let hint { o["input"] = ["hint": .string(hint)] }
+        return .object(o)
     }
 
-    /// The command a prompt asks for, and its argument; nil for any other prompt
-    /// (an unknown `/word` goes to the model as it is).
-    static func parse(_ text: String) -> (SlashCommand, String)? {
+    /// The command word of a prompt whose text is `/word ...`, and the text
+    /// after it; nil for any other prompt.
+    static func split(_ text: String) -> (word: String, argument: String)? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.hasPrefix("/") else { return nil }
         let word = trimmed.dropFirst().prefix { !$0.isWhitespace }
-        guard let command = all.first(where: { $0.name == word }) else { return nil }
-        let argument = trimmed.dropFirst(1 + word.count).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !word.isEmpty else { return nil }
+        return (String(word), trimmed.dropFirst(1 + word.count).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The built-in command a prompt asks for, and its argument; nil for any other prompt.
+    static func parse(_ text: String) -> (SlashCommand, String)? {
+        guard let (word, argument) = split(text), let command = all.first(where: { $0.name == word }) else { return nil }
         return (command, argument)
     }
 }

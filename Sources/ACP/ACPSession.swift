@@ -59,6 +59,14 @@ final class ACPSession: Sendable {
         var unavailable: [(name: String, reason: String)] = []
         var mcpShownNames: [String: String] = [:]
         var shownUnavailable: Set<String> = []
+        /// The prompt commands of the MCP servers that are ready, by server.
+        var prompts: [String: [PromptCommand]] = [:]
+        /// Servers an `mcpServerStatus` event told of: what `session/getState`
+        /// said before is older news for them.
+        var promptsReported: Set<String> = []
+        /// The commands the editor was last told of; nil until the answer that
+        /// makes the session known to it was sent.
+        var shownCommands: JSONValue?
     }
 
     struct RunningPrompt {
@@ -137,6 +145,70 @@ final class ACPSession: Sendable {
             }
             return s.unavailable
         }
+    }
+
+    // MARK: Slash commands
+
+    /// The prompts `session/getState` lists for its servers (`mcpServers`), for
+    /// those no `mcpServerStatus` event told of yet (a server that got ready
+    /// before the session was known here).
+    func notePrompts(fromState servers: [JSONValue]) {
+        state.withLock { s in
+            for server in servers {
+                guard let name = server["name"]?.stringValue, !s.promptsReported.contains(name) else { continue }
+                Self.setPrompts(&s, server: name, status: server["status"]?.stringValue, prompts: server["prompts"]?.arrayValue)
+            }
+        }
+    }
+
+    /// An `mcpServerStatus` event: a ready server's prompts (none when absent)
+    /// become commands, a failed or stopped one's go; while it restarts they
+    /// stay. `send` gets the new list, under the lock (so lists go out in the
+    /// order they were made), when it changed and the editor has one already.
+    func serverStatus(_ server: String, status: String?, prompts: [JSONValue]?, send: (JSONValue) -> Void) {
+        state.withLock { s in
+            s.promptsReported.insert(server)
+            Self.setPrompts(&s, server: server, status: status, prompts: prompts)
+            guard let shown = s.shownCommands else { return }
+            let now = Self.commands(s)
+            guard now != shown else { return }
+            s.shownCommands = now
+            send(now)
+        }
+    }
+
+    /// The answer that makes the session known was sent: `send` gets the
+    /// commands (`available_commands_update`), and every change from now on.
+    func showCommands(send: (JSONValue) -> Void) {
+        state.withLock { s in
+            let now = Self.commands(s)
+            s.shownCommands = now
+            send(now)
+        }
+    }
+
+    /// The prompt command `/name` names, if a server of the session lists it.
+    func promptCommand(named name: String) -> PromptCommand? {
+        state.withLock { s in s.prompts.values.lazy.flatMap { $0 }.first { $0.name == name } }
+    }
+
+    private static func setPrompts(_ s: inout State, server: String, status: String?, prompts: [JSONValue]?) {
+        switch status {
+        case "ready":
+            let shown = s.mcpShownNames[server] ?? server
+            s.prompts[server] = (prompts ?? []).compactMap { PromptCommand(server: server, shownServer: shown, prompt: $0) }
+        case "starting", "restarting":
+            break
+        default:
+            s.prompts[server] = nil
+        }
+    }
+
+    /// `available_commands_update`'s list: the built-in commands, then the
+    /// servers' prompts (by server name, each server's in its order).
+    private static func commands(_ s: State) -> JSONValue {
+        let prompts = s.prompts.keys.sorted().flatMap { s.prompts[$0] ?? [] }
+        return .array(SlashCommand.all.map(\.advertised) + prompts.map(\.advertised))
     }
 
     /// The session already has a title (it was prompted before this process loaded it).

@@ -123,6 +123,11 @@ enum ACPUpdates {
         ["sessionUpdate": "plan", "entries": entries]
     }
 
+    /// The `session/update` params of an `available_commands_update`.
+    static func availableCommands(_ commands: JSONValue, session: String) -> JSONValue {
+        ["sessionId": .string(session), "update": ["sessionUpdate": "available_commands_update", "availableCommands": commands]]
+    }
+
     static func chunk(_ kind: String, _ text: String) -> JSONValue {
         ["sessionUpdate": .string(kind), "content": ["type": "text", "text": .string(text)]]
     }

@@ -36,9 +36,15 @@ final class EngineClient: ClientChannel {
     func notify(_ method: String, _ params: JSONValue) {
         guard method == "session/event", let id = params["sessionId"]?.stringValue, let event = params["event"],
               let session = sessions.get(id) else { return }
-        if event["type"]?.stringValue == "mcpServerStatus", event["status"]?.stringValue == "failed", let server = event["server"]?.stringValue {
-            // A server that fails while the session runs is shown to the user at the next prompt.
-            session.noteUnavailable([(session.mcpShownNames[server] ?? server, event["reason"]?.stringValue ?? "it failed")])
+        if event["type"]?.stringValue == "mcpServerStatus", let server = event["server"]?.stringValue {
+            if event["status"]?.stringValue == "failed" {
+                // A server that fails while the session runs is shown to the user at the next prompt.
+                session.noteUnavailable([(session.mcpShownNames[server] ?? server, event["reason"]?.stringValue ?? "it failed")])
+            }
+            // Its prompts are slash commands: the editor hears of every change.
+            session.serverStatus(server, status: event["status"]?.stringValue, prompts: event["prompts"]?.arrayValue) { commands in
+                editor.notify("session/update", ACPUpdates.availableCommands(commands, session: id))
+            }
         }
         for update in ACPUpdates.updates(for: event, session: session) {
             editor.notify("session/update", ["sessionId": .string(id), "update": update])

@@ -146,6 +146,9 @@ public enum MCPBounds {
     /// The largest message a server may send; a larger one is skipped whole and the
     /// call it answered ends with a note to the model.
     public static let maxMessageBytes = 16 * 1024 * 1024
+    /// The most the `Mcp-Param-*` headers of one `tools/call` may hold together
+    /// (a modern HTTP server's `x-mcp-header` arguments, encoded): a longer call is not sent.
+    public static let maxParamHeaderBytes = 8 * 1024
     /// Tool output longer than this (UTF-8 bytes) is cut, with a note to the model.
     public static let maxToolOutputBytes = 1024 * 1024
     /// How often a crashed server is started again within `restartWindowSeconds`

@@ -244,7 +244,10 @@ final class Engine: Sendable {
             return .now(state)
         }
         table.on(SessionGetPromptRequest.self) { [self] params, _ in
-            .now(try await session(params.sessionId).mcpPrompt(params))
+            let s = try session(params.sessionId)
+            // The server may take its time (up to its bound): later requests are
+            // not held behind it, and `$/cancelRequest` withdraws it.
+            return .later { try await s.mcpPrompt(params) }
         }
         table.on(SessionGetTranscriptRequest.self) { [self] params, _ in
             .now(try await session(params.sessionId).transcriptForClient())

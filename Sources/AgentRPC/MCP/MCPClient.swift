@@ -73,8 +73,8 @@ actor MCPClient {
     private var nextID = 1
     private var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
     private var closedReason: String?
-    /// Called (on this actor) for `notifications/tools/list_changed`.
-    private var onToolsChanged: (@Sendable () -> Void)?
+    /// Called (on this actor) for `notifications/tools/list_changed` and `notifications/prompts/list_changed`.
+    private var onListChanged: (@Sendable () -> Void)?
     /// Called once when the connection ends.
     private var onClosed: (@Sendable (String) -> Void)?
     private var problemLog: [String] = []
@@ -119,8 +119,8 @@ actor MCPClient {
         elicits ? ["elicitation": ["form": .object([:])]] : .object([:])
     }
 
-    func setHandlers(toolsChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void) {
-        onToolsChanged = toolsChanged
+    func setHandlers(listChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void) {
+        onListChanged = listChanged
         onClosed = closed
         if let closedReason { closed(closedReason) }
     }
@@ -206,12 +206,13 @@ actor MCPClient {
             Task { try? await transport.send(answer.json) }
         case .notification(let method, let params):
             switch method {
-            case "notifications/tools/list_changed":
-                onToolsChanged?()
+            case "notifications/tools/list_changed", "notifications/prompts/list_changed":
+                // A listing covers both: the prompts are listed with the tools.
+                onListChanged?()
             case "notifications/subscriptions/acknowledged":
                 if relistOnAcknowledgement {
                     relistOnAcknowledgement = false
-                    onToolsChanged?()
+                    onListChanged?()
                 }
             case "notifications/message":
                 logger.debug("mcp \(serverName): log message")
@@ -414,7 +415,7 @@ actor MCPClient {
         sessionsRenewed += 1
         problem("\(why); a new MCP session was started")
         // The new session may list other tools.
-        onToolsChanged?()
+        onListChanged?()
     }
 
     /// One request, one answer (or error); no renewal. No `timeout`: waits as
@@ -547,7 +548,7 @@ actor MCPClient {
     /// answer is not always set by servers that send the notification.
     private func listen() {
         Task {
-            let params: JSONValue = ["_meta": .object(self.modernMeta), "notifications": ["toolsListChanged": true]]
+            let params: JSONValue = ["_meta": .object(self.modernMeta), "notifications": ["toolsListChanged": true, "promptsListChanged": true]]
             var backoff = Self.listenBackoffSeconds
             while self.closedReason == nil {
                 do {
@@ -653,6 +654,9 @@ actor MCPClient {
         var seenCursors: Set<String> = []
         var names: Set<String> = []
         var pages = 0
+        // Streamable HTTP at 2026-07-28: arguments a tool marks `x-mcp-header` go in headers too.
+        let mirrors = modern && transport.mirrorsParamHeaders
+        var paramHeaders: [String: [MCPParamHeader]] = [:]
         repeat {
             if pages == MCPBounds.maxToolPages {
                 notes.append("tools/list had more than \(MCPBounds.maxToolPages) pages; the rest were not read")
@@ -671,6 +675,16 @@ actor MCPClient {
                 guard names.insert(name).inserted else { continue }
                 let annotations = item["annotations"]
                 let schema = item["inputSchema"] ?? ["type": "object"]
+                if mirrors {
+                    do throws(MCPParamHeader.Invalid) {
+                        let headers = try MCPParamHeader.annotations(of: schema)
+                        if !headers.isEmpty { paramHeaders[name] = headers }
+                    } catch {
+                        // The specification's rule: such a tool is not offered, the others are.
+                        notes.append("the tool '\(name.prefix(128))' was left out: \(error)")
+                        continue
+                    }
+                }
                 var problem: JSONSchemaError?
                 do { _ = try JSONSchemaValidator(schema: schema) } catch { problem = error }
                 tools.append(MCPTool(
@@ -689,6 +703,7 @@ actor MCPClient {
                 break
             }
         } while cursor != nil
+        if mirrors { transport.mirror(paramHeaders: paramHeaders) }
         return (tools, notes)
     }
 

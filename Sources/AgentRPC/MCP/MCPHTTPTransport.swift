@@ -45,6 +45,8 @@ final class MCPHTTPTransport: MCPTransport {
         var eventStream: HTTPRequestHandle?
         var lastEventID: String?
         var eventStreamBackoff = MCPHTTPTransport.eventStreamBackoffSeconds
+        /// Each tool's `x-mcp-header` arguments, by tool name.
+        var paramHeaders: [String: [MCPParamHeader]] = [:]
     }
     private let state = Mutex(State())
 
@@ -74,6 +76,20 @@ final class MCPHTTPTransport: MCPTransport {
 
     /// A modern request is cancelled by closing its response, which `abandoned` does.
     var cancelsByClosingStream: Bool { true }
+
+    var mirrorsParamHeaders: Bool { true }
+
+    func mirror(paramHeaders: [String: [MCPParamHeader]]) { state.withLock { $0.paramHeaders = paramHeaders } }
+
+    /// The headers of a modern request: the routing ones, and for a `tools/call`
+    /// the `Mcp-Param-*` its tool's `x-mcp-header` arguments give.
+    private func modernHeaders(of message: JSONValue) throws -> [String: String] {
+        var h = Self.routingHeaders(of: message)
+        guard message["method"]?.stringValue == "tools/call", let tool = message["params"]?["name"]?.stringValue,
+              let annotations = state.withLock({ $0.paramHeaders[tool] }) else { return h }
+        h.merge(try MCPParamHeader.headers(annotations, arguments: message["params"]?["arguments"] ?? .null)) { current, _ in current }
+        return h
+    }
 
     /// The headers a modern request repeats from its body, so that what routes it
     /// needs not read it: `Mcp-Method`, and `Mcp-Name` for the methods that name
@@ -127,9 +143,10 @@ final class MCPHTTPTransport: MCPTransport {
         let body = Data(message.serialized())
         if let id {
             let modern = state.withLock { $0.version == MCPClient.modernVersion }
+            let extra = modern ? try modernHeaders(of: message) : [:]
             post(
                 body, purpose: .request(id, MCPHTTPResponseSink.RequestKind(method: message["method"]?.stringValue)), idleSeconds: Self.requestIdleSeconds,
-                extraHeaders: modern ? Self.routingHeaders(of: message) : [:], then: nil)
+                extraHeaders: extra, then: nil)
             return
         }
         var key: UUID?

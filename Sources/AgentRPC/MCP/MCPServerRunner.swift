@@ -105,7 +105,10 @@ actor MCPServerRunner {
         status = new
         self.reason = reason
         var event = MCPServerState(name: spec.name, transport: spec.transport, status: new, reason: reason, restarts: restarts)
-        if new == .ready { event.tools = exposedNames }
+        if new == .ready {
+            event.tools = exposedNames
+            event.prompts = prompts
+        }
         if new == .failed || new == .restarting { event.stderr = stderrTail }
         // Reported before a waiting round trip goes on (and a round trip that
         // asks meanwhile waits too): the event reaches the session ahead of
@@ -203,7 +206,7 @@ actor MCPServerRunner {
         self.client = client
         endedReason = nil
         await client.setHandlers(
-            toolsChanged: { [weak self] in Task { await self?.toolsChanged() } },
+            listChanged: { [weak self] in Task { await self?.listChanged() } },
             closed: { [weak self, id = ObjectIdentifier(client)] why in Task { await self?.connectionClosed(why, of: id) } })
         Task { await client.pump(inbox) }
         if stopped {
@@ -259,7 +262,7 @@ actor MCPServerRunner {
         connectionEnd = nil
     }
 
-    private func toolsChanged() {
+    private func listChanged() {
         changesSeen += 1
         guard relistTask == nil else { return }
         relistTask = Task { await self.relistLoop() }
@@ -278,7 +281,9 @@ actor MCPServerRunner {
             do {
                 let listed = try await client.listTools()
                 await take(listed, from: client)
-                await report(MCPServerState(name: spec.name, transport: spec.transport, status: .ready, tools: exposedNames, restarts: restarts))
+                var relisted = MCPServerState(name: spec.name, transport: spec.transport, status: .ready, tools: exposedNames, restarts: restarts)
+                relisted.prompts = prompts
+                await report(relisted)
             } catch {
                 logger.warning("mcp \(spec.name): re-listing tools failed: \(error)")
             }
@@ -417,6 +422,9 @@ actor MCPServerRunner {
         let result: JSONValue
         do {
             result = try await client.request("prompts/get", .object(params), timeout: MCPBounds.requestTimeoutSeconds)
+        } catch is CancellationError {
+            // Withdrawn by the client (the server was told): answered `cancelled`.
+            throw CancellationError()
         } catch {
             throw RPCError(.toolExecutorError, "the MCP server '\(spec.name)' did not give the prompt '\(name.prefix(128))': \(error)")
         }

@@ -48,6 +48,10 @@ protocol MCPTransport: Sendable {
     /// Whether `abandoned` tells the server the request is cancelled (a modern
     /// HTTP request ends with its stream; no `notifications/cancelled` is sent).
     var cancelsByClosingStream: Bool { get }
+    /// Whether a modern server's `x-mcp-header` arguments travel as headers (Streamable HTTP; stdio has none).
+    var mirrorsParamHeaders: Bool { get }
+    /// The `x-mcp-header` arguments of each tool, by tool name, as the last listing found them.
+    func mirror(paramHeaders: [String: [MCPParamHeader]])
 }
 
 extension MCPTransport {
@@ -55,6 +59,8 @@ extension MCPTransport {
     func abandoned(_ id: RequestID) {}
     func resetSession() {}
     var cancelsByClosingStream: Bool { false }
+    var mirrorsParamHeaders: Bool { false }
+    func mirror(paramHeaders: [String: [MCPParamHeader]]) {}
 }
 
 struct MCPTransportError: Error, CustomStringConvertible {

@@ -527,12 +527,17 @@ extension SessionEvent {
         public var stderr: [String]?
         /// With `ready`: its tools as the model sees them.
         public var tools: [String]?
-        public init(server: String, status: MCPServerStatus, reason: String? = nil, stderr: [String]? = nil, tools: [String]? = nil) {
+        /// With `ready`: the prompts it lists (`session/getPrompt` fetches one), when it has any.
+        public var prompts: [MCPPromptInfo]?
+        public init(
+            server: String, status: MCPServerStatus, reason: String? = nil, stderr: [String]? = nil, tools: [String]? = nil, prompts: [MCPPromptInfo]? = nil
+        ) {
             self.server = server
             self.status = status
             self.reason = reason
             self.stderr = stderr
             self.tools = tools
+            self.prompts = prompts
         }
     }
 }

@@ -287,11 +287,11 @@ public struct MCPServerState: Codable, Sendable, Hashable {
     }
 
     /// The `mcpServerStatus` event for this state: `stderr` when there is some,
-    /// `tools` when ready.
+    /// `tools` (and `prompts`, when it has any) when ready.
     public var statusEvent: SessionEvent {
         SessionEvent(SessionEvent.MCPServerStatusChanged(
             server: name, status: status, reason: reason, stderr: (stderr ?? []).isEmpty ? nil : stderr,
-            tools: status == .ready ? tools : nil))
+            tools: status == .ready ? tools : nil, prompts: status == .ready && prompts?.isEmpty == false ? prompts : nil))
     }
 }
 

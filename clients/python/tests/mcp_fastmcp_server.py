@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from fastmcp import Context, FastMCP
+from fastmcp.prompts import Message
 from fastmcp.utilities.types import Image
 from mcp.types import ToolAnnotations
 
@@ -85,6 +86,44 @@ async def book(ctx: Context):  # type: ignore[no-untyped-def]  # a text, or an I
 @server.prompt(description="Asks for a review of a file.")
 def review(path: str, focus: str = "bugs") -> str:
     return f"Please review {path}, looking for {focus}."
+
+
+@server.prompt(description="Shows the answer style with an example exchange.")
+def example(topic: str) -> list[Message]:
+    return [Message(f"Explain {topic} briefly."), Message(f"{topic}: in one line.", role="assistant"),
+            Message(f"Now explain {topic} in the same style.")]
+
+
+@server.prompt(description="Drafts release notes.")
+def release_notes(version: str) -> str:
+    return f"Draft the release notes for {version}."
+
+
+@server.prompt(description="Never comes (until cancelled).")
+async def slow() -> str:
+    import asyncio
+
+    await asyncio.Event().wait()
+    return "never"
+
+
+@server.prompt(description="Refuses every request.")
+def broken(reason: str) -> str:
+    raise ValueError(f"broken on purpose: {reason}")
+
+
+# Offered once ``unlock`` ran (a server whose prompts change while it runs).
+server.disable(names={"release_notes"}, components={"prompt"})
+
+
+@server.tool(annotations=READS)
+async def unlock(ctx: Context) -> str:
+    """Offers the prompt release_notes, and says so with notifications/prompts/list_changed (only)."""
+    from mcp_types import PromptListChangedNotification
+
+    server.enable(names={"release_notes"}, components={"prompt"})
+    await ctx.send_notification(PromptListChangedNotification())
+    return "unlocked"
 
 
 @dataclass

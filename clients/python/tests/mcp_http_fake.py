@@ -8,8 +8,11 @@ configured headers, the ``DELETE`` at close. Its GET stream sends the server's
 own ``ping`` request at once and ``notifications/tools/list_changed`` after
 the tool ``grow`` ran. With ``trickle``, it answers ``DELETE`` and
 ``notifications/initialized`` with a body that never ends: one byte a second.
+With ``modern``, it is a server of 2026-07-28: it answers ``server/discover``,
+has no MCP session, and lists tools with ``x-mcp-header`` arguments (``locate``)
+beside tools whose annotations the specification makes invalid (``bad_*``).
 
-    python mcp_http_fake.py PORT LOG [trickle]
+    python mcp_http_fake.py PORT LOG [trickle | modern]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ SESSION = "fake-session-1"
 VERSION = "2025-06-18"
 LOG = sys.argv[2] if len(sys.argv) > 2 else "/dev/null"
 TRICKLE = sys.argv[3:4] == ["trickle"]
+MODERN = sys.argv[3:4] == ["modern"]
 
 # Marked read-only: these tests are about the wire, not about confirmation.
 READS = {"readOnlyHint": True}
@@ -34,6 +38,24 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "grow", "inputSchema": {"type": "object"}, "annotations": READS},
 ]
 EXTRA = {"name": "extra", "inputSchema": {"type": "object"}, "annotations": READS}
+
+
+def header(kind: str, name: str) -> dict[str, Any]:
+    return {"type": kind, "x-mcp-header": name}
+
+
+if MODERN:
+    TOOLS += [
+        {"name": "locate", "annotations": READS, "inputSchema": {"type": "object", "properties": {
+            "region": header("string", "Region"), "query": {"type": "string"},
+            "options": {"type": "object", "properties": {"limit": header("integer", "Limit"), "exact": header("boolean", "Exact")}}}}},
+        {"name": "bad_items", "annotations": READS, "inputSchema": {"type": "object", "properties": {
+            "ids": {"type": "array", "items": header("string", "Id")}}}},
+        {"name": "bad_number", "annotations": READS, "inputSchema": {"type": "object", "properties": {"ratio": header("number", "Ratio")}}},
+        {"name": "bad_twice", "annotations": READS, "inputSchema": {"type": "object", "properties": {
+            "a": header("string", "Same"), "b": header("string", "SAME")}}},
+        {"name": "bad_token", "annotations": READS, "inputSchema": {"type": "object", "properties": {"a": header("string", "Not a token")}}},
+    ]
 server_messages: queue.Queue[dict[str, Any]] = queue.Queue()
 log_lock = threading.Lock()
 
@@ -81,10 +103,12 @@ class Handler(BaseHTTPRequestHandler):
         if "method" not in body or "id" not in body:  # a notification, or an answer to our ping
             return self.answer(202)
         method = body["method"]
-        if method != "initialize" and self.headers.get("Mcp-Session-Id") != SESSION:
+        if not MODERN and method != "initialize" and self.headers.get("Mcp-Session-Id") != SESSION:
             return self.answer(404)
         result: dict[str, Any]
-        if method == "initialize":
+        if MODERN and method == "server/discover":
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "serverInfo": {"name": "fake-http", "version": "1"}}
+        elif method == "initialize":
             result = {"protocolVersion": VERSION, "capabilities": {"tools": {"listChanged": True}},
                       "serverInfo": {"name": "fake-http", "version": "1"}}
         elif method == "tools/list":
@@ -94,7 +118,11 @@ class Handler(BaseHTTPRequestHandler):
             if name == "grow" and EXTRA not in TOOLS:
                 TOOLS.append(EXTRA)
                 server_messages.put({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-            text = f"echo: {body['params']['arguments'].get('text')}" if name == "echo" else f"{name} ran"
+            arguments = body["params"]["arguments"]
+            if name == "echo":
+                text = f"echo: {arguments.get('text')}"
+            else:
+                text = f"{name} ran with {json.dumps(arguments, sort_keys=True)}" if name == "locate" else f"{name} ran"
             result = {"content": [{"type": "text", "text": text}]}
         else:
             error = {"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32601, "message": "no such method"}}

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import Context, MCPServer as Server
@@ -106,6 +106,19 @@ async def grow(ctx: Context) -> str:
     if hasattr(ctx, "notify_tools_changed"):
         await ctx.notify_tools_changed()
     return "grown"
+
+
+@server.tool(annotations=READS)
+def locate(
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+    query: str,
+    limit: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Limit"})] = 10,
+    exact: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Exact"})] = False,
+) -> str:
+    """Runs a query in a region. Its region, limit and exact are ``x-mcp-header``
+    arguments: over 2026-07-28 streamable HTTP, the mcp 2.x server refuses a call
+    whose Mcp-Param-* headers do not match them (HeaderMismatch)."""
+    return f"{query} in {region} (limit {limit}, exact {exact})"
 
 
 @server.tool(annotations=READS)

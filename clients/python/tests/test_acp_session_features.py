@@ -307,3 +307,129 @@ async def test_usage_update_counts_anthropic_cache_reads_with_the_window_its_pro
     (meter,) = usage_updates(editor)
     assert meter["used"] == 25 and meter["size"] == 200_000
     assert meter["cost"]["currency"] == "USD" and abs(meter["cost"]["amount"] - (12 * 3.0 + 3 * 0.3 + 4 * 3.75 + 6 * 15.0) / 1e6) < 1e-12
+
+
+def last_user_text(dump: Path) -> str:
+    """The text of the last user message of the last model request (from --dump-requests)."""
+    request = json.loads(dump.read_text().splitlines()[-1])["request"]
+    [user] = [m for m in request["messages"] if m["role"] == "user"][-1:]
+    return str(user["text"])
+
+
+@pytest.mark.time_bound(120)  # fastmcp takes seconds to start on a loaded machine
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+async def test_an_mcp_servers_prompts_are_slash_commands_whose_messages_are_the_turn(tmp_path: Path, era: str) -> None:
+    """A real ``fastmcp`` server's prompts are ``/fm:review`` and ``/fm:example``
+    in ``available_commands_update`` (with an input hint from their arguments).
+    Running one fetches it (``session/getPrompt``) with the arguments the text
+    gives (``name=value`` pairs, or the whole text to the only required
+    argument) and its messages are the turn; a missing required argument is an
+    agent message, not a turn. ``notifications/prompts/list_changed`` (the
+    server's ``unlock``) updates the commands."""
+    import sys
+
+    from acp.schema import McpServerStdio
+    from test_mcp_fastmcp import FASTMCP_PYTHON, FASTMCP_SERVER, HERE
+
+    if FASTMCP_PYTHON is None:
+        pytest.skip("fastmcp is not installed")
+    if era == "modern":
+        fm = McpServerStdio(name="fm", command=FASTMCP_PYTHON, args=[FASTMCP_SERVER], env=[])
+    else:
+        fm = McpServerStdio(name="fm", command=sys.executable, args=[str(HERE / "mcp_handshake_only.py"), FASTMCP_PYTHON, FASTMCP_SERVER], env=[])
+    editor = Editor()
+    dump = tmp_path / "requests.jsonl"
+    config = scripted({"text": ["Reviewed."]}, {"text": ["Reviewed again."]},
+                      {"toolCalls": [{"id": "call_u", "name": "mcp__fm__unlock", "arguments": {}}]}, {"text": ["Explained."]},
+                      {"text": ["Drafted."]}, {"text": ["Passed on."]})
+
+    def commands() -> dict[str, dict[str, Any]]:
+        updates = [u for u in editor.updates if u["sessionUpdate"] == "available_commands_update"]
+        return {c["name"]: c for c in updates[-1]["availableCommands"]} if updates else {}
+
+    async with agent(tmp_path, config, editor, "--dump-requests", str(dump)) as (conn, cwd):
+        sid = (await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[fm]), WAIT * 2)).session_id
+        await editor.wait_for(lambda: "fm:review" in commands())
+        assert list(commands()) == ["undo", "compact", "fm:review", "fm:example", "fm:slow", "fm:broken"]
+        assert commands()["fm:review"] == {"name": "fm:review", "description": "Asks for a review of a file. (MCP server 'fm')",
+                                           "input": {"hint": "path=… [focus=…]"}}
+        assert commands()["fm:example"]["input"] == {"hint": "topic"}
+
+        async def run(text: str) -> Any:
+            return await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(text)]), WAIT)
+
+        # A required argument missing: said to the user, and nothing goes to the model.
+        answer = await run("/fm:review focus=style")
+        assert answer.stop_reason == "end_turn" and answer.field_meta["agentrpc"]["command"] == "fm:review"
+        assert editor.text() == "/fm:review needs path. Usage: /fm:review path=… [focus=…]"
+        assert not dump.exists() or dump.read_text() == ""
+
+        answer = await run('/fm:review path=src/app.py focus="error handling"')
+        assert answer.stop_reason == "end_turn" and answer.field_meta["agentrpc"]["command"] == "fm:review"
+        assert last_user_text(dump) == "Please review src/app.py, looking for error handling."
+        # Not name=value: all of it is the only required argument's value.
+        await run("/fm:review src/my app.py")
+        assert last_user_text(dump) == "Please review src/my app.py, looking for bugs."
+        # Several messages, an assistant's among them, are one turn, in order.
+        await run("/fm:example DNS caching")
+        assert last_user_text(dump) == ("[user]\nExplain DNS caching briefly.\n\n[assistant]\nDNS caching: in one line.\n\n"
+                                        "[user]\nNow explain DNS caching in the same style.")
+        assert editor.text().endswith("Explained.")
+        if era == "handshake":
+            # The model ran `unlock`: the server's prompts/list_changed brings a new command.
+            await editor.wait_for(lambda: "fm:release_notes" in commands())
+            assert commands()["fm:release_notes"]["input"] == {"hint": "version"}
+            await run("/fm:release_notes 2.0")
+            assert last_user_text(dump) == "Draft the release notes for 2.0."
+        # An unknown /word with a colon is not a command: it goes to the model as it is.
+        await run("/fm:nothing here")
+        assert last_user_text(dump) == "/fm:nothing here"
+
+
+@pytest.mark.time_bound(120)  # fastmcp takes seconds to start on a loaded machine
+async def test_a_prompt_command_that_cannot_run_says_why_and_one_cancelled_while_fetched_answers_cancelled(tmp_path: Path) -> None:
+    """Arguments that fit no prompt argument and a server that refuses are agent
+    messages (no turn); ``session/cancel`` while the server has not given the
+    prompt answers ``cancelled`` at once, and the session goes on."""
+    from acp.schema import McpServerStdio
+    from test_mcp_fastmcp import FASTMCP_PYTHON, FASTMCP_SERVER
+
+    if FASTMCP_PYTHON is None:
+        pytest.skip("fastmcp is not installed")
+    editor = Editor()
+    dump = tmp_path / "requests.jsonl"
+    slow_sent = asyncio.Event()
+
+    def observe(event: StreamEvent) -> None:
+        message = event.message
+        if event.direction == StreamDirection.OUTGOING and message.get("method") == "session/prompt":
+            if message["params"]["prompt"][0].get("text") == "/fm:slow":
+                slow_sent.set()
+
+    async with agent(tmp_path, scripted({"text": ["Still here."]}), editor, "--dump-requests", str(dump), observe=observe) as (conn, cwd):
+        fm = McpServerStdio(name="fm", command=FASTMCP_PYTHON, args=[FASTMCP_SERVER], env=[])
+        sid = (await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[fm]), WAIT * 2)).session_id
+        await editor.wait_for(lambda: any(u["sessionUpdate"] == "available_commands_update" for u in editor.updates))
+
+        async def refused(text: str) -> str:
+            answer = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(text)]), WAIT)
+            assert answer.stop_reason == "end_turn"
+            return str(answer.field_meta["agentrpc"]["refused"])
+
+        assert await refused("/fm:review pth=a.py") == "/fm:review has no argument named pth. Usage: /fm:review path=… [focus=…]"
+        assert await refused('/fm:review path=a.py path=b.py') == "/fm:review was given path twice. Usage: /fm:review path=… [focus=…]"
+        assert await refused("/fm:example") == "/fm:example needs topic. Usage: /fm:example topic=…"
+        assert await refused("/fm:slow now") == "/fm:slow takes no arguments."
+        said = await refused("/fm:broken on purpose")
+        assert "did not give the prompt 'broken'" in said and "broken on purpose" in said, said
+        assert editor.text().endswith(said)
+        assert not dump.exists() or dump.read_text() == ""
+        running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("/fm:slow")]))
+        async with asyncio.timeout(WAIT):
+            await slow_sent.wait()
+        # The prompt is read first: the fetch never ends, the server is waiting.
+        await conn.cancel(session_id=sid)
+        answer = await asyncio.wait_for(running, WAIT)
+        assert answer.stop_reason == "cancelled" and answer.field_meta["agentrpc"]["command"] == "fm:slow"
+        assert (await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("hello")]), WAIT)).stop_reason == "end_turn"
+    assert editor.text().endswith("Still here.")

@@ -172,6 +172,18 @@ async def test_a_servers_prompts_are_listed_and_fetched_with_their_arguments(tmp
                 await client.request("session/getPrompt", {"sessionId": session.id, **params})
             data = bad.value.data or {}
             assert data.get("kind") == "invalidParams" and data.get("field") == field, bad.value
+        # A prompt the server takes its time over holds no other request, and is withdrawn with $/cancelRequest.
+        slow = asyncio.create_task(client.request("session/getPrompt", {"sessionId": session.id, "server": "fm", "name": "slow"}))
+        async with asyncio.timeout(10):
+            while "session/getPrompt" not in client._pending_methods.values():
+                await asyncio.sleep(0)
+        state = await client.request("session/getState", {"sessionId": session.id}, timeout=10)
+        assert state["mcpServers"][0]["status"] == "ready" and not slow.done()
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        got = await client.request("session/getPrompt", {"sessionId": session.id, "server": "fm", "name": "review", "arguments": {"path": "c.py"}}, timeout=10)
+        assert got["messages"][0]["content"]["text"] == "Please review c.py, looking for bugs."
 
 
 # -- elicitation ---------------------------------------------------------------------
@@ -271,3 +283,58 @@ async def test_a_form_waiting_for_the_user_is_withdrawn_with_the_turn(tmp_path: 
             await withdrawn.wait()
         with pytest.raises(AgentRPCError):
             await turn
+
+
+@pytest.mark.time_bound(120)  # fastmcp takes seconds to start on a loaded machine
+async def test_the_fastmcp_server_over_streamable_http(tmp_path: Path) -> None:
+    """The same fastmcp server over streamable HTTP (2026-07-28, no MCP
+    session): progress on the call's stream becomes ``toolProgress``, its image
+    reaches the client (``toolCallFinished.media``), the model follows a
+    ``resource_link`` with ``read_resource``, a form goes to ``on_elicitation``
+    (an ``InputRequiredResult``, the call sent again with the answer), and a
+    prompt is fetched with its arguments."""
+    import subprocess
+
+    from test_mcp_servers import _free_port, _stop, http_server
+
+    assert FASTMCP_PYTHON is not None
+    port = _free_port()
+    server = subprocess.Popen([FASTMCP_PYTHON, FASTMCP_SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    asked: list[Elicitation] = []
+
+    def answer(elicitation: Elicitation) -> Any:
+        asked.append(elicitation)
+        return {"date": "2026-12-24"}
+
+    script = [{"toolCalls": [call("mcp__fm__steps", count=20), call("mcp__fm__screenshot"), call("mcp__fm__link"), call("mcp__fm__book")]},
+              {"toolCalls": [call("mcp__fm__read_resource", uri="note://readme")]}, {"text": ["done"]}]
+    try:
+        # fastmcp's imports and uvicorn take a while on a loaded machine: bounded, longer than a plain SDK server.
+        async with asyncio.timeout(60):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+        async with spawn_real(tmp_path, on_elicitation=answer) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session({"model": {"provider": "scripted", "script": script}, "mcpServers": [http_server(port, "fm")]})
+            await wait_status(events, "fm", "ready")
+            state = await client.request("session/getState", {"sessionId": session.id})
+            [fm_state] = state["mcpServers"]
+            assert fm_state["transport"] == "http" and fm_state["protocolVersion"] == "2026-07-28"
+            assert "review" in [p["name"] for p in fm_state["prompts"]]
+            seen = await turn_events(session, events)
+            got = await session.prompt("fm", "review", {"path": "a.py"})
+    finally:
+        _stop(server)
+    finished = {e["name"]: e for e in seen if e["type"] == "toolCallFinished"}
+    assert all(e["outcome"] == "ok" for e in finished.values()), finished
+    steps = finished["mcp__fm__steps"]
+    assert [e for e in seen if e["type"] == "toolProgress" and e["callId"] == steps["callId"]], "no progress over HTTP"
+    assert [m["mimeType"] for m in finished["mcp__fm__screenshot"]["media"]] == ["image/png"], finished["mcp__fm__screenshot"]
+    assert finished["mcp__fm__book"]["content"] == "booked 2026-12-24" and [a.message for a in asked] == ["Which date?"]
+    assert finished["mcp__fm__read_resource"]["content"] == "Read me: agentrpc reads resources."
+    assert got["messages"] == [{"role": "user", "content": {"type": "text", "text": "Please review a.py, looking for bugs."}}]

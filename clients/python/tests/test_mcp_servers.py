@@ -695,6 +695,72 @@ async def test_streamable_http_wire_ping_delete_and_no_secret_anywhere(tmp_path:
     assert "${FAKE_TOKEN}" in journal
 
 
+@pytest.mark.time_bound(120)  # two HTTP servers start on a loaded machine
+async def test_x_mcp_header_arguments_go_in_mcp_param_headers_to_a_modern_http_server(tmp_path: Path) -> None:
+    """2026-07-28 streamable HTTP: a tool's ``x-mcp-header`` arguments are sent
+    again as ``Mcp-Param-{Name}`` headers (a string as it is, or base64 when not
+    plain ASCII; an integer in decimal; a boolean ``true``/``false``; a nested
+    argument through ``properties``; an absent one omitted). The real mcp 2.x
+    server refuses a call whose headers do not match (``HeaderMismatch``): its
+    calls run. The logging fake shows the headers, and that a tool with an
+    invalid annotation is left out with a problem naming it, and that a call
+    whose headers would exceed 8 KiB is not sent."""
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    port, fake_port = _free_port(), _free_port()
+    log = tmp_path / "requests.jsonl"
+    server = await _http_server(_sdk_http(MCP2_PYTHON, port), port)
+    fake = await _http_server([sys.executable, str(HERE / "mcp_http_fake.py"), str(fake_port), str(log), "modern"], fake_port)
+    try:
+        async with spawn_real(tmp_path) as client:
+            events = client.notifications("session/event")
+            session = await client.open_session(scripted(
+                {"toolCalls": [call("mcp__web__locate", region="Zürich", query="q", limit=3, exact=True),
+                               call("mcp__web__locate", region="us-west1", query="r")]},
+                {"toolCalls": [call("mcp__fake__locate", region="us-west1", query="q", options={"limit": 42, "exact": False}),
+                               call("mcp__fake__locate", region=" padded ", query="q")]},
+                {"toolCalls": [call("mcp__fake__locate", region="x" * 9000, query="q")]},
+                {"text": ["done"]},
+                servers=[http_server(port), http_server(fake_port, "fake")]))
+            statuses: dict[str, dict[str, Any]] = {}
+            async with asyncio.timeout(REAL_TIMEOUT):
+                async for note in events:
+                    event = note.params["event"]
+                    if event["type"] == "mcpServerStatus" and event["status"] in ("ready", "failed"):
+                        statuses[event["server"]] = dict(event)
+                        if len(statuses) == 2:
+                            break
+            assert "mcp__fake__locate" in statuses["fake"]["tools"]
+            assert not [t for t in statuses["fake"]["tools"] if "bad_" in t], statuses["fake"]["tools"]
+            state = {s["name"]: s for s in (await get_state(client, session))["mcpServers"]}
+            assert state["web"]["protocolVersion"] == "2026-07-28" and state["fake"]["protocolVersion"] == "2026-07-28"
+            problems = "\n".join(state["fake"]["problems"])
+            for bad in ("bad_items", "bad_number", "bad_twice", "bad_token"):
+                assert f"the tool '{bad}' was left out" in problems, problems
+            await session.send("go")
+            calls = await finished_calls(events)
+        received = [json.loads(line) for line in log.read_text().splitlines()]
+    finally:
+        _stop(server)
+        _stop(fake)
+    web = [c for c in calls if c["name"] == "mcp__web__locate"]
+    assert sorted(c["content"]["result"] for c in web) == ["q in Zürich (limit 3, exact True)", "r in us-west1 (limit 10, exact False)"], web
+    fake_calls = [c for c in calls if c["name"] == "mcp__fake__locate"]
+    assert [c["outcome"] for c in fake_calls[:2]] == ["ok", "ok"], fake_calls
+    too_long = fake_calls[2]
+    assert too_long["outcome"] == "failed" and "too long for its header Mcp-Param-Region" in too_long["content"], too_long
+    assert "the tool did not run" in too_long["content"]
+    sent = [r for r in received if r["method"] == "POST" and (r["body"] or {}).get("method") == "tools/call"]
+    by_region = {r["body"]["params"]["arguments"]["region"]: r["headers"] for r in sent}
+    assert len(sent) == 2 and set(by_region) == {"us-west1", " padded "}, "the call with too long a header never left"
+    plain = by_region["us-west1"]
+    assert (plain["mcp-param-region"], plain["mcp-param-limit"], plain["mcp-param-exact"]) == ("us-west1", "42", "false")
+    assert plain["mcp-name"] == "locate" and plain["mcp-method"] == "tools/call"
+    padded = by_region[" padded "]
+    assert padded["mcp-param-region"] == "=?base64?IHBhZGRlZCA=?="
+    assert "mcp-param-limit" not in padded and "mcp-param-exact" not in padded
+
+
 async def test_every_listed_protocol_version_is_accepted(tmp_path: Path) -> None:
     versions = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
     names = {f"v{i}": version for i, version in enumerate(versions)}

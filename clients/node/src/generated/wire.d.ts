@@ -1183,6 +1183,7 @@ export interface ApprovalRulesChangedEvent {
 }
 
 export interface McpServerStatusEvent {
+  prompts?: MCPPromptInfo[];
   reason?: string;
   server: string;
   status: MCPServerStatus;

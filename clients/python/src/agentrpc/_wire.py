@@ -1013,6 +1013,7 @@ class MCPServerStatusChanged(Event):
 
     server: str = ""
     status: str = ""
+    prompts: list[dict[str, Any]] = field(default_factory=list)
     reason: str | None = None
     stderr: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
@@ -1023,6 +1024,7 @@ class MCPServerStatusChanged(Event):
         return {
             "server": _str(obj.get("server")),
             "status": _str(obj.get("status")),
+            "prompts": [dict(x) for x in _list(obj.get("prompts")) if isinstance(x, Mapping)],
             "reason": _opt_str(obj.get("reason")),
             "stderr": [x for x in _list(obj.get("stderr")) if isinstance(x, str)],
             "tools": [x for x in _list(obj.get("tools")) if isinstance(x, str)],
