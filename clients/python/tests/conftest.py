@@ -124,6 +124,18 @@ async def until_gone(pid: int, timeout: float = REAL_TIMEOUT) -> None:
             await asyncio.sleep(0.05)
 
 
+async def until_listening(port: int, timeout: float = REAL_TIMEOUT) -> None:
+    """Waits (bounded) until something accepts connections on 127.0.0.1:``port``."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return
+            except OSError:
+                await asyncio.sleep(0.05)
+
+
 async def until(stream: Any, predicate: Any) -> Event:
     """The first event of ``stream`` that satisfies ``predicate`` (bounded)."""
     async with asyncio.timeout(REAL_TIMEOUT):

@@ -41,7 +41,7 @@ from acp.schema import (
 )
 
 from acp_check import ACPFrames  # type: ignore[import-not-found]
-from conftest import REAL_BINARY, requires_real, until_gone  # type: ignore[import-not-found]
+from conftest import REAL_BINARY, requires_real, until_gone, until_listening  # type: ignore[import-not-found]
 
 pytestmark = requires_real
 
@@ -334,14 +334,7 @@ async def http_mcp_fake(tmp_path: Path) -> AsyncIterator[tuple[int, Path]]:
     fake = subprocess.Popen([sys.executable, str(Path(__file__).parent / "mcp_http_fake.py"), str(port), str(log)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        async with asyncio.timeout(WAIT):
-            while True:
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+        await until_listening(port, WAIT)
         yield port, log
     finally:
         fake.terminate()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentrpc import AgentRPCError, Elicitation, ToolContext, tool
-from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
+from conftest import REAL_TIMEOUT, call, requires_real, spawn_real, until_listening
 from test_mcp_hints_and_configs import TIME_SERVER
 from test_mcp_servers import _python_with, wait_status
 
@@ -310,14 +310,7 @@ async def test_the_fastmcp_server_over_streamable_http(tmp_path: Path) -> None:
               {"toolCalls": [call("mcp__fm__read_resource", uri="note://readme")]}, {"text": ["done"]}]
     try:
         # fastmcp's imports and uvicorn take a while on a loaded machine: bounded, longer than a plain SDK server.
-        async with asyncio.timeout(60):
-            while True:
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+        await until_listening(port, 60)
         async with spawn_real(tmp_path, on_elicitation=answer) as client:
             events = client.notifications("session/event")
             session = await client.open_session({"model": {"provider": "scripted", "script": script}, "mcpServers": [http_server(port, "fm")]})

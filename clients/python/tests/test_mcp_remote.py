@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_TIMEOUT, call, requires_real, spawn_real
+from conftest import REAL_TIMEOUT, call, requires_real, spawn_real, until_listening
 from test_mcp_servers import MCP2_PYTHON, SDK_SERVER, SDKS, _free_port, _stop, get_state, http_server, wait_status
 
 pytestmark = [*requires_real, pytest.mark.skipif(MCP2_PYTHON is None, reason="mcp 2.x is not installed")]
@@ -29,14 +29,8 @@ async def start_server(port: int, count_file: Path, python: str | None = MCP2_PY
     process = subprocess.Popen(
         [python, SDK_SERVER, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "MCP_TEST_COUNT_FILE": str(count_file)})
-    async with asyncio.timeout(REAL_TIMEOUT):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                return process
-            except OSError:
-                await asyncio.sleep(0.05)
+    await until_listening(port)
+    return process
 
 
 async def one_turn(session: Any, events: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_TIMEOUT, call, requires_real, spawn_real, until_gone
+from conftest import REAL_TIMEOUT, call, requires_real, spawn_real, until_gone, until_listening
 
 pytestmark = requires_real
 
@@ -442,14 +442,8 @@ def _free_port() -> int:
 async def _http_server(command: list[str], port: int) -> subprocess.Popen[bytes]:
     """Starts an MCP server on streamable HTTP and waits (bounded) until it accepts connections."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    async with asyncio.timeout(REAL_TIMEOUT):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                return process
-            except OSError:
-                await asyncio.sleep(0.05)
+    await until_listening(port)
+    return process
 
 
 def _sdk_http(python: str, port: int) -> list[str]:
