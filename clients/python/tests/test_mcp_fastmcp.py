@@ -133,7 +133,10 @@ async def test_a_server_with_resources_gets_a_read_resource_tool_that_follows_it
         seen = await turn_events(session, events)
         state = await client.request("session/getState", {"sessionId": session.id})
     assert not [e for e in seen if e["type"] == "confirmationRequested"]
-    finished = [e for e in seen if e["type"] == "toolCallFinished"]
+    # The three reads run in parallel (read-only): their toolCallFinished come as they finish, so in
+    # call order by id (call_<roundTrip>_<n>).
+    finished = sorted((e for e in seen if e["type"] == "toolCallFinished"), key=lambda e: e["callId"])
+    assert [f["callId"] for f in finished] == ["call_1_1", "call_2_1", "call_2_2", "call_2_3"], finished
     assert [f["outcome"] for f in finished] == ["ok", "ok", "ok", "failed"], finished
     assert "note://readme" in str(finished[0]["content"])
     assert finished[1]["content"] == "Read me: agentrpc reads resources."
