@@ -62,10 +62,10 @@ enum LocalCommand {
         // What the command left running in its group may hold the output open: it
         // gets a second to finish writing, then it goes too.
         if await !output.waitForEnd(seconds: 1) {
-            child.killLeftovers()
+            await child.killLeftovers()
             _ = await output.waitForEnd(seconds: 1)
         }
-        child.killLeftovers()
+        await child.killLeftovers()
         let (text, truncated) = output.text
         return Ending(output: text, truncated: truncated, exitCode: child.exitCode, signal: child.exitSignal, timedOut: timedOut)
     }

@@ -173,6 +173,10 @@ public enum MCPBounds {
     /// Stopping a stdio server: after stdin closes, how long it may take to exit
     /// before SIGTERM, and after SIGTERM before SIGKILL.
     public static let stopGraceSeconds: Double = 2
+    /// After SIGKILL to what a stopped server left in its process group, how long the
+    /// stop waits for those processes to be gone (the kernel ends them asynchronously;
+    /// zombies are not waited for, so the bound is reached only when the machine is starved).
+    public static let leftoverKillWaitSeconds: Double = 1
     /// The longest tool name an `autoApprove` entry may hold.
     public static let maxToolNameLength = 256
     /// The longest SSE stream read for one HTTP request.

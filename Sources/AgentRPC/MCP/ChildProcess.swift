@@ -126,7 +126,7 @@ package final class ChildProcess: Sendable {
     package func stop(grace: Double) async {
         closeStdin()
         if await waitForExit(seconds: grace) {
-            killLeftovers()
+            await killLeftovers()
         } else {
             await terminate(grace: grace)
         }
@@ -141,14 +141,22 @@ package final class ChildProcess: Sendable {
             signal(SIGKILL)
             _ = await waitForExit(seconds: 5)
         }
-        killLeftovers()
+        await killLeftovers()
     }
 
-    /// Kills what the child started and left in its process group. The group's id
-    /// stays taken while a member is left in it, so this reaches only what the
-    /// child left behind (ESRCH when nothing is).
-    package func killLeftovers() {
-        _ = kill(-pid, SIGKILL)
+    /// Kills what the child started and left in its process group, and waits (at
+    /// most `MCPBounds.leftoverKillWaitSeconds`) until it is gone: SIGKILL is
+    /// delivered asynchronously, and a caller that says "stopped" (`session/close`)
+    /// must not leave those processes running a few milliseconds longer. The group's
+    /// id stays taken while a member is left in it, so this reaches only what the
+    /// child left behind (ESRCH when nothing is, the usual case: no wait at all).
+    package func killLeftovers() async {
+        guard kill(-pid, SIGKILL) == 0 else { return }
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(MCPBounds.leftoverKillWaitSeconds))
+        while ProcessGroup.hasLiveMember(pid), ContinuousClock.now < deadline {
+            // The end of another process is not an event we can await: 2 ms steps within a short bound.
+            try? await Task.sleep(for: .milliseconds(2))
+        }
     }
 
     /// The exit code once reaped, when the child exited (not killed by a signal).
@@ -170,6 +178,46 @@ package final class ChildProcess: Sendable {
         if signalled == 0 { return "exited with status \((raw >> 8) & 0xff)" }
         return "killed by signal \(signalled)"
     }
+}
+
+/// Whether any process of a group still runs.
+enum ProcessGroup {
+    /// True while a member of group `id` is alive. `kill(-id, 0)` also counts zombies,
+    /// which a killed leftover is until its new parent reaps it (and stays, under a
+    /// parent that never does); on Linux those are told apart in `/proc`.
+    static func hasLiveMember(_ id: pid_t) -> Bool {
+        guard kill(-id, 0) == 0 else { return false }
+        #if os(Linux)
+        guard let directory = opendir("/proc") else { return true }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let member = pid_t(name), let stat = processStat(member) else { continue }
+            if stat.group == id, stat.state != UInt8(ascii: "Z") { return true }
+        }
+        return false
+        #else
+        return true
+        #endif
+    }
+
+    #if os(Linux)
+    /// The state letter and process group of `/proc/<pid>/stat` (fields 3 and 5; the
+    /// command name in field 2 may hold spaces and parentheses, so fields are counted
+    /// after its last `)`).
+    private static func processStat(_ process: pid_t) -> (state: UInt8, group: pid_t)? {
+        let fd = open("/proc/\(process)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count >= 3, let state = fields[0].first,
+              let group = pid_t(String(decoding: fields[2], as: UTF8.self)) else { return nil }
+        return (state, group)
+    }
+    #endif
 }
 
 /// What one fork needs, prepared before it as C strings, so the child runs only

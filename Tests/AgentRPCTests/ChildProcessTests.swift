@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// `ChildProcess.killLeftovers`: what a child left running in its process group is
+/// gone when the call returns (`session/close` answers after it; the end-to-end test is
+/// test_closing_the_session_stops_the_server_and_what_it_started).
+@Suite struct ChildProcessTests {
+    /// The first line the child writes on stdout, read within 10 s.
+    private func firstLine(of child: ChildProcess) -> String? {
+        var bytes: [UInt8] = []
+        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: child.stdoutFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { return nil }
+            guard poller.revents != 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(child.stdoutFD, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return nil
+    }
+
+    @Test func whatTheChildLeftInItsGroupIsGoneWhenKillLeftoversReturns() async throws {
+        let child = try await ChildProcess.spawn(
+            command: "/bin/sh", arguments: ["-c", "sleep 30 & echo $!"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)
+        let leftover = try #require(firstLine(of: child).flatMap { pid_t($0) })
+        #expect(await child.waitForExit(seconds: 10))
+        #expect(ProcessGroup.hasLiveMember(child.pid), "the shell's `sleep` is still running in its group")
+
+        await child.killLeftovers()
+
+        #expect(!ProcessGroup.hasLiveMember(child.pid))
+        let state = (try? String(contentsOfFile: "/proc/\(leftover)/stat", encoding: .utf8))
+            .flatMap { $0.split(separator: ")").last?.split(separator: " ").first }
+        #expect(state == nil || state == "Z", "the leftover is gone or a zombie waiting for its new parent")
+    }
+
+    @Test func aGroupWithNothingLeftIsNotWaitedFor() async throws {
+        let child = try await ChildProcess.spawn(
+            command: "/bin/sh", arguments: ["-c", "exit 0"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)
+        #expect(await child.waitForExit(seconds: 10))
+        #expect(!ProcessGroup.hasLiveMember(child.pid))
+        await child.killLeftovers()
+    }
+}
