@@ -32,7 +32,7 @@ from agentrpc import (
     scripted,
     tool,
 )
-from agentrpc.client import _decision
+from agentrpc.handlers import decision_answer as _decision
 from agentrpc.config import image, session_config, turn_input, turn_options
 from agentrpc.errors import Cancelled, ProviderError
 from agentrpc.events import EVENT_TYPES, parse_event

@@ -178,7 +178,7 @@ async def test_a_servers_prompts_are_listed_and_fetched_with_their_arguments(tmp
         # A prompt the server takes its time over holds no other request, and is withdrawn with $/cancelRequest.
         slow = asyncio.create_task(client.request("session/getPrompt", {"sessionId": session.id, "server": "fm", "name": "slow"}))
         async with asyncio.timeout(10):
-            while "session/getPrompt" not in client._pending_methods.values():
+            while "session/getPrompt" not in client._peer.pending_methods.values():
                 await asyncio.sleep(0)
         state = await client.request("session/getState", {"sessionId": session.id}, timeout=10)
         assert state["mcpServers"][0]["status"] == "ready" and not slow.done()

@@ -450,7 +450,7 @@ async def test_a_raising_tool_fails_the_turn_and_undo_runs_newest_first(tmp_path
         ended = events[-1]
         assert isinstance(ended, TurnEnded) and (ended.status, ended.undo) == ("failed", "rolledBack")
         # The undo registry was emptied by the turn's end.
-        assert client._undo == {}
+        assert client._answers.undo == {}
 
         # send() chains the tool's exception the same way.
         again = await client.open_session(model=scripted({"toolCalls": [call("explode", reason="again")]}),
@@ -473,10 +473,10 @@ async def test_a_committed_turn_keeps_its_undo_callables_for_rewind(tmp_path: Pa
                                             tools=[step])
         stream = session.stream("x")
         ended = [e async for e in stream if isinstance(e, TurnEnded)]
-        assert ended[0].undo == "committed" and undone == [] and len(client._undo) == 1
+        assert ended[0].undo == "committed" and undone == [] and len(client._answers.undo) == 1
         # Rewinding the turn runs the kept callable, once.
         rewound = await session.rewind(turn_id=ended[0].turn_id, undo=True)
-        assert [u.ok for u in rewound.undos] == [True] and undone == [1] and client._undo == {}
+        assert [u.ok for u in rewound.undos] == [True] and undone == [1] and client._answers.undo == {}
 
 
 # -- confirmation ---------------------------------------------------------------------

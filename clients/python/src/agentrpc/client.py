@@ -1,22 +1,22 @@
-"""The JSON-RPC connection to an agentrpc server.
+"""The connection to an agentrpc server, as its user sees it.
 
-:class:`Client` owns one server process. It matches answers to requests,
-dispatches the server's notifications and requests, and guarantees that no
-caller waits forever: every pending request ends with an answer, a
+:class:`Client` owns one server process: the handshake, sessions, the
+server's notifications (fanned out to streams and callbacks) and requests
+(routed to a handler). The JSON-RPC mechanics are :class:`~agentrpc.rpc.Peer`'s
+(no caller waits forever: every pending request ends with an answer, a
 :class:`~agentrpc.errors.RequestTimeout`, or a
-:class:`~agentrpc.errors.TransportClosed` when the connection goes away.
+:class:`~agentrpc.errors.TransportClosed` when the connection goes away); the
+answers the client gives itself (tools, undo, confirmations, questions, forms)
+are :class:`~agentrpc.handlers.ServerRequests`'.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import enum
 import inspect
-import json
 import logging
 import os
-import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,37 +27,13 @@ from ._version import __version__
 from .cassette import Cassette, cassette_args
 from .discovery import find_binary
 from .config import MCPServer, session_config
-from .errors import (
-    AgentRPCError,
-    AgentRPCException,
-    ClientError,
-    InternalError,
-    InvalidParams,
-    MethodNotFound,
-    RequestTimeout,
-    ServerExited,
-    ToolExecutorError,
-    TransportClosed,
-    error_from_wire,
-)
-from .schema import to_json
+from .errors import AgentRPCError, AgentRPCException, InternalError, MethodNotFound, TransportClosed
+from .handlers import ConfirmHandler, ServerRequests
+from .rpc import JSONObject, Peer, RequestHandler
 from .session import Session
-from .tools import (
-    DEFAULT_MAX_WORKERS,
-    TOOL_EXCEPTION_POLICIES,
-    Conflict,
-    Denied,
-    Failed,
-    Tool,
-    ToolContext,
-    ToolExceptionPolicy,
-    Undoable,
-    UndoCallable,
-)
+from .tools import DEFAULT_MAX_WORKERS, TOOL_EXCEPTION_POLICIES, Tool, ToolExceptionPolicy
 from .transport import ProcessTransport
-from .types import (
-    DECISIONS, ConfirmationCall, ContextDiagnostic, Decision, Elicitation, InterruptedTurn, Limits, ParkedTurn, SessionList, UserQuestion,
-)
+from .types import ContextDiagnostic, Elicitation, InterruptedTurn, Limits, ParkedTurn, SessionList, UserQuestion
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -80,15 +56,8 @@ PROTOCOL_VERSION: Final = 1
 #: as notifications (answered with ``session/confirm``).
 DEFAULT_CAPABILITIES: Final[Mapping[str, Any]] = {"tools": True, "confirmations": "notify"}
 
-JSONObject: TypeAlias = dict[str, Any]
-RequestId: TypeAlias = int | str
 #: Called with a notification's ``params``; may be a coroutine function.
 NotificationCallback: TypeAlias = Callable[[Any], "None | Awaitable[None]"]
-#: Called with a server request's ``params``; returns (or awaits to) the result.
-RequestHandler: TypeAlias = Callable[[Any], Any]
-#: ``on_confirm``: called with a :class:`~agentrpc.ConfirmationCall`; returns (or
-#: awaits to) a bool, or ``(bool, reason)``. Sync callbacks run in a worker thread.
-ConfirmHandler: TypeAlias = Callable[[ConfirmationCall], Any]
 #: ``on_ask_user``: called with a :class:`~agentrpc.UserQuestion`; returns (or
 #: awaits to) the answer text. Sync callbacks run in a worker thread.
 AskUserHandler: TypeAlias = Callable[[UserQuestion], Any]
@@ -96,20 +65,6 @@ AskUserHandler: TypeAlias = Callable[[UserQuestion], Any]
 #: awaits to) the form's values (a mapping), or ``"decline"`` / ``"cancel"``.
 #: Sync callbacks run in a worker thread.
 ElicitationHandler: TypeAlias = Callable[[Elicitation], Any]
-
-#: Undo callables kept per session after their turns committed, for ``session/rewind``
-#: (the server keeps as many records; older ones are dropped first).
-MAX_KEPT_UNDO_PER_SESSION: Final = 1000
-
-
-@dataclass(slots=True)
-class _UndoRecord:
-    session_id: str
-    turn_id: str
-    call_id: str
-    name: str
-    undo: UndoCallable
-
 
 class _Default(enum.Enum):
     """Sentinel type: "use the client's default", distinct from ``None`` (= no limit)."""
@@ -281,10 +236,6 @@ class Client:
         """Wrap a started transport; most callers want :meth:`spawn` instead."""
         _check_max_workers(max_workers)
         self._transport = transport
-        # Plain (non-async) tool functions run here, at most max_workers at once:
-        # tool/call requests are handled concurrently, and a blocking tool must
-        # neither hold up the event loop nor start unbounded threads.
-        self._tool_workers = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="agentrpc-tool")
         #: Decides confirmations of sessions that have no ``on_confirm`` of their
         #: own (``confirmation/request`` when ``initialize`` declared
         #: ``confirmations: "request"``, which :meth:`spawn` does when given one).
@@ -301,32 +252,19 @@ class Client:
         self.on_elicitation = on_elicitation
         # Sessions this client opened or resumed: routes tool/call to their tools.
         self._sessions: dict[str, Session] = {}
-        # Undo callables by the opaque token sent to the server.
-        self._undo: dict[str, _UndoRecord] = {}
-        # The latest turn's tool exceptions per session: (turnId, {callId: exc}).
-        self._tool_exceptions: dict[str, tuple[str, dict[str, BaseException]]] = {}
         self.request_timeout = request_timeout
         self.shutdown_timeout = shutdown_timeout
-        self._next_id = 0
-        self._pending: dict[RequestId, asyncio.Future[Any]] = {}
-        self._pending_methods: dict[RequestId, str] = {}
         self._notification_callbacks: dict[str, list[NotificationCallback]] = {}
         self._request_handlers: dict[str, RequestHandler] = {}
         # Weak: a stream nobody holds any more (a TurnStream left with `break`)
         # must be collectable, so that its finaliser can withdraw its turn.
         self._streams: weakref.WeakSet[_Subscriber] = weakref.WeakSet()
-        # Server→client requests being handled, by the server's request id.
-        self._inbound: dict[RequestId, asyncio.Task[None]] = {}
-        self._inbound_cancelled: set[RequestId] = set()
-        # Async notification callbacks in flight; kept so they are not GC'd.
-        self._background: set[asyncio.Task[Any]] = set()
-        self._closing = False
-        self._closed_error: TransportClosed | None = None
-        self._connection_lost = asyncio.Event()
         self._close_task: asyncio.Task[None] | None = None
         self._initialized = False
         self.initialize_result: JSONObject | None = None
-        self._reader = asyncio.create_task(self._read_loop(), name="agentrpc-reader")
+        self._answers = ServerRequests(self, max_workers)
+        self._peer = Peer(transport, route=self._route, on_notification=self._handle_notification,
+                          on_lost=self._end_streams)
 
     # -- construction --------------------------------------------------------
 
@@ -507,15 +445,11 @@ class Client:
     @property
     def closed(self) -> bool:
         """True once the connection is gone (closed by us or by the server)."""
-        return self._closed_error is not None
+        return self._peer.closed
 
     async def wait_closed(self, timeout: float | None = None) -> bool:
         """Wait until the connection is gone; ``False`` if ``timeout`` passed first."""
-        try:
-            await asyncio.wait_for(self._connection_lost.wait(), timeout)
-            return True
-        except TimeoutError:
-            return False
+        return await self._peer.wait_closed(timeout)
 
     # -- requests ------------------------------------------------------------
 
@@ -534,55 +468,12 @@ class Client:
         Cancelling the awaiting task withdraws the request with
         ``$/cancelRequest`` so the server stops working on it.
         """
-        self._raise_if_closed()
         limit = self.request_timeout if timeout is DEFAULT else timeout
-        self._next_id += 1
-        request_id: RequestId = self._next_id
-        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        self._pending_methods[request_id] = method
-        try:
-            # The write is inside the limit too: a server that stopped reading
-            # must not block a caller forever on a full pipe.
-            async with asyncio.timeout(limit):
-                await self._transport.send(message)
-                return await future
-        except TimeoutError as exc:
-            self._withdraw(request_id)
-            raise RequestTimeout(method, limit or 0.0, request_id) from exc
-        except asyncio.CancelledError:
-            self._withdraw(request_id)
-            raise
-        finally:
-            self._pending.pop(request_id, None)
-            self._pending_methods.pop(request_id, None)
-
-    def _withdraw(self, request_id: RequestId) -> None:
-        """Tell the server we no longer want an answer (if one is still due)."""
-        future = self._pending.get(request_id)
-        # Cancelling the awaiting task has already cancelled the future; a
-        # future that holds a result or error means the answer is in.
-        if future is None or (future.done() and not future.cancelled()) or self.closed:
-            return
-        future.cancel()
-        self._transport.send_nowait({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": request_id}})
+        return await self._peer.request(method, params, limit)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (no answer)."""
-        self._raise_if_closed()
-        message: JSONObject = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._transport.send(message)
-
-    def _raise_if_closed(self) -> None:
-        error = self._closed_error
-        if error is not None:
-            # A fresh instance per raise, so tracebacks do not pile up on one object.
-            raise type(error)(error.message, returncode=error.returncode, stderr_tail=error.stderr_tail)
+        await self._peer.notify(method, params)
 
     # -- notifications -------------------------------------------------------
 
@@ -639,324 +530,32 @@ class Client:
 
         return remove
 
-    # -- built-in handlers: tools, undo, confirmation ------------------------
+    # -- what comes in ------------------------------------------------------------
 
-    def _builtin_handler(self, method: str, params: Any) -> RequestHandler | None:
-        """The client's own handler for a server request, when it owns the answer.
-
-        Session tools registered through :meth:`open_session` answer
-        ``tool/call``; undo tokens this client issued answer ``tool/undo``;
-        ``on_confirm`` answers ``confirmation/request``. Anything else goes to
-        a handler from :meth:`on_request`.
-        """
-        if not isinstance(params, dict):
-            return None
-        if method == "tool/call":
-            session = self._sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
-            name = params.get("name")
-            tool = session._tools.get(name) if session is not None and isinstance(name, str) else None
-            if session is None or tool is None:
-                return None
-            return lambda p: self._run_tool(session, tool, p)
-        if method == "tool/undo":
-            token = params.get("undo")
-            if isinstance(token, str) and token in self._undo:
-                return self._run_undo
-            return None
-        if method == "confirmation/request" and self._confirm_handler(params.get("sessionId")) is not None:
-            return self._run_confirm
-        if method == "user/ask" and self.on_ask_user is not None:
-            return self._run_ask_user
-        if method == "user/elicit" and self.on_elicitation is not None:
-            return self._run_elicitation
-        return None
-
-    def _confirm_handler(self, session_id: Any) -> ConfirmHandler | None:
-        """The session's own ``on_confirm``, else the client's."""
-        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is not None and session.on_confirm is not None:
-            return session.on_confirm
-        return self.on_confirm
-
-    async def _run_tool(self, session: Session, tool: Tool[..., Any], params: JSONObject) -> JSONObject:
-        context = ToolContext(
-            session_id=session.id,
-            turn_id=str(params.get("turnId") or ""),
-            call_id=str(params.get("callId") or ""),
-            name=tool.name,
-            revision=revision if isinstance(revision := params.get("revision"), int) else 0,
-            idempotency_key=str(params.get("idempotencyKey") or ""),
-            in_doubt=params.get("inDoubt") is True,
-            attempt=attempt if isinstance(attempt := params.get("attempt"), int) else 1,
-            session=session,
-        )
-        try:
-            kwargs = tool.bind(params.get("arguments"))
-        except ValueError as exc:
-            # The server validated against the schema, so this is rare; the
-            # model can still correct itself from a failed outcome.
-            return {"outcome": "failed", "content": f"invalid arguments for {tool.name!r}: {exc}"}
-        try:
-            value = await tool.run(kwargs, context, self._tool_workers)
-        except AgentRPCError:
-            raise
-        except Exception as exc:
-            if (tool.on_exception or self.tool_exceptions) == "report":
-                _log.debug("tool %r raised %s: %s (reported to the model)", tool.name, type(exc).__name__, exc,
-                           exc_info=exc)
-                return {"outcome": "failed", "content": f"{type(exc).__name__}: {exc}"}
-            # Not a warning: the exception reaches the caller, chained to the
-            # turn's ToolExecutorError (see _attach_tool_exception).
-            _log.debug("tool %r raised %s: %s", tool.name, type(exc).__name__, exc, exc_info=exc)
-            self._remember_tool_exception(context, exc)
-            raise InternalError(
-                f"tool {tool.name!r} raised {type(exc).__name__}: {exc}",
-                {"exceptionType": type(exc).__name__},
-            ) from exc
-        try:
-            return self._tool_answer(context, value)
-        except TypeError as exc:
-            self._remember_tool_exception(context, exc)
-            raise InternalError(f"tool {tool.name!r} returned a value with no JSON form: {exc}") from exc
-
-    def _tool_answer(self, context: ToolContext, value: Any) -> JSONObject:
-        if isinstance(value, Failed):
-            return {"outcome": "failed", "content": to_json(value.content)}
-        if isinstance(value, Denied):
-            return {"outcome": "denied", "content": to_json(value.reason)}
-        if isinstance(value, Conflict):
-            return {"outcome": "conflict", "content": to_json(value.content)}
-        if isinstance(value, Undoable):
-            content = to_json(value.value)
-            if not callable(value.undo):
-                raise TypeError(f"Undoable.undo must be callable, got {value.undo!r}")
-            token = f"undo-{uuid.uuid4().hex}"
-            self._undo[token] = _UndoRecord(context.session_id, context.turn_id, context.call_id,
-                                            context.name, value.undo)
-            self._bound_kept_undo(context.session_id)
-            return {"outcome": "ok", "content": content, "undo": token}
-        return {"outcome": "ok", "content": to_json(value)}
-
-    def _remember_tool_exception(self, context: ToolContext, exc: BaseException) -> None:
-        turn_id, by_call = self._tool_exceptions.get(context.session_id, ("", {}))
-        if turn_id != context.turn_id:
-            by_call = {}
-        by_call[context.call_id] = exc
-        self._tool_exceptions[context.session_id] = (context.turn_id, by_call)
-
-    def _attach_tool_exception(self, session_id: str, error: ToolExecutorError) -> None:
-        """Chain the Python exception a tool raised to the turn's ToolExecutorError."""
-        turn_id, by_call = self._tool_exceptions.get(session_id, ("", {}))
-        call_id = error.call_id
-        if call_id is None or call_id not in by_call or (error.turn_id and error.turn_id != turn_id):
-            return
-        original = by_call.pop(call_id)
-        error.tool_exception = original
-        error.__cause__ = original
-
-    async def _run_undo(self, params: JSONObject) -> JSONObject:
-        token = params.get("undo")
-        record = self._undo.pop(token, None) if isinstance(token, str) else None
-        if record is None:
-            raise InvalidParams(f"unknown undo token {token!r}")
-        try:
-            await _call_off_loop(record.undo)
-        except Exception as exc:
-            _log.warning("undo of %r (call %s) raised %s: %s", record.name, record.call_id,
-                         type(exc).__name__, exc, exc_info=exc)
-            raise InternalError(f"undo of {record.name!r} raised {type(exc).__name__}: {exc}") from exc
-        return {}
-
-    def _bound_kept_undo(self, session_id: str) -> None:
-        """Keeps at most MAX_KEPT_UNDO_PER_SESSION undo callables per session, dropping the oldest."""
-        tokens = [token for token, record in self._undo.items() if record.session_id == session_id]
-        for token in tokens[: max(0, len(tokens) - MAX_KEPT_UNDO_PER_SESSION)]:
-            del self._undo[token]
-
-    def _forget_undo(self, session_id: Any, turn_id: Any) -> None:
-        """A turn that did not commit ended: its undo records can no longer be called.
-
-        A committed turn's records stay: ``session/rewind`` may still undo them.
-        """
-        if not self._undo:
-            return
-        for token, record in list(self._undo.items()):
-            if record.session_id == session_id and record.turn_id == turn_id:
-                del self._undo[token]
-
-    async def _run_confirm(self, params: JSONObject) -> JSONObject:
-        handler = self._confirm_handler(params.get("sessionId"))
-        if handler is None:  # pragma: no cover - routed here only when set
-            raise MethodNotFound("no on_confirm handler")
-        return await self._decide(handler, params)
-
-    async def _decide(self, handler: ConfirmHandler, params: JSONObject) -> JSONObject:
-        """Ask ``handler`` about one confirmation; an exception in it denies, with its message."""
-        session_id = str(params.get("sessionId") or "")
-        call = ConfirmationCall(
-            session_id=session_id,
-            turn_id=str(params.get("turnId") or ""),
-            call_id=str(params.get("callId") or ""),
-            name=str(params.get("name") or ""),
-            arguments=params.get("arguments"),
-            reason=params.get("reason") if isinstance(params.get("reason"), str) else None,
-            session=self._sessions.get(session_id),
-        )
-        try:
-            return _decision(await _call_off_loop(handler, call))
-        except Exception as exc:
-            # One line, no traceback: the denial and its reason are the report.
-            reason = str(exc) or type(exc).__name__
-            _log.warning("on_confirm for %s (call %s) raised %s: %s; the call is denied",
-                         call.name, call.call_id, type(exc).__name__, reason)
-            return {"decision": "deny", "reason": reason}
-
-    def _on_confirmation_requested(self, params: JSONObject, event: JSONObject, listened: bool) -> None:
-        """The built-in flow's question: answer it with the session's handler, or deny it if nothing can.
-
-        A session with its own ``on_confirm`` answers through ``session/confirm``.
-        Without any handler the answer must come from whoever reads the
-        session's events; when nobody does, waiting would hang the turn until
-        the confirmation timeout, so the call is denied at once with a reason.
-        """
-        session_id = params.get("sessionId")
-        call_id = event.get("callId")
-        if not isinstance(session_id, str) or not isinstance(call_id, str):
-            return
-        handler = self._confirm_handler(session_id)
-        if handler is None and listened:
-            return
-
-        async def answer() -> None:
-            if handler is not None:
-                question = {**event, "sessionId": session_id, "turnId": params.get("turnId")}
-                decision = await self._decide(handler, question)
-            else:
-                _log.warning("session %s: %s needs confirmation, but there is no on_confirm and nothing reads "
-                             "the session's events; denied", session_id, event.get("name"))
-                decision = {"decision": "deny", "reason": _UNANSWERABLE}
-            confirm: JSONObject = {"sessionId": session_id, "callId": call_id, **decision}
-            try:
-                await self.request("session/confirm", confirm)
-            except (AgentRPCError, TransportClosed) as exc:
-                # Settled meanwhile (timeout, cancel, another answer) or gone.
-                _log.debug("session/confirm for %s not applied: %s", call_id, exc)
-
-        task = asyncio.ensure_future(answer())
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-
-    async def _run_ask_user(self, params: JSONObject) -> JSONObject:
-        handler = self.on_ask_user
-        if handler is None:  # pragma: no cover - routed here only when set
-            raise MethodNotFound("no on_ask_user handler")
-        session_id = str(params.get("sessionId") or "")
-        options = params.get("options")
-        question = UserQuestion(
-            session_id=session_id,
-            turn_id=str(params.get("turnId") or ""),
-            call_id=str(params.get("callId") or ""),
-            question=str(params.get("question") or ""),
-            options=[o for o in options if isinstance(o, str)] if isinstance(options, list) else None,
-            session=self._sessions.get(session_id),
-        )
-        answer = await _call_off_loop(handler, question)
-        if not isinstance(answer, str):
-            raise TypeError(f"on_ask_user must return the answer as a str, not {answer!r:.80}")
-        return {"answer": answer}
-
-    async def _run_elicitation(self, params: JSONObject) -> JSONObject:
-        handler = self.on_elicitation
-        if handler is None:  # pragma: no cover - routed here only when set
-            raise MethodNotFound("no on_elicitation handler")
-        session_id = str(params.get("sessionId") or "")
-        schema = params.get("requestedSchema")
-        elicitation = Elicitation(
-            session_id=session_id,
-            turn_id=str(params.get("turnId") or ""),
-            call_id=str(params.get("callId") or ""),
-            server=str(params.get("server") or ""),
-            message=str(params.get("message") or ""),
-            requested_schema=dict(schema) if isinstance(schema, Mapping) else {},
-            session=self._sessions.get(session_id),
-        )
-        answer = await _call_off_loop(handler, elicitation)
-        if isinstance(answer, Mapping):
-            return {"action": "accept", "content": dict(answer)}
-        if answer in ("decline", "cancel"):
-            return {"action": answer}
-        raise TypeError(f"on_elicitation must return the form's values (a mapping), 'decline' or 'cancel', not {answer!r:.80}")
-
-    # -- reading -------------------------------------------------------------
-
-    async def _read_loop(self) -> None:
-        try:
-            async for line in self._transport.lines():
-                self._handle_line(line)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # pragma: no cover - a bug here must still end the connection
-            _log.exception("agentrpc reader failed")
-        finally:
-            await self._on_stdout_closed()
-
-    def _handle_line(self, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            _log.warning("ignoring unparseable line from server (%s): %.200r", exc, line)
-            return
-        if isinstance(message, list):
-            for item in message:
-                self._handle_message(item)
-        else:
-            self._handle_message(message)
-
-    def _handle_message(self, message: Any) -> None:
-        if not isinstance(message, dict):
-            _log.warning("ignoring non-object message from server: %.200r", message)
-            return
-        method = message.get("method")
-        if isinstance(method, str):
-            if "id" in message and message["id"] is not None:
-                self._handle_server_request(message["id"], method, message.get("params"))
-            else:
-                self._handle_notification(method, message.get("params"))
-            return
-        if "result" in message or "error" in message:
-            self._handle_response(message)
-            return
-        _log.warning("ignoring message that is neither request nor response: %.200r", message)
-
-    def _handle_response(self, message: JSONObject) -> None:
-        request_id = message.get("id")
-        if request_id is None:
-            # The server could not tell which message it answers (e.g. a
-            # parse error). Nothing to resolve; say so loudly.
-            _log.warning("server error without an id: %r", message.get("error"))
-            return
-        future = self._pending.get(request_id)
-        if future is None or future.done():
-            _log.debug("answer to unknown or withdrawn request %r", request_id)
-            return
-        if "error" in message:
-            future.set_exception(error_from_wire(message["error"]))
-        else:
-            future.set_result(message.get("result"))
+    def _route(self, method: str, params: Any) -> RequestHandler | AgentRPCError:
+        """Which handler answers a server request: the client's own (tools, undo,
+        confirmations, questions, forms), else one from :meth:`on_request`."""
+        handler = self._answers.handler(method, params) or self._request_handlers.get(method)
+        if handler is not None:
+            return handler
+        if method == "tool/call" and isinstance(params, dict):
+            return MethodNotFound(
+                f"no function is registered for tool {params.get('name')!r} in session "
+                f"{params.get('sessionId')!r} on this client",
+                {"method": method, "name": params.get("name")},
+            )
+        return MethodNotFound(f"client does not handle {method!r}", {"method": method})
 
     def _handle_notification(self, method: str, params: Any) -> None:
-        if method == "$/cancelRequest":
-            self._handle_inbound_cancel(params)
-            return
         event = params.get("event") if method == "session/event" and isinstance(params, dict) else None
         if isinstance(event, dict) and event.get("type") == "turnEnded" and event.get("undo") != "committed":
-            self._forget_undo(params.get("sessionId"), params.get("turnId"))
+            self._answers.forget_undo(params.get("sessionId"), params.get("turnId"))
         note = Notification(method, params)
         listened = bool(self._notification_callbacks.get(method))
         for stream in list(self._streams):
             listened = stream._push(note) or listened
         if isinstance(event, dict) and event.get("type") == "confirmationRequested":
-            self._on_confirmation_requested(params, event, listened)
+            self._answers.on_confirmation_requested(params, event, listened)
         for callback in list(self._notification_callbacks.get(method, ())):
             try:
                 outcome = callback(params)
@@ -964,135 +563,13 @@ class Client:
                 _log.exception("notification callback for %s failed", method)
                 continue
             if inspect.isawaitable(outcome):
-                task = asyncio.ensure_future(outcome)
-                self._background.add(task)
-                task.add_done_callback(self._background_done)
-
-    def _background_done(self, task: asyncio.Task[Any]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _log.error("async notification callback failed", exc_info=task.exception())
-
-    def _handle_server_request(self, request_id: RequestId, method: str, params: Any) -> None:
-        handler = self._builtin_handler(method, params) or self._request_handlers.get(method)
-        if handler is None:
-            error = MethodNotFound(f"client does not handle {method!r}", {"method": method})
-            if method == "tool/call" and isinstance(params, dict):
-                error = MethodNotFound(
-                    f"no function is registered for tool {params.get('name')!r} in session "
-                    f"{params.get('sessionId')!r} on this client",
-                    {"method": method, "name": params.get("name")},
-                )
-            self._spawn_answer(request_id, error=error.to_error_object())
-            return
-        if request_id in self._inbound:
-            _log.warning("server reused request id %r while it is still running", request_id)
-        task = asyncio.create_task(
-            self._run_handler(request_id, method, handler, params), name=f"agentrpc-handle-{method}"
-        )
-        self._inbound[request_id] = task
-        task.add_done_callback(lambda done: self._handler_finished(request_id, done))
-
-    def _handle_inbound_cancel(self, params: Any) -> None:
-        request_id = params.get("id") if isinstance(params, dict) else None
-        if not isinstance(request_id, (int, str)):
-            return
-        task = self._inbound.get(request_id)
-        if task is None or task.done():
-            return
-        # Recorded before cancel(), so the task's end can tell a withdrawal by
-        # the server (answer -32800) from the client closing (answer nothing).
-        self._inbound_cancelled.add(request_id)
-        task.cancel()
-
-    def _handler_finished(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
-        """Bookkeeping when a handler task ends, however it ends.
-
-        Done here rather than inside the task because a task cancelled before
-        its first step never runs its body, and the server still needs its
-        ``-32800`` answer.
-        """
-        withdrawn = request_id in self._inbound_cancelled
-        self._inbound_cancelled.discard(request_id)
-        if self._inbound.get(request_id) is task:
-            del self._inbound[request_id]
-        if task.cancelled() and withdrawn and not self.closed:
-            self._spawn_answer(request_id, error={
-                "code": -32800,
-                "message": "request cancelled by the server",
-                "data": {"kind": "cancelled"},
-            })
-
-    async def _run_handler(self, request_id: RequestId, method: str, handler: RequestHandler, params: Any) -> None:
-        """Run one handler and answer with its result or error.
-
-        Cancellation propagates; :meth:`_handler_finished` answers it.
-        """
-        try:
-            result = handler(params)
-            if inspect.isawaitable(result):
-                result = await result
-        except AgentRPCError as exc:
-            await self._answer(request_id, error=exc.to_error_object())
-            return
-        except Exception as exc:
-            _log.exception("handler for %s failed", method)
-            await self._answer(request_id, error=InternalError(
-                f"client handler for {method!r} raised {type(exc).__name__}: {exc}"
-            ).to_error_object())
-            return
-        await self._answer(request_id, result=result)
-
-    async def _answer(self, request_id: RequestId, *, result: Any = None, error: Any = None) -> None:
-        message: JSONObject = {"jsonrpc": "2.0", "id": request_id}
-        if error is not None:
-            message["error"] = error
-        else:
-            message["result"] = result
-        try:
-            await self._transport.send(message)
-        except (TypeError, ValueError) as exc:
-            # The handler returned something that is not JSON; tell the server
-            # rather than leaving its request unanswered.
-            _log.error("handler result for request %r is not JSON: %s", request_id, exc)
-            fallback = InternalError(f"client handler returned a non-JSON result: {exc}")
-            await self._answer(request_id, error=fallback.to_error_object())
-        except ClientError:
-            _log.debug("cannot answer request %r: connection closed", request_id)
-
-    def _spawn_answer(self, request_id: RequestId, **kwargs: Any) -> None:
-        task = asyncio.ensure_future(self._answer(request_id, **kwargs))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+                self._peer.run_in_background(outcome)
 
     # -- ending --------------------------------------------------------------
 
-    async def _on_stdout_closed(self) -> None:
-        """stdout ended: the connection is over. Fail everything still waiting."""
-        if self._closing:
-            error: TransportClosed = TransportClosed("the client closed the connection")
-        else:
-            # Give the process a moment to report its exit code; bounded, since
-            # a server can close stdout and keep running.
-            code = await self._transport.wait(2.0)
-            await self._transport.finish(1.0)
-            reason = "the server exited" if code is not None else "the server closed its stdout"
-            error = ServerExited(reason, returncode=code, stderr_tail=self._transport.stderr_tail)
-            _log.warning("%s", error)
-        self._lose_connection(error)
-
-    def _lose_connection(self, error: TransportClosed) -> None:
-        if self._closed_error is not None:
-            return
-        self._closed_error = error
-        for future in list(self._pending.values()):
-            if not future.done():
-                future.set_exception(error)
+    def _end_streams(self, error: TransportClosed) -> None:
         for stream in list(self._streams):
             stream._end()
-        for task in list(self._inbound.values()):
-            task.cancel()
-        self._connection_lost.set()
 
     async def close(self) -> None:
         """Shut the server down politely, then make sure it is gone.
@@ -1108,7 +585,7 @@ class Client:
     async def _close(self) -> None:
         alive = not self.closed and self._transport.returncode is None
         # From here on, end of stdout is expected, not a crash to warn about.
-        self._closing = True
+        self._peer.closing = True
         if alive and self._initialized:
             try:
                 await self.request("shutdown", timeout=self.shutdown_timeout)
@@ -1120,18 +597,18 @@ class Client:
                 pass
         await self._transport.close_stdin(self.shutdown_timeout)
         await self._transport.stop(self.shutdown_timeout)
+        reader = self._peer.reader
         try:
-            await asyncio.wait_for(asyncio.shield(self._reader), self.shutdown_timeout)
+            await asyncio.wait_for(asyncio.shield(reader), self.shutdown_timeout)
         except TimeoutError:
-            self._reader.cancel()
+            reader.cancel()
         except asyncio.CancelledError:  # pragma: no cover
             pass
         await self._transport.finish(1.0)
-        self._lose_connection(TransportClosed("the client closed the connection"))
-        for task in list(self._background):
-            task.cancel()
+        self._peer.lose_connection(TransportClosed("the client closed the connection"))
+        self._peer.cancel_background()
         # A tool still running in a thread cannot be stopped; it is not waited for.
-        self._tool_workers.shutdown(wait=False, cancel_futures=True)
+        self._answers.tool_workers.shutdown(wait=False, cancel_futures=True)
 
     # -- sessions --------------------------------------------------------------
 
@@ -1303,10 +780,7 @@ class Client:
 
     def _forget_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
-        self._tool_exceptions.pop(session_id, None)
-        for token, record in list(self._undo.items()):
-            if record.session_id == session_id:
-                del self._undo[token]
+        self._answers.forget_session(session_id)
 
     # -- plain-dict helpers for the session methods ---------------------------
 
@@ -1370,43 +844,6 @@ def _sid(session: str | Session) -> str:
     return session.id if isinstance(session, Session) else session
 
 
-_UNANSWERABLE: Final = (
-    "nothing can answer this confirmation: the client has no on_confirm (Client.spawn or open_session) "
-    "and nobody reads the session's events to call session.confirm()"
-)
-
-
 def _check_max_workers(max_workers: Any) -> None:
     if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
-
-
-async def _call_off_loop(function: Callable[..., Any], *args: Any) -> Any:
-    """Calls a user callback: a coroutine function is awaited; a plain one runs in
-    a worker thread, since it may block (ask on the terminal), so the event loop
-    stays free; an awaitable it returns is awaited too."""
-    if inspect.iscoroutinefunction(function):
-        return await function(*args)
-    result = await asyncio.to_thread(function, *args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _decision(answer: Any) -> JSONObject:
-    """An ``on_confirm`` answer as ``confirmation/request``'s result."""
-    if isinstance(answer, Decision):
-        return answer.to_wire()
-    reason: Any = None
-    if isinstance(answer, tuple) and len(answer) == 2:
-        answer, reason = answer
-    if isinstance(answer, bool):
-        decision = "approve" if answer else "deny"
-    elif answer in DECISIONS:
-        decision = answer
-    else:
-        raise TypeError(f"on_confirm must return a bool, (bool, reason) or a Decision, not {answer!r:.80}")
-    result: JSONObject = {"decision": decision}
-    if reason is not None:
-        result["reason"] = str(reason)
-    return result

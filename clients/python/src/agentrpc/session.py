@@ -267,7 +267,7 @@ class Session:
         try:
             return await self.client.request(method, params, timeout=timeout)
         except ToolExecutorError as exc:
-            self.client._attach_tool_exception(self.id, exc)
+            self.client._answers.attach_tool_exception(self.id, exc)
             raise
 
     async def park(self, *, timeout: float | None | _Default = None) -> ParkedTurn | None:

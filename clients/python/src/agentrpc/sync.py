@@ -37,6 +37,7 @@ from . import client as _async_client
 from . import session as _async_session
 from .client import DEFAULT, AskUserHandler, ConfirmHandler, JSONObject, NotificationCallback, RequestHandler, _Default
 from .events import Event
+from .handlers import call_off_loop
 from .tools import Tool, ToolExceptionPolicy
 from .types import (
     ApprovalRule,
@@ -114,7 +115,7 @@ def _threaded(handler: Callable[..., Any]) -> Callable[..., Any]:
         return handler
 
     async def run(*args: Any) -> Any:
-        return await _async_client._call_off_loop(handler, *args)
+        return await call_off_loop(handler, *args)
 
     return run
 
