@@ -360,7 +360,7 @@ final class ACPAgent: Sendable {
         // tools run through the engine's tool path like every other.
         let mcp = ACPMCP.convert(servers)
         if !mcp.specs.isEmpty { config["mcpServers"] = .array((config["mcpServers"]?.arrayValue ?? []) + mcp.specs) }
-        let created = try await engine.call("session/create", .object(config))
+        let created = try await engine.call(SessionCreateRequest.self, .object(config))
         guard let id = created["sessionId"]?.stringValue else { throw RPCError.internalError("session/create answered no sessionId") }
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editor, catalog: catalog, model: model.name,
                                  profile: created["activeProfile"]?.stringValue, mcpServers: servers)
@@ -383,7 +383,7 @@ final class ACPAgent: Sendable {
     private func failedMCPServers(_ session: ACPSession) async -> [(name: String, reason: String)] {
         let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(ACPToolBounds.mcpSettleSeconds))
         while true {
-            let servers = (try? await engine.call("session/getState", ["sessionId": .string(session.id)]))?["mcpServers"]?.arrayValue ?? []
+            let servers = (try? await engine.call(SessionGetStateRequest.self, sessionId: session.id))?["mcpServers"]?.arrayValue ?? []
             let settling = servers.contains { ["starting", "restarting"].contains($0["status"]?.stringValue ?? "") }
             if !settling || ContinuousClock.now >= deadline {
                 session.notePrompts(fromState: servers)
@@ -424,9 +424,9 @@ final class ACPAgent: Sendable {
     private func fork(_ p: ACPParams, request: RequestID) async throws -> JSONValue {
         let source = try p.string("sessionId")
         _ = try p.absolutePath("cwd")
-        let forked = try await engine.call("session/fork", ["sessionId": .string(source)])
+        let forked = try await engine.call(SessionForkRequest.self, ["sessionId": .string(source)])
         guard let id = forked["sessionId"]?.stringValue else { throw RPCError.internalError("session/fork answered no sessionId") }
-        if isStored { _ = try await engine.call("session/close", ["sessionId": .string(id)]) }
+        if isStored { _ = try await engine.call(SessionCloseRequest.self, sessionId: id) }
         var params = p.value
         params["sessionId"] = .string(id)
         var answer = try await loadSession(ACPParams(.object(params), method: "session/fork"), replay: false, request: request,
@@ -445,7 +445,7 @@ final class ACPAgent: Sendable {
         for reference in references {
             guard let sha256 = reference["sha256"]?.stringValue else { continue }
             do {
-                blocks.append(try await engine.call("session/getMedia", ["sessionId": .string(id), "sha256": .string(sha256)]))
+                blocks.append(try await engine.call(SessionGetMediaRequest.self, ["sessionId": .string(id), "sha256": .string(sha256)]))
             } catch {
                 logger.warning("session \(id): the replay of call \(entry["callId"]?.stringValue ?? "?") shows its note only: \(error)")
             }
@@ -469,7 +469,7 @@ final class ACPAgent: Sendable {
                 if isStored {
                     // Loaded here with other servers: closed first, so this load runs the servers
                     // sent now and replays before any of them starts, as a load in a new process does.
-                    _ = try await engine.call("session/close", ["sessionId": .string(id)])
+                    _ = try await engine.call(SessionCloseRequest.self, sessionId: id)
                     sessions.remove(id)
                 } else {
                     // Closing would lose it: it keeps the servers it runs.
@@ -489,13 +489,13 @@ final class ACPAgent: Sendable {
             // defers them until the second resume below.
             if replay { resume["startMCPServers"] = false }
         }
-        let handle = try await engine.call("session/resume", .object(resume))
+        let handle = try await engine.call(SessionResumeRequest.self, .object(resume))
         let session = ACPSession(id: id, cwd: cwd, roots: roots, editor: editorCapabilities, catalog: catalog,
                                  model: nil, profile: handle["activeProfile"]?.stringValue, mcpServers: reloading ? servers : sessions.get(id)?.mcpServers ?? [])
         session.mcpShownNames = reloading ? mcp.shownNames : sessions.get(id)?.mcpShownNames ?? [:]
         if replay {
             do {
-                let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(id)])
+                let transcript = try await engine.call(SessionGetTranscriptRequest.self, sessionId: id)
                 for entry in transcript["entries"]?.arrayValue ?? [] {
                     // A tool's images are read one entry at a time, as they go out.
                     let media = await replayedMedia(of: entry, session: id)
@@ -506,19 +506,19 @@ final class ACPAgent: Sendable {
                     }
                 }
                 // The plan as the model last left it comes after the conversation.
-                let plan = try await engine.call("session/getState", ["sessionId": .string(id)])["plan"]
+                let plan = try await engine.call(SessionGetStateRequest.self, sessionId: id)["plan"]
                 if let plan, !plan.isNull { editor.notify("session/update", ["sessionId": .string(id), "update": ACPUpdates.plan(plan)]) }
-                _ = try await engine.call("session/resume", ["sessionId": .string(id)])
+                _ = try await engine.call(SessionResumeRequest.self, ["sessionId": .string(id)])
             } catch {
                 // Not left loaded behind the editor's back: a retried load starts afresh.
-                if reloading { _ = try? await engine.call("session/close", ["sessionId": .string(id)]) }
+                if reloading { _ = try? await engine.call(SessionCloseRequest.self, sessionId: id) }
                 throw error
             }
         }
         sessions.add(session)
         // What the user chose for the session is stored with it (properties): the
         // model, the permission mode, the tools always allowed or rejected.
-        let state = try await engine.call("session/getState", ["sessionId": .string(id)])
+        let state = try await engine.call(SessionGetStateRequest.self, sessionId: id)
         let properties = state["properties"]
         if let chosen = properties?[ACPProperty.model]?.stringValue, availableModels.contains(chosen) {
             session.choose(model: chosen)
@@ -553,7 +553,7 @@ final class ACPAgent: Sendable {
     private func continueParkedTurn(of sessionID: String) {
         Task { [engine, logger] in
             do {
-                _ = try await engine.call("session/continue", ["sessionId": .string(sessionID)])
+                _ = try await engine.call(SessionContinueRequest.self, sessionId: sessionID)
             } catch {
                 logger.warning("session \(sessionID): its parked turn did not end well: \(error)")
             }
@@ -638,7 +638,7 @@ final class ACPAgent: Sendable {
             }
         }
         if !options.isEmpty { send["options"] = .object(options) }
-        let call = try await engine.start("session/send", .object(send))
+        let call = try await engine.start(SessionSendRequest.self, .object(send))
         session.attach(call)
         return call
     }
@@ -682,7 +682,7 @@ final class ACPAgent: Sendable {
         if !arguments.isEmpty { params["arguments"] = .object(arguments.mapValues(JSONValue.string)) }
         let messages: [JSONValue]
         do {
-            let fetch = try await engine.start("session/getPrompt", .object(params))
+            let fetch = try await engine.start(SessionGetPromptRequest.self, .object(params))
             // The editor's cancel withdraws the fetch as it would the turn.
             session.attach(fetch)
             messages = try await fetch.result()["messages"]?.arrayValue ?? []
@@ -752,7 +752,7 @@ final class ACPAgent: Sendable {
         guard let mode = PermissionMode(rawValue: value) else {
             throw RPCError.invalidParams("no mode '\(value)' (modes: \(PermissionMode.allCases.map(\.rawValue).joined(separator: ", ")))", field: field)
         }
-        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.mode: .string(mode.rawValue)]])
+        _ = try await engine.call(SessionSetPropertiesRequest.self, ["sessionId": .string(session.id), "set": [ACPProperty.mode: .string(mode.rawValue)]])
         session.permissionMode = mode
     }
 
@@ -762,7 +762,7 @@ final class ACPAgent: Sendable {
         guard names.contains(value) else {
             throw RPCError.invalidParams("no model '\(value)' (models: \(names.joined(separator: ", ")))", field: field)
         }
-        _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.model: .string(value)]])
+        _ = try await engine.call(SessionSetPropertiesRequest.self, ["sessionId": .string(session.id), "set": [ACPProperty.model: .string(value)]])
         session.choose(model: value)
     }
 
@@ -783,7 +783,7 @@ final class ACPAgent: Sendable {
             guard let profiles = session.catalog.profiles, profiles.cases.contains(value) else {
                 throw RPCError.invalidParams("no profile '\(value)' (profiles: \(session.catalog.profiles?.cases.joined(separator: ", ") ?? ""))", field: "value")
             }
-            let result = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [profiles.selector: .string(value)]])
+            let result = try await engine.call(SessionSetPropertiesRequest.self, ["sessionId": .string(session.id), "set": [profiles.selector: .string(value)]])
             _ = session.setProfile(result["activeProfile"]?.stringValue ?? value)
         default:
             let ids = session.configOptionsJSON.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
@@ -803,7 +803,7 @@ final class ACPAgent: Sendable {
         let cwd = try p.optionalString("cwd").map(ACPPaths.normalize)
         var query: [String: JSONValue] = ["limit": 100]
         if let cursor = try p.optionalString("cursor") { query["cursor"] = .string(cursor) }
-        let page = try await engine.call("session/list", .object(query))
+        let page = try await engine.call(SessionListRequest.self, .object(query))
         var listed: [JSONValue] = []
         for summary in page["data"]?.arrayValue ?? [] {
             // Only sessions made through ACP know their workspace.
@@ -826,7 +826,7 @@ final class ACPAgent: Sendable {
         sessions.get(id)?.cancelPrompt()
         let call: EmbeddedCall
         do {
-            call = try await engine.start(deleting ? "session/delete" : "session/close", ["sessionId": .string(id)])
+            call = try await engine.start(deleting ? SessionDeleteRequest.name : SessionCloseRequest.name, ["sessionId": .string(id)])
         } catch let error as RPCError where deleting && error.code == .sessionNotFound {
             // ACP: deleting a session that does not exist succeeds.
             sessions.remove(id)

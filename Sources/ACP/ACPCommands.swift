@@ -57,11 +57,11 @@ struct SlashCommandContext: Sendable {
     /// `/undo`: `session/rewind` of the last turn with its undos (the files its
     /// edits changed get their old text back, through the editor or on disk).
     func undoLastTurn() async throws -> SlashCommand.Outcome {
-        let transcript = try await engine.call("session/getTranscript", ["sessionId": .string(session.id)])
+        let transcript = try await engine.call(SessionGetTranscriptRequest.self, sessionId: session.id)
         guard let turnId = transcript["entries"]?.arrayValue?.last(where: { $0["turnId"]?.stringValue != nil })?["turnId"]?.stringValue else {
             return ("There is no turn to undo.", ["command": "undo"])
         }
-        let result = try await engine.call("session/rewind", ["sessionId": .string(session.id), "turnId": .string(turnId), "undo": true])
+        let result = try await engine.call(SessionRewindRequest.self, ["sessionId": .string(session.id), "turnId": .string(turnId), "undo": true])
         let removed = result["removedEntries"]?.arrayValue?.count ?? 0
         let undos = result["undos"]?.arrayValue ?? []
         let failed = undos.filter { $0["status"]?.stringValue != "undone" }
@@ -78,7 +78,7 @@ struct SlashCommandContext: Sendable {
     func compact(instructions: String) async throws -> SlashCommand.Outcome {
         var params: [String: JSONValue] = ["sessionId": .string(session.id)]
         if !instructions.isEmpty { params["instructions"] = .string(instructions) }
-        let call = try await engine.start("session/compact", .object(params))
+        let call = try await engine.start(SessionCompactRequest.self, .object(params))
         session.attach(call)
         let result: JSONValue
         do {

@@ -27,14 +27,14 @@ final class EngineClient: ClientChannel {
     private func store(_ choices: StandingChoices, of session: ACPSession) async {
         guard let engine = engine.withLock({ $0 }) else { return }
         do {
-            _ = try await engine.call("session/setProperties", ["sessionId": .string(session.id), "set": [ACPProperty.permissions: choices.json]])
+            _ = try await engine.call(SessionSetPropertiesRequest.self, ["sessionId": .string(session.id), "set": [ACPProperty.permissions: choices.json]])
         } catch {
             logger.warning("session \(session.id): the user's permission choice was not stored: \(error)")
         }
     }
 
     func notify(_ method: String, _ params: JSONValue) {
-        guard method == "session/event", let id = params["sessionId"]?.stringValue, let event = params["event"],
+        guard method == SessionEventNotification.name, let id = params["sessionId"]?.stringValue, let event = params["event"],
               let session = sessions.get(id) else { return }
         if event["type"]?.stringValue == "mcpServerStatus", let server = event["server"]?.stringValue {
             if event["status"]?.stringValue == "failed" {
@@ -87,17 +87,17 @@ final class EngineClient: ClientChannel {
         let callId = params["callId"]?.stringValue ?? ""
         let runner = ToolRunner(editor: editor, session: session, callId: callId, timeout: timeout)
         switch method {
-        case "tool/call":
+        case ToolCallRequest.name:
             guard let name = params["name"]?.stringValue, let tool = BuiltinTool(rawValue: name) else {
                 return ToolRun.failed("agentrpc acp has no tool \(params["name"]?.stringValue ?? "")").answer
             }
             return try await runner.run(tool, params["arguments"] ?? .object([:])).answer
-        case "tool/undo":
+        case ToolUndoRequest.name:
             try await runner.undo(params["undo"] ?? .null)
             return .object([:])
-        case "confirmation/request":
+        case ConfirmationRequest.name:
             return try await askPermission(params, session: session, runner: runner, timeout: timeout)
-        case "user/elicit":
+        case UserElicitRequest.name:
             return try await showForm(params, session: session, timeout: timeout)
         default:
             // Hooks, context sources and ask_user are not offered to ACP sessions.

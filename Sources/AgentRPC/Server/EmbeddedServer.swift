@@ -54,6 +54,22 @@ public final class EmbeddedServer: Sendable {
         try await start(method, params).result()
     }
 
+    /// Starts method `M`, its name taken from the type (a call site cannot
+    /// misspell it, and a renamed method does not compile); params as JSON.
+    public func start<M: RPCMethod>(_ method: M.Type, _ params: JSONValue? = nil) async throws -> EmbeddedCall {
+        try await start(M.name, params)
+    }
+
+    /// Calls method `M` and waits for its result; params and result as JSON.
+    public func call<M: RPCMethod>(_ method: M.Type, _ params: JSONValue? = nil) async throws -> JSONValue {
+        try await start(M.name, params).result()
+    }
+
+    /// Calls method `M`, whose params are a `SessionRef`, for session `sessionId`.
+    public func call<M: RPCMethod>(_ method: M.Type, sessionId: String) async throws -> JSONValue where M.Params == SessionRef {
+        try await start(M.name, ["sessionId": .string(sessionId)]).result()
+    }
+
     /// Sends a notification (`session/cancel`), as the client would.
     public func notify(_ method: String, _ params: JSONValue? = nil) async {
         await table.notificationHandler(for: method)?(params)

@@ -107,7 +107,7 @@ final class ChatConversation {
             "clientInfo": ["name": "agentrpc-chat", "version": .string(Server.version)],
             "capabilities": ["tools": true, "confirmations": "notify"],
         ]
-        if case .failure(let failure) = call("initialize", initialize) {
+        if case .failure(let failure) = call(InitializeRequest.self, initialize) {
             show(failure, doing: "initialize the server")
             return false
         }
@@ -119,7 +119,7 @@ final class ChatConversation {
             out.line("error: cannot encode the session configuration: \(error)")
             return false
         }
-        switch call("session/create", params) {
+        switch call(SessionCreateRequest.self, params) {
         case .success(let handle):
             guard let id = handle["sessionId"]?.stringValue else {
                 out.line("error: the server's session/create answer has no sessionId")
@@ -145,7 +145,7 @@ final class ChatConversation {
             guard let picked = pickStoredSession() else { return false }
             id = picked
         }
-        switch call("session/resume", ["sessionId": .string(id)]) {
+        switch call(SessionResumeRequest.self, ["sessionId": .string(id)]) {
         case .success(let handle):
             sessionId = handle["sessionId"]?.stringValue ?? id
             isStored = true
@@ -173,7 +173,7 @@ final class ChatConversation {
     /// there is none or the input ended.
     private func pickStoredSession() -> String? {
         let listed: [JSONValue]
-        switch call("session/list", ["limit": .int(Self.resumeChoices)]) {
+        switch call(SessionListRequest.self, ["limit": .int(Self.resumeChoices)]) {
         case .success(let page): listed = page["data"]?.arrayValue ?? []
         case .failure(let failure):
             show(failure, doing: "list the stored sessions")
@@ -201,8 +201,8 @@ final class ChatConversation {
         out.endLine()
         if isStored { out.note("This conversation is kept: agentrpc chat --resume \(sessionId) continues it.") }
         if !serverGone {
-            _ = call("shutdown", nil, timeout: 5)
-            notify("exit", nil)
+            _ = call(ShutdownRequest.self, nil, timeout: 5)
+            notify(ExitNotification.self, nil)
         }
         server.closeStdin()
         if server.waitForExit(until: Date(timeIntervalSinceNow: 5)) == nil { server.stop() }
@@ -296,7 +296,7 @@ final class ChatConversation {
             out.note(ChatDemoScript.ended)
             return
         }
-        guard let (result, usage) = runCancellable("session/send", ["sessionId": .string(sessionId), "input": .string(text)]) else { return }
+        guard let (result, usage) = runCancellable(SessionSendRequest.self, ["sessionId": .string(sessionId), "input": .string(text)]) else { return }
         switch result {
         case .success(let value):
             out.endLine()
@@ -322,7 +322,7 @@ final class ChatConversation {
     /// Sends a request that Ctrl-C may withdraw (a turn, a compaction) and
     /// waits for its answer, everything else being handled meanwhile; with it,
     /// the usage its `usage` events summed. Nil when the server is gone.
-    private func runCancellable(_ method: String, _ params: JSONValue) -> (Result<JSONValue, RPCError>, Usage?)? {
+    private func runCancellable<M: RPCMethod>(_ method: M.Type, _ params: JSONValue) -> (Result<JSONValue, RPCError>, Usage?)? {
         guard let id = request(method, params) else { return nil }
         turn = TurnInProgress(requestID: id)
         while responses[id] == nil && !serverGone {
@@ -336,7 +336,7 @@ final class ChatConversation {
 
     /// The context meter and the session's cost, when the server knows them (`session/getState`).
     private func showMeter() {
-        guard case .success(let state) = call("session/getState", ["sessionId": .string(sessionId)]),
+        guard case .success(let state) = call(SessionGetStateRequest.self, ["sessionId": .string(sessionId)]),
             let meter = ChatFormatting.meter(
                 contextTokens: state["contextTokens"]?.intValue, window: state["contextWindowTokens"]?.intValue,
                 costUSD: state["usageTotals"]?["costUSD"]?.numberValue)
@@ -349,7 +349,7 @@ final class ChatConversation {
         var params: [String: JSONValue] = ["sessionId": .string(sessionId)]
         if !instructions.isEmpty { params["instructions"] = .string(instructions) }
         out.note("(compacting: the model summarizes the conversation…)")
-        guard let (result, _) = runCancellable("session/compact", .object(params)) else { return }
+        guard let (result, _) = runCancellable(SessionCompactRequest.self, .object(params)) else { return }
         switch result {
         case .success(let value):
             let removed = value["entriesRemoved"]?.intValue ?? 0
@@ -376,7 +376,7 @@ final class ChatConversation {
         current.question = nil
         current.cancelRequested = true
         turn = current
-        notify("$/cancelRequest", ["id": current.requestID.json])
+        notify(CancelRequestNotification.self, ["id": current.requestID.json])
     }
 
     // MARK: Confirmation
@@ -407,7 +407,7 @@ final class ChatConversation {
         switch question.responder {
         case .sessionConfirm:
             let params: JSONValue = ["sessionId": .string(sessionId), "callId": .string(question.callId), "decision": decision]
-            if let id = request("session/confirm", params) { unawaited.insert(id) }
+            if let id = request(SessionConfirmRequest.self, params) { unawaited.insert(id) }
         case .request(let id):
             reply(id, ["decision": decision])
         }
@@ -416,7 +416,7 @@ final class ChatConversation {
     // MARK: Commands
 
     private func fetchTranscript() -> SessionTranscript? {
-        switch call("session/getTranscript", ["sessionId": .string(sessionId)]) {
+        switch call(SessionGetTranscriptRequest.self, ["sessionId": .string(sessionId)]) {
         case .success(let value):
             do {
                 return try value.decode(as: SessionTranscript.self)
@@ -453,7 +453,7 @@ final class ChatConversation {
             "sessionId": .string(sessionId), "expectedRevision": .int(transcript.revision),
             "operations": [["op": "truncateAfter", "id": anchor]],
         ]
-        switch call("session/mutateTranscript", params) {
+        switch call(SessionMutateTranscriptRequest.self, params) {
         case .success:
             let removed = transcript.entries[last...]
             out.line("undid the last turn; removed \(removed.count == 1 ? "1 entry" : "\(removed.count) entries"):")
@@ -488,7 +488,7 @@ final class ChatConversation {
             out.line("no profile named '\(name)'; profiles: \(known)")
             return
         }
-        switch call("session/setProperties", ["sessionId": .string(sessionId), "set": [selector: .string(name)]]) {
+        switch call(SessionSetPropertiesRequest.self, ["sessionId": .string(sessionId), "set": [selector: .string(name)]]) {
         case .success(let value):
             // Profiles are resolved before each request, so the switch shows on the next one.
             let active = value["activeProfile"]?.stringValue ?? "?"
@@ -558,9 +558,9 @@ final class ChatConversation {
             break
         case .request(let id, let method, let params):
             serve(id, method, params ?? .null)
-        case .notification("session/event", let params?):
+        case .notification(SessionEventNotification.name, let params?):
             show(event: params)
-        case .notification("$/cancelRequest", let params?):
+        case .notification(CancelRequestNotification.name, let params?):
             // The server withdrew a question it asked with confirmation/request.
             if let withdrawn = params["id"].flatMap(RequestID.init(json:)),
                 case .request(let asked)? = turn?.question?.responder, asked == withdrawn {
@@ -677,14 +677,14 @@ final class ChatConversation {
     }
 
     /// Sends a request; nil when the server can no longer be written to.
-    private func request(_ method: String, _ params: JSONValue?) -> RequestID? {
+    private func request<M: RPCMethod>(_ method: M.Type, _ params: JSONValue?) -> RequestID? {
         let id = RequestID.int(nextRequestNumber)
         nextRequestNumber += 1
-        return transmit(.request(id: id, method: method, params: params)) ? id : nil
+        return transmit(.request(id: id, method: M.name, params: params)) ? id : nil
     }
 
-    private func notify(_ method: String, _ params: JSONValue?) {
-        transmit(.notification(method: method, params: params))
+    private func notify<N: RPCNotification>(_ method: N.Type, _ params: JSONValue?) {
+        transmit(.notification(method: N.name, params: params))
     }
 
     private func reply(_ id: RequestID, _ result: JSONValue) { transmit(.success(id, result)) }
@@ -692,7 +692,7 @@ final class ChatConversation {
     private func replyError(_ id: RequestID, _ error: RPCError) { transmit(.failure(id, error)) }
 
     /// A request whose answer is awaited, everything else being handled meanwhile.
-    private func call(_ method: String, _ params: JSONValue?, timeout: TimeInterval = requestTimeout) -> Result<JSONValue, ChatCallFailure> {
+    private func call<M: RPCMethod>(_ method: M.Type, _ params: JSONValue?, timeout: TimeInterval = requestTimeout) -> Result<JSONValue, ChatCallFailure> {
         guard let id = request(method, params) else { return .failure(.serverGone) }
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
