@@ -261,6 +261,62 @@ package struct JSONTextParser {
         }
     }
 
+    /// Reads past one value, accepting exactly what `parseValue` accepts (the
+    /// same string, number and nesting rules) without building it: for a
+    /// decoder that reads a few members of a document and passes over the rest.
+    package mutating func skipValue() throws(JSONParseError) {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            try enter()
+            index += 1
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                leave()
+                return
+            }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                _ = try parseString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                try skipValue()
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+                throw fail("expected ',' or '}'")
+            }
+            leave()
+        case UInt8(ascii: "["):
+            try enter()
+            index += 1
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                leave()
+                return
+            }
+            while true {
+                skipWhitespace()
+                try skipValue()
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; break }
+                throw fail("expected ',' or ']'")
+            }
+            leave()
+        case UInt8(ascii: "\""): _ = try parseString()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()
+        default: _ = try parseValue()  // a literal: nothing to build
+        }
+    }
+
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
         let count = literal.utf8CodeUnitCount
         guard bytes.count - index >= count else { throw fail("unexpected end of input") }

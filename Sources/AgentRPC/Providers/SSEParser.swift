@@ -155,33 +155,54 @@ struct SSEParser: Sendable {
         if bytes.isEmpty { return dispatch() }
         if bytes.first == 0x3A { return nil }  // ":" comment line
 
-        let field: String
-        let value: String
-        if let colon = bytes.firstIndex(of: 0x3A) {
-            field = String(decoding: bytes[..<colon], as: UTF8.self)
-            var valueStart = bytes.index(after: colon)
+        // The field is compared as bytes and only a known field's value becomes
+        // a string: one string per line, made once.
+        let fieldEnd = bytes.firstIndex(of: 0x3A) ?? bytes.endIndex
+        let field = Field(bytes[..<fieldEnd])
+        guard field != .other else { return nil }  // `retry:` and unknown fields carry nothing we use.
+        var valueStart = fieldEnd
+        if valueStart < bytes.endIndex {
+            valueStart = bytes.index(after: valueStart)
             if valueStart < bytes.endIndex, bytes[valueStart] == 0x20 { valueStart = bytes.index(after: valueStart) }
-            value = String(decoding: bytes[valueStart...], as: UTF8.self)
-        } else {
-            field = String(decoding: bytes, as: UTF8.self)
-            value = ""
         }
+        let value = String(decoding: bytes[valueStart...], as: UTF8.self)
         switch field {
-        case "event":
+        case .event:
             eventType = value
-        case "data":
-            if hasData { dataBuffer.append("\n") }
-            dataBuffer.append(value)
+        case .data:
+            if hasData {
+                dataBuffer.append("\n")
+                dataBuffer.append(value)
+            } else {
+                // An event's only data line (nearly every event) is the data as it is.
+                dataBuffer = value
+            }
             hasData = true
             bufferedBytes += value.utf8.count + 1
-        case "id":
+        case .id:
             // An id containing NUL is ignored, per spec.
             if !value.utf8.contains(0) { lastEventId = value }
-        default:
-            // `retry:` and unknown fields carry nothing we use.
+        case .other:
             break
         }
         return nil
+    }
+
+    /// The fields the parser acts on.
+    private enum Field {
+        case event, data, id, other
+
+        init(_ name: ArraySlice<UInt8>) {
+            if name.elementsEqual("data".utf8) {
+                self = .data
+            } else if name.elementsEqual("event".utf8) {
+                self = .event
+            } else if name.elementsEqual("id".utf8) {
+                self = .id
+            } else {
+                self = .other
+            }
+        }
     }
 
     private mutating func dispatch() -> SSEEvent? {

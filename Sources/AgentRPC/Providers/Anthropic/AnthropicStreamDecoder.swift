@@ -48,8 +48,16 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 
+    /// Off only in tests, which decode every stream both ways and compare.
+    private let readsCommonEventsFromBytes: Bool
+
     init(secrets: [String] = []) {
+        self.init(secrets: secrets, readsCommonEventsFromBytes: true)
+    }
+
+    init(secrets: [String], readsCommonEventsFromBytes: Bool) {
         self.secrets = secrets
+        self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
     mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
@@ -58,6 +66,9 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
 
     private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
+        if readsCommonEventsFromBytes, let delta = Self.readTextDelta(event.data), blocks.indices.contains(delta.index) {
+            return Self.textEvents(kind: delta.kind, text: delta.text)
+        }
         let payload = try DecoderJSON.parsePayload(event.data, provider: "Anthropic")
         let type = payload["type"]?.stringValue ?? event.event ?? ""
         switch type {
@@ -142,9 +153,9 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
         guard let delta = payload["delta"] else { return [] }
         switch delta["type"]?.stringValue {
         case "text_delta"?:
-            if let text = delta["text"]?.stringValue, !text.isEmpty { return [.textDelta(text)] }
+            return Self.textEvents(kind: .text, text: delta["text"]?.stringValue)
         case "thinking_delta"?:
-            if let text = delta["thinking"]?.stringValue, !text.isEmpty { return [.reasoningDelta(text)] }
+            return Self.textEvents(kind: .thinking, text: delta["thinking"]?.stringValue)
         case "signature_delta"?:
             if blocks[index].kind == .thinking, let signature = delta["signature"]?.stringValue {
                 blocks[index].signature += signature
@@ -157,6 +168,60 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
             break
         }
         return []
+    }
+
+    /// What a `text_delta` or `thinking_delta` gives.
+    private static func textEvents(kind: TextDelta.Kind, text: String?) -> [ProviderEvent] {
+        guard let text, !text.isEmpty else { return [] }
+        return kind == .text ? [.textDelta(text)] : [.reasoningDelta(text)]
+    }
+
+    /// A `content_block_delta` of text or thinking, as read from its bytes.
+    struct TextDelta {
+        enum Kind { case text, thinking }
+        var index: Int
+        var kind: Kind
+        var text: String?
+    }
+
+    /// The event nearly every event of a stream is (`{"type":"content_block_delta",
+    /// "index":0,"delta":{"type":"text_delta","text":"…"}}`), read straight from its
+    /// bytes; nil for anything else (another event or delta type, a member of an
+    /// unexpected type, invalid JSON), which the decoder then reads from the
+    /// parsed value as before. The caller checks the index names a started block.
+    static func readTextDelta(_ data: String) -> TextDelta? {
+        StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
+            var type = ReadOnce<String>(), index = ReadOnce<JSONValue>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
+            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+                switch key {
+                case "type": try type.set(try r.string())
+                case "index": try index.set(try r.value())
+                case "delta": try delta.set(try readDelta(&r))
+                default: try r.skip()
+                }
+            }
+            guard type.value == "content_block_delta", let index = index.value?.intValue, let (kind, text) = delta.value else {
+                throw StreamChunkReader.Unrecognised()
+            }
+            return TextDelta(index: index, kind: kind, text: text)
+        }
+    }
+
+    private static func readDelta(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> (TextDelta.Kind, String?) {
+        var type = ReadOnce<String>(), text = ReadOnce<String>(), thinking = ReadOnce<String>()
+        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            switch key {
+            case "type": try type.set(try r.string())
+            case "text": try text.set(try r.stringOrNull())
+            case "thinking": try thinking.set(try r.stringOrNull())
+            default: try r.skip()
+            }
+        }
+        switch type.value {
+        case "text_delta"?: return (.text, text.value)
+        case "thinking_delta"?: return (.thinking, thinking.value)
+        default: throw StreamChunkReader.Unrecognised()
+        }
     }
 
     private mutating func stopBlock(_ payload: JSONValue) throws -> [ProviderEvent] {

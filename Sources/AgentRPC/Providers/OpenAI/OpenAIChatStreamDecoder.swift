@@ -40,8 +40,16 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     private let secrets: [String]
     private var stitcher = SurrogateStitcher()
 
+    /// Off only in tests, which decode every stream both ways and compare.
+    private let readsCommonEventsFromBytes: Bool
+
     init(secrets: [String] = []) {
+        self.init(secrets: secrets, readsCommonEventsFromBytes: true)
+    }
+
+    init(secrets: [String], readsCommonEventsFromBytes: Bool) {
         self.secrets = secrets
+        self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
     mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
@@ -59,8 +67,103 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
             let trimmed = data.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed == "[DONE]" { return try complete() }
         }
+        if readsCommonEventsFromBytes, let common = Self.readCommonChunk(data) { return apply(common) }
         let chunk = try DecoderJSON.parsePayload(data, provider: "OpenAI")
         return try decode(chunk: chunk)
+    }
+
+    /// What the first choice of a chunk says, as the decoder reads it.
+    struct ChoiceDelta {
+        var content: String?
+        var reasoningContent: String?
+        var reasoning: String?
+        var refusal: String?
+        var finishReason: String?
+    }
+
+    /// The chunk nearly every event of a stream is (`{"id":…,"choices":[{"index":0,
+    /// "delta":{"content":"…"},"finish_reason":null}]}`), read straight from its
+    /// bytes; nil for anything else (an error, usage, tool-call fragments, more
+    /// than one choice, a member of an unexpected type, invalid JSON), which
+    /// `decode(chunk:)` then reads from the parsed value as before.
+    static func readCommonChunk(_ data: String) -> ChoiceDelta? {
+        StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> ChoiceDelta in
+            var choice = ReadOnce<ChoiceDelta>()
+            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+                switch key {
+                case "choices":
+                    var found: ChoiceDelta?
+                    try r.elements { r throws(StreamChunkReader.Unrecognised) in
+                        guard found == nil else { throw StreamChunkReader.Unrecognised() }
+                        found = try readChoice(&r)
+                    }
+                    try choice.set(found)
+                // Null is what the decoder ignores; anything else it acts on.
+                case "error", "usage":
+                    guard try r.skipNull() else { throw StreamChunkReader.Unrecognised() }
+                default:
+                    try r.skip()
+                }
+            }
+            return choice.value ?? ChoiceDelta()
+        }
+    }
+
+    /// The one choice of a common chunk: index 0, text members only.
+    private static func readChoice(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> ChoiceDelta {
+        var index = ReadOnce<JSONValue>()
+        var delta = ReadOnce<ChoiceDelta>()
+        var finishReason = ReadOnce<String>()
+        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            switch key {
+            case "index": try index.set(try r.value())
+            case "delta": try delta.set(try readDelta(&r))
+            case "finish_reason": try finishReason.set(try r.stringOrNull())
+            default: try r.skip()
+            }
+        }
+        // The decoder reads the first choice whose index is 0 (a missing one counts as 0).
+        guard (index.value?.intValue ?? 0) == 0 else { throw StreamChunkReader.Unrecognised() }
+        var choice = delta.value ?? ChoiceDelta()
+        choice.finishReason = finishReason.value
+        return choice
+    }
+
+    private static func readDelta(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> ChoiceDelta {
+        var content = ReadOnce<String>(), reasoningContent = ReadOnce<String>()
+        var reasoning = ReadOnce<String>(), refusal = ReadOnce<String>()
+        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            switch key {
+            case "content": try content.set(try r.stringOrNull())
+            case "reasoning_content": try reasoningContent.set(try r.stringOrNull())
+            case "reasoning": try reasoning.set(try r.stringOrNull())
+            case "refusal": try refusal.set(try r.stringOrNull())
+            case "tool_calls":
+                guard try r.skipNull() else { throw StreamChunkReader.Unrecognised() }
+            default: try r.skip()
+            }
+        }
+        return ChoiceDelta(
+            content: content.value, reasoningContent: reasoningContent.value, reasoning: reasoning.value,
+            refusal: refusal.value)
+    }
+
+    /// The events and state of a choice's text members and finish reason.
+    private mutating func apply(_ choice: ChoiceDelta) -> [ProviderEvent] {
+        var events: [ProviderEvent] = []
+        if let text = choice.content, !text.isEmpty {
+            sawContent = true
+            events.append(.textDelta(text))
+        }
+        if let text = choice.reasoningContent ?? choice.reasoning, !text.isEmpty {
+            events.append(.reasoningDelta(text))
+        }
+        if let text = choice.refusal, !text.isEmpty {
+            sawRefusal = true
+            events.append(.refusalDelta(text))
+        }
+        if let reason = choice.finishReason { finishReason = reason }
+        return events
     }
 
     /// A stream that gave its `finish_reason` and then closed without `[DONE]` is
@@ -80,27 +183,16 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
             throw ProviderErrorMapper.mapInStream(chunk, secrets: secrets)
         }
         if let u = chunk["usage"], u.objectValue != nil { usage = Self.usage(from: u) }
-        var events: [ProviderEvent] = []
         // `n > 1` is not something we ask for; only the first choice is read.
         guard let choice = chunk["choices"]?.arrayValue?.first(where: { ($0["index"]?.intValue ?? 0) == 0 }) else {
-            return events
+            return []
         }
-        if let delta = choice["delta"] {
-            if let text = delta["content"]?.stringValue, !text.isEmpty {
-                sawContent = true
-                events.append(.textDelta(text))
-            }
-            if let text = delta["reasoning_content"]?.stringValue ?? delta["reasoning"]?.stringValue, !text.isEmpty {
-                events.append(.reasoningDelta(text))
-            }
-            if let text = delta["refusal"]?.stringValue, !text.isEmpty {
-                sawRefusal = true
-                events.append(.refusalDelta(text))
-            }
-            for fragment in delta["tool_calls"]?.arrayValue ?? [] { accumulate(fragment) }
-        }
-        if let reason = choice["finish_reason"]?.stringValue { finishReason = reason }
-        return events
+        let delta = choice["delta"]
+        for fragment in delta?["tool_calls"]?.arrayValue ?? [] { accumulate(fragment) }
+        return apply(ChoiceDelta(
+            content: delta?["content"]?.stringValue, reasoningContent: delta?["reasoning_content"]?.stringValue,
+            reasoning: delta?["reasoning"]?.stringValue, refusal: delta?["refusal"]?.stringValue,
+            finishReason: choice["finish_reason"]?.stringValue))
     }
 
     static func isJSONSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }

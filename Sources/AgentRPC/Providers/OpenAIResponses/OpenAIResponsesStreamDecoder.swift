@@ -122,8 +122,16 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
 
     static let providerLabel = "OpenAI Responses"
 
+    /// Off only in tests, which decode every stream both ways and compare.
+    private let readsCommonEventsFromBytes: Bool
+
     init(secrets: [String] = []) {
+        self.init(secrets: secrets, readsCommonEventsFromBytes: true)
+    }
+
+    init(secrets: [String], readsCommonEventsFromBytes: Bool) {
         self.secrets = secrets
+        self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
     mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
@@ -134,14 +142,12 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         if isComplete { return [] }
         // Some proxies end Responses streams the Chat Completions way; the terminal event decides.
         if event.data.isEmpty || event.data == "[DONE]" { return [] }
+        if readsCommonEventsFromBytes, let text = Self.readTextDelta(event.data) { return textDelta(text.delta, itemId: text.itemId) }
         let payload = try DecoderJSON.parsePayload(event.data, provider: Self.providerLabel)
         let type = payload["type"]?.stringValue ?? event.event ?? ""
         switch type {
         case "response.output_text.delta":
-            guard let delta = payload["delta"]?.stringValue, !delta.isEmpty else { return [] }
-            markStreamed(payload)
-            sawText = true
-            return [.textDelta(delta)]
+            return textDelta(payload["delta"]?.stringValue, itemId: payload["item_id"]?.stringValue)
         case "response.refusal.delta":
             guard let delta = payload["delta"]?.stringValue, !delta.isEmpty else { return [] }
             markStreamed(payload)
@@ -192,13 +198,51 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         throw ProviderError.truncated("no response.completed")
     }
 
+    private mutating func textDelta(_ delta: String?, itemId: String?) -> [ProviderEvent] {
+        guard let delta, !delta.isEmpty else { return [] }
+        markStreamed(itemId: itemId)
+        sawText = true
+        return [.textDelta(delta)]
+    }
+
+    /// A `response.output_text.delta` event's text and item id, as read from its bytes.
+    struct TextDelta {
+        var delta: String?
+        var itemId: String?
+    }
+
+    /// The event nearly every event of a stream is (`{"type":"response.output_text.delta",
+    /// "item_id":"msg_…","output_index":0,"content_index":0,"delta":"…"}`), read
+    /// straight from its bytes; nil for anything else (another event type, a
+    /// member of an unexpected type, invalid JSON), which the decoder then reads
+    /// from the parsed value as before.
+    static func readTextDelta(_ data: String) -> TextDelta? {
+        StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
+            var type = ReadOnce<String>(), delta = ReadOnce<String>(), itemId = ReadOnce<String>()
+            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+                switch key {
+                case "type": try type.set(try r.string())
+                case "delta": try delta.set(try r.stringOrNull())
+                case "item_id": try itemId.set(try r.stringOrNull())
+                default: try r.skip()
+                }
+            }
+            guard type.value == "response.output_text.delta" else { throw StreamChunkReader.Unrecognised() }
+            return TextDelta(delta: delta.value, itemId: itemId.value)
+        }
+    }
+
     // MARK: - Items
 
     private mutating func markStreamed(_ payload: JSONValue) {
+        markStreamed(itemId: payload["item_id"]?.stringValue)
+    }
+
+    private mutating func markStreamed(itemId: String?) {
         sawItemEvents = true
         // A delta without an item id (a lax compatible server) marks every item as
         // streamed, so no finished item repeats text already shown.
-        streamedItems.insert(payload["item_id"]?.stringValue ?? "")
+        streamedItems.insert(itemId ?? "")
     }
 
     private mutating func reasoning(_ delta: String, item: String, part: Int) -> [ProviderEvent] {
