@@ -256,11 +256,11 @@ struct WorkspaceTools: Sendable {
         guard let pattern = arguments["pattern"]?.stringValue, !pattern.isEmpty else { return .failed("pattern is required") }
         let regex: BoundedRegex
         do {
-            var options: NSRegularExpression.Options = [.anchorsMatchLines]
+            var options: BoundedRegex.Options = [.anchorsMatchLines]
             if arguments["ignore_case"]?.boolValue == true { options.insert(.caseInsensitive) }
             regex = try BoundedRegex(pattern, options: options)
         } catch {
-            return .failed("pattern is not a valid regular expression: \(error.localizedDescription)")
+            return .failed("pattern is not a valid regular expression: \(error)")
         }
         let root: String
         switch directory(arguments) {

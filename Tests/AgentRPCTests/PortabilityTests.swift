@@ -126,3 +126,27 @@ private struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+extension PortabilityTests {
+    static let paths = [
+        "", "/", "//", "a", "a/", "/a", "/a/", "/a/b", "/a/b/", "a/b", "a//b", "//a//b//", "/a/b.txt", "b.tar.gz", ".profile",
+        "/x/.profile", "a.", "/a./", "..", "/a/..", ".", "./a", "dir.d/file", "file.PNG", "/tmp/x y.jpeg", "a/b/c.d/",
+    ]
+
+    @Test(arguments: paths) func pathMethodsAreNSStrings(path: String) {
+        let ns = path as NSString
+        #expect(path.deletingLastPathComponent == ns.deletingLastPathComponent)
+        #expect(path.lastPathComponent == ns.lastPathComponent)
+        #expect(path.pathExtension == ns.pathExtension)
+        for component in ["", "b", "/b", "b/", "c.json", "//d"] {
+            #expect(path.appendingPathComponent(component) == ns.appendingPathComponent(component), "\(path.debugDescription) + \(component.debugDescription)")
+        }
+    }
+}
+
+extension PortabilityTests {
+    @Test(arguments: ["", "a", "/$defs/A", "%", "%4", "%zz", "%4g", "%41", "%c3%A9", "%C3", "%FF", "%00x", "a%2Fb", "é%20", "%%41", "~1%7E0"])
+    func percentDecodingIsFoundations(text: String) {
+        #expect(text.percentDecoded == text.removingPercentEncoding)
+    }
+}

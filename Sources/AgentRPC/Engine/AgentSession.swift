@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One conversation. An actor, so every state change is ordered; the turn loop
 /// runs on it and yields at each await, which is what lets `getState`,

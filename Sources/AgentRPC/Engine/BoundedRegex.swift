@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// A match of a user-supplied pattern ran out of its time budget (or its
@@ -10,35 +14,102 @@ package struct RegexBudgetExceeded: Error, Sendable, Hashable {
     package var cancelled = false
 }
 
+/// A pattern that is not a valid regular expression (ICU's syntax), or one that could
+/// not be compiled because ICU could not be loaded.
+package enum RegexCompileError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// ICU refused the pattern; `reason` is ICU's name of the error.
+    case invalid(pattern: String, reason: String)
+    case unavailable(ICUUnavailable)
+
+    package var description: String {
+        switch self {
+        case .invalid(_, let reason): "invalid pattern (\(reason))"
+        case .unavailable(let problem): problem.message
+        }
+    }
+}
+
 /// A user-supplied regular expression (egress rules, history redactions, router
 /// rules, JSON Schema `pattern`/`patternProperties`), compiled once, whose every
 /// match is bounded in time (docs/protocol.md, "Every limit and its default").
 ///
-/// The bound is real, not abandonment: matching runs in ICU with
-/// `.reportProgress`, which calls back into us every few thousand backtracking
-/// steps; when the budget is spent (or the worker's job was cancelled) the
-/// callback stops the match, and ICU returns at once. So a pattern like
-/// `(a+)+$` on `"a"*29 + "!"` costs at most the budget.
+/// The bound is real, not abandonment: matching runs in ICU (its C API, loaded at
+/// the first pattern: `ICU`) with a progress callback that ICU calls every few
+/// thousand backtracking steps; when the budget is spent (or the worker's job was
+/// cancelled) the callback stops the match, and ICU returns at once. So a pattern
+/// like `(a+)+$` on `"a"*29 + "!"` costs at most the budget. ICU's syntax and
+/// semantics are those `NSRegularExpression` gave (it is the same ICU, called the
+/// same way: UTF-16 text, the same flags, matches reported at grapheme boundaries).
 ///
-/// `@unchecked Sendable` because `NSRegularExpression` carries no Sendable
-/// annotation, yet it is immutable and matched from many threads (Foundation
-/// checks out or clones the ICU matcher per match); this type never mutates it.
+/// `@unchecked Sendable`: the compiled pattern is never matched itself, only
+/// cloned (each match runs on its own clone, which ICU allows from any thread);
+/// `spare`, a clone kept for the next match, is guarded by its mutex.
 package final class BoundedRegex: @unchecked Sendable {
     /// How long one match of one pattern against one text may run.
     package static let matchBudgetSeconds = 0.25
 
-    package let pattern: String
-    private let regex: NSRegularExpression
+    /// ICU's flags, named as `NSRegularExpression.Options` named them.
+    package struct Options: OptionSet, Sendable {
+        package let rawValue: UInt32
+        package init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// UREGEX_CASE_INSENSITIVE.
+        package static let caseInsensitive = Options(rawValue: 2)
+        /// UREGEX_MULTILINE: `^` and `$` match at line boundaries.
+        package static let anchorsMatchLines = Options(rawValue: 8)
+    }
 
-    package init(_ pattern: String, options: NSRegularExpression.Options = []) throws {
+    package let pattern: String
+    private let icu: ICU
+    private let compiled: OpaquePointer
+    private let spare = Mutex<Matcher?>(nil)
+
+    /// A clone of the compiled pattern, used by one match at a time.
+    private struct Matcher: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    package init(_ pattern: String, options: Options = []) throws(RegexCompileError) {
         self.pattern = pattern
-        self.regex = try NSRegularExpression(pattern: pattern, options: options)
+        let icu: ICU
+        switch ICU.shared {
+        case .failure(let problem): throw .unavailable(problem)
+        case .success(let library): icu = library
+        }
+        self.icu = icu
+        // A terminating 0 after the pattern: ICU refuses a null pointer even for an empty one.
+        let units = Array(pattern.utf16) + [0]
+        guard units.count < Int32.max else { throw .invalid(pattern: pattern, reason: "U_REGEX_PATTERN_TOO_BIG") }
+        var status: ICU.ErrorCode = 0
+        let regex = units.withUnsafeBufferPointer { icu.regexOpen($0.baseAddress, Int32($0.count - 1), options.rawValue, nil, &status) }
+        guard let regex, status <= 0 else {
+            if let regex { icu.regexClose(regex) }
+            throw .invalid(pattern: pattern, reason: icu.name(of: status))
+        }
+        compiled = regex
+    }
+
+    /// What a configuration check says of `pattern`: nil when it compiles.
+    package static func problem(with pattern: String) -> String? {
+        do throws(RegexCompileError) {
+            _ = try BoundedRegex(pattern)
+            return nil
+        } catch {
+            switch error {
+            case .invalid: return "'\(pattern)' is not a valid regular expression"
+            case .unavailable(let problem): return "'\(pattern)' cannot be checked: \(problem.message)"
+            }
+        }
+    }
+
+    deinit {
+        spare.withLock { if let matcher = $0 { icu.regexClose(matcher.pointer) } }
+        icu.regexClose(compiled)
     }
 
     /// Whether the pattern matches anywhere in `text` (unanchored).
     func firstMatch(in text: String) throws(RegexBudgetExceeded) -> Bool {
         var found = false
-        try enumerate(in: text) { _, stop in
+        try enumerate(in: text) { _, _, stop in
             found = true
             stop = true
         }
@@ -48,18 +119,23 @@ package final class BoundedRegex: @unchecked Sendable {
     /// Where the pattern matches in `text` (UTF-16 offsets), the first `limit` matches.
     package func matchOffsets(in text: String, limit: Int) throws(RegexBudgetExceeded) -> [Int] {
         var offsets: [Int] = []
-        try enumerate(in: text) { range, stop in
-            offsets.append(range.location)
+        try enumerate(in: text) { start, _, stop in
+            offsets.append(start)
             if offsets.count >= limit { stop = true }
         }
         return offsets
     }
 
-    /// `text` with every match replaced by `replacement`, taken literally.
+    /// `text` with every match replaced by `replacement`, taken literally. A match that
+    /// starts or ends inside a Character (a grapheme cluster such as "\r\n") is left
+    /// alone, as it always was.
     func replacingMatches(in text: String, withLiteral replacement: String) throws(RegexBudgetExceeded) -> String {
         var ranges: [Range<String.Index>] = []
-        try enumerate(in: text) { range, _ in
-            if let r = Range(range, in: text) { ranges.append(r) }
+        let utf16 = text.utf16
+        try enumerate(in: text) { start, end, _ in
+            guard let lower = String.Index(utf16.index(utf16.startIndex, offsetBy: start), within: text),
+                  let upper = String.Index(utf16.index(utf16.startIndex, offsetBy: end), within: text) else { return }
+            ranges.append(lower..<upper)
         }
         guard !ranges.isEmpty else { return text }
         var out = ""
@@ -73,31 +149,77 @@ package final class BoundedRegex: @unchecked Sendable {
         return out
     }
 
-    private func enumerate(in text: String, _ body: (NSRange, inout Bool) -> Void) throws(RegexBudgetExceeded) {
-        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(Self.matchBudgetSeconds))
-        let cancellation = RegexWorkers.currentCancellation
+    /// What the progress callbacks see: when to stop, and why it stopped.
+    private final class Progress {
+        let deadline: ContinuousClock.Instant
+        let cancellation: RegexWorkers.Cancellation?
         var exceeded = false
         var cancelled = false
-        // Foundation declares the block escaping; it is only called during the enumeration.
-        withoutActuallyEscaping(body) { body in
-            regex.enumerateMatches(in: text, options: [.reportProgress], range: NSRange(location: 0, length: text.utf16.count)) { result, _, stop in
-                if let result {
-                    var shouldStop = false
-                    body(result.range, &shouldStop)
-                    if shouldStop { stop.pointee = true }
-                    return
-                }
-                // A progress callback: the match is still running.
-                if cancellation?.isCancelled == true {
-                    cancelled = true
-                    stop.pointee = true
-                } else if ContinuousClock.now >= deadline {
-                    exceeded = true
-                    stop.pointee = true
+        init(deadline: ContinuousClock.Instant, cancellation: RegexWorkers.Cancellation?) {
+            self.deadline = deadline
+            self.cancellation = cancellation
+        }
+
+        /// 1 to go on, 0 to stop the match.
+        func keepGoing() -> Int8 {
+            if cancellation?.isCancelled == true {
+                cancelled = true
+                return 0
+            }
+            if ContinuousClock.now >= deadline {
+                exceeded = true
+                return 0
+            }
+            return 1
+        }
+    }
+
+    /// Calls `body` with each match's UTF-16 bounds, left to right, until it sets `stop`.
+    private func enumerate(in text: String, _ body: (Int, Int, inout Bool) -> Void) throws(RegexBudgetExceeded) {
+        let progress = Progress(
+            deadline: ContinuousClock.now.advanced(by: .clampedSeconds(Self.matchBudgetSeconds)), cancellation: RegexWorkers.currentCancellation)
+        // A terminating 0 after the text: ICU refuses a null pointer even for an empty text.
+        let units = Array(text.utf16) + [0]
+        let length = units.count - 1
+        guard length < Int32.max else { throw RegexBudgetExceeded(pattern: pattern) }
+        var status: ICU.ErrorCode = 0
+        guard let matcher = spare.withLock({ m -> Matcher? in defer { m = nil }; return m })?.pointer ?? icu.regexClone(compiled, &status), status <= 0 else {
+            return
+        }
+        defer {
+            var ignored: ICU.ErrorCode = 0
+            icu.regexSetMatchCallback(matcher, nil, nil, &ignored)
+            icu.regexSetFindProgressCallback(matcher, nil, nil, &ignored)
+            let kept = spare.withLock { m -> Bool in
+                guard m == nil else { return false }
+                m = Matcher(pointer: matcher)
+                return true
+            }
+            if !kept { icu.regexClose(matcher) }
+        }
+        withExtendedLifetime(progress) {
+            units.withUnsafeBufferPointer { buffer in
+                let context = UnsafeRawPointer(Unmanaged.passUnretained(progress).toOpaque())
+                icu.regexSetText(matcher, buffer.baseAddress, Int32(length), &status)
+                icu.regexSetMatchCallback(matcher, { context, _ in
+                    guard let context else { return 1 }
+                    return Unmanaged<Progress>.fromOpaque(context).takeUnretainedValue().keepGoing()
+                }, context, &status)
+                icu.regexSetFindProgressCallback(matcher, { context, _ in
+                    guard let context else { return 1 }
+                    return Unmanaged<Progress>.fromOpaque(context).takeUnretainedValue().keepGoing()
+                }, context, &status)
+                guard status <= 0 else { return }
+                var stop = false
+                while !stop && icu.regexFindNext(matcher, &status) != 0 && status <= 0 {
+                    let start = icu.regexStart(matcher, 0, &status)
+                    let end = icu.regexEnd(matcher, 0, &status)
+                    guard status <= 0, start >= 0, end >= start else { break }
+                    body(Int(start), Int(end), &stop)
                 }
             }
         }
-        if cancelled || exceeded { throw RegexBudgetExceeded(pattern: pattern, cancelled: cancelled) }
+        if progress.cancelled || progress.exceeded { throw RegexBudgetExceeded(pattern: pattern, cancelled: progress.cancelled) }
     }
 }
 
@@ -113,12 +235,11 @@ package enum RegexWorkers {
         func cancel() { flag.withLock { $0 = true } }
     }
 
-    private static let threadKey = "agentrpc.regex.cancellation"
+    /// The cancellation of the job running on this thread, if it is a worker.
+    @TaskLocal private static var jobCancellation: Cancellation?
 
     /// The cancellation of the job running on this thread, if it is a worker.
-    package static var currentCancellation: Cancellation? {
-        Thread.current.threadDictionary[threadKey] as? Cancellation
-    }
+    package static var currentCancellation: Cancellation? { jobCancellation }
 
     /// How many workers run jobs at once. Two: one slow session does not hold up another's checks.
     static let threadCount = 2
@@ -133,9 +254,7 @@ package enum RegexWorkers {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
                 pool.submit {
-                    Thread.current.threadDictionary[threadKey] = cancellation
-                    defer { Thread.current.threadDictionary[threadKey] = nil }
-                    continuation.resume(returning: job())
+                    continuation.resume(returning: $jobCancellation.withValue(cancellation) { job() })
                 }
             }
         } onCancel: {
@@ -147,7 +266,7 @@ package enum RegexWorkers {
     final class WorkerPool: @unchecked Sendable {
         // @unchecked: `jobs` and `started` are only touched under `condition`.
         // A condition, not a Mutex: an idle worker thread must block until a job comes.
-        private let condition = NSCondition()
+        private let condition = ConditionLock()
         private var jobs: [@Sendable () -> Void] = []
         private var started = false
         private let threads: Int
@@ -161,9 +280,7 @@ package enum RegexWorkers {
             if !started {
                 started = true
                 for i in 0..<threads {
-                    let thread = Thread { [self] in work() }
-                    thread.name = "agentrpc.regex.\(i)"
-                    thread.start()
+                    OSThread.start(name: "agentrpc.regex.\(i)") { [self] in work() }
                 }
             }
             condition.signal()

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a token or cost limit applies: one turn (`limits`, `options.limits`)
 /// or the session's whole life (`budget`).
@@ -71,7 +75,7 @@ enum BudgetCheck {
     }
 
     private static func format(_ value: Double, _ measure: BudgetMeasure) -> String {
-        if measure == .maxCostUSD { return String(format: "%.6g", value) }
+        if measure == .maxCostUSD { return String(cFormat: "%.6g", value) }
         return value.isFinite && abs(value) < 9e15 ? String(Int(value)) : String(value)
     }
 }

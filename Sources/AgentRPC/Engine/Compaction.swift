@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a compaction cuts the transcript: the entries before the cut are
 /// summarized, the rest is kept verbatim (docs/protocol.md, "Compaction").
@@ -139,7 +143,7 @@ extension TurnRunner {
             let text = try await summarize(
                 removed, model: reference, field: "compaction.model", extraInstructions: instructions ?? settings?.instructions,
                 earlierSummary: nil, purpose: .compaction, profile: profile, session: session)
-            guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            guard !text.trimmingWhitespaceAndNewlines().isEmpty else {
                 throw RPCError(.providerContractViolation, "the model answered the summary request with no text; nothing was compacted")
             }
             let removedTokens = removed.reduce(0) { $0 + HistoryTransformer.estimatedTokens(of: $1) }

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// What every session shares: the client channel, what the client said it can
@@ -55,7 +59,7 @@ final class Engine: Sendable {
         if let config = options.modelCassette {
             self.cassette = try cassettes.cassette(config)
         } else if let config = catalog.modelCassette {
-            let directory = catalog.sourcePath.map { ($0 as NSString).deletingLastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
+            let directory = catalog.sourcePath.map { $0.deletingLastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
             self.cassette = try cassettes.cassette(config, relativeTo: directory)
         } else {
             self.cassette = nil
@@ -505,9 +509,7 @@ final class Engine: Sendable {
     static func regexProblems(in config: SessionConfig) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func check(_ pattern: String, _ path: String) {
-            if (try? NSRegularExpression(pattern: pattern)) == nil {
-                problems.append(ConfigProblem(path: path, message: "'\(pattern)' is not a valid regular expression"))
-            }
+            if let problem = BoundedRegex.problem(with: pattern) { problems.append(ConfigProblem(path: path, message: problem)) }
         }
         func checkEgress(_ egress: Egress?, _ path: String) {
             for (i, p) in (egress?.refuse ?? []).enumerated() { check(p, "\(path).refuse[\(i)]") }

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A send waiting behind the running turn (`session/send` with `queue: true`).
 struct QueuedSend: Sendable {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Named models from `agentrpc.json` (docs/protocol.md §15): `{"models": {"name": ModelConfig}, "defaultModel": "name"}`.
 /// Looked up at `--config PATH`, else `$AGENTRPC_CONFIG`, else `./agentrpc.json`.

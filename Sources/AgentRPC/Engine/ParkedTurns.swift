@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Turns that wait for the client across processes (docs/protocol.md,
 /// "Durable sessions"): in a session created with `onDisconnect: "park"`, a

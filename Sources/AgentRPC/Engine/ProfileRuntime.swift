@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The session property that records activated skills (docs/protocol.md §11: "activations live in a session property").
 let activeSkillsProperty = "activeSkills"

@@ -1,5 +1,16 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Appends every provider request as one JSON line (`--dump-requests FILE`), so
@@ -13,20 +24,20 @@ import Synchronization
 /// carry the number of the round trip they happened before or during (0 before
 /// the first).
 final class RequestDumper: Sendable {
-    private let handle: Mutex<FileHandle?>
+    /// The file, open for writing at its end; the lock keeps lines whole.
+    private let file: Mutex<Int32>
 
     init(path: String) throws {
-        if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw RPCError.invalidConfiguration("cannot create --dump-requests file \(path)")
-            }
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o666)
+        guard fd >= 0 else {
+            let exists = access(path, F_OK) == 0
+            throw RPCError.invalidConfiguration("cannot \(exists ? "open" : "create") --dump-requests file \(path)")
         }
-        guard let h = FileHandle(forWritingAtPath: path) else {
-            throw RPCError.invalidConfiguration("cannot open --dump-requests file \(path)")
-        }
-        h.seekToEndOfFile()
-        handle = Mutex(h)
+        _ = lseek(fd, 0, SEEK_END)
+        file = Mutex(fd)
     }
+
+    deinit { file.withLock { _ = close($0) } }
 
     /// Why the engine sent a request.
     enum Purpose: String {
@@ -49,7 +60,7 @@ final class RequestDumper: Sendable {
         let line = JSONValue.object(members)
         var bytes = line.serialized()
         bytes.append(0x0A)
-        handle.withLock { $0?.write(Data(bytes)) }
+        file.withLock { _ = FileDescriptorOutput.write($0, bytes) }
     }
 }
 

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension AgentSession {
     /// Sends `tool/undo` for `records` (oldest first), newest first. Failures are

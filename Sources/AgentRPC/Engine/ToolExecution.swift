@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One tool call's steps: its admission (checks, hooks, guards, confirmation)
 /// and its execution (`dispatch` for the client's tools). They run isolated to

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The images and audio clips of a tool's result (docs/protocol.md, "Images in
 /// tool results"): taken out of its content, where a note stays in their place,

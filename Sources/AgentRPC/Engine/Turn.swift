@@ -1,5 +1,16 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Everything one turn tracks while it runs.
 struct TurnState: Sendable {
@@ -592,7 +603,7 @@ extension TurnRunner {
     nonisolated(nonsending) private static func validateStructured(_ text: String, schema: JSONValue, endedHow: StopReason?) async throws -> JSONValue {
         let value: JSONValue
         do {
-            value = try JSONValue.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            value = try JSONValue.parse(text.trimmingWhitespaceAndNewlines())
         } catch {
             switch endedHow {
             case let reason? where reason.cutsAnswer:

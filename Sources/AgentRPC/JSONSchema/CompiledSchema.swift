@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The seven JSON Schema type names.
 enum JSONSchemaType: String, Sendable, Hashable {
@@ -28,7 +32,7 @@ final class CompiledPattern: Sendable {
     let source: String
     private let regex: BoundedRegex
 
-    init(_ source: String) throws {
+    init(_ source: String) throws(RegexCompileError) {
         self.source = source
         self.regex = try BoundedRegex(source)
     }
@@ -314,11 +318,11 @@ struct SchemaCompiler {
         guard fragment.hasPrefix("/") else {
             throw Self.error(here, "unsupported reference `\(reference)`: anchor references are not supported")
         }
-        guard let decoded = fragment.removingPercentEncoding else {
+        guard let decoded = fragment.percentDecoded else {
             throw Self.error(here, "reference `\(reference)` is not a valid URI fragment")
         }
         let tokens = decoded.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
-            $0.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            $0.replacingScalars(of: "~1", with: "/").replacingScalars(of: "~0", with: "~")
         }
         var target = root
         for token in tokens {
@@ -368,7 +372,7 @@ struct SchemaCompiler {
     static func location(_ tokens: [String]) -> String {
         var text = "#"
         for token in tokens {
-            text += "/" + token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+            text += "/" + token.replacingScalars(of: "~", with: "~0").replacingScalars(of: "/", with: "~1")
         }
         return text
     }
@@ -434,10 +438,13 @@ struct SchemaCompiler {
     }
 
     private static func regex(_ source: String, at here: [String]) throws(JSONSchemaError) -> CompiledPattern {
-        do {
+        do throws(RegexCompileError) {
             return try CompiledPattern(source)
         } catch {
-            throw Self.error(here, "`\(source)` is not a valid regular expression")
+            switch error {
+            case .invalid: throw Self.error(here, "`\(source)` is not a valid regular expression")
+            case .unavailable(let problem): throw Self.error(here, "`\(source)` cannot be compiled: \(problem.message)")
+            }
         }
     }
 }

@@ -143,3 +143,42 @@ package enum FileDescriptorOutput {
 private func cWrite(_ fd: Int32, _ address: UnsafeRawPointer, _ count: Int) -> Int {
     write(fd, address, count)
 }
+
+extension StringProtocol {
+    /// `removingPercentEncoding`: each "%" and two hex digits made the byte they name;
+    /// nil when a "%" is not followed by two hex digits or the bytes are not UTF-8.
+    package var percentDecoded: String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var i = utf8.startIndex
+        while i < utf8.endIndex {
+            let byte = utf8[i]
+            i = utf8.index(after: i)
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard i < utf8.endIndex, let high = Self.hexValue(utf8[i]) else { return nil }
+            i = utf8.index(after: i)
+            guard i < utf8.endIndex, let low = Self.hexValue(utf8[i]) else { return nil }
+            i = utf8.index(after: i)
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+extension Error {
+    /// The error as a message says it: its description. Replaces Foundation's
+    /// `localizedDescription` (not in FoundationEssentials), in messages no client parses.
+    package var failureText: String { String(describing: self) }
+}

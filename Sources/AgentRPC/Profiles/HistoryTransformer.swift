@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A profile's view of the history (docs/protocol.md §11): the built-in transforms, applied
 /// in order to a copy of the transcript just before a request. Lossless: the
@@ -201,8 +205,8 @@ enum HistoryTransformer {
         var problems: [ConfigProblem] = []
         for (path, profile) in named {
             for (index, transform) in (profile.history ?? []).enumerated() {
-                guard case .redact(let r) = transform, (try? NSRegularExpression(pattern: r.pattern)) == nil else { continue }
-                problems.append(ConfigProblem(path: "\(path).history[\(index)].redact.pattern", message: "'\(r.pattern)' is not a valid regular expression"))
+                guard case .redact(let r) = transform, let problem = BoundedRegex.problem(with: r.pattern) else { continue }
+                problems.append(ConfigProblem(path: "\(path).history[\(index)].redact.pattern", message: problem))
             }
         }
         return problems

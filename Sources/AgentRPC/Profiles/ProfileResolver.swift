@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Computes the active profile from the config and the session properties
 /// (docs/protocol.md §11). Pure: the turn loop calls it before every round trip, so a
@@ -201,7 +205,7 @@ enum ProfileResolver {
         switch haystack {
         case .string(let text):
             guard let fragment = needle.stringValue else { return false }
-            return fragment.isEmpty || text.range(of: fragment) != nil
+            return fragment.isEmpty || text.containsScalars(fragment)
         case .array(let elements):
             return elements.contains { $0.numericallyEquals(needle) }
         default:
@@ -217,8 +221,8 @@ enum ProfileResolver {
         guard line.contains("{{") else { return line }
         var out = ""
         var rest = line[...]
-        while let open = rest.range(of: "{{"), let close = rest[open.upperBound...].range(of: "}}") {
-            let key = rest[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespaces)
+        while let open = rest.firstRange(of: "{{"), let close = rest[open.upperBound...].firstRange(of: "}}") {
+            let key = rest[open.upperBound..<close.lowerBound].trimmingWhitespace()
             out += rest[..<open.lowerBound]
             if key.isEmpty {
                 out += rest[open.lowerBound..<close.upperBound]

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -18,14 +22,14 @@ package final class ChatLocalModel {
     package let config: ModelConfig
     /// What the banner says about it.
     package let banner: String
-    private let server: Process
+    private let server: SpawnedProcess
     private let logPath: String
 
     /// The longest wait for the model server to accept connections (loading a
     /// small GGUF file takes seconds; a machine busy compiling takes longer).
     static let startTimeoutSeconds = 180.0
 
-    private init(config: ModelConfig, banner: String, server: Process, logPath: String) {
+    private init(config: ModelConfig, banner: String, server: SpawnedProcess, logPath: String) {
         self.config = config
         self.banner = banner
         self.server = server
@@ -80,22 +84,21 @@ package final class ChatLocalModel {
             throw ChatLocalModelError(message: "\(script) model-config gave no usable model configuration: \(error)")
         }
         let describeRun = try run(script, ["describe"], environment: environment, capture: true)
-        let name = describeRun.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = describeRun.output.trimmingWhitespaceAndNewlines()
 
-        let logPath = NSTemporaryDirectory() + "agentrpc-local-model-\(getpid())-\(port).log"
-        guard FileManager.default.createFile(atPath: logPath, contents: nil),
-              let log = FileHandle(forWritingAtPath: logPath) else {
+        let logPath = FileManager.default.temporaryDirectory.path.appendingPathComponent("agentrpc-local-model-\(getpid())-\(port).log")
+        let log = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard log >= 0 else {
             throw ChatLocalModelError(message: "cannot write the model server's log \(logPath)")
         }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: script)
-        server.arguments = ["serve", String(port)]
-        server.environment = environment
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = log
-        server.standardError = log
-        do { try server.run() } catch {
-            throw ChatLocalModelError(message: "cannot start \(script) serve: \(error.localizedDescription)")
+        defer { close(log) }
+        let server: SpawnedProcess
+        do {
+            server = try SpawnedProcess.run(
+                script, arguments: ["serve", String(port)], environment: environment,
+                standardInput: .null, standardOutput: .descriptor(log), standardError: .descriptor(log))
+        } catch {
+            throw ChatLocalModelError(message: "cannot start \(script) serve: \(error)")
         }
         let model = ChatLocalModel(
             config: config,
@@ -108,7 +111,7 @@ package final class ChatLocalModel {
             guard server.isRunning else {
                 let tail = model.logTail()
                 model.stop()
-                throw ChatLocalModelError(message: "the local model server exited (status \(server.terminationStatus)):\n\(tail)")
+                throw ChatLocalModelError(message: "the local model server exited (status \(server.terminationStatus ?? -1)):\n\(tail)")
             }
             guard Date().timeIntervalSince(started) < startTimeoutSeconds else {
                 model.stop()
@@ -127,10 +130,10 @@ package final class ChatLocalModel {
     /// Stops the model server: SIGTERM, then SIGKILL if it has not exited after 5 s.
     package func stop(graceSeconds: Double = 5) {
         guard server.isRunning else { return }
-        server.terminate()
+        server.signal(SIGTERM)
         let deadline = Date().addingTimeInterval(graceSeconds)
         while server.isRunning && Date() < deadline { usleep(50_000) }
-        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+        if server.isRunning { server.signal(SIGKILL) }
         server.waitUntilExit()
         try? FileManager.default.removeItem(atPath: logPath)
     }
@@ -142,20 +145,16 @@ package final class ChatLocalModel {
 
     /// Runs the script to completion; `capture` collects stdout, otherwise it is the person's terminal.
     private static func run(_ script: String, _ arguments: [String], environment: [String: String], capture: Bool) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        let pipe = Pipe()
-        if capture { process.standardOutput = pipe }
-        do { try process.run() } catch {
-            throw ChatLocalModelError(message: "cannot run \(script) \(arguments.joined(separator: " ")): \(error.localizedDescription)")
+        do {
+            if capture {
+                let run = try SpawnedProcess.output(script, arguments: arguments, environment: environment)
+                return (run.status, String(decoding: run.output, as: UTF8.self))
+            }
+            let process = try SpawnedProcess.run(script, arguments: arguments, environment: environment, standardInput: .null)
+            return (process.waitUntilExit(), "")
+        } catch {
+            throw ChatLocalModelError(message: "cannot run \(script) \(arguments.joined(separator: " ")): \(error)")
         }
-        // Read before waiting: a full pipe would block the child forever.
-        let data = capture ? pipe.fileHandleForReading.readDataToEndOfFile() : Data()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
     /// A port the kernel says is free now (bound to port 0, then released).

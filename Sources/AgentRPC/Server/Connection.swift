@@ -1,5 +1,16 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// What the reader delivers to the dispatcher, in arrival order.
@@ -89,10 +100,7 @@ package final class Connection: Sendable {
 
     /// Starts the reader thread. Call once.
     package func start() {
-        let thread = Thread { [self] in self.readLoop() }
-        thread.name = "agentrpc.stdin"
-        thread.stackSize = 1 << 20
-        thread.start()
+        OSThread.start(name: "agentrpc.stdin", stackSize: 1 << 20) { [self] in self.readLoop() }
     }
 
     // MARK: Reading
@@ -422,7 +430,7 @@ final class RequestDeadlines: @unchecked Sendable {
     // @unchecked: all mutable state is guarded by `condition`.
     // A condition, not a Mutex: the watcher thread must block until the earliest
     // deadline, and be woken early when an earlier one is added.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var entries: [RequestID: (deadline: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
     /// When the watcher will next look; nil while it waits for a first entry.
     private var wakeAt: ContinuousClock.Instant?
@@ -438,10 +446,7 @@ final class RequestDeadlines: @unchecked Sendable {
         entries[id] = (deadline, expire)
         if !started {
             started = true
-            let thread = Thread { [self] in self.watch() }
-            thread.name = "agentrpc.deadlines"
-            thread.stackSize = 256 * 1024
-            thread.start()
+            OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
         }
         if wakeAt.map({ deadline < $0 }) ?? true { condition.signal() }
     }

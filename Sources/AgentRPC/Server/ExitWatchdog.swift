@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 #if canImport(Glibc)
@@ -106,10 +110,7 @@ package final class ExitWatchdog: @unchecked Sendable {
         }
         // The thread holds the watchdog for the life of the process (it is the
         // process's last resort), so the semaphore is never freed under it.
-        let thread = Thread { [self] in watch() }
-        thread.name = "agentrpc.exit-watchdog"
-        thread.stackSize = 256 * 1024
-        thread.start()
+        OSThread.start(name: "agentrpc.exit-watchdog", stackSize: 256 * 1024) { [self] in watch() }
     }
 
     /// Starts the countdown; the first cause wins, later calls do nothing.

@@ -1,4 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// How much the server says on stderr. Quiet by default: stderr belongs to the
@@ -75,7 +86,7 @@ final class ByteSinkThread: @unchecked Sendable {
     // queued, and `flush` until they are written.
     // The state is guarded by `condition`, so the runtime's exclusivity
     // checks of these properties (two per queued frame) are left out.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     @exclusivity(unchecked) private var queue: [UInt8] = []
     /// The buffer of the chunk written last, emptied, kept to be the next
     /// `queue`: frames are appended into room that is already there instead
@@ -106,9 +117,7 @@ final class ByteSinkThread: @unchecked Sendable {
         self.fd = fileDescriptor
         self.maxQueuedBytes = maxQueuedBytes
         self.backPressureBytes = backPressureBytes
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.start()
+        OSThread.start(name: name) { [self] in self.run() }
     }
 
     /// Queues bytes; returns at once. False if the descriptor is broken (peer gone).

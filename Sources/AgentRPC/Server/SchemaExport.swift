@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes the JSON Schema of every method's params and result, every
 /// notification, and the error object, generated from the Swift types
@@ -35,7 +39,7 @@ package enum SchemaExport {
     }
 
     static func fileBase(_ method: String) -> String {
-        method.replacingOccurrences(of: "$/", with: "").replacingOccurrences(of: "/", with: ".")
+        method.replacing("$/", with: "").replacing("/", with: ".")
     }
 
     private static func titled(_ schema: JSONValue, _ title: String) -> JSONValue {
@@ -53,10 +57,10 @@ package enum SchemaExport {
         try fm.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let docs = try documents()
         for existing in (try? fm.contentsOfDirectory(atPath: directory)) ?? [] where existing.hasSuffix(".json") && docs[existing] == nil {
-            try fm.removeItem(atPath: (directory as NSString).appendingPathComponent(existing))
+            try fm.removeItem(atPath: directory.appendingPathComponent(existing))
         }
         for (name, doc) in docs {
-            try Data(render(doc).utf8).write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(name)))
+            try Data(render(doc).utf8).write(to: URL(fileURLWithPath: directory.appendingPathComponent(name)))
         }
     }
 }

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The journal's line format (docs/protocol.md, "Durable sessions"): a header
 /// line, then one JSON object per committed change, each with `type` and `at`

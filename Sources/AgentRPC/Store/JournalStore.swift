@@ -1,5 +1,10 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -76,8 +81,14 @@ final class JournalStore: SessionStore {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             return state + "/agentrpc/sessions"
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.accountHome()
         return home + "/.local/state/agentrpc/sessions"
+    }
+
+    /// The home directory of the account the server runs as (when HOME is unset or empty).
+    private static func accountHome() -> String {
+        guard let entry = getpwuid(getuid()), let home = entry.pointee.pw_dir else { return "/" }
+        return String(decoding: UnsafeRawBufferPointer(start: home, count: strlen(home)), as: UTF8.self)
     }
 
     func path(_ id: String, _ suffix: String) -> String { directory + "/" + id + suffix }
@@ -86,12 +97,12 @@ final class JournalStore: SessionStore {
 
     /// Creates the directory (0700) when it is missing.
     func prepareDirectory() throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue { return }
+        var status = stat()
+        if stat(directory, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR { return }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StoreError.unavailable("cannot create the store directory \(directory): \(error.localizedDescription)")
+            throw StoreError.unavailable("cannot create the store directory \(directory): \(error.failureText)")
         }
     }
 
@@ -275,7 +286,7 @@ final class JournalStore: SessionStore {
             digits = name.dropFirst(4 + StoreOwner.prefix.count).prefix { $0 != "-" }
         } else if name.hasPrefix(importMediaPrefix) {
             digits = name.dropFirst(importMediaPrefix.count).prefix { $0 != "-" }
-        } else if let marker = name.range(of: ".tmp-", options: .backwards), name.hasSuffix(".jsonl" + name[marker.lowerBound...]) || name.hasPrefix(SessionIndex.fileName + ".tmp-") {
+        } else if let marker = name.ranges(of: ".tmp-").last, name.hasSuffix(".jsonl" + name[marker.lowerBound...]) || name.hasPrefix(SessionIndex.fileName + ".tmp-") {
             digits = name[marker.upperBound...]
         } else {
             return nil
@@ -456,7 +467,7 @@ final class JournalStore: SessionStore {
         if let title = config.title { return title }
         for entry in entries {
             if case .prompt(let text, _) = entry.content {
-                let line = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                let line = text.trimmingWhitespaceAndNewlines()
                 return line.count > 80 ? String(line.prefix(80)) : line
             }
         }
@@ -823,7 +834,7 @@ final class SharedJournalReads: Sendable {
     /// `@unchecked Sendable`: `finished`, `result` and `waiting` are only touched under `condition`.
     private final class Read: @unchecked Sendable {
         // A condition, not a Mutex: a second reader's thread must block until the first read is done.
-        let condition = NSCondition()
+        let condition = ConditionLock()
         var finished = false
         var result: (contents: JournalContents, info: stat)?
         var waiting = 0

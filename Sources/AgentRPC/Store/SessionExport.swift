@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The media lines of an exported session (`agentrpc sessions export`,
 /// docs/protocol.md "Durable sessions"): after its first line and its

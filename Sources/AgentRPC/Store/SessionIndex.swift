@@ -1,5 +1,10 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -56,12 +61,13 @@ struct StoredSessionFilter: Sendable {
 
     static func parseTime(_ text: String) -> Date? {
         guard text.utf8.count <= 64 else { return nil }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = fractional.date(from: text) { return d }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        return plain.date(from: text)
+        // What ISO8601DateFormatter (ICU's parser) accepted before: leading spaces
+        // skipped, no leap second, the fraction cut to whole milliseconds.
+        let trimmed = text.drop { $0 == " " }
+        if let seconds = trimmed.split(separator: "T", maxSplits: 1).dropFirst().first?.dropFirst(6).prefix(2), seconds == "60" { return nil }
+        let parsed = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(trimmed)))
+            ?? (try? Date.ISO8601FormatStyle().parse(String(trimmed)))
+        return parsed.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000) }
     }
 
     /// Whether `date` is after `updatedAfter`, in whole milliseconds (what the
@@ -79,7 +85,7 @@ struct StoredSessionFilter: Sendable {
     func matches(title: String?, model sessionModel: String?) -> Bool {
         if let model, sessionModel != model { return false }
         if let query, !query.isEmpty {
-            guard let title, title.range(of: query, options: [.caseInsensitive, .diacriticInsensitive]) != nil else { return false }
+            guard let title, TitleSearch.contains(title, query) else { return false }
         }
         return true
     }
@@ -174,7 +180,7 @@ final class SessionIndex: Sendable {
             rewriteLocked(&s)
         }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        logger.debug("session index: \(s.entries.count) sessions, \(changed) read from their journals, in \(String(format: "%.1f", ms)) ms")
+        logger.debug("session index: \(s.entries.count) sessions, \(changed) read from their journals, in \(String(cFormat: "%.1f", ms)) ms")
     }
 
     /// Applies the file's lines from `offset` on (complete lines only).

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where sessions are kept between processes. The engine only talks to this
 /// protocol; `JournalStore` (one JSON Lines journal per session in a

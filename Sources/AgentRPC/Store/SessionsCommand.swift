@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -183,7 +187,7 @@ package enum SessionsCommand {
         for s in shown {
             var title = s.title ?? ""
             if title.count > 60 { title = String(title.prefix(59)) + "…" }
-            title = title.replacingOccurrences(of: "\n", with: " ")
+            title = title.replacingScalars(of: "\n", with: " ")
             if s.locked { title += "  [loaded" + (s.lockedBy.map { " by pid \($0)" } ?? "") + "]" }
             rows.append([s.sessionID, localTime(s.updatedAt), String(s.entryCount), s.model ?? "", title])
         }
@@ -202,10 +206,11 @@ package enum SessionsCommand {
     }
 
     private static func localTime(_ date: Date) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.dateFormat = "yyyy-MM-dd HH:mm"
-        return f.string(from: date)
+        // The local time zone's wall clock, as a DateFormatter's "yyyy-MM-dd HH:mm" gives it.
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return "?" }
+        return String(cFormat: "%04d-%02d-%02d %02d:%02d", Int32(parts.tm_year) + 1900, Int32(parts.tm_mon) + 1, Int32(parts.tm_mday), Int32(parts.tm_hour), Int32(parts.tm_min))
     }
 
     // MARK: show

@@ -1,5 +1,10 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 
 /// `agentrpc.json` `store: {maxAgeDays, maxSessions}`: stored sessions last
 /// updated more than `maxAgeDays` ago, and those past the `maxSessions` most
@@ -44,7 +49,7 @@ struct StoreRetention: Codable, Sendable, Equatable {
         var rules: [String] = []
         if let d = maxAgeDays { rules.append("older than \(d) days") }
         if let n = maxSessions { rules.append("beyond the newest \(n)") }
-        logger.info("store retention (\(rules.joined(separator: ", "))): removed \(report.removed.count) session(s), skipped \(report.skipped.count) loaded, in \(String(format: "%.0f", ms)) ms")
+        logger.info("store retention (\(rules.joined(separator: ", "))): removed \(report.removed.count) session(s), skipped \(report.skipped.count) loaded, in \(String(cFormat: "%.0f", ms)) ms")
         for id in report.removed { logger.debug("store retention: removed \(id)") }
         for (id, pid) in report.skipped { logger.info("store retention: skipped \(id), loaded" + (pid.map { " by pid \($0)" } ?? "")) }
         return report

@@ -1,6 +1,17 @@
 import AgentRPCProtocol
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Receives every span that ends. Called on the thread that ended the span, so
@@ -100,7 +111,7 @@ final class OTLPFileExporter: SpanExporter {
             defer { s.fdClosed = true }
             return !s.fdClosed
         }
-        if needsClose { _ = Foundation.close(fd) }
+        if needsClose { _ = closeDescriptor(fd) }
     }
 
     func export(_ span: FinishedSpan) {
@@ -137,7 +148,7 @@ final class OTLPFileExporter: SpanExporter {
                 defer { s.fdClosed = true }
                 return !s.fdClosed
             }
-            if needsClose { _ = Foundation.close(fd) }
+            if needsClose { _ = closeDescriptor(fd) }
         }
     }
 
@@ -182,3 +193,6 @@ final class OTLPFileExporter: SpanExporter {
         }
     }
 }
+
+/// The C library's `close(2)`, which the exporter's own `close()` hides inside it.
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }

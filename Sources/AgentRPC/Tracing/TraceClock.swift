@@ -1,5 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where span timestamps come from. Tests substitute a clock they step by hand.
 protocol TraceClock: Sendable {

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// What replaced Foundation in the engine's own directories, compared with what
+/// Foundation gave (the tests may keep Foundation; the binary must not load it).
+@Suite struct FoundationFreeTests {
+    // MARK: patterns (ICU through its C API)
+
+    static let patterns = ["a+", "(a+)+$", "^x", "b$", "\\d{3}", "[[:alpha:]]+", "\\p{L}+", "(?i)ABC", "\\bword\\b", "é", "\\r\\n|\\n", "(?<n>x)\\k<n>"]
+    static let texts = ["", "aaa", "xa\nb", "123 4567", "Café crème", "abc ABC", "a word, words", "e\u{301}é", "l1\r\nl2\nl3", "😀 x😀x"]
+
+    @Test func matchesAreNSRegularExpressions() throws {
+        for pattern in Self.patterns {
+            for options in [BoundedRegex.Options(), [.anchorsMatchLines], [.caseInsensitive, .anchorsMatchLines]] {
+                var nsOptions: NSRegularExpression.Options = []
+                if options.contains(.caseInsensitive) { nsOptions.insert(.caseInsensitive) }
+                if options.contains(.anchorsMatchLines) { nsOptions.insert(.anchorsMatchLines) }
+                let ours = try BoundedRegex(pattern, options: options)
+                let theirs = try NSRegularExpression(pattern: pattern, options: nsOptions)
+                for text in Self.texts {
+                    let expected = theirs.matches(in: text, range: NSRange(location: 0, length: text.utf16.count)).map(\.range.location)
+                    #expect(try ours.matchOffsets(in: text, limit: 1000) == expected, "\(pattern) on \(text.debugDescription)")
+                    #expect(try ours.firstMatch(in: text) == !expected.isEmpty)
+                    var replaced = ""
+                    var rest = text.startIndex
+                    for match in theirs.matches(in: text, range: NSRange(location: 0, length: text.utf16.count)) {
+                        guard let r = Range(match.range, in: text) else { continue }
+                        replaced += text[rest..<r.lowerBound] + "<>"
+                        rest = r.upperBound
+                    }
+                    replaced += text[rest...]
+                    #expect(try ours.replacingMatches(in: text, withLiteral: "<>") == replaced, "\(pattern) on \(text.debugDescription)")
+                }
+            }
+        }
+    }
+
+    @Test func anInvalidPatternIsATypedErrorAndTheChecksSayWhich() {
+        for pattern in ["", "(", "a{2,1}", "[z-a]", "\\", "*"] {
+            #expect((try? NSRegularExpression(pattern: pattern)) == nil)
+            #expect(throws: RegexCompileError.self) { try BoundedRegex(pattern) }
+            #expect(BoundedRegex.problem(with: pattern) == "'\(pattern)' is not a valid regular expression")
+        }
+        #expect(BoundedRegex.problem(with: "a(b)c") == nil)
+    }
+
+    @Test func aCatastrophicPatternStopsAtItsBudget() throws {
+        let regex = try BoundedRegex("(a+)+$")
+        let start = ContinuousClock.now
+        #expect(throws: RegexBudgetExceeded(pattern: "(a+)+$")) { try regex.firstMatch(in: String(repeating: "a", count: 40) + "!") }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func aLibraryThatIsNotThereIsATypedError() {
+        guard case .failure(let problem) = ICU.load("lib_NoSuchICU.so") else {
+            // The symbols are already in the process (a static build, or ICU loaded by Foundation here).
+            return
+        }
+        #expect(problem.message.contains("could not be loaded"))
+    }
+
+    @Test func theToolchainsICUHasEverySymbol() throws {
+        let handle = try #require(dlopen(ICU.libraryName, RTLD_NOW | RTLD_LOCAL))
+        for symbol in ICU.symbols { #expect(dlsym(handle, symbol) != nil, "\(symbol)") }
+    }
+
+    // MARK: session/list's query
+
+    static let titles = [
+        "Café au lait", "CAFE", "naïve résumé", "Straße", "STRASSE", "İstanbul", "istanbul", "Ελληνικά", "ΕΛΛΗΝΙΚΆ", "Ångström", "ﬁle", "Crème Brûlée",
+        "日本語のテキスト", "emoji 😀 party", "Zoë", "coöperate", "Łódź", "Dvořák", "ǅemal", "e\u{301}te\u{301}",
+    ]
+    static let queries = ["cafe", "CAFÉ", "naive", "RESUME", "strasse", "straße", "istanbul", "ελληνικα", "angstrom", "file", "creme brulee", "テキスト", "😀", "zoe", "cooperate", "lodz", "dvorak", "dzemal", "été", "x"]
+
+    @Test func theTitleSearchIsFoundationsOnTheseTitles() {
+        var differences: [String] = []
+        for title in Self.titles {
+            for query in Self.queries {
+                let expected = title.range(of: query, options: [.caseInsensitive, .diacriticInsensitive]) != nil
+                if TitleSearch.contains(title, query) != expected { differences.append("\(title) / \(query): Foundation \(expected)") }
+            }
+        }
+        // The known differences (docs/protocol.md): Foundation does not fold "ß" to "ss"
+        // nor strip the stroke of "Ł"; full case folding and NFD do.
+        #expect(differences.sorted() == Self.knownDifferences, "\(differences.sorted())")
+    }
+
+    static let knownDifferences: [String] = []
+
+    // MARK: updatedAfter
+
+    @Test(arguments: [
+        "2026-01-31T12:00:00Z", "2026-01-31T12:00:00.123Z", "2026-01-31T12:00:00.123456789Z", "2026-01-31T12:00:00+02:00",
+        "2026-01-31T12:00:00-05:30", "2026-01-31t12:00:00z", "2026-01-31 12:00:00Z", "2026-01-31T12:00Z", "2026-01-31", "2026-01-31T12:00:00",
+        "2026-01-31T24:00:00Z", "2026-01-31T12:00:60Z", "garbage", "", " 2026-01-31T12:00:00Z", "2026-01-31T12:00:00.5+01:00", "2026-01-31T12:00:00.1234Z",
+    ])
+    func timesParseAsISO8601DateFormatterParsedThem(text: String) {
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        let expected = fractional.date(from: text) ?? plain.date(from: text)
+        #expect(StoredSessionFilter.parseTime(text) == expected)
+    }
+
+    // MARK: child processes
+
+    @Test func aChildsOutputAndStatusAreCollected() throws {
+        let run = try SpawnedProcess.output("/bin/sh", arguments: ["-c", "echo hi; exit 3"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(run.status == 3)
+        #expect(String(decoding: run.output, as: UTF8.self) == "hi\n")
+        let child = try SpawnedProcess.run("/bin/sh", arguments: ["-c", "exec sleep 30"], environment: [:], standardInput: .null, standardOutput: .null)
+        #expect(child.isRunning)
+        child.signal(SIGTERM)
+        #expect(child.waitUntilExit() == SIGTERM)
+        #expect(throws: SpawnedProcess.SpawnError.self) { try SpawnedProcess.run("/no/such/program", arguments: [], environment: [:]) }
+    }
+}
