@@ -118,3 +118,13 @@ import Testing
         #expect(throws: SpawnedProcess.SpawnError.self) { try SpawnedProcess.run("/no/such/program", arguments: [], environment: [:]) }
     }
 }
+
+extension FoundationFreeTests {
+    /// scripts/package links ICU statically and exports what `ICU` looks up: the two lists are one.
+    @Test func thePackageBuildExportsEveryICUFunctionTheEngineUses() throws {
+        let script = try String(contentsOfFile: #filePath.deletingLastPathComponent.deletingLastPathComponent.deletingLastPathComponent + "/scripts/package", encoding: .utf8)
+        let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("icu_symbols=") })
+        let listed = line.dropFirst("icu_symbols=\"".count).dropLast().split(separator: " ").map { "swift_" + $0 }
+        #expect(listed == ICU.symbols)
+    }
+}

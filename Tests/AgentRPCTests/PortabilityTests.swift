@@ -135,10 +135,13 @@ extension PortabilityTests {
 
     @Test(arguments: paths) func pathMethodsAreNSStrings(path: String) {
         let ns = path as NSString
-        #expect(path.deletingLastPathComponent == ns.deletingLastPathComponent)
+        // Foundation on Linux traps on a path without a "/" but trailing ones ("a", "a/"):
+        // NSString's documented answer there is "".
+        let hasDirectory = path.reversed().drop { $0 == "/" }.contains("/") || path.allSatisfy { $0 == "/" }
+        #expect(path.deletingLastPathComponent == (hasDirectory ? ns.deletingLastPathComponent : ""))
         #expect(path.lastPathComponent == ns.lastPathComponent)
         #expect(path.pathExtension == ns.pathExtension)
-        for component in ["", "b", "/b", "b/", "c.json", "//d"] {
+        for component in ["", "b", "/b", "b/", "c.json", "//d", "c//e"] {
             #expect(path.appendingPathComponent(component) == ns.appendingPathComponent(component), "\(path.debugDescription) + \(component.debugDescription)")
         }
     }

@@ -34,12 +34,12 @@ extension StringProtocol {
         return String(path[path.index(after: slash)...])
     }
 
-    /// `NSString.appendingPathComponent(_:)`: joined by one "/", slashes tidied.
+    /// `NSString.appendingPathComponent(_:)` as Foundation on Linux does it: joined by a
+    /// "/" unless either is empty or the path ends with one; nothing else tidied.
     package func appendingPathComponent(_ component: some StringProtocol) -> String {
-        // NSString joins as they are when the path is empty or only slashes.
-        if isOnlySlashes { return String(self) + component }
-        if component.isEmpty { return withTidySlashes }
-        return (self + "/" + component).withTidySlashes
+        if component.isEmpty { return String(self) }
+        if isEmpty || hasSuffix("/") { return String(self) + component }
+        return self + "/" + component
     }
 
     /// `NSString.pathExtension`: what follows the last "." of the last component, "" when
