@@ -23,7 +23,10 @@ let package = Package(
             name: "AgentRPCProtocol", path: "Sources/Protocol", swiftSettings: strict,
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
-        .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol"], path: "Sources/AgentRPC", swiftSettings: strict),
+        // The address of ICU's functions when the static package build links ICU in
+        // (Sources/AgentRPC/Portability/ICU.swift; weak references, NULL otherwise).
+        .target(name: "CLinkedICU", path: "Sources/CLinkedICU"),
+        .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol", "CLinkedICU"], path: "Sources/AgentRPC", swiftSettings: strict),
         // The tools around the engine: the terminal chat, and recording and replaying
         // client/server conversations. Not part of the library an embedder links.
         .target(name: "AgentTools", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Sources/AgentTools", swiftSettings: strict),

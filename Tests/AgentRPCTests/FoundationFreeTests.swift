@@ -1,4 +1,5 @@
 import Foundation
+import CLinkedICU
 import Testing
 
 @testable import AgentRPC
@@ -120,11 +121,19 @@ import Testing
 }
 
 extension FoundationFreeTests {
-    /// scripts/package links ICU statically and exports what `ICU` looks up: the two lists are one.
-    @Test func thePackageBuildExportsEveryICUFunctionTheEngineUses() throws {
-        let script = try String(contentsOfFile: #filePath.deletingLastPathComponent.deletingLastPathComponent.deletingLastPathComponent + "/scripts/package", encoding: .utf8)
+    /// scripts/package links in the ICU functions `ICU` uses, and CLinkedICU refers to
+    /// each: the three lists are one.
+    @Test func theStaticBuildLinksEveryICUFunctionTheEngineUses() throws {
+        let root = #filePath.deletingLastPathComponent.deletingLastPathComponent.deletingLastPathComponent
+        let script = try String(contentsOfFile: root + "/scripts/package", encoding: .utf8)
         let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("icu_symbols=") })
         let listed = line.dropFirst("icu_symbols=\"".count).dropLast().split(separator: " ").map { "swift_" + $0 }
         #expect(listed == ICU.symbols)
+        let shim = try String(contentsOfFile: root + "/Sources/CLinkedICU/LinkedICU.c", encoding: .utf8)
+        let referred = shim.split(separator: "X(").dropFirst().compactMap { $0.split(separator: ")").first.map(String.init) }
+            .filter { $0.hasPrefix("swift_") }
+        #expect(referred == ICU.symbols)
+        // The dynamic build has none linked in (it opens the library at the first pattern).
+        for symbol in ICU.symbols { #expect(agentrpc_linked_icu_function(symbol) == nil || dlsym(nil, symbol) != nil) }
     }
 }

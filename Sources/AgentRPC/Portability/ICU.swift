@@ -1,3 +1,4 @@
+import CLinkedICU
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,10 +15,10 @@ package struct ICUUnavailable: Error, CustomStringConvertible, Sendable, Equatab
 }
 
 /// The few functions of ICU's C API the server needs (regular expressions with a progress
-/// callback, normalization, case folding), found at their first use: in the toolchain's
-/// `lib_FoundationICU`, opened with `dlopen` (the dynamic build), or in the binary itself
-/// (the static package build links the library and exports these symbols). A server that
-/// never compiles a pattern never loads ICU (a 40 MB library and its data).
+/// callback, normalization, case folding), found at their first use: in the binary itself
+/// (the static package build links the library in: CLinkedICU's weak references), or in
+/// the toolchain's `lib_FoundationICU`, opened with `dlopen` (the dynamic build). A server
+/// that never compiles a pattern never loads ICU (a 40 MB library and its data).
 package struct ICU: Sendable {
     /// The library the dynamic build opens; its symbols carry the `swift_` prefix.
     package static let libraryName = "lib_FoundationICU.so"
@@ -64,9 +65,12 @@ package struct ICU: Sendable {
     package static var shared: Result<ICU, ICUUnavailable> { loaded }
     private static let loaded = load(libraryName)
 
-    /// Finds the symbols in the process (a static build, or ICU already loaded), else
-    /// in `fileName` opened with `dlopen`.
+    /// Finds the functions linked into the binary (the static build), else in the process
+    /// (ICU already loaded), else in `fileName` opened with `dlopen`.
     static func load(_ fileName: String) -> Result<ICU, ICUUnavailable> {
+        if agentrpc_linked_icu_function(symbols[0]) != nil {
+            return bind { agentrpc_linked_icu_function($0).map { UnsafeMutableRawPointer(mutating: $0) } }
+        }
         var handle: UnsafeMutableRawPointer?
         if dlsym(nil, symbols[0]) == nil {
             guard let opened = dlopen(fileName, RTLD_NOW | RTLD_LOCAL) else {
@@ -75,8 +79,13 @@ package struct ICU: Sendable {
             }
             handle = opened
         }
+        return bind { dlsym(handle, $0) }
+    }
+
+    /// ICU with each function `find` gives for its name.
+    private static func bind(_ find: (String) -> UnsafeMutableRawPointer?) -> Result<ICU, ICUUnavailable> {
         func symbol<T>(_ index: Int, as type: T.Type) throws(ICUUnavailable) -> T {
-            guard let raw = dlsym(handle, symbols[index]) else {
+            guard let raw = find(symbols[index]) else {
                 throw ICUUnavailable(message: "regular expressions need ICU, whose \(symbols[index]) was not found")
             }
             return unsafeBitCast(raw, to: type)
