@@ -70,6 +70,8 @@ struct SurrogateStitcher: Sendable {
     /// Rewrites one batch of decoder events. A high surrogate ending a delta is held
     /// back until the next delta of its kind; `.end` flushes whatever is held as U+FFFD.
     mutating func process(_ events: [ProviderEvent]) -> [ProviderEvent] {
+        // Nearly every batch has nothing to rejoin: it goes out as it came, not copied.
+        if pendingHigh.isEmpty, !events.contains(where: Self.hasMarker) { return events }
         var out: [ProviderEvent] = []
         out.reserveCapacity(events.count)
         for event in events {
@@ -95,6 +97,20 @@ struct SurrogateStitcher: Sendable {
             }
         }
         return out
+    }
+
+    /// Whether `process` would change `event` when nothing is held.
+    private static func hasMarker(_ event: ProviderEvent) -> Bool {
+        switch event {
+        case .textDelta(let t), .reasoningDelta(let t), .refusalDelta(let t): hasMarker(t)
+        case .toolCall(let call): hasMarker(call.argumentsJSON) || hasMarker(call.name) || hasMarker(call.id)
+        default: false
+        }
+    }
+
+    private static func hasMarker(_ text: String) -> Bool {
+        // Every marker scalar (U+10F800 and up) starts with the byte F4 in UTF-8.
+        text.utf8.contains(0xF4) && text.unicodeScalars.contains { $0.value >= JSONValue.loneSurrogateMarkerBase }
     }
 
     /// `text` with its marked surrogates joined into pairs where they are next to

@@ -145,27 +145,34 @@ struct SSEParser: Sendable {
     }
 
     private mutating func endLine() -> SSEEvent? {
-        var bytes = line[...]
-        line.removeAll(keepingCapacity: true)
+        var start = 0
         if atStreamStart {
             atStreamStart = false
             // A UTF-8 BOM at the very start of the stream is not part of the first field.
-            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+            if line.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
         }
-        if bytes.isEmpty { return dispatch() }
-        if bytes.first == 0x3A { return nil }  // ":" comment line
-
+        // The line is read in place and emptied after (a slice of it kept while
+        // emptying it would make `removeAll` allocate a new buffer every line).
         // The field is compared as bytes and only a known field's value becomes
         // a string: one string per line, made once.
-        let fieldEnd = bytes.firstIndex(of: 0x3A) ?? bytes.endIndex
-        let field = Field(bytes[..<fieldEnd])
-        guard field != .other else { return nil }  // `retry:` and unknown fields carry nothing we use.
-        var valueStart = fieldEnd
-        if valueStart < bytes.endIndex {
-            valueStart = bytes.index(after: valueStart)
-            if valueStart < bytes.endIndex, bytes[valueStart] == 0x20 { valueStart = bytes.index(after: valueStart) }
+        let read = line.withUnsafeBufferPointer { all -> (Field, String)? in
+            let bytes = UnsafeBufferPointer(rebasing: all[start...])
+            let fieldEnd = bytes.firstIndex(of: 0x3A) ?? bytes.endIndex
+            let field = Field(UnsafeBufferPointer(rebasing: bytes[..<fieldEnd]))
+            guard field != .other else { return nil }
+            var valueStart = fieldEnd
+            if valueStart < bytes.endIndex {
+                valueStart += 1
+                if valueStart < bytes.endIndex, bytes[valueStart] == 0x20 { valueStart += 1 }
+            }
+            return (field, String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart...]), as: UTF8.self))
         }
-        let value = String(decoding: bytes[valueStart...], as: UTF8.self)
+        let blank = line.count == start
+        line.removeAll(keepingCapacity: true)
+        if blank { return dispatch() }
+        // A comment line (":" first) has the empty field: `other`, like `retry:`
+        // and unknown fields, carries nothing we use.
+        guard let (field, value) = read else { return nil }
         switch field {
         case .event:
             eventType = value
@@ -192,7 +199,7 @@ struct SSEParser: Sendable {
     private enum Field {
         case event, data, id, other
 
-        init(_ name: ArraySlice<UInt8>) {
+        init(_ name: UnsafeBufferPointer<UInt8>) {
             if name.elementsEqual("data".utf8) {
                 self = .data
             } else if name.elementsEqual("event".utf8) {
