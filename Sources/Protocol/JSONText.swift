@@ -279,7 +279,7 @@ package struct JSONTextParser {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                _ = try parseString()
+                try skipString()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 index += 1
@@ -311,10 +311,27 @@ package struct JSONTextParser {
                 throw fail("expected ',' or ']'")
             }
             leave()
-        case UInt8(ascii: "\""): _ = try parseString()
+        case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()
         default: _ = try parseValue()  // a literal: nothing to build
         }
+    }
+
+    /// Reads past a string as `parseString` would. A string of printable ASCII
+    /// without escapes (an id, a model name) is only scanned; any other is
+    /// parsed, so its escapes and UTF-8 are checked by the same code.
+    package mutating func skipString() throws(JSONParseError) {
+        var i = index + 1
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "\"") {
+                index = i + 1
+                return
+            }
+            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { break }
+            i += 1
+        }
+        _ = try parseString()
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
