@@ -99,7 +99,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
             case .streaming:
                 var events: [ProviderEvent] = []
                 do {
-                    for sse in try s.parser.feed(data) { events += try s.decoder.decode(sse) }
+                    for sse in try s.parser.feed(data) { try s.decoder.decode(sse, into: &events) }
                     if s.decoder.isComplete { s.done = true }
                     return .yield(events, finish: s.done)
                 } catch {
@@ -144,7 +144,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
             case .streaming, .undecided:
                 var events: [ProviderEvent] = []
                 do {
-                    for sse in s.parser.finish() { events += try s.decoder.decode(sse) }
+                    for sse in s.parser.finish() { try s.decoder.decode(sse, into: &events) }
                     events += try s.decoder.finish()
                     return .yield(events, finish: true)
                 } catch {

@@ -3,9 +3,10 @@ import AgentRPCProtocol
 /// the HTTP transport feeds it events as they arrive, tests feed it fixtures.
 /// Methods throw `ProviderError` or `ProviderContractViolation`.
 protocol ProviderStreamDecoder: Sendable {
-    /// Events produced by one SSE event. After `.end` has been returned, the
-    /// decoder ignores anything else.
-    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent]
+    /// Appends the events one SSE event produces to `events` (an array the
+    /// transport keeps per read, so a text delta costs no array of its own).
+    /// After `.end` has been produced, the decoder ignores anything else.
+    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws
     /// Called at end of stream; throws `streamTruncated` if the terminal event never came.
     mutating func finish() throws -> [ProviderEvent]
     /// True once `.end` has been produced.
@@ -18,6 +19,13 @@ protocol ProviderStreamDecoder: Sendable {
 
 extension ProviderStreamDecoder {
     var unreportedUsage: ModelUsage? { nil }
+
+    /// The events one SSE event produces.
+    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
+        var events: [ProviderEvent] = []
+        try decode(event, into: &events)
+        return events
+    }
 }
 
 extension ProviderStreamDecoder {
@@ -27,9 +35,9 @@ extension ProviderStreamDecoder {
         var parser = SSEParser()
         var events: [ProviderEvent] = []
         for chunk in chunks {
-            for sse in try parser.feed(chunk) { events += try decode(sse) }
+            for sse in try parser.feed(chunk) { try decode(sse, into: &events) }
         }
-        for sse in parser.finish() { events += try decode(sse) }
+        for sse in parser.finish() { try decode(sse, into: &events) }
         events += try finish()
         return events
     }
@@ -97,6 +105,14 @@ struct SurrogateStitcher: Sendable {
             }
         }
         return out
+    }
+
+    /// `process` over `events[start...]`, in place; nothing copied when there is nothing to rejoin.
+    mutating func process(_ events: inout [ProviderEvent], from start: Int) {
+        if pendingHigh.isEmpty, !events[start...].contains(where: Self.hasMarker) { return }
+        let batch = Array(events[start...])
+        events.removeSubrange(start...)
+        events += process(batch)
     }
 
     /// Whether `process` would change `event` when nothing is held.

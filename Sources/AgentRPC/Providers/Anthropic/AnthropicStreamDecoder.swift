@@ -60,15 +60,18 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
-        stitcher.process(try decodeEvent(event))
+    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+        let start = events.count
+        if !isComplete, readsCommonEventsFromBytes, let delta = Self.readTextDelta(event.data), blocks.indices.contains(delta.index) {
+            Self.textEvents(kind: delta.kind, text: delta.text, into: &events)
+        } else {
+            events += try decodeEvent(event)
+        }
+        stitcher.process(&events, from: start)
     }
 
     private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
-        if readsCommonEventsFromBytes, let delta = Self.readTextDelta(event.data), blocks.indices.contains(delta.index) {
-            return Self.textEvents(kind: delta.kind, text: delta.text)
-        }
         let payload = try DecoderJSON.parsePayload(event.data, provider: "Anthropic")
         let type = payload["type"]?.stringValue ?? event.event ?? ""
         switch type {
@@ -153,9 +156,13 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
         guard let delta = payload["delta"] else { return [] }
         switch delta["type"]?.stringValue {
         case "text_delta"?:
-            return Self.textEvents(kind: .text, text: delta["text"]?.stringValue)
+            var events: [ProviderEvent] = []
+            Self.textEvents(kind: .text, text: delta["text"]?.stringValue, into: &events)
+            return events
         case "thinking_delta"?:
-            return Self.textEvents(kind: .thinking, text: delta["thinking"]?.stringValue)
+            var events: [ProviderEvent] = []
+            Self.textEvents(kind: .thinking, text: delta["thinking"]?.stringValue, into: &events)
+            return events
         case "signature_delta"?:
             if blocks[index].kind == .thinking, let signature = delta["signature"]?.stringValue {
                 blocks[index].signature += signature
@@ -171,9 +178,9 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     }
 
     /// What a `text_delta` or `thinking_delta` gives.
-    private static func textEvents(kind: TextDelta.Kind, text: String?) -> [ProviderEvent] {
-        guard let text, !text.isEmpty else { return [] }
-        return kind == .text ? [.textDelta(text)] : [.reasoningDelta(text)]
+    private static func textEvents(kind: TextDelta.Kind, text: String?, into events: inout [ProviderEvent]) {
+        guard let text, !text.isEmpty else { return }
+        events.append(kind == .text ? .textDelta(text) : .reasoningDelta(text))
     }
 
     /// A `content_block_delta` of text or thinking, as read from its bytes.

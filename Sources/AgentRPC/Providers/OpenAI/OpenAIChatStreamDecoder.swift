@@ -52,8 +52,15 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
-        stitcher.process(try decodeEvent(event))
+    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+        let start = events.count
+        // Only an object is read directly: never blank data or `[DONE]`.
+        if !isComplete, readsCommonEventsFromBytes, let common = Self.readCommonChunk(event.data) {
+            apply(common, into: &events)
+        } else {
+            events += try decodeEvent(event)
+        }
+        stitcher.process(&events, from: start)
     }
 
     private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
@@ -67,7 +74,6 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
             let trimmed = data.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed == "[DONE]" { return try complete() }
         }
-        if readsCommonEventsFromBytes, let common = Self.readCommonChunk(data) { return apply(common) }
         let chunk = try DecoderJSON.parsePayload(data, provider: "OpenAI")
         return try decode(chunk: chunk)
     }
@@ -149,8 +155,7 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     }
 
     /// The events and state of a choice's text members and finish reason.
-    private mutating func apply(_ choice: ChoiceDelta) -> [ProviderEvent] {
-        var events: [ProviderEvent] = []
+    private mutating func apply(_ choice: ChoiceDelta, into events: inout [ProviderEvent]) {
         if let text = choice.content, !text.isEmpty {
             sawContent = true
             events.append(.textDelta(text))
@@ -163,7 +168,6 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
             events.append(.refusalDelta(text))
         }
         if let reason = choice.finishReason { finishReason = reason }
-        return events
     }
 
     /// A stream that gave its `finish_reason` and then closed without `[DONE]` is
@@ -189,10 +193,14 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         }
         let delta = choice["delta"]
         for fragment in delta?["tool_calls"]?.arrayValue ?? [] { accumulate(fragment) }
-        return apply(ChoiceDelta(
-            content: delta?["content"]?.stringValue, reasoningContent: delta?["reasoning_content"]?.stringValue,
-            reasoning: delta?["reasoning"]?.stringValue, refusal: delta?["refusal"]?.stringValue,
-            finishReason: choice["finish_reason"]?.stringValue))
+        var events: [ProviderEvent] = []
+        apply(
+            ChoiceDelta(
+                content: delta?["content"]?.stringValue, reasoningContent: delta?["reasoning_content"]?.stringValue,
+                reasoning: delta?["reasoning"]?.stringValue, refusal: delta?["refusal"]?.stringValue,
+                finishReason: choice["finish_reason"]?.stringValue),
+            into: &events)
+        return events
     }
 
     static func isJSONSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }

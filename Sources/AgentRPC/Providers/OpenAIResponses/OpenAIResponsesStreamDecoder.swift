@@ -134,20 +134,28 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
-        stitcher.process(try decodeEvent(event))
+    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+        let start = events.count
+        // Only an object is read directly: never empty data or `[DONE]`.
+        if !isComplete, readsCommonEventsFromBytes, let text = Self.readTextDelta(event.data) {
+            textDelta(text.delta, itemId: text.itemId, into: &events)
+        } else {
+            events += try decodeEvent(event)
+        }
+        stitcher.process(&events, from: start)
     }
 
     private mutating func decodeEvent(_ event: SSEEvent) throws -> [ProviderEvent] {
         if isComplete { return [] }
         // Some proxies end Responses streams the Chat Completions way; the terminal event decides.
         if event.data.isEmpty || event.data == "[DONE]" { return [] }
-        if readsCommonEventsFromBytes, let text = Self.readTextDelta(event.data) { return textDelta(text.delta, itemId: text.itemId) }
         let payload = try DecoderJSON.parsePayload(event.data, provider: Self.providerLabel)
         let type = payload["type"]?.stringValue ?? event.event ?? ""
         switch type {
         case "response.output_text.delta":
-            return textDelta(payload["delta"]?.stringValue, itemId: payload["item_id"]?.stringValue)
+            var events: [ProviderEvent] = []
+            textDelta(payload["delta"]?.stringValue, itemId: payload["item_id"]?.stringValue, into: &events)
+            return events
         case "response.refusal.delta":
             guard let delta = payload["delta"]?.stringValue, !delta.isEmpty else { return [] }
             markStreamed(payload)
@@ -198,11 +206,11 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         throw ProviderError.truncated("no response.completed")
     }
 
-    private mutating func textDelta(_ delta: String?, itemId: String?) -> [ProviderEvent] {
-        guard let delta, !delta.isEmpty else { return [] }
+    private mutating func textDelta(_ delta: String?, itemId: String?, into events: inout [ProviderEvent]) {
+        guard let delta, !delta.isEmpty else { return }
         markStreamed(itemId: itemId)
         sawText = true
-        return [.textDelta(delta)]
+        events.append(.textDelta(delta))
     }
 
     /// A `response.output_text.delta` event's text and item id, as read from its bytes.
