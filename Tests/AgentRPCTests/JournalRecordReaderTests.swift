@@ -34,6 +34,25 @@ import Testing
         }
     }
 
+    /// A turn's start and end and each answered round trip are written directly:
+    /// the same bytes as their records serialized.
+    @Test func aTurnsOwnLinesAreTheirRecordsSerialized() throws {
+        let changes: [TranscriptChange] = [
+            .turnStarted(turnId: "t-1", number: 1),
+            .turnStarted(turnId: "t \"2\"", number: 42),
+            .roundTripAnswered(turnId: "t-1", roundTrip: 1, usage: Usage(), positions: [:]),
+            .roundTripAnswered(
+                turnId: "t-1", roundTrip: 3, usage: Usage(inputTokens: 10, outputTokens: 2, contextTokens: 12, costUSD: 0.5),
+                positions: ["openai:m": 4, "scripted": 1]),
+            .turnEnded(TurnEnd(turnId: "t-1", status: .completed, stopReason: nil, usage: Usage(), undo: .none)),
+            .turnEnded(TurnEnd(turnId: "t-1", status: .completed, stopReason: .maxTokens, usage: Usage(inputTokens: 1, cachedInputTokens: 7), undo: .committed)),
+            .turnEnded(TurnEnd(turnId: "t-1", status: .interrupted, stopReason: nil, usage: Usage(reasoningTokens: 3), undo: .rolledBack)),
+        ]
+        for change in changes {
+            #expect(try JournalCodec.line(for: change, at: Self.at) == (try JournalCodec.record(for: change, at: Self.at)).serialized() + [0x0A])
+        }
+    }
+
     /// One entry of each kind.
     private static var entries: [TranscriptEntry] {
         let turn = "t-1"

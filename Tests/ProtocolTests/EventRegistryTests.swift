@@ -34,6 +34,12 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
             SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e1", turnId: "t1", .prompt(text: "hi", images: [.url("u")]))),
             SessionEvent.EntryAppended(entry: TranscriptEntry(id: "e2", .response(text: "yo", profile: "b", incomplete: true))),
             Usage(inputTokens: 10, outputTokens: 2, cachedInputTokens: nil, reasoningTokens: 1),
+            Usage(cachedInputTokens: 3, contextTokens: 9, costUSD: 0.125),
+            SessionEvent.TurnStarted(input: "hi \"you\""),
+            SessionEvent.TurnStarted(input: TurnInput(text: "look", images: [.url("u"), .data(base64: "AA==", mimeType: "image/png")])),
+            SessionEvent.TurnEnded(status: .completed, undo: .none, error: nil),
+            SessionEvent.TurnEnded(status: .completed, undo: .committed, error: nil, stopReason: .maxTokens),
+            SessionEvent.TurnEnded(status: .failed, undo: .rolledBack, error: RPCError(.providerError, "down", data: ["status": 503])),
         ]
         for payload in payloads {
             #expect(payload.eventJSON == payload.encodedEventJSON, "\(type(of: payload).type)")

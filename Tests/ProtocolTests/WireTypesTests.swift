@@ -12,6 +12,10 @@ private func checkCoding<T: Codable & Equatable>(
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let encoded = try JSONValue.parse(Array(try encoder.encode(value)))
     #expect(encoded.numericallyEquals(expected), "encoded \(encoded)\nexpected \(expected)", sourceLocation: sourceLocation)
+    // A type that builds its wire form directly (`JSONValueRepresentable`) builds its `Codable` form.
+    if let direct = value as? any JSONValueRepresentable {
+        #expect(direct.json.numericallyEquals(encoded), "built directly \(direct.json)", sourceLocation: sourceLocation)
+    }
     let decoded = try decode(T.self, expected)
     #expect(decoded == value, "decoded \(decoded)", sourceLocation: sourceLocation)
 }
@@ -89,6 +93,14 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
                 "turnId": "t1", "message": ["entryId": "e4", "text": "Done."], "stopReason": "finalAnswer",
                 "finalAnswer": ["title": "Cranes"], "usage": ["inputTokens": 10, "outputTokens": 5, "cachedInputTokens": 2],
                 "roundTrips": 2, "toolCalls": 1, "revision": 7,
+            ])
+        try checkCoding(
+            TurnResult(
+                turnId: "t \"2\"", message: TurnMessage(entryId: "e9", text: "é\n"), usage: Usage(contextTokens: 4, costUSD: 0.25),
+                roundTrips: 1, toolCalls: 0, revision: 3),
+            json: [
+                "turnId": "t \"2\"", "message": ["entryId": "e9", "text": "é\n"], "stopReason": "completed",
+                "usage": ["contextTokens": 4, "costUSD": 0.25], "roundTrips": 1, "toolCalls": 0, "revision": 3,
             ])
         try checkCoding(
             SessionGenerateParams(sessionId: "s", input: "json please", schema: ["type": "object"], strict: true),

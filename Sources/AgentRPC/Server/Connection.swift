@@ -214,7 +214,19 @@ package final class Connection: Sendable {
 
     /// Queues one message. Never blocks on the peer.
     package func send(_ message: Message) {
-        sendSerialized(message.json.serialized(), message: message)
+        // A successful answer (every request's) has its envelope written directly,
+        // in the sorted-key order `Message.json` serializes to, without its dictionary.
+        guard case .response(let id?, .success(let result)) = message else {
+            return sendSerialized(message.json.serialized(), message: message)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(contentsOf: #"{"id":"#.utf8)
+        id.json.serialize(into: &bytes)
+        bytes.append(contentsOf: #","jsonrpc":"2.0","result":"#.utf8)
+        result.serialize(into: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        sendSerialized(bytes, message: message)
     }
 
     /// Queues several messages as one write (a batch answer is a JSON array).

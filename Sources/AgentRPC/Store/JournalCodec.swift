@@ -60,7 +60,47 @@ enum JournalCodec {
             bytes.append(0x0A)
             return bytes
         }
-        return line(try record(for: change, at: date))
+        // A turn's start and end and each answered round trip: written straight too.
+        switch change {
+        case .turnStarted(let turnID, let number):
+            return directLine(at: date) { o in
+                o.int("number", number)
+                o.string("turnId", turnID)
+                o.string("type", "turnStarted")
+            }
+        case .roundTripAnswered(let turnID, let roundTrip, let usage, let positions):
+            return directLine(at: date) { o in
+                o.value("positions", positions.isEmpty ? nil : .object(positions.mapValues { .int($0) }))
+                o.int("roundTrip", roundTrip)
+                o.string("turnId", turnID)
+                o.string("type", "roundTripAnswered")
+                o.member("usage") { usage.writeJSON(into: &$0) }
+            }
+        case .turnEnded(let end):
+            return directLine(at: date) { o in
+                o.string("status", end.status.rawValue)
+                o.string("stopReason", end.stopReason?.rawValue)
+                o.string("turnId", end.turnId)
+                o.string("type", "turnEnded")
+                o.string("undo", end.undo.rawValue)
+                o.member("usage") { end.usage.writeJSON(into: &$0) }
+            }
+        default:
+            return line(try record(for: change, at: date))
+        }
+    }
+
+    /// A record's line whose members after `at` `write` lists in sorted key
+    /// order: the bytes `record(for:at:)` serializes to, without its dictionary.
+    private static func directLine(at date: Date, _ write: (inout JSONObjectWriter) -> Void) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(128)
+        JSONObjectWriter.write(into: &bytes) { o in
+            o.int("at", millis(date))
+            write(&o)
+        }
+        bytes.append(0x0A)
+        return bytes
     }
 
     /// The record of `change` as a value: what `line(for:at:)` writes.

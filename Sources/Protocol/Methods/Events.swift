@@ -201,6 +201,14 @@ extension SessionEvent {
         public static let type = "turnStarted"
         public var input: TurnInput
         public init(input: TurnInput) { self.input = input }
+        /// Built directly: sent in every turn.
+        public var eventJSON: JSONValue { ["input": input.json, "type": .string(Self.type)] }
+        public func writeEventJSON(into out: inout [UInt8]) {
+            JSONObjectWriter.write(into: &out) { o in
+                o.member("input") { input.writeJSON(into: &$0) }
+                o.string("type", Self.type)
+            }
+        }
     }
 
     /// The active profile changed; `previous` is absent at the session's first request.
@@ -489,6 +497,22 @@ extension SessionEvent {
             self.error = error
             self.stopReason = stopReason
         }
+        /// Built directly: sent in every turn.
+        public var eventJSON: JSONValue {
+            var o: [String: JSONValue] = ["type": .string(Self.type), "status": .string(status.rawValue), "undo": .string(undo.rawValue)]
+            if let error { o["error"] = error.json }
+            if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
+            return .object(o)
+        }
+        public func writeEventJSON(into out: inout [UInt8]) {
+            JSONObjectWriter.write(into: &out) { o in
+                o.value("error", error?.json)
+                o.string("status", status.rawValue)
+                o.string("stopReason", stopReason?.rawValue)
+                o.string("type", Self.type)
+                o.string("undo", undo.rawValue)
+            }
+        }
     }
 
     /// `session/steer` input reached the transcript as the prompt entry `entryId`.
@@ -574,6 +598,13 @@ extension Usage: SessionEventPayload {
         var o = jsonMembers
         o["type"] = "usage"
         return .object(o)
+    }
+    /// Sent in every round trip that reports usage.
+    public func writeEventJSON(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { o in
+            writeMembers(into: &o)
+            o.string("type", Self.type)
+        }
     }
 }
 

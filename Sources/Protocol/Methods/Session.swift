@@ -610,6 +610,14 @@ public struct TurnInput: Codable, Sendable, Hashable, JSONSchemaProviding, JSONV
         return .object(o)
     }
 
+    /// `json`'s text, written without building it (every turn's `turnStarted`).
+    package func writeJSON(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { o in
+            o.value("images", images.map { .array($0.map(\.json)) })
+            o.string("text", text)
+        }
+    }
+
     public static var jsonSchema: JSONValue {
         WireSchema.anyOf([
             WireSchema.describe(WireSchema.string, "Shorthand for {\"text\": ...}."),
@@ -735,6 +743,21 @@ public struct Usage: Codable, Sendable, Hashable {
 
     public var json: JSONValue { .object(jsonMembers) }
 
+    /// `json`'s text, written without building it (in every turn's end and its journal lines).
+    package func writeJSON(into out: inout [UInt8]) {
+        JSONObjectWriter.write(into: &out) { writeMembers(into: &$0) }
+    }
+
+    /// `jsonMembers` in sorted key order, for the objects that carry them.
+    package func writeMembers(into o: inout JSONObjectWriter) {
+        o.int("cachedInputTokens", cachedInputTokens)
+        o.int("contextTokens", contextTokens)
+        o.value("costUSD", costUSD.map { .double($0) })
+        o.int("inputTokens", inputTokens)
+        o.int("outputTokens", outputTokens)
+        o.int("reasoningTokens", reasoningTokens)
+    }
+
     /// Reads `json`'s form directly (see `TranscriptEntry.init(json:)`); an absent
     /// or `null` count stays nil.
     public init(json value: JSONValue) throws {
@@ -815,6 +838,20 @@ public struct TurnResult: Codable, Sendable, Hashable {
         self.roundTrips = roundTrips
         self.toolCalls = toolCalls
         self.revision = revision
+    }
+}
+
+extension TurnResult: JSONValueRepresentable {
+    /// Built directly, not through the `Codable` encoder: every turn's answer
+    /// (WireTypesTests checks it against the `Codable` form).
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "turnId": .string(turnId), "message": ["entryId": .string(message.entryId), "text": .string(message.text)],
+            "stopReason": .string(stopReason.rawValue), "usage": usage.json, "roundTrips": .int(roundTrips),
+            "toolCalls": .int(toolCalls), "revision": .int(revision),
+        ]
+        if let finalAnswer { o["finalAnswer"] = finalAnswer }
+        return .object(o)
     }
 }
 
