@@ -352,26 +352,21 @@ actor AgentSession {
         let kept: TurnOptions? = parks && options != TurnOptions() ? options : nil
         // One that cannot park says so, so that a crash does not leave it parked either.
         let journaledMode: JournaledTurnMode? = parks && !mode.parks ? .generate : nil
-        let id = try transcript.beginTurn(options: kept, mode: journaledMode) { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
+        let entryCountBefore = entries.count
+        // The turn's start and its prompt are journaled in one write.
+        let (id, prompt) = try transcript.beginTurn(
+            options: kept, mode: journaledMode, prompt: .prompt(text: input.text, images: input.images)
+        ) { "t-\(sessionID.dropFirst(2).prefix(8))-\($0)" }
         let limits = EffectiveLimits(config: config.limits, overrides: options.limits)
         let turn = TurnState(
             id: id, mode: mode, limits: limits, toolChoice: toolChoice, options: options,
-            startedAt: ContinuousClock.now, entryCountBefore: entries.count)
+            startedAt: ContinuousClock.now, entryCountBefore: entryCountBefore)
         let runner = TurnRunner(turn: turn, events: events, schemaWarnings: warnings, previous: self.runner)
         self.runner = runner
         let control = runner.control
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
-        do {
-            try append(.prompt(text: input.text, images: input.images), turn: id)
-        } catch {
-            // The store refused the prompt: the turn ends before it ran, announced as failed.
-            let rpc = (error as? RPCError) ?? RPCError(.storeUnavailable, "the session's journal could not be written: \(error)")
-            transcript.endTurnEvenIfUnjournaled(TurnEnd(turnId: id, status: .failed, stopReason: nil, usage: Usage(), undo: UndoOutcome.none))
-            runner.end()
-            emit(.turnEnded(status: .failed, undo: UndoOutcome.none, error: rpc), turn: id)
-            throw rpc
-        }
+        if let prompt { emit(.entryAppended(prompt), turn: id) }
 
         let task = Task { [self] () async throws -> TurnOutcome in
             try await runner.runTurn(input: input, session: self)

@@ -442,19 +442,34 @@ struct Transcript: Sendable {
     /// Begins a turn; returns its number (the session makes the id from it).
     /// `options` and `mode`, when given, are journaled in the same write.
     mutating func beginTurn(options: TurnOptions? = nil, mode: JournaledTurnMode? = nil, id makeID: (Int) -> String) throws -> String {
+        try beginTurn(options: options, mode: mode, prompt: nil, id: makeID).id
+    }
+
+    /// Begins a turn and appends its `prompt` (as `append` would) in the same
+    /// journal write: nothing is announced between the two, so one `write(2)`
+    /// serves both, and a store that refuses it has begun no turn.
+    mutating func beginTurn(
+        options: TurnOptions? = nil, mode: JournaledTurnMode? = nil, prompt: TranscriptContent?, id makeID: (Int) -> String
+    ) throws -> (id: String, prompt: TranscriptEntry?) {
         let number = nextTurnNumber
         let id = makeID(number)
-        if options == nil && mode == nil {
+        if options == nil && mode == nil && prompt == nil {
             try commit(.turnStarted(turnId: id, number: number))
-            return id
+            return (id, nil)
         }
         var changes: [TranscriptChange] = [.turnStarted(turnId: id, number: number)]
         if let options { changes.append(.turnOptions(turnId: id, options: options)) }
         if let mode { changes.append(.turnMode(turnId: id, mode: mode)) }
+        var entry: TranscriptEntry?
+        if let prompt {
+            let (fresh, next) = freshEntry(prompt, turn: id)
+            changes.append(.entryAppended(fresh, nextEntryNumber: next))
+            entry = fresh
+        }
         let now = WallClock.now()
         try journalFirst { try $0.record(changes, at: now) }
         for change in changes { try make(change, mutatedEntries: nil, at: now) }
-        return id
+        return (id, entry)
     }
 
     mutating func recordCallAsked(_ callID: String, turn: String, attempt: Int) throws {
