@@ -172,6 +172,33 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
         #expect(try store.summary("s-a")?.title == "hello")
     }
 
+    /// The entries a record appended are handed back as their JSON text, sliced
+    /// from the line written (their `entryAppended` events carry it: each entry
+    /// is serialized once): for one record and for several in one write; the
+    /// next record forgets them.
+    @Test func aJournalHandsBackTheTextOfTheEntriesItsLastRecordAppended() throws {
+        let (store, dir) = try makeStore()
+        defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }
+        let journal = try store.create(try header("s-text"), config: SessionConfig(), initial: nil)
+        defer { journal.close() }
+        func text(_ entry: TranscriptEntry) -> [UInt8] {
+            var bytes: [UInt8] = []
+            entry.serialize(into: &bytes)
+            return bytes
+        }
+        let first = TranscriptEntry(id: "e1", turnId: "t-1", prompt("hi \"you\" é"))
+        let second = TranscriptEntry(id: "e2", turnId: "t-1", .response(text: "yo", profile: "p", incomplete: false))
+        let third = TranscriptEntry(id: "e3", turnId: "t-1", .toolCalls(calls: [ToolCallRecord(callId: "c1", name: "n", arguments: ["a": [1, 2.5]])], profile: nil, text: nil))
+        try journal.record(.entryAppended(first, nextEntryNumber: 2), at: Date())
+        #expect(journal.writtenEntryText("e1").map(Array.init) == text(first))
+        try journal.record([.turnStarted(turnId: "t-2", number: 2), .entryAppended(second, nextEntryNumber: 3), .entryAppended(third, nextEntryNumber: 4)], at: Date())
+        #expect(journal.writtenEntryText("e1") == nil)
+        #expect(journal.writtenEntryText("e2").map(Array.init) == text(second))
+        #expect(journal.writtenEntryText("e3").map(Array.init) == text(third))
+        try journal.record(.turnStarted(turnId: "t-3", number: 3), at: Date())
+        #expect(journal.writtenEntryText("e3") == nil)
+    }
+
     @Test func aSecondOpenIsLockedWithThePID() throws {
         let (store, dir) = try makeStore()
         defer { try? FileManager.default.removeItem(atPath: (dir as NSString).deletingLastPathComponent) }

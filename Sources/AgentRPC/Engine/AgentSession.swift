@@ -207,8 +207,14 @@ actor AgentSession {
     @discardableResult
     func append(_ content: TranscriptContent, turn: String?) throws -> TranscriptEntry {
         let entry = try transcript.append(content, turn: turn)
-        emit(.entryAppended(entry), turn: turn)
+        announceAppended(entry, turn: turn)
         return entry
+    }
+
+    /// `entryAppended` for an entry just appended, with the JSON text its
+    /// journal line holds (serialized once for both).
+    func announceAppended(_ entry: TranscriptEntry, turn: String?) {
+        events.emitEntryAppended(entry, text: transcript.writtenEntryText(entry.id), turn: turn)
     }
 
     /// Sets and removes properties and announces the change (`propertiesChanged`).
@@ -257,7 +263,11 @@ actor AgentSession {
 
     /// Resolves the profile for the coming round trip from the current properties.
     func resolveProfile() throws -> ResolvedProfile {
-        try ProfileResolver.resolve(config: config, properties: properties, activeSkills: activeSkillNames)
+        let properties = self.properties
+        if let last = caches.resolvedProfile, last.properties == properties { return last.profile }
+        let profile = try ProfileResolver.resolve(config: config, properties: properties, activeSkills: Self.skillNames(properties))
+        caches.resolvedProfile = (properties, profile)
+        return profile
     }
 
     // MARK: Models, providers and schema validators (cached for the session)
@@ -366,7 +376,7 @@ actor AgentSession {
         let control = runner.control
         emit(.turnStarted(input: input), turn: id)
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
-        if let prompt { emit(.entryAppended(prompt), turn: id) }
+        if let prompt { announceAppended(prompt, turn: id) }
 
         let task = Task { [self] () async throws -> TurnOutcome in
             try await runner.runTurn(input: input, session: self)

@@ -18,6 +18,11 @@ struct SessionCaches {
     var prefix = PrefixTracker()
     /// What the last round trip's request held, for the next one's estimate.
     var contextMark: ContextMark?
+    /// The profile resolved last and the properties it was resolved from (the
+    /// config is the session's own and never changes): resolving is a pure
+    /// function of the two, asked at every turn and round trip, and the
+    /// properties rarely change between (`==` of an unchanged copy is quick).
+    var resolvedProfile: (properties: [String: JSONValue], profile: ResolvedProfile)?
 
     /// A compiled validator for a tool's input schema, compiled once per schema.
     mutating func inputValidator(for tool: String, schema: JSONValue) throws -> JSONSchemaValidator {

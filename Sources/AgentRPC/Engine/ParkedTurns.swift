@@ -43,7 +43,7 @@ extension AgentSession {
         if let scripted = provider as? ScriptedProvider, let modelRef { positions[ModelPositions.key(modelRef)] = scripted.consumed }
         let made = try transcript.appendAnswer(
             contents, turn: turn.id, answered: .roundTripAnswered(turnId: turn.id, roundTrip: turn.roundTrips, usage: turn.usage, positions: positions))
-        for entry in made { emit(.entryAppended(entry), turn: turn.id) }
+        for entry in made { announceAppended(entry, turn: turn.id) }
         return made
     }
 

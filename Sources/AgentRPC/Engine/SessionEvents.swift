@@ -40,6 +40,15 @@ final class SessionEvents {
         send(event, turn: turn)
     }
 
+    /// `emit(.entryAppended(entry))`, the entry's JSON text taken from `text`
+    /// when given (its journal line's, `Transcript.writtenEntryText`) instead
+    /// of serializing the entry again.
+    func emitEntryAppended(_ entry: TranscriptEntry, text: ArraySlice<UInt8>?, turn: String?) {
+        releaseHeldDelta()
+        guard let text else { return send(.entryAppended(entry), turn: turn) }
+        send(.entryAppended(entry), turn: turn) { out in SessionEvent.EntryAppended.write(into: &out) { $0 += text } }
+    }
+
     /// Streams a text or reasoning delta. While the client reads slower than
     /// the server writes, deltas are held and merged into one larger event
     /// instead of queueing one event each; none is dropped.
@@ -81,7 +90,8 @@ final class SessionEvents {
 
     /// Sends one event; to the server's connection its params are written as
     /// bytes around the event's own object.
-    private func send(_ event: SessionEvent, turn: String? = nil) {
+    /// `writeEvent`, when given, writes the event's object instead of its payload.
+    private func send(_ event: SessionEvent, turn: String? = nil, writeEvent: ((inout [UInt8]) -> Void)? = nil) {
         seq += 1
         let seq = seq
         let turnId = turn ?? runningTurnId
@@ -90,7 +100,11 @@ final class SessionEvents {
         let tail = tail(turnId)
         connection.notify(
             SessionEventNotification.name,
-            writingParams: { out in SessionEventParams.write(seq: seq, tail: tail, into: &out) { event.payload.writeEventJSON(into: &$0) } },
+            writingParams: { out in
+                SessionEventParams.write(seq: seq, tail: tail, into: &out) { out in
+                    if let writeEvent { writeEvent(&out) } else { event.payload.writeEventJSON(into: &out) }
+                }
+            },
             params: params)
     }
 

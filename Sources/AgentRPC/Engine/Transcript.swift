@@ -206,9 +206,15 @@ protocol TranscriptJournal: AnyObject, Sendable {
     func sync(_ state: Transcript) throws
     /// Replaces the journal by one snapshot of `state` (after changes it refused).
     func rewrite(_ state: Transcript) throws
+    /// The JSON text of entry `id` when the last record written (one change or
+    /// several in one write) appended it: its `entryAppended` event carries the
+    /// same text, so the entry is serialized once. Nil otherwise.
+    func writtenEntryText(_ id: String) -> ArraySlice<UInt8>?
 }
 
 extension TranscriptJournal {
+    func writtenEntryText(_ id: String) -> ArraySlice<UInt8>? { nil }
+
     /// For journals that cannot do better: one change after another.
     func record(_ changes: [TranscriptChange], at date: Date) throws {
         for change in changes { try record(change, at: date) }
@@ -560,6 +566,9 @@ struct Transcript: Sendable {
         try journalFirst { try $0.record(change, at: now) }
         try make(change, mutatedEntries: mutatedEntries, at: now)
     }
+
+    /// `TranscriptJournal.writtenEntryText` of the journal (nil without one).
+    func writtenEntryText(_ id: String) -> ArraySlice<UInt8>? { journal?.writtenEntryText(id) }
 
     /// Hands changes to the journal (after the rewrite it owes, if any) before they are made.
     private mutating func journalFirst(_ write: (any TranscriptJournal) throws -> Void) throws {

@@ -22,20 +22,7 @@ enum JournalCodec {
     }
 
     static func line(for change: TranscriptChange, at date: Date) throws -> [UInt8] {
-        if case .entryAppended(let entry, let next) = change {
-            // Every entry of every turn: written straight, members in the
-            // sorted order `record` serializes to, without its dictionary.
-            var bytes: [UInt8] = []
-            bytes.append(contentsOf: #"{"at":"#.utf8)
-            JSONValue.int(millis(date)).serialize(into: &bytes)
-            bytes.append(contentsOf: #","entry":"#.utf8)
-            entry.serialize(into: &bytes)
-            bytes.append(contentsOf: #","nextEntry":"#.utf8)
-            JSONValue.int(next).serialize(into: &bytes)
-            bytes.append(contentsOf: #","type":"entryAppended"}"#.utf8)
-            bytes.append(0x0A)
-            return bytes
-        }
+        if case .entryAppended(let entry, let next) = change { return entryLine(entry, nextEntryNumber: next, at: date).line }
         if case .callSent(let turnID, let callID, let attempt, let arguments) = change {
             // One per tool call sent: written straight as well, in sorted order.
             var bytes: [UInt8] = []
@@ -101,6 +88,25 @@ enum JournalCodec {
         }
         bytes.append(0x0A)
         return bytes
+    }
+
+    /// An appended entry's line, and where in it the entry's JSON text is (its
+    /// `entryAppended` event carries the same text). Every entry of every
+    /// turn: written straight, members in the sorted order `record` serializes
+    /// to, without its dictionary.
+    static func entryLine(_ entry: TranscriptEntry, nextEntryNumber next: Int, at date: Date) -> (line: [UInt8], entry: Range<Int>) {
+        var bytes: [UInt8] = []
+        bytes.append(contentsOf: #"{"at":"#.utf8)
+        JSONValue.int(millis(date)).serialize(into: &bytes)
+        bytes.append(contentsOf: #","entry":"#.utf8)
+        let start = bytes.count
+        entry.serialize(into: &bytes)
+        let end = bytes.count
+        bytes.append(contentsOf: #","nextEntry":"#.utf8)
+        JSONValue.int(next).serialize(into: &bytes)
+        bytes.append(contentsOf: #","type":"entryAppended"}"#.utf8)
+        bytes.append(0x0A)
+        return (bytes, start..<end)
     }
 
     /// The record of `change` as a value: what `line(for:at:)` writes.

@@ -609,6 +609,9 @@ final class FileJournal: SessionJournal {
     private let headerLine: [UInt8]
     private let lock: SessionLock
     private let state: Mutex<State>
+    /// The entries the last record appended, each with its JSON text (a slice
+    /// of the line written): `writtenEntryText`.
+    private let written = Mutex<[(id: String, text: ArraySlice<UInt8>)]>([])
     private var path: String { store.path(sessionID, ".jsonl") }
     /// Journals smaller than this are never compacted (not worth a rewrite).
     static let compactionFloor = 64 * 1024
@@ -642,25 +645,36 @@ final class FileJournal: SessionJournal {
     }
 
     func record(_ change: TranscriptChange, at date: Date) throws {
-        let bytes = try JournalCodec.line(for: change, at: date)
-        try appendRaw(bytes, liveBytes: Self.growsLiveState(change) ? bytes.count : 0)
+        try record(CollectionOfOne(change), at: date)
     }
 
     func record(_ changes: [TranscriptChange], at date: Date) throws {
-        var bytes: [UInt8] = []
-        var live = 0
-        for change in changes {
-            let line = try JournalCodec.line(for: change, at: date)
-            if Self.growsLiveState(change) { live += line.count }
-            bytes += line
-        }
-        try appendRaw(bytes, liveBytes: live)
+        try record(changes[...], at: date)
     }
 
-    /// Whether a record's line adds to the live state (an entry), rather than
-    /// to what compaction would drop.
-    private static func growsLiveState(_ change: TranscriptChange) -> Bool {
-        if case .entryAppended = change { return true } else { return false }
+    private func record(_ changes: some Collection<TranscriptChange>, at date: Date) throws {
+        written.withLock { $0.removeAll(keepingCapacity: true) }
+        var bytes: [UInt8] = []
+        var live = 0
+        var entries: [(id: String, range: Range<Int>)] = []
+        for change in changes {
+            if case .entryAppended(let entry, let next) = change {
+                let (line, range) = JournalCodec.entryLine(entry, nextEntryNumber: next, at: date)
+                entries.append((entry.id, range.lowerBound + bytes.count..<range.upperBound + bytes.count))
+                live += line.count  // an entry adds to the live state; other records to what compaction drops
+                bytes += line
+            } else {
+                bytes += try JournalCodec.line(for: change, at: date)
+            }
+        }
+        try appendRaw(bytes, liveBytes: live)
+        if !entries.isEmpty {
+            written.withLock { w in w = entries.map { ($0.id, bytes[$0.range]) } }
+        }
+    }
+
+    func writtenEntryText(_ id: String) -> ArraySlice<UInt8>? {
+        written.withLock { w in w.first { $0.id == id }?.text }
     }
 
     /// Appends whole lines with one `write(2)`; `liveBytes` of them (nil: all)

@@ -415,8 +415,13 @@ extension SessionEvent {
         /// Built directly: sent for every entry.
         public var eventJSON: JSONValue { .object(["type": "entryAppended", "entry": entry.json]) }
         public func writeEventJSON(into out: inout [UInt8]) {
+            Self.write(into: &out) { entry.serialize(into: &$0) }
+        }
+        /// The event's object around the entry's JSON text, which `writeEntry`
+        /// appends (the engine passes the text its journal line already holds).
+        package static func write(into out: inout [UInt8], writeEntry: (inout [UInt8]) -> Void) {
             out.append(contentsOf: #"{"entry":"#.utf8)
-            entry.serialize(into: &out)
+            writeEntry(&out)
             out.append(contentsOf: #","type":"entryAppended"}"#.utf8)
         }
     }
