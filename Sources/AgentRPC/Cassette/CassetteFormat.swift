@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One recorded request and its response: a line of a cassette file
 /// (docs/testing.md, "The cassette file").
@@ -201,11 +205,9 @@ struct CassetteContents: Sendable {
     var tornLine: Int?
 
     static func read(path: String) throws -> CassetteContents {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CassetteFormatError(line: 0, "cannot read \(path)") }
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: maximumFileBytes + 1) ?? Data()
+        guard let data = FileBytes.read(path, upTo: maximumFileBytes + 1) else { throw CassetteFormatError(line: 0, "cannot read \(path)") }
         guard data.count <= maximumFileBytes else { throw CassetteFormatError(line: 0, "\(path) is larger than \(maximumFileBytes) bytes") }
-        return try parse(Array(data))
+        return try parse(data)
     }
 
     static func parse(_ bytes: [UInt8]) throws(CassetteFormatError) -> CassetteContents {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Finds, for a request a cassette cannot answer, the recorded request nearest
 /// to it and the first place they differ: what a person needs to see why a
@@ -89,7 +93,7 @@ enum CassetteMatching {
 
     /// RFC 6901: `~` is `~0`, `/` is `~1`.
     static func escape(_ key: String) -> String {
-        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        key.replacingScalars(of: "~", with: "~0").replacingScalars(of: "/", with: "~1")
     }
 
     static func shown(_ value: JSONValue) -> String {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Plays a recorded response into a response sink exactly as an HTTP client
 /// feeds a live one (head, body chunks, end), so it goes through

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// What never goes into a cassette: API keys, credentials in headers, cookies,
@@ -10,7 +14,7 @@ enum CassetteScrubber {
     /// wants (request ids); nothing else is kept.
     static func keptHeader(_ name: String) -> Bool {
         let n = name.lowercased()
-        if HTTPProviderConfiguration.isSensitiveHeader(n) || n.contains("cookie") || n.contains("auth") { return false }
+        if HTTPProviderConfiguration.isSensitiveHeader(n) || n.containsScalars("cookie") || n.containsScalars("auth") { return false }
         return ["content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-request-id", "request-id"].contains(n)
             || n.hasPrefix("x-ratelimit-") || n.hasPrefix("anthropic-ratelimit-")
     }
@@ -18,7 +22,7 @@ enum CassetteScrubber {
     static func scrub(_ text: String, secrets: [String]) -> String {
         var out = text
         for secret in secrets where secret.count >= 4 {
-            out = out.replacingOccurrences(of: secret, with: "[REDACTED]")
+            out = out.replacingScalars(of: secret, with: "[REDACTED]")
         }
         return ProviderErrorMapper.redactKeyLikeTokens(out)
     }

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -39,8 +43,8 @@ package final class ChildProcess: Sendable {
             throw SpawnError(description: "cannot find '\(command)' (not a path to an executable, and not on PATH)")
         }
         if let directory {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var info = stat()
+            guard stat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
                 throw SpawnError(description: "the working directory '\(directory)' does not exist")
             }
         }
@@ -49,7 +53,7 @@ package final class ChildProcess: Sendable {
     }
 
     private static func resolve(_ command: String, path: String) -> String? {
-        if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
+        if command.containsScalars("/") { return access(command, X_OK) == 0 ? command : nil }
         for dir in path.split(separator: ":") where !dir.isEmpty {
             let candidate = "\(dir)/\(command)"
             var info = stat()
@@ -245,11 +249,11 @@ final class ChildSpawner: @unchecked Sendable {
         var done: @Sendable (Result<ChildProcess, ChildProcess.SpawnError>) -> Void
     }
     // A condition, not a Mutex: the spawner thread must block until a job comes.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var jobs: [Job] = []
 
     private init() {
-        let thread = Thread { [self] in
+        OSThread.start(name: "agentrpc-mcp-spawner") { [self] in
             while true {
                 condition.lock()
                 while jobs.isEmpty { condition.wait() }
@@ -258,8 +262,6 @@ final class ChildSpawner: @unchecked Sendable {
                 job.done(Self.forkAndExec(job.plan))
             }
         }
-        thread.name = "agentrpc-mcp-spawner"
-        thread.start()
     }
 
     func spawn(_ plan: SpawnPlan) async throws -> ChildProcess {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where the MCP runners read the time they count restarts in and schedule a
 /// failed server's next try by (seconds on a monotonic clock). Only decisions
@@ -27,7 +31,7 @@ struct MCPClock: Sendable {
     private var offset: Double {
         guard let offsetFile, let data = FileManager.default.contents(atPath: offsetFile),
               let text = String(data: data.prefix(64), encoding: .utf8),
-              let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), seconds.isFinite
+              let seconds = Double(text.trimmingWhitespaceAndNewlines()), seconds.isFinite
         else { return 0 }
         return seconds
     }

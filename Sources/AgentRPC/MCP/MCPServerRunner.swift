@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One MCP server of one session: starts it, initializes, lists its tools,
 /// re-lists on `list_changed`, restarts it after a crash (with backoff, at most

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -77,7 +81,7 @@ final class MCPInbox: @unchecked Sendable {
     private let continuation: AsyncStream<MCPIncoming>.Continuation
     // A condition, not a Mutex: a reader thread must block while the client is
     // `capacity` messages behind.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     /// Messages that may still be put before the client consumes one.
     private var room: Int
     private var finished = false
@@ -221,7 +225,7 @@ final class MCPStdioTransport: MCPTransport {
         let name = serverName
         let logger = self.logger
         let tail = self.tail
-        let out = Thread {
+        OSThread.start(name: "mcp-\(name)-stdout") {
             var parser = FrameParser(maxMessageBytes: MCPBounds.maxMessageBytes, framing: .newline)
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func drain() {
@@ -255,9 +259,7 @@ final class MCPStdioTransport: MCPTransport {
             Glibc.close(child.stdoutFD)
             inbox.put(.closed(reason: "the server closed its output"))
         }
-        out.name = "mcp-\(name)-stdout"
-        out.start()
-        let err = Thread {
+        OSThread.start(name: "mcp-\(name)-stderr") {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             func emit(_ bytes: ArraySlice<UInt8>) {
@@ -281,8 +283,6 @@ final class MCPStdioTransport: MCPTransport {
             if !pending.isEmpty { emit(pending[...]) }
             Glibc.close(child.stderrFD)
         }
-        err.name = "mcp-\(name)-stderr"
-        err.start()
     }
 
     func send(_ message: JSONValue) async throws {
@@ -319,7 +319,7 @@ enum MCPSecrets {
     static func expand(_ value: String, environment: [String: String]) -> String {
         var out = ""
         var rest = value[...]
-        while let open = rest.range(of: "${") {
+        while let open = rest.scalarRange(of: "${") {
             out += rest[..<open.lowerBound]
             guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
                 out += rest[open.lowerBound...]
@@ -336,6 +336,6 @@ enum MCPSecrets {
     /// True when `value` is only `${NAME}` references and text around them that
     /// is not itself a secret by our rule: it holds at least one reference.
     static func isReference(_ value: String) -> Bool {
-        value.contains("${") && value.contains("}")
+        value.containsScalars("${") && value.containsScalars("}")
     }
 }

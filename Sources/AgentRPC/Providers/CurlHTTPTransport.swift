@@ -1,5 +1,9 @@
 #if os(Linux)
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 import Synchronization
 
@@ -116,16 +120,7 @@ final class CurlDriver: @unchecked Sendable {
         self.library = library
         self.multi = multi
         // One thread for the life of the process: it owns the multi handle.
-        let thread = Thread { [self] in
-            // The kernel's name of this thread (ps, top, /proc), which Foundation's `Thread.name` does not always set.
-            let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-            if fd >= 0 {
-                _ = write(fd, "agentrpc-http", 13)
-                close(fd)
-            }
-            run()
-        }
-        thread.start()
+        OSThread.start(name: "agentrpc-http") { [self] in run() }
     }
 
     /// Hands `command` to the driver thread and wakes it.
@@ -414,14 +409,14 @@ final class CurlTransfer {
 
     fileprivate func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
         lastActivity = .now
-        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = String(decoding: bytes, as: UTF8.self).trimmingWhitespaceAndNewlines()
         curlSockets.withLock { $0.received = true }
         if line.hasPrefix("HTTP/") {
             // A new response head (after an interim 1xx): start over.
             headers = [:]
         } else if !headSent, let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].trimmingWhitespace().lowercased()
+            let value = line[line.index(after: colon)...].trimmingWhitespace()
             headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         }
     }

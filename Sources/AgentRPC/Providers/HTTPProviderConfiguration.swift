@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How to reach one HTTP model provider. Built by the caller from `agentrpc.json`
 /// and the environment: `apiKey` is already resolved. The key is never part of a
@@ -64,8 +68,8 @@ package struct HTTPProviderConfiguration: Sendable, Hashable {
 
     static func isSensitiveHeader(_ name: String) -> Bool {
         let n = name.lowercased()
-        return n == "authorization" || n == "x-api-key" || n == "api-key" || n.contains("token") || n.contains("secret")
-            || n.contains("key")
+        return n == "authorization" || n == "x-api-key" || n == "api-key" || n.containsScalars("token") || n.containsScalars("secret")
+            || n.containsScalars("key")
     }
 }
 

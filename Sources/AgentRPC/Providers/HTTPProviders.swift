@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // What the HTTP providers share; each provider lives in its own folder
 // (`OpenAI/OpenAIProvider.swift`, …).

@@ -1,6 +1,10 @@
 import AgentRPCProtocol
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// Runs one provider request through `HTTPTransports.current` and turns the
@@ -167,7 +171,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
         s.headers = response?.headers ?? [:]
         if !(200..<300).contains(s.status) {
             s.mode = .errorBody
-        } else if wholeBodyDecoder != nil, !(s.headers["content-type"] ?? "").lowercased().contains("text/event-stream") {
+        } else if wholeBodyDecoder != nil, !(s.headers["content-type"] ?? "").lowercased().containsScalars("text/event-stream") {
             s.mode = .wholeBody
         } else {
             s.mode = .streaming

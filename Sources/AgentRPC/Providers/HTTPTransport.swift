@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// One HTTP request as it goes to the network: everything a transport needs,
@@ -32,13 +36,25 @@ struct HTTPRequest: Sendable {
     /// Sets header `name`, replacing any of that name in another case (header
     /// names are case-insensitive, and two spellings would both be sent).
     mutating func setHeader(_ name: String, _ value: String) {
-        for key in headers.keys where key.caseInsensitiveCompare(name) == .orderedSame { headers[key] = nil }
+        for key in headers.keys where Self.sameName(key, name) { headers[key] = nil }
         headers[name] = value
+    }
+
+    /// Whether two header names are the same in any case, as Foundation's
+    /// `caseInsensitiveCompare` tells them: ASCII names (every real one) byte by byte,
+    /// others by their case folding (upper-cased, then lower-cased: "ß" is "SS").
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        if a.utf8.allSatisfy({ $0 < 0x80 }) && b.utf8.allSatisfy({ $0 < 0x80 }) {
+            return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+                (x >= 0x41 && x <= 0x5A ? x | 0x20 : x) == (y >= 0x41 && y <= 0x5A ? y | 0x20 : y)
+            }
+        }
+        return a.uppercased().lowercased() == b.uppercased().lowercased()
     }
 
     /// The value of header `name`, in any case.
     func header(_ name: String) -> String? {
-        headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { Self.sameName($0.key, name) }?.value
     }
 }
 

@@ -1,5 +1,12 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if !os(Linux)
+import Foundation
+#endif
 
 /// Turns what a provider sent back (HTTP status, headers, body; an in-stream
 /// error payload; a transport failure) into a typed `ProviderError`.
@@ -65,9 +72,11 @@ enum ProviderErrorMapper {
         // A replayed cassette's recorded failure is already mapped (and scrubbed).
         if let replayed = error as? ProviderError { return replayed }
         var detail = "transport error"
-        if let urlError = error as? URLError {
-            detail = "URLError \(urlError.code.rawValue)"
-        } else if let plain = error as? HTTPTransportError {
+        #if !os(Linux)
+        // URLSessionTransport's failures (not built on Linux).
+        if let urlError = error as? URLError { detail = "URLError \(urlError.code.rawValue)" }
+        #endif
+        if let plain = error as? HTTPTransportError {
             detail = plain.kind.rawValue
         }
         return ProviderError(
@@ -178,7 +187,7 @@ enum ProviderErrorMapper {
     /// `x-should-retry: true|false` (OpenAI and Anthropic send it), else nil.
     static func shouldRetry(headers: [String: String]) -> Bool? {
         for (k, v) in headers where k.lowercased() == "x-should-retry" {
-            switch v.trimmingCharacters(in: .whitespaces).lowercased() {
+            switch v.trimmingWhitespace().lowercased() {
             case "true": return true
             case "false": return false
             default: return nil
@@ -192,7 +201,7 @@ enum ProviderErrorMapper {
     /// past gives 0.
     static func retryAfterSeconds(headers: [String: String], now: Date = Date()) -> Double? {
         var lower: [String: String] = [:]
-        for (k, v) in headers { lower[k.lowercased()] = v.trimmingCharacters(in: .whitespaces) }
+        for (k, v) in headers { lower[k.lowercased()] = v.trimmingWhitespace() }
         if let ms = lower["retry-after-ms"].flatMap(Double.init), ms.isFinite, ms >= 0 {
             return ms / 1000
         }
@@ -205,16 +214,14 @@ enum ProviderErrorMapper {
     }
 
     /// IMF-fixdate (RFC 9110), plus the obsolete RFC 850 and asctime forms it
-    /// still requires recipients to accept.
+    /// still requires recipients to accept: "Sun, 06 Nov 1994 08:49:37 GMT",
+    /// "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994" (all GMT).
+    /// As the `DateFormatter` it replaces (ProviderErrorMapperTests compare them):
+    /// names in any case, the weekday not checked against the date, a two-digit
+    /// year taken from 1950 to 2049 (Foundation's default `twoDigitStartDate`).
     static func parseHTTPDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+        var scanner = HTTPDateScanner(text)
+        return scanner.imfFixdate() ?? scanner.rfc850() ?? scanner.asctime()
     }
 
     // MARK: - Secrets
@@ -224,7 +231,7 @@ enum ProviderErrorMapper {
     static func scrub(_ text: String, secrets: [String]) -> String {
         var out = String(text.prefix(maximumMessageLength))
         for secret in secrets where secret.count >= 4 {
-            out = out.replacingOccurrences(of: secret, with: "[REDACTED]")
+            out = out.replacingScalars(of: secret, with: "[REDACTED]")
         }
         return redactKeyLikeTokens(out)
     }
@@ -232,10 +239,10 @@ enum ProviderErrorMapper {
     /// Replaces tokens starting `sk-` (OpenAI, Anthropic `sk-ant-`, OpenRouter
     /// `sk-or-`) that are long enough to be a key or a recognisable part of one.
     static func redactKeyLikeTokens(_ text: String) -> String {
-        guard text.contains("sk-") else { return text }
+        guard text.containsScalars("sk-") else { return text }
         var result = ""
         var rest = Substring(text)
-        while let range = rest.range(of: "sk-") {
+        while let range = rest.scalarRange(of: "sk-") {
             let boundaryOK = range.lowerBound == rest.startIndex
                 || !isKeyCharacter(rest[rest.index(before: range.lowerBound)])
             result += rest[..<range.lowerBound]
@@ -291,7 +298,123 @@ struct ErrorBody {
     /// Anthropic has no context-length code; its 400 says "prompt is too long".
     var mentionsContextLength: Bool {
         guard let m = message?.lowercased() else { return false }
-        return m.contains("prompt is too long") || m.contains("maximum context length")
-            || m.contains("context window") && m.contains("exceed")
+        return m.containsScalars("prompt is too long") || m.containsScalars("maximum context length")
+            || m.containsScalars("context window") && m.containsScalars("exceed")
+    }
+}
+
+/// Reads the three HTTP date forms field by field; each form starts again from the
+/// beginning of the text.
+private struct HTTPDateScanner {
+    private let bytes: [UInt8]
+    private var at = 0
+
+    init(_ text: String) { bytes = Array(text.utf8) }
+
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+    /// "Sun, 06 Nov 1994 08:49:37 GMT"
+    mutating func imfFixdate() -> Date? {
+        at = 0
+        guard word(Self.shortDays) != nil, afterWeekday(), let day = number(1...2), spaces(), let month = word(Self.months),
+              spaces(), let year = number(4...4), spaces(), let time = clock(), spaces(), zone(), atEnd() else { return nil }
+        return Self.date(year: year, month: month + 1, day: day, time)
+    }
+
+    /// "Sunday, 06-Nov-94 08:49:37 GMT"
+    mutating func rfc850() -> Date? {
+        at = 0
+        guard word(Self.longDays) != nil, afterWeekday(), let day = number(1...2), literal("-"), let month = word(Self.months),
+              literal("-"), let shortYear = number(2...2), spaces(), let time = clock(), spaces(), zone(), atEnd() else { return nil }
+        return Self.date(year: shortYear < 50 ? 2000 + shortYear : 1900 + shortYear, month: month + 1, day: day, time)
+    }
+
+    /// "Sun Nov  6 08:49:37 1994"
+    mutating func asctime() -> Date? {
+        at = 0
+        guard word(Self.shortDays) != nil, spaces(), let month = word(Self.months), spaces(), let day = number(1...2), spaces(),
+              let time = clock(), spaces(), let year = number(4...4), atEnd() else { return nil }
+        return Self.date(year: year, month: month + 1, day: day, time)
+    }
+
+    private mutating func word(_ names: [String]) -> Int? {
+        for (index, name) in names.enumerated() {
+            let end = at + name.utf8.count
+            guard end <= bytes.count else { continue }
+            let lowered = bytes[at..<end].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+            if lowered.elementsEqual(name.utf8) {
+                at = end
+                return index
+            }
+        }
+        return nil
+    }
+
+    private mutating func literal(_ text: String) -> Bool {
+        let end = at + text.utf8.count
+        guard end <= bytes.count, bytes[at..<end].elementsEqual(text.utf8) else { return false }
+        at = end
+        return true
+    }
+
+    /// The comma after a weekday, which DateFormatter's lenient parsing lets go
+    /// ("Sun 06 Nov …"), and the spaces after it, which it does not.
+    private mutating func afterWeekday() -> Bool {
+        _ = literal(",")
+        return spaces()
+    }
+
+    /// One or more spaces.
+    private mutating func spaces() -> Bool {
+        let start = at
+        while at < bytes.count, bytes[at] == 0x20 { at += 1 }
+        return at > start
+    }
+
+    private mutating func number(_ digits: ClosedRange<Int>) -> Int? {
+        var value = 0
+        var count = 0
+        while at < bytes.count, count < digits.upperBound, bytes[at] >= 0x30, bytes[at] <= 0x39 {
+            value = value * 10 + Int(bytes[at] - 0x30)
+            at += 1
+            count += 1
+        }
+        return digits.contains(count) ? value : nil
+    }
+
+    private mutating func clock() -> (hour: Int, minute: Int, second: Int)? {
+        guard let hour = number(2...2), literal(":"), let minute = number(2...2), literal(":"), let second = number(2...2),
+              hour < 24, minute < 60, second < 61 else { return nil }
+        return (hour, minute, second)
+    }
+
+    private mutating func zone() -> Bool { literal("GMT") || literal("UTC") }
+
+    private func atEnd() -> Bool { at == bytes.count }
+
+    private static func date(year: Int, month: Int, day: Int, _ time: (hour: Int, minute: Int, second: Int)) -> Date? {
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year) else { return nil }
+        let days = daysFromEpoch(year: year, month: month, day: day)
+        return Date(timeIntervalSince1970: Double(days * 86_400 + time.hour * 3_600 + time.minute * 60 + time.second))
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days from 1970-01-01 to the given day of the proleptic Gregorian calendar.
+    private static func daysFromEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }

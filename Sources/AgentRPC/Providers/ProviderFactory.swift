@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Everything agentrpc knows about one kind of provider, declared once in the
 /// provider's own folder and listed in `ProviderFactory.definitions`: nothing

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // What the providers' request builders share. Each builder lives in its
 // provider's folder (`OpenAI/OpenAIRequestBuilder.swift`, …).

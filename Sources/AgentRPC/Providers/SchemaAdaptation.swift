@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One change made to a tool's input schema so a provider accepts it is a
 /// `SchemaWarning` (the wire type of `schemaWarnings`); its `path` is a
@@ -66,7 +70,7 @@ struct SchemaAdapter {
     }
 
     static func escape(_ key: String) -> String {
-        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        key.replacingScalars(of: "~", with: "~0").replacingScalars(of: "/", with: "~1")
     }
 
     mutating func ensureObjectRoot(_ schema: JSONValue) -> JSONValue {

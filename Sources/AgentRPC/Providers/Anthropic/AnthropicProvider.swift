@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Anthropic Messages (`POST {baseURL}/messages`), streamed over SSE.
 package struct AnthropicProvider: ModelProvider {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `provider: "anthropic"`: Anthropic's Messages API.
 enum AnthropicProviderDefinition: ProviderDefinition {

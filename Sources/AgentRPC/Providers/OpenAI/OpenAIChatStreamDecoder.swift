@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Decodes an OpenAI Chat Completions stream (`data:` chunks ending in
 /// `data: [DONE]`), as sent by OpenAI and compatible servers (Ollama, llama.cpp,
@@ -71,7 +75,7 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         let utf8 = data.utf8
         guard let first = utf8.firstIndex(where: { !Self.isJSONSpace($0) }) else { return [] }
         if utf8[first] == UInt8(ascii: "[") {
-            let trimmed = data.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = data.trimmingWhitespaceAndNewlines()
             if trimmed == "[DONE]" { return try complete() }
         }
         let chunk = try DecoderJSON.parsePayload(data, provider: "OpenAI")
@@ -259,7 +263,7 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     static func finalized(_ call: PartialCall, position: Int) -> ModelToolCall {
         // Servers that omit ids still need a stable one to pair results with.
         let id = call.id.isEmpty ? "call_\(position)" : call.id
-        let trimmed = call.arguments.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = call.arguments.trimmingWhitespaceAndNewlines()
         // A tool without parameters is often sent with no arguments at all.
         return ModelToolCall(id: id, name: call.name, argumentsJSON: trimmed.isEmpty ? "{}" : call.arguments)
     }

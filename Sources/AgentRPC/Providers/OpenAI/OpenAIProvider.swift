@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// OpenAI Chat Completions (`POST {baseURL}/chat/completions`), streamed over SSE.
 /// Works with any compatible server: OpenAI, Ollama `/v1`, llama.cpp, vLLM,

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `provider: "openai"`: OpenAI Chat Completions and compatible servers.
 enum OpenAIProviderDefinition: ProviderDefinition {

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// OpenAI Responses (`POST {baseURL}/responses`), streamed over SSE.
 package struct OpenAIResponsesProvider: ModelProvider {

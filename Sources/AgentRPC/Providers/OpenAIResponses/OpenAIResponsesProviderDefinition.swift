@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `provider: "openai-responses"`: the OpenAI Responses API (`POST /v1/responses`),
 /// the API of OpenAI's reasoning models. It lives at OpenAI's host and takes

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the Responses provider reads from a model's `options` besides what
 /// every HTTP provider reads (docs/protocol.md, "The OpenAI Responses API").

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The reasoning items of one Responses round trip, kept so they can be sent
 /// back in later requests. With `store: false` OpenAI keeps nothing between
@@ -349,7 +353,7 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
                 throw ProviderContractViolation("\(Self.providerLabel) stream: function call \(call.itemId.isEmpty ? "#\(n)" : call.itemId) has no name")
             }
             let id = !call.callId.isEmpty ? call.callId : (!call.itemId.isEmpty ? call.itemId : "call_\(n)")
-            let trimmed = call.arguments.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = call.arguments.trimmingWhitespaceAndNewlines()
             let arguments = trimmed.isEmpty ? "{}" : call.arguments
             // A call the token limit cut off is dropped, as the other decoders drop
             // partial input: the round trip ends `maxTokens` and the engine runs none.
@@ -415,7 +419,7 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         case "invalid_prompt", "data_residency_mismatch": return .badRequest
         case "vector_store_timeout": return .serviceUnavailable
         // invalid_image, image_too_large, failed_to_download_image, …
-        default: return code.contains("image") ? .badRequest : nil
+        default: return code.containsScalars("image") ? .badRequest : nil
         }
     }
 

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `provider: "scripted"`: plays the model configuration's `script`; no network.
 enum ScriptedProviderDefinition: ProviderDefinition {

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@testable import AgentRPC
+
+/// essB's replacements of Foundation calls in the providers, cassettes and MCP client,
+/// each compared with the Foundation call it replaces (tests may keep Foundation).
+@Suite struct FoundationParityTests {
+    /// The HTTP-date parser gives the `DateFormatter` it replaced (en_US_POSIX, GMT, the
+    /// three formats tried in turn) on well-formed dates of each form and on near misses.
+    @Test func httpDatesParseAsDateFormatterParsedThem() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        func old(_ text: String) -> Date? {
+            for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+                formatter.dateFormat = format
+                if let date = formatter.date(from: text) { return date }
+            }
+            return nil
+        }
+        var inputs = [
+            "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun Nov 6 08:49:37 1994",
+            "Sun, 6 Nov 1994 08:49:37 GMT", "sun, 06 nov 1994 08:49:37 GMT", "SUN, 06 NOV 1994 08:49:37 GMT",
+            "Mon, 06 Nov 1994 08:49:37 GMT", "Thu, 29 Feb 2024 23:59:59 GMT", "Sat, 01 Jan 2000 00:00:00 GMT",
+            "Friday, 31-Dec-99 23:59:59 GMT", "Tuesday, 01-Jan-30 00:00:00 GMT", "Wednesday, 15-Jul-45 12:00:00 GMT",
+            "Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT",
+            "", "soon", "12", "Sun, 06 Nov 1994", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Xyz 1994 08:49:37 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 1994 08:60:37 GMT",
+            "Sun, 30 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT x", "Sun 06 Nov 1994 08:49:37 GMT",
+            "Sun,06 Nov 1994 08:49:37 GMT", "Sunday 06-Nov-94 08:49:37 GMT", "Sunday,06-Nov-94 08:49:37 GMT", "Sun,  06 Nov 1994 08:49:37 GMT",
+        ]
+        for year in [1969, 1999, 2000, 2026, 2038, 2100] {
+            for month in ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"] {
+                inputs.append("Mon, 28 \(month) \(year) 13:07:09 GMT")
+                inputs.append("Mon \(month) 9 13:07:09 \(year)")
+            }
+        }
+        for yy in stride(from: 0, to: 100, by: 7) {
+            inputs.append("Monday, 11-Mar-\(yy < 10 ? "0" : "")\(yy) 01:02:03 GMT")
+        }
+        for text in inputs {
+            #expect(ProviderErrorMapper.parseHTTPDate(text) == old(text), "\(text)")
+        }
+    }
+
+    @Test func headerNamesMatchAsCaseInsensitiveCompareMatchedThem() {
+        let names = ["Content-Type", "content-type", "CONTENT-TYPE", "Content-Typ", "X-Api-Key", "x-api-key", "Straße", "STRASSE",
+                     "strasse", "K", "\u{212A}", "k", "Ωmega", "ωMEGA", "ǅ", "ǆ", "", "a\u{301}", "\u{E1}", "İ", "i"]
+        for a in names {
+            for b in names {
+                #expect(HTTPRequest.sameName(a, b) == (a.caseInsensitiveCompare(b) == .orderedSame), "\(a) \(b)")
+            }
+        }
+    }
+
+    /// The cassette registry's key: corelibs' `standardizingPath`, which resolves
+    /// symbolic links, on absolute paths through links, dots and doubled slashes.
+    @Test func pathsResolveAsStandardizingPathResolvedThem() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/real/sub", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/link", withDestinationPath: "real")
+        try FileManager.default.createSymbolicLink(atPath: root + "/abs", withDestinationPath: root + "/real/sub")
+        try FileManager.default.createSymbolicLink(atPath: root + "/up", withDestinationPath: "real/sub/..")
+        try FileManager.default.createSymbolicLink(atPath: root + "/loop", withDestinationPath: "loop")
+        try FileManager.default.createSymbolicLink(atPath: root + "/dangling", withDestinationPath: root + "/nowhere")
+        try FileManager.default.createSymbolicLink(atPath: root + "/tmp", withDestinationPath: "/tmp")
+        let inputs = [
+            "/", "//", "/a/b/", "/a//b/./c", "/a/b/../c", "/../x", "/a/..", "/./.", root, root + "/link", root + "/link/sub/x.jsonl",
+            root + "/link/../x", root + "/./real//sub/../sub/x.jsonl", root + "/abs/x", root + "/abs/../y", root + "/up/z",
+            root + "/nonexistent/../real/x", root + "/real/sub/./", root + "/link/", root + "/loop/x",
+            root + "/dangling/x", root + "/tmp/x", root + "/tmp/../y",
+        ]
+        for path in inputs {
+            #expect(path.resolvingPathLikeFoundation == (path as NSString).standardizingPath, "\(path)")
+        }
+    }
+
+    @Test func fileBytesReadWhatFileHandleRead() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let content = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        #expect(FileBytes.read(path, upTo: 1_000_000) == content)
+        #expect(FileBytes.read(path, upTo: 70_000) == Array(content.prefix(70_000)))
+        #expect(FileBytes.read(path, upTo: 0) == [])
+        #expect(FileBytes.read(path + ".missing", upTo: 10) == nil)
+        #expect(FileBytes.byte(path, at: 199_999) == content[199_999])
+        #expect(FileBytes.byte(path, at: 0) == content[0])
+        #expect(FileBytes.byte(path, at: 200_000) == nil)
+        #expect(FileBytes.byte(path, at: -1) == nil)
+    }
+}
