@@ -92,3 +92,41 @@ import Testing
         #expect(FileBytes.byte(path, at: -1) == nil)
     }
 }
+
+/// Errors of each kind `localizedDescriptionLikeFoundation` tells apart.
+private enum PayloadError: Error { case plain, carrying(Int) }
+private struct PlainError: Error {}
+private struct DescribedError: Error, CustomStringConvertible { var description: String { "described" } }
+private struct NamedError: LocalizedError { var errorDescription: String? { "named" } }
+private struct UnnamedError: LocalizedError {}
+private enum ParityKey: CodingKey { case key }
+
+extension FoundationParityTests {
+    @Test func errorTextIsLocalizedDescription() throws {
+        var errors: [any Error] = [PayloadError.plain, PayloadError.carrying(3), PlainError(), DescribedError(), NamedError(), UnnamedError()]
+        errors += (0...5000).map { CocoaError(CocoaError.Code(rawValue: $0)) }
+        errors += [CocoaError(.fileReadNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "given"]),
+                   CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedFailureReasonErrorKey: "because"]),
+                   CocoaError(.fileReadUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(.EIO), NSFilePathErrorKey: "/x"])]
+        errors += (1...133).compactMap { POSIXErrorCode(rawValue: $0).map { POSIXError($0) } }
+        let context = DecodingError.Context(codingPath: [], debugDescription: "x")
+        errors += [DecodingError.keyNotFound(ParityKey.key, context), DecodingError.valueNotFound(Int.self, context),
+                   DecodingError.typeMismatch(Int.self, context), DecodingError.dataCorrupted(context),
+                   EncodingError.invalidValue(1, EncodingError.Context(codingPath: [], debugDescription: "x"))]
+        // What the file system really throws.
+        let missing = "/nonexistent-\(UUID().uuidString)/x"
+        for attempt in [
+            { try Data([1]).write(to: URL(fileURLWithPath: missing)) },
+            { _ = try Data(contentsOf: URL(fileURLWithPath: missing)) },
+            { _ = try String(contentsOfFile: missing, encoding: .utf8) },
+            { try FileManager.default.removeItem(atPath: missing) },
+            { try FileManager.default.createDirectory(atPath: "/proc/parity/x", withIntermediateDirectories: true) },
+            { _ = try FileManager.default.contentsOfDirectory(atPath: missing) },
+        ] as [() throws -> Void] {
+            do { try attempt() } catch { errors.append(error) }
+        }
+        for error in errors {
+            #expect(error.localizedDescriptionLikeFoundation == error.localizedDescription, "\(error)")
+        }
+    }
+}

@@ -177,8 +177,3 @@ extension StringProtocol {
     }
 }
 
-extension Error {
-    /// The error as a message says it: its description. Replaces Foundation's
-    /// `localizedDescription` (not in FoundationEssentials), in messages no client parses.
-    package var failureText: String { String(describing: self) }
-}

@@ -102,7 +102,7 @@ final class JournalStore: SessionStore {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StoreError.unavailable("cannot create the store directory \(directory): \(error.failureText)")
+            throw StoreError.unavailable("cannot create the store directory \(directory): \(error.localizedDescriptionLikeFoundation)")
         }
     }
 

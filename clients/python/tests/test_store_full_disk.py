@@ -99,3 +99,16 @@ async def test_a_full_disk_fails_the_send_keeps_the_session_and_loses_nothing(sm
         assert resumed.warnings == []
         assert await second.get_transcript(session.id) == announced
         assert [e["type"] for e in announced["entries"]] == ["prompt", "response", "prompt", "response"]
+
+
+async def test_a_store_directory_that_cannot_be_made_is_explained_in_words(tmp_path: Path) -> None:
+    """The storeUnavailable message gives the file system's reason as a sentence
+    (Foundation's wording, kept off Foundation), not an error object's dump."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    async with spawn(blocker / "store") as client:
+        with pytest.raises(StoreUnavailable) as raised:
+            await client.open_session(model=scripted({"text": ["hi"]}))
+    message = str(raised.value)
+    assert f"cannot create the store directory {blocker / 'store'}: The operation could not be completed." in message
+    assert "UserInfo" not in message and "CocoaError(" not in message
