@@ -1,6 +1,18 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// The ACP side of `agentrpc acp`: reads the editor's messages in order and

@@ -1,7 +1,18 @@
 import AgentRPC
 import AgentRPCProtocol
 import AgentTools
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `agentrpc acp`: the Agent Client Protocol (version 1, newline-delimited
 /// JSON-RPC on stdin/stdout) in front of the same engine, store, configuration
@@ -86,7 +97,7 @@ public enum ACPCommand {
             do {
                 recorder = try TranscriptRecorder(fileAt: path, description: "recorded by agentrpc acp \(Server.version)", command: "acp", args: args)
             } catch {
-                complain("cannot write the transcript \(path): \(error.localizedDescription)")
+                complain("cannot write the transcript \(path): \(error.localizedDescriptionLikeFoundation)")
                 return 2
             }
         }
@@ -157,7 +168,7 @@ public enum ACPCommand {
     }
 
     private static func complain(_ message: String) {
-        FileHandle.standardError.write(Data("agentrpc acp: \(message)\n".utf8))
+        FileDescriptorOutput.standardError("agentrpc acp: \(message)\n")
     }
 }
 

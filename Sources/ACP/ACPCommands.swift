@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The slash commands every ACP session offers (`available_commands_update`,
 /// sent after the `session/new`, `session/load`, `session/resume` and
@@ -35,11 +39,11 @@ struct SlashCommand: Sendable {
     /// The command word of a prompt whose text is `/word ...`, and the text
     /// after it; nil for any other prompt.
     static func split(_ text: String) -> (word: String, argument: String)? {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespaceAndNewlines()
         guard trimmed.hasPrefix("/") else { return nil }
         let word = trimmed.dropFirst().prefix { !$0.isWhitespace }
         guard !word.isEmpty else { return nil }
-        return (String(word), trimmed.dropFirst(1 + word.count).trimmingCharacters(in: .whitespacesAndNewlines))
+        return (String(word), trimmed.dropFirst(1 + word.count).trimmingWhitespaceAndNewlines())
     }
 
     /// The built-in command a prompt asks for, and its argument; nil for any other prompt.

@@ -1,5 +1,16 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Reads the members of an ACP request's params, naming the offending member
 /// in the `invalidParams` error it throws (`data.field`), as agentrpc's own

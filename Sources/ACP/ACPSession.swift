@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// What the front end keeps about one ACP session beside the engine's session
@@ -216,7 +220,7 @@ final class ACPSession: Sendable {
 
     /// The title the first prompt gives the session (its first line, cut), once; nil after.
     func takeTitle(from text: String) -> String? {
-        let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingWhitespace() } ?? ""
         guard !line.isEmpty else { return nil }
         return state.withLock { s in
             guard !s.titled else { return nil }

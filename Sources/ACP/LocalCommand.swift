@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -85,7 +89,7 @@ private final class OutputTail: Sendable {
 
     func read(_ fd: Int32, name: String) {
         state.withLock { $0.open += 1 }
-        let thread = Thread { [self] in
+        OSThread.start(name: name) { [self] in
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             while true {
                 let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
@@ -96,8 +100,6 @@ private final class OutputTail: Sendable {
             Glibc.close(fd)
             state.withLock { $0.open -= 1 }
         }
-        thread.name = name
-        thread.start()
     }
 
     private func append(_ chunk: ArraySlice<UInt8>) {

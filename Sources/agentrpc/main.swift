@@ -3,7 +3,11 @@ import AgentRPC
 import AgentRPCACP
 import AgentTools
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -86,8 +90,17 @@ let usage = """
     within its bound (\(Int(ServerOptions().exitBoundSeconds)) s; acp \(Int(ACPCommand.exitBoundSeconds(ServerOptions()))) s): something was stuck, said on stderr.
     """
 
+/// This executable's path, as Foundation's `Bundle.main.executablePath` gives it on
+/// Linux: the kernel's link to it, links resolved. Nil when /proc is not mounted.
+func executablePath() -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard n > 0 else { return nil }
+    return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("agentrpc: \(message)\nRun 'agentrpc --help' for usage.\n".utf8))
+    FileDescriptorOutput.standardError("agentrpc: \(message)\nRun 'agentrpc --help' for usage.\n")
     exit(2)
 }
 
@@ -199,27 +212,27 @@ case "schema":
     }
 
 case "replay":
-    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let executable = executablePath() ?? CommandLine.arguments[0]
     let code = await TranscriptReplayer.runCommandLine(arguments: Array(argv), executable: executable) { line in
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileDescriptorOutput.standardOutput(line + "\n")
     }
     exit(code)
 
 case "chat":
-    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let executable = executablePath() ?? CommandLine.arguments[0]
     let code = ChatCommand.runCommandLine(arguments: Array(argv), executable: executable) { text in
-        FileHandle.standardOutput.write(Data(text.utf8))
+        FileDescriptorOutput.standardOutput(text)
     }
     exit(code)
 
 case "acp":
-    let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+    let executable = executablePath() ?? CommandLine.arguments[0]
     exit(await ACPCommand.runCommandLine(arguments: Array(argv), executable: executable))
 
 case "sessions":
     exit(SessionsCommand.runCommandLine(
         arguments: Array(argv), output: { print($0) },
-        errors: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }))
+        errors: { FileDescriptorOutput.standardError($0 + "\n") }))
 
 default:
     fail("unknown command '\(command)'")

@@ -1,5 +1,9 @@
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -193,7 +197,7 @@ package final class ModelCassette: Sendable, Hashable {
             exchange.json.serialize(into: &bytes)
             bytes.append(UInt8(ascii: "\n"))
         }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         // A new file beside the old, renamed over it: a reader never sees half of either.
         let temporary = path + ".tmp-\(getpid())"
@@ -226,14 +230,7 @@ package final class ModelCassette: Sendable, Hashable {
     }
 
     private static func lastByte(_ path: String, size: Int) -> UInt8? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        do {
-            try handle.seek(toOffset: UInt64(size - 1))
-            return try handle.read(upToCount: 1)?.first
-        } catch {
-            return nil
-        }
+        FileBytes.byte(path, at: size - 1)
     }
 }
 
@@ -261,7 +258,7 @@ final class ModelCassettes: Sendable {
         if !absolute.hasPrefix("/") {
             absolute = (directory ?? FileManager.default.currentDirectoryPath) + "/" + absolute
         }
-        absolute = (absolute as NSString).standardizingPath
+        absolute = absolute.resolvingPathLikeFoundation
         let mode = config.mode ?? .replay
         let pace = config.pace ?? .fast
         return try table.withLock { table in

@@ -1,6 +1,11 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -219,7 +224,7 @@ package enum ChatCommand {
         do {
             try server.start()
         } catch {
-            complain("cannot start the server \(executable): \(error.localizedDescription)")
+            complain("cannot start the server \(executable): \(error.localizedDescriptionLikeFoundation)")
             return 1
         }
         let inbox = ChatInbox()
@@ -238,7 +243,7 @@ package enum ChatCommand {
     }
 
     private static func complain(_ message: String) {
-        FileHandle.standardError.write(Data("agentrpc chat: \(message)\n".utf8))
+        FileDescriptorOutput.standardError("agentrpc chat: \(message)\n")
     }
 }
 

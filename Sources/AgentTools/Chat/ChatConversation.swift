@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Why a request to the server brought no result.
 enum ChatCallFailure: Error {
@@ -188,7 +192,7 @@ final class ChatConversation {
         for (number, summary) in listed.enumerated() { out.line(ChatFormatting.storedSession(number + 1, summary)) }
         while true {
             guard let line = nextLine(asking: "Resume which one? [1-\(ids.count), Enter for 1] ") else { return nil }
-            let answer = line.trimmingCharacters(in: .whitespaces)
+            let answer = line.trimmingWhitespace()
             if answer.isEmpty { return ids[0] }
             if let number = Int(answer), (1...ids.count).contains(number) { return ids[number - 1] }
             if ids.contains(answer) { return answer }
@@ -254,14 +258,14 @@ final class ChatConversation {
 
     /// Handles one line; false means leave.
     private func handle(_ line: String) -> Bool {
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        let trimmed = line.trimmingWhitespace()
         if trimmed.isEmpty { return true }
         guard trimmed.hasPrefix("/") else {
             runTurn(line)
             return true
         }
         let parts = trimmed.split(separator: " ", maxSplits: 1).map(String.init)
-        let argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""
+        let argument = parts.count > 1 ? parts[1].trimmingWhitespace() : ""
         switch parts[0] {
         case "/exit", "/quit": return false
         case "/help": showHelp()
@@ -640,7 +644,7 @@ final class ChatConversation {
             sum.add(report)
             turn?.usage = sum
         case "retrying":
-            let after = event["afterSeconds"]?.numberValue.map { String(format: "%.1f", $0) } ?? "?"
+            let after = event["afterSeconds"]?.numberValue.map { String(cFormat: "%.1f", $0) } ?? "?"
             let why = event["error"].flatMap(RPCError.init(json:)).map(ChatFormatting.error) ?? "a provider error"
             out.note("(\(why) — retrying in \(after)s)")
         case "profileActivated":

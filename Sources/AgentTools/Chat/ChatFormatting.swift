@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How the chat shows protocol values to a person: one line each, shortened.
 /// Pure functions, so the wording is testable without a terminal.
@@ -37,7 +41,7 @@ enum ChatFormatting {
 
     /// `y`/`yes` in any case approves; anything else, including an empty line, denies.
     static func isApproval(_ answer: String) -> Bool {
-        ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+        ["y", "yes"].contains(answer.trimmingWhitespace().lowercased())
     }
 
     /// One transcript entry: `e3 toolOutput  current_time ok: {...}`.
@@ -109,7 +113,7 @@ enum ChatFormatting {
     }
 
     /// US dollars: cents from a dollar up, four decimals below (a round trip often costs a fraction of a cent).
-    static func dollars(_ amount: Double) -> String { String(format: amount >= 1 ? "$%.2f" : "$%.4f", amount) }
+    static func dollars(_ amount: Double) -> String { String(cFormat: amount >= 1 ? "$%.2f" : "$%.4f", amount) }
 
     /// What a compaction did: `12 entries summarized, context about 3,900 → 800 tokens`.
     static func compaction(entriesRemoved: Int, tokensBefore: Int?, tokensAfter: Int?) -> String {
@@ -124,7 +128,7 @@ enum ChatFormatting {
         let title = summary["title"]?.stringValue.map { " \"\(shorten($0, limit: 60))\"" } ?? ""
         var details = [plural(summary["entryCount"]?.intValue ?? 0, "entry", "entries")]
         if let updated = summary["updatedAt"]?.stringValue {
-            details.append("updated " + String(updated.replacingOccurrences(of: "T", with: " ").prefix(16)))
+            details.append("updated " + String(updated.replacingScalars(of: "T", with: " ").prefix(16)))
         }
         if summary["locked"]?.boolValue == true { details.append("open in another process") }
         return "  \(number). \(id)\(title) (\(details.joined(separator: ", ")))"

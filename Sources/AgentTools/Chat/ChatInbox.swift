@@ -1,6 +1,10 @@
 import AgentRPC
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +34,7 @@ enum ChatInput: Sendable {
 final class ChatInbox: @unchecked Sendable {
     // A condition, not a Mutex: the chat loop runs on its own thread and must
     // block until input arrives (Synchronization has no way to sleep a thread).
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var items: [ChatInput] = []
 
     func post(_ input: ChatInput) {
@@ -62,7 +66,7 @@ enum ChatInputSources {
     /// `.line` per line. Works the same through a terminal (canonical mode hands
     /// over a line at a time) and with piped input.
     static func startReadingLines(from fd: Int32, into inbox: ChatInbox) {
-        Thread {
+        OSThread.start(name: "chat-input") {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -77,7 +81,7 @@ enum ChatInputSources {
             }
             if !pending.isEmpty { inbox.post(.line(decodeLine(pending[...]))) }
             inbox.post(.endOfInput)
-        }.start()
+        }
     }
 
     private static func decodeLine(_ bytes: ArraySlice<UInt8>) -> String {
@@ -98,7 +102,7 @@ enum ChatInputSources {
 
     /// Forwards everything the server writes; posts `.serverClosed` once its stdout ends.
     static func startForwarding(_ server: TranscriptServerProcess, into inbox: ChatInbox) {
-        Thread {
+        OSThread.start(name: "chat-server") {
             while true {
                 // A finite deadline: NSCondition on Linux traps on `.distantFuture`.
                 switch server.next(until: Date(timeIntervalSinceNow: 3600)) {
@@ -109,6 +113,6 @@ enum ChatInputSources {
                 case .timedOut: continue
                 }
             }
-        }.start()
+        }
     }
 }

@@ -1,7 +1,18 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Writes a live connection out as a replayable transcript (docs/transcripts.md).
 ///
@@ -21,12 +32,14 @@ package final class TranscriptRecorder: Sendable {
     /// options a replay should start with (written into the header); `command`
     /// the subcommand that serves (nil: `serve`, the default of a replay).
     package convenience init(fileAt path: String, description: String? = nil, command: String? = nil, args: [String] = []) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+        // Open for the life of the process, as the FileHandle it replaces was.
+        let fd = FileManager.default.createFile(atPath: path, contents: nil) ? open(path, O_WRONLY | O_CLOEXEC) : -1
+        guard fd >= 0 else {
+            throw CocoaError(.fileWriteNoPermission, userInfo: ["NSFilePath": path])
         }
         self.init(description: description, command: command, args: args) { line in
-            // FileHandle writes go straight to the descriptor: each line is flushed.
-            try? handle.write(contentsOf: Data(line.utf8))
+            // Writes go straight to the descriptor: each line is flushed.
+            FileDescriptorOutput.write(fd, Array(line.utf8))
         }
     }
 

@@ -1,6 +1,17 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The optional first line of a transcript: how to start the server.
 struct TranscriptHeader: Sendable {
@@ -85,7 +96,7 @@ struct TranscriptScript: Sendable {
         var sawStep = false
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = index + 1
-            let trimmed = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = rawLine.trimmingWhitespaceAndNewlines()
             if trimmed.isEmpty { continue }
             let value: JSONValue
             do {
