@@ -140,6 +140,13 @@ extension Message {
 
     /// Parses one frame's bytes: malformed JSON is a `parseError` with `id: null`.
     public static func decodeFrame<Bytes: Collection>(_ bytes: Bytes) -> IncomingFrame where Bytes.Element == UInt8 {
+        if let answer = readSuccessAnswer(bytes) { return .single(.message(answer)) }
+        return decodeFrameFully(bytes)
+    }
+
+    /// `decodeFrame` without the direct reading of answers: the whole frame
+    /// parsed into a `JSONValue`, then classified by `decode`.
+    static func decodeFrameFully<Bytes: Collection>(_ bytes: Bytes) -> IncomingFrame where Bytes.Element == UInt8 {
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes)
@@ -151,5 +158,97 @@ extension Message {
             return .batch(elements.map(decode))
         }
         return .single(decode(value))
+    }
+
+    /// A success answer, `{"jsonrpc":"2.0","id":…,"result":…}` with exactly
+    /// those three members in any order, read straight from the bytes: the
+    /// client's answer to each of the server's requests (one `tool/call` per
+    /// tool call) without the envelope's dictionary and `decode`'s lookups. Only
+    /// `result` is built as a value, by the same parser.
+    ///
+    /// It only recognises: any other frame (another member, a repeated one, a
+    /// key with an escape or a non-ASCII byte, `"jsonrpc"` other than the exact
+    /// string `"2.0"`, an id that is not an integer or a string, invalid JSON)
+    /// gives nil, and `decodeFrameFully` classifies it, so errors and unusual
+    /// frames are answered exactly as before (`MessageDirectReadingTests`).
+    static func readSuccessAnswer<Bytes: Collection>(_ bytes: Bytes) -> Message? where Bytes.Element == UInt8 {
+        let read = bytes.withContiguousStorageIfAvailable { buffer -> Message? in
+            var parser = JSONTextParser(buffer, loneSurrogates: .reject)
+            return try? readSuccessAnswer(&parser)
+        }
+        return read ?? nil
+    }
+
+    private struct Unrecognised: Error {}
+
+    private static func readSuccessAnswer(_ p: inout JSONTextParser) throws -> Message? {
+        let bytes = p.bytes
+        p.skipWhitespace()
+        guard p.index < bytes.count, bytes[p.index] == UInt8(ascii: "{") else { return nil }
+        // The envelope counts toward the nesting bound, as in the full parse.
+        try p.enter()
+        p.index += 1
+        var versionSeen = false
+        var id: RequestID?
+        var result: JSONValue?
+        while true {
+            p.skipWhitespace()
+            let key = try rawKey(&p)
+            p.skipWhitespace()
+            guard p.index < bytes.count, bytes[p.index] == UInt8(ascii: ":") else { return nil }
+            p.index += 1
+            p.skipWhitespace()
+            switch key {
+            case .jsonrpc:
+                guard !versionSeen, case .string("2.0") = try p.parseValue() else { return nil }
+                versionSeen = true
+            case .id:
+                guard id == nil, let parsed = RequestID(json: try p.parseValue()) else { return nil }
+                id = parsed
+            case .result:
+                guard result == nil else { return nil }
+                result = try p.parseValue()
+            }
+            p.skipWhitespace()
+            guard p.index < bytes.count else { return nil }
+            if bytes[p.index] == UInt8(ascii: ",") {
+                p.index += 1
+                continue
+            }
+            guard bytes[p.index] == UInt8(ascii: "}") else { return nil }
+            p.index += 1
+            break
+        }
+        p.leave()
+        p.skipWhitespace()
+        guard p.index == bytes.count, versionSeen, let id, let result else { return nil }
+        return .response(id: id, result: .success(result))
+    }
+
+    private enum AnswerKey { case jsonrpc, id, result }
+
+    /// One of the three keys of a success answer, compared as bytes; any other
+    /// key, or one with an escape, is not recognised.
+    private static func rawKey(_ p: inout JSONTextParser) throws -> AnswerKey {
+        let bytes = p.bytes
+        guard p.index < bytes.count, bytes[p.index] == UInt8(ascii: "\"") else { throw Unrecognised() }
+        let start = p.index + 1
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            if bytes[end] == UInt8(ascii: "\\") { throw Unrecognised() }
+            end += 1
+        }
+        guard end < bytes.count else { throw Unrecognised() }
+        p.index = end + 1
+        func matches(_ name: StaticString) -> Bool {
+            guard end - start == name.utf8CodeUnitCount else { return false }
+            let n = name.utf8Start
+            for i in 0..<(end - start) where bytes[start + i] != n[i] { return false }
+            return true
+        }
+        if matches("id") { return .id }
+        if matches("result") { return .result }
+        if matches("jsonrpc") { return .jsonrpc }
+        throw Unrecognised()
     }
 }
