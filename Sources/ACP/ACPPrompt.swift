@@ -1,5 +1,10 @@
-import Foundation
+import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `session/prompt`'s content blocks as one turn input (`{text, images?}`).
 enum ACPPrompt {
@@ -48,6 +53,6 @@ enum ACPPrompt {
         guard uri.hasPrefix("file://") else { return nil }
         let rest = uri.dropFirst("file://".count)
         guard let slash = rest.firstIndex(of: "/") else { return nil }
-        return String(rest[slash...]).removingPercentEncoding
+        return rest[slash...].percentDecoded
     }
 }

@@ -1,6 +1,17 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Runs the built-in tools of one call: through the editor (`fs/*`,
 /// `terminal/*`) where the editor connected now declared it can, else in the
@@ -320,16 +331,16 @@ struct ToolRunError: Error, Sendable {
 /// Paths come already resolved to their real path inside the session's roots.
 enum LocalFiles {
     static func read(_ path: String, shown: String, line: Int?, limit: Int?, missing: String??) -> Result<String?, ToolRunError> {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let kind = PathKind.of(path) else {
             if let missing { return .success(missing) }
             return .failure(ToolRunError("cannot read \(shown): there is no such file"))
         }
-        if isDirectory.boolValue { return .failure(ToolRunError("\(shown) is a directory; list_files lists it")) }
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = attributes[.size] as? Int,
-              let data = FileManager.default.contents(atPath: path) else {
+        if kind == .directory { return .failure(ToolRunError("\(shown) is a directory; list_files lists it")) }
+        var info = stat()
+        guard stat(path, &info) == 0, let data = FileManager.default.contents(atPath: path) else {
             return .failure(ToolRunError("cannot read \(shown): permission denied or not a regular file"))
         }
+        let size = Int(info.st_size)
         if size > ACPToolBounds.maxEditedFileBytes && line == nil && limit == nil {
             return .failure(ToolRunError("\(shown) is \(size) bytes; read part of it with line and limit"))
         }
@@ -356,14 +367,14 @@ enum LocalFiles {
     }
 
     static func write(_ path: String, _ content: String, shown: String) -> Result<Void, ToolRunError> {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             // In place, not by rename: the file keeps its mode (an executable script stays one).
             try Data(content.utf8).write(to: URL(fileURLWithPath: path))
             return .success(())
         } catch {
-            return .failure(ToolRunError("cannot write \(shown): \(error.localizedDescription)"))
+            return .failure(ToolRunError("cannot write \(shown): \(error.localizedDescriptionLikeFoundation)"))
         }
     }
 
@@ -373,7 +384,7 @@ enum LocalFiles {
             try FileManager.default.removeItem(atPath: path)
             return .success(())
         } catch {
-            return .failure(ToolRunError("cannot remove \(shown): \(error.localizedDescription)"))
+            return .failure(ToolRunError("cannot remove \(shown): \(error.localizedDescriptionLikeFoundation)"))
         }
     }
 }

@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -196,8 +200,7 @@ struct WorkspaceTools: Sendable {
               let real = ACPPaths.onDisk(lexical, roots: session.roots) else {
             return .failure(ToolRunError("\(raw) is outside the workspace (\(session.roots.joined(separator: ", "))); only paths inside it can be used"))
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: real, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard PathKind.of(real) == .directory else {
             return .failure(ToolRunError("\(raw) is not a directory"))
         }
         return .success(real)
@@ -343,7 +346,7 @@ struct WorkspaceTools: Sendable {
             let end = text.utf16[lineStart...].firstIndex(of: 0x0A) ?? text.utf16.endIndex
             let content = String(text[lineStart..<end])
             let trimmed = content.count > ACPToolBounds.shownLineCharacters ? String(content.prefix(ACPToolBounds.shownLineCharacters)) + "…" : content
-            out.append((line, trimmed.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))))
+            out.append((line, trimmed.trimmingScalars { $0 == "\r" }))
         }
         return out
     }

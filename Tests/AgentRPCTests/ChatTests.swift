@@ -157,6 +157,34 @@ import Testing
         #expect(result.content["utc"] == "1970-01-01T00:00:00Z")
     }
 
+    /// current_time's text is what ISO8601DateFormatter wrote, in UTC and (the test's
+    /// time zone as the C library and Foundation both read it) locally.
+    @Test func currentTimeIsFormattedAsISO8601DateFormatterDid() {
+        let utc = ISO8601DateFormatter()
+        let local = ISO8601DateFormatter()
+        local.timeZone = TimeZone.current
+        for seconds in [0, 1, 59, 951_782_400, 1_790_000_000.7, -1, -86_400.5, 4_102_444_799, -2_208_988_800] as [Double] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(LocalTime.iso8601(LocalTime.seconds(of: date), local: false) == utc.string(from: date), "\(seconds)")
+            #expect(LocalTime.iso8601(LocalTime.seconds(of: date), local: true) == local.string(from: date), "\(seconds)")
+        }
+        #expect(LocalTime.seconds(of: Date(timeIntervalSince1970: .infinity)) == 0)
+        #expect(LocalTime.seconds(of: Date(timeIntervalSince1970: 1e300)) == 1_000_000_000_000_000)
+    }
+
+    @Test func theZoneIsNamedFromTZOrTheLocaltimeLink() {
+        #expect(LocalTime.zoneIdentifier(environment: "Europe/Paris") == "Europe/Paris")
+        #expect(LocalTime.zoneIdentifier(environment: ":Asia/Kolkata") == "Asia/Kolkata")
+        #expect(LocalTime.zoneIdentifier(environment: "/usr/share/zoneinfo/America/New_York") == "America/New_York")
+        #expect(LocalTime.zoneIdentifier(environment: "EST5EDT") == "EST5EDT")
+        #expect(LocalTime.zoneIdentifier(environment: "") == "UTC")
+        #expect(LocalTime.zoneIdentifier(environment: ":") == "UTC")
+        // Without TZ: the link's name, as Foundation read it (the test runs without TZ).
+        if getenv("TZ") == nil {
+            #expect(LocalTime.zoneIdentifier(environment: nil) == TimeZone.current.identifier)
+        }
+    }
+
     @Test func badOrUnknownCallsFailAsValues() {
         var toolbox = ChatToolbox()
         #expect(toolbox.call(name: "write_note", arguments: ["text": ""], callId: "c").outcome == .failed)

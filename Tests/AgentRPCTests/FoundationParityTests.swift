@@ -93,6 +93,45 @@ import Testing
     }
 }
 
+extension FoundationParityTests {
+    /// `PathKind` answers as `fileExists(atPath:isDirectory:)` did (links followed), and
+    /// `entries(under:)` lists what `enumerator(atPath:)` listed (links to directories
+    /// not descended into).
+    @Test func pathKindsAndEntriesAreFileManagers() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/a/b/c", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/.hidden", withIntermediateDirectories: true)
+        for file in ["x.jsonl", "a/y.jsonl", "a/b/c/z.jsonl", ".hidden/h.jsonl", "a/b/other.txt"] {
+            try Data("{}\n".utf8).write(to: URL(fileURLWithPath: root + "/" + file))
+        }
+        try FileManager.default.createSymbolicLink(atPath: root + "/dirlink", withDestinationPath: root + "/a")
+        try FileManager.default.createSymbolicLink(atPath: root + "/filelink.jsonl", withDestinationPath: root + "/x.jsonl")
+        try FileManager.default.createSymbolicLink(atPath: root + "/dangling", withDestinationPath: root + "/nowhere")
+        for path in [root, root + "/a", root + "/x.jsonl", root + "/dirlink", root + "/filelink.jsonl", root + "/dangling", root + "/missing", "/dev/null"] {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            #expect(PathKind.of(path) == (exists ? (isDirectory.boolValue ? .directory : .other) : nil), "\(path)")
+        }
+        var listed: [String] = []
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root))
+        while let relative = enumerator.nextObject() as? String { listed.append(relative) }
+        #expect(PathKind.entries(under: root).sorted() == listed.sorted())
+        #expect(PathKind.entries(under: root + "/missing").isEmpty)
+        #expect(PathKind.entries(under: root, limit: 3).count == 3)
+    }
+
+    @Test func theTemporaryDirectoryIsNSTemporaryDirectorys() {
+        #expect(systemTemporaryDirectory == NSTemporaryDirectory())
+    }
+
+    @Test func trimmingScalarsIsTrimmingCharacters() {
+        for text in ["", "\r", "\r\r", "a\r", "\ra", "\r\na\r", "a\r\n", "\r\u{301}x\r", "x\u{301}\r", "\ra\rb\r"] {
+            #expect(text.trimmingScalars { $0 == "\r" } == text.trimmingCharacters(in: CharacterSet(charactersIn: "\r")), "\(text.debugDescription)")
+        }
+    }
+}
+
 /// Errors of each kind `localizedDescriptionLikeFoundation` tells apart.
 private enum PayloadError: Error { case plain, carrying(Int) }
 private struct PlainError: Error {}

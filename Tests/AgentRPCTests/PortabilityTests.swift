@@ -73,6 +73,22 @@ import Testing
         close(closed[1])
     }
 
+    /// A child is the leader of a process group of its own (as `Process` made it), so
+    /// the terminal's Ctrl-C does not reach it; a signal's end is told from an exit.
+    @Test func aChildLeadsItsOwnProcessGroupAndItsEndIsTold() throws {
+        let own = try SpawnedProcess.output(
+            "/bin/sh", arguments: ["-c", "read _ _ _ _ group _ < /proc/$$/stat; [ \"$group\" = \"$$\" ] && echo own"], environment: [:])
+        #expect(own.status == 0)
+        #expect(String(decoding: own.output, as: UTF8.self) == "own\n")
+
+        let killed = try SpawnedProcess.run("/bin/sh", arguments: ["-c", "kill -TERM $$"], environment: [:])
+        #expect(killed.waitForTermination() == SIGTERM)
+        #expect(killed.terminatedBySignal)
+        let exited = try SpawnedProcess.run("/bin/sh", arguments: ["-c", "exit 15"], environment: [:])
+        #expect(exited.waitForTermination() == 15)
+        #expect(!exited.terminatedBySignal)
+    }
+
     @Test func aThreadRunsItsBodyUnderItsKernelName() async throws {
         let name = Mutex<String?>(nil)
         let done = ConditionLock()

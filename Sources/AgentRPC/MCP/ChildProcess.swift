@@ -276,12 +276,6 @@ final class ChildSpawner: @unchecked Sendable {
     /// `prctl` is variadic in C, which Swift cannot call; its fixed-argument form is
     /// looked up once and called through a plain C function pointer.
     private typealias PrctlFunction = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
-    /// `pipe2` needs `_GNU_SOURCE`, which the Glibc module is not built with.
-    private typealias Pipe2Function = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-    private static let pipe2: Pipe2Function? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "pipe2") else { return nil }
-        return unsafeBitCast(symbol, to: Pipe2Function.self)
-    }()
     /// From <linux/prctl.h>.
     private static let prSetPdeathsig: Int32 = 1
     private static let prctl: PrctlFunction? = {
@@ -292,7 +286,7 @@ final class ChildSpawner: @unchecked Sendable {
     /// agentrpc holds it, never closed); close-on-exec, so no server inherits either.
     private static let lifeline: (read: Int32, write: Int32)? = {
         var fds: [Int32] = [-1, -1]
-        guard let pipe2 = ChildSpawner.pipe2, pipe2(&fds, O_CLOEXEC) == 0 else { return nil }
+        guard closeOnExecPipe(&fds) else { return nil }
         return (fds[0], fds[1])
     }()
     /// `syscall`, variadic in C like `prctl`, for `close_range` (Linux 5.9), which
@@ -318,14 +312,13 @@ final class ChildSpawner: @unchecked Sendable {
         var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1], errorPipe: [Int32] = [-1, -1]
         // Close-on-exec everywhere: no other server (or later child) may inherit our ends,
         // or closing a server's stdin would never reach it as end of file.
-        guard let pipe2 = Self.pipe2 else { return fail("pipe2 is not available") }
         for i in 0..<4 {
             let ok: Bool
             switch i {
-            case 0: ok = pipe2(&stdinPipe, O_CLOEXEC) == 0
-            case 1: ok = pipe2(&stdoutPipe, O_CLOEXEC) == 0
-            case 2: ok = pipe2(&stderrPipe, O_CLOEXEC) == 0
-            default: ok = pipe2(&errorPipe, O_CLOEXEC) == 0
+            case 0: ok = closeOnExecPipe(&stdinPipe)
+            case 1: ok = closeOnExecPipe(&stdoutPipe)
+            case 2: ok = closeOnExecPipe(&stderrPipe)
+            default: ok = closeOnExecPipe(&errorPipe)
             }
             if !ok {
                 for fd in stdinPipe + stdoutPipe + stderrPipe + errorPipe where fd >= 0 { close(fd) }

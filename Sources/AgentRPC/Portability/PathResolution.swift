@@ -91,6 +91,56 @@ package enum FileBytes {
     }
 }
 
+/// `NSTemporaryDirectory()` as Foundation gives it on Linux: `$TMPDIR` ending in "/",
+/// else "/tmp/".
+package var systemTemporaryDirectory: String {
+    guard let value = getenv("TMPDIR") else { return "/tmp/" }
+    let path = String(cString: value)
+    return path.hasSuffix("/") ? path : path + "/"
+}
+
+/// What is at a path, as `FileManager.fileExists(atPath:isDirectory:)` tells it (links
+/// followed), without Foundation's `ObjCBool`.
+package enum PathKind: Equatable, Sendable {
+    case directory
+    /// Anything else that exists: a file, a device, a socket.
+    case other
+
+    /// Nil when nothing is there (or a link leads nowhere).
+    package static func of(_ path: String) -> PathKind? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return info.st_mode & S_IFMT == S_IFDIR ? .directory : .other
+    }
+
+    /// The paths, relative to `directory`, of everything below it, as
+    /// `FileManager.enumerator(atPath:)` lists them: directories descended into,
+    /// links to directories not followed, unreadable directories skipped; in no
+    /// particular order. At most `limit` entries, so a huge tree cannot grow it unbounded.
+    package static func entries(under directory: String, limit: Int = 1 << 20) -> [String] {
+        var found: [String] = []
+        var pending = [""]
+        while let relative = pending.popLast(), found.count < limit {
+            let path = relative.isEmpty ? directory : directory.appendingPathComponent(relative)
+            guard let stream = opendir(path) else { continue }
+            defer { closedir(stream) }
+            while let entry = readdir(stream), found.count < limit {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if name == "." || name == ".." { continue }
+                let child = relative.isEmpty ? name : relative + "/" + name
+                found.append(child)
+                var info = stat()
+                if lstat(directory.appendingPathComponent(child), &info) == 0 && info.st_mode & S_IFMT == S_IFDIR {
+                    pending.append(child)
+                }
+            }
+        }
+        return found
+    }
+}
+
 /// The C library's `read(2)`, named so `FileBytes.read` does not shadow it.
 private func cRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     read(fd, buffer, count)

@@ -6,10 +6,32 @@ import Musl
 import Darwin
 #endif
 
+/// `pipe2(fds, O_CLOEXEC)`: both ends close-on-exec from the start, so a child that
+/// another thread spawns meanwhile cannot inherit them (a child holding a write end
+/// keeps its reader from ever seeing the end of file). False, with errno set, when no
+/// pipe was made.
+package func closeOnExecPipe(_ fds: inout [Int32]) -> Bool {
+    guard let pipe2 = pipe2Function else {
+        errno = ENOSYS
+        return false
+    }
+    return fds.count >= 2 && pipe2(&fds, O_CLOEXEC) == 0
+}
+
+/// `pipe2` needs `_GNU_SOURCE`, which the Glibc module is not built with: looked up once.
+private typealias Pipe2Function = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+private let pipe2Function: Pipe2Function? = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "pipe2") else { return nil }
+    return unsafeBitCast(symbol, to: Pipe2Function.self)
+}()
+
 /// A child process started with `posix_spawn` and waited for synchronously: what the
 /// tools around the engine used Foundation's `Process` for (which loads ICU with
-/// Foundation). The child gets default signal handling and an empty signal mask, as
-/// `Process` gives it (the server ignores SIGPIPE; its children must not inherit that).
+/// Foundation). The child gets a process group of its own, as `Process` gave it, so the
+/// terminal's Ctrl-C reaches only the program the person runs (`agentrpc chat` cancels
+/// the turn; its server and a local model server go on); and default signal handling
+/// with an empty signal mask (the server ignores SIGPIPE; its children must not
+/// inherit that — `Process` passed ignored signals on).
 package final class SpawnedProcess: @unchecked Sendable {
     // @unchecked: `exit` is only touched under `lock`.
     /// Where a standard stream of the child goes.
@@ -32,6 +54,7 @@ package final class SpawnedProcess: @unchecked Sendable {
     package let processIdentifier: pid_t
     private let lock = ConditionLock()
     private var exit: Int32?
+    private var endedBySignal = false
 
     private init(pid: pid_t) { processIdentifier = pid }
 
@@ -58,7 +81,8 @@ package final class SpawnedProcess: @unchecked Sendable {
         posix_spawnattr_setsigmask(&attributes, &signals)
         sigfillset(&signals)
         posix_spawnattr_setsigdefault(&attributes, &signals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -119,6 +143,25 @@ package final class SpawnedProcess: @unchecked Sendable {
         return exit ?? 0
     }
 
+    /// Whether a signal ended the child (`terminationStatus` is then its number): what
+    /// `Process.terminationReason == .uncaughtSignal` says.
+    package var terminatedBySignal: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return endedBySignal
+    }
+
+    /// Waits for the child's end without holding the lock while it runs, so `signal(_:)`
+    /// from another thread is not blocked meanwhile (what `waitUntilExit` does); the child
+    /// is only reaped afterwards, under the lock, so its pid cannot be reused by then.
+    /// For one waiting thread, as `Process.terminationHandler` had.
+    @discardableResult
+    package func waitForTermination() -> Int32 {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+        return waitUntilExit()
+    }
+
     /// Sends `number` (SIGTERM by default) unless the child was already reaped.
     package func signal(_ number: Int32 = SIGTERM) {
         lock.lock()
@@ -134,6 +177,7 @@ package final class SpawnedProcess: @unchecked Sendable {
             // The wait status's layout (<sys/wait.h>): signal number in the low 7 bits, exit status above.
             let signal = status & 0x7F
             exit = signal == 0 ? (status >> 8) & 0xFF : signal
+            endedBySignal = signal != 0
         } else if result < 0 && errno != EINTR {
             exit = -1
         }

@@ -33,12 +33,13 @@ extension Unicode.Scalar {
 
 extension StringProtocol {
     /// `trimmingCharacters(in: .whitespaces)`.
-    package func trimmingWhitespace() -> String { trimming(\.isFoundationWhitespace) }
+    package func trimmingWhitespace() -> String { trimmingScalars(where: \.isFoundationWhitespace) }
 
     /// `trimmingCharacters(in: .whitespacesAndNewlines)`.
-    package func trimmingWhitespaceAndNewlines() -> String { trimming(\.isFoundationWhitespaceOrNewline) }
+    package func trimmingWhitespaceAndNewlines() -> String { trimmingScalars(where: \.isFoundationWhitespaceOrNewline) }
 
-    private func trimming(_ drop: (Unicode.Scalar) -> Bool) -> String {
+    /// `trimmingCharacters(in:)` for the set of scalars `drop` accepts.
+    package func trimmingScalars(where drop: (Unicode.Scalar) -> Bool) -> String {
         let scalars = Substring(self).unicodeScalars
         guard let first = scalars.firstIndex(where: { !drop($0) }), let last = scalars.lastIndex(where: { !drop($0) }) else { return "" }
         // Sliced by scalars: a Character-level slice would round an index inside a

@@ -1,6 +1,17 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The harmless tools the chat offers the model and runs itself: the chat is
 /// the protocol client, so every `tool/call` lands here.
@@ -47,14 +58,11 @@ struct ChatToolbox {
     mutating func call(name: String, arguments: JSONValue, callId: String) -> ToolCallResult {
         switch name {
         case Self.currentTime:
-            let date = now()
-            let utc = ISO8601DateFormatter()
-            let local = ISO8601DateFormatter()
-            local.timeZone = TimeZone.current
+            let seconds = LocalTime.seconds(of: now())
             return ToolCallResult(outcome: .ok, content: [
-                "utc": .string(utc.string(from: date)),
-                "local": .string(local.string(from: date)),
-                "timeZone": .string(TimeZone.current.identifier),
+                "utc": .string(LocalTime.iso8601(seconds, local: false)),
+                "local": .string(LocalTime.iso8601(seconds, local: true)),
+                "timeZone": .string(LocalTime.zoneIdentifier()),
             ])
         case Self.writeNote:
             guard let text = arguments["text"]?.stringValue, !text.isEmpty else {
@@ -84,5 +92,64 @@ struct ChatToolbox {
         let removed = notes.filter { callIds.contains($0.callId) }
         notes.removeAll { callIds.contains($0.callId) }
         return removed
+    }
+}
+
+/// The user's local time as the C library knows it (`TZ`, else /etc/localtime): what
+/// Foundation's `TimeZone.current` gave, which without FoundationInternationalization
+/// is always GMT. Where the two read `TZ` differently (":Europe/Paris", which POSIX
+/// allows and Foundation ignored; "GMT+3", which POSIX reads as three hours west and
+/// Foundation as east), this follows POSIX, as the clock of every other program does.
+enum LocalTime {
+    /// Whole seconds since 1970 (a fraction dropped, as ISO8601DateFormatter did), kept
+    /// where `time_t` and the calendar arithmetic cannot overflow.
+    static func seconds(of date: Date) -> Int {
+        let value = date.timeIntervalSince1970
+        guard value.isFinite else { return 0 }
+        return Int(max(-1e15, min(1e15, value)).rounded(.down))
+    }
+
+    /// "2026-11-28T07:05:09Z" (UTC), or with the local offset: "2026-11-28T12:35:09+05:30"
+    /// ("Z" when the offset is zero), ISO8601DateFormatter's default format.
+    static func iso8601(_ seconds: Int, local: Bool) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        let converted = local ? localtime_r(&time, &parts) : gmtime_r(&time, &parts)
+        guard converted != nil else { return "" }
+        let fields: [Int32] = [Int32(parts.tm_year) + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec]
+        let date = String(cFormat: "%04d-%02d-%02dT%02d:%02d:%02d", fields[0], fields[1], fields[2], fields[3], fields[4], fields[5])
+        let offset = local ? Int(parts.tm_gmtoff) : 0
+        guard offset != 0 else { return date + "Z" }
+        let minutes = Int32(clamping: abs(offset) / 60)
+        return date + (offset < 0 ? "-" : "+") + String(cFormat: "%02d:%02d", minutes / 60, minutes % 60)
+    }
+
+    /// The zone's name: `TZ` (its leading ":" dropped, a path inside a zoneinfo
+    /// directory named from there: "Europe/Paris"; empty means UTC), else what
+    /// /etc/localtime links to inside zoneinfo, else /etc/timezone's line, else "UTC".
+    static func zoneIdentifier(environment: String? = getenv("TZ").map { String(cString: $0) }) -> String {
+        if var name = environment {
+            if name.hasPrefix(":") { name.removeFirst() }
+            if name.isEmpty { return "UTC" }
+            return insideZoneinfo(name) ?? name
+        }
+        var target = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/etc/localtime", &target, target.count - 1)
+        if length > 0, let name = insideZoneinfo(String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)) {
+            return name
+        }
+        if let bytes = FileBytes.read("/etc/timezone", upTo: 256),
+           let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first?.trimmingWhitespace(), !line.isEmpty {
+            return line
+        }
+        return "UTC"
+    }
+
+    /// The part of `path` after its last "zoneinfo" component ("/usr/share/zoneinfo/Etc/UTC"
+    /// → "Etc/UTC"); nil when it has none.
+    private static func insideZoneinfo(_ path: String) -> String? {
+        let components = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let last = components.lastIndex(of: "zoneinfo"), last + 1 < components.count else { return nil }
+        return components[(last + 1)...].joined(separator: "/")
     }
 }

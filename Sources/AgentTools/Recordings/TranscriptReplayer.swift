@@ -1,6 +1,17 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The outcome of replaying one transcript file.
 struct TranscriptResult: Sendable {
@@ -51,7 +62,7 @@ package struct TranscriptReplayer: Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            return TranscriptResult(path: path, steps: 0, failureReport: "\(path): cannot read the transcript: \(error.localizedDescription)", trace: [])
+            return TranscriptResult(path: path, steps: 0, failureReport: "\(path): cannot read the transcript: \(error.localizedDescriptionLikeFoundation)", trace: [])
         }
         return await replay(text: text, name: path)
     }
@@ -61,10 +72,10 @@ package struct TranscriptReplayer: Sendable {
         // The run blocks on pipes and conditions, so it gets its own thread
         // rather than holding a cooperative-pool thread for seconds.
         await withCheckedContinuation { (continuation: CheckedContinuation<TranscriptResult, Never>) in
-            let thread = Thread { [self] in
+            let run: @Sendable () -> Void = { [self] in
                 continuation.resume(returning: replaySynchronously(text: text, name: name))
             }
-            thread.start()
+            if !OSThread.start(name: "transcript-replay", run) { run() }
         }
     }
 
@@ -148,12 +159,11 @@ package struct TranscriptReplayer: Sendable {
         }
         var files: [String] = []
         for input in inputs {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
+            guard let kind = PathKind.of(input) else {
                 output("no such file or directory: \(input)")
                 return 2
             }
-            if isDirectory.boolValue {
+            if kind == .directory {
                 let found = transcriptFiles(under: input)
                 guard !found.isEmpty else {
                     output("no *.jsonl transcripts under \(input)")
@@ -191,14 +201,7 @@ package struct TranscriptReplayer: Sendable {
 
     /// `*.jsonl` files below `directory`, sorted so runs are reproducible.
     static func transcriptFiles(under directory: String) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
-        var files: [String] = []
-        while let relative = enumerator.nextObject() as? String {
-            if relative.hasSuffix(".jsonl") {
-                files.append((directory as NSString).appendingPathComponent(relative))
-            }
-        }
-        return files.sorted()
+        PathKind.entries(under: directory).filter { $0.hasSuffix(".jsonl") }.map(directory.appendingPathComponent).sorted()
     }
 }
 
@@ -251,15 +254,15 @@ final class TranscriptRun {
         var text = text
         if text.contains("$transcriptdir") {
             let file = URL(fileURLWithPath: name, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-            text = text.replacingOccurrences(of: "$transcriptdir", with: file.deletingLastPathComponent().standardizedFileURL.path)
+            text = text.replacingScalars(of: "$transcriptdir", with: file.deletingLastPathComponent().standardizedFileURL.path)
         }
         guard text.contains("$tmpdir") else { return text }
         if temporaryDirectory == nil {
-            let path = (NSTemporaryDirectory() as NSString).appendingPathComponent("agentrpc-transcript-\(UUID().uuidString)")
+            let path = systemTemporaryDirectory.appendingPathComponent("agentrpc-transcript-\(UUID().uuidString)")
             try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             temporaryDirectory = path
         }
-        return text.replacingOccurrences(of: "$tmpdir", with: temporaryDirectory ?? NSTemporaryDirectory())
+        return text.replacingScalars(of: "$tmpdir", with: temporaryDirectory ?? systemTemporaryDirectory)
     }
 
     func run() -> TranscriptResult {
@@ -283,7 +286,7 @@ final class TranscriptRun {
         do {
             try server.start()
         } catch {
-            return result(TranscriptFailure(line: nil, summary: "cannot start \(executable): \(error.localizedDescription)"), server: nil)
+            return result(TranscriptFailure(line: nil, summary: "cannot start \(executable): \(error)"), server: nil)
         }
         log("started \(executable) \(arguments.joined(separator: " ")) (pid \(server.processIdentifier))")
         do throws(TranscriptFailure) {
@@ -399,7 +402,7 @@ final class TranscriptRun {
         let wanted = expectation.lines.count
         var lines = Self.completeLines(ofFileAt: path)
         while (lines?.count ?? 0) < start + wanted && Date() < deadline {
-            Thread.sleep(forTimeInterval: Self.filePollInterval)
+            usleep(UInt32(Self.filePollInterval * 1_000_000))
             lines = Self.completeLines(ofFileAt: path)
         }
         guard let all = lines else {
@@ -444,7 +447,7 @@ final class TranscriptRun {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         var lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         lines.removeLast()  // after the last newline: empty, or a line in progress
-        return lines.map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        return lines.map(String.init).filter { !$0.trimmingWhitespace().isEmpty }
     }
 
     private func write(_ bytes: [UInt8], _ server: TranscriptServerProcess, _ deadline: Date) throws(TranscriptFailure) {

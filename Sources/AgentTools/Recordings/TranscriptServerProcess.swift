@@ -1,6 +1,10 @@
 import AgentRPC
 import AgentRPCProtocol
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -21,17 +25,20 @@ enum TranscriptInbound: Sendable {
 /// two dedicated threads doing blocking reads, so the pipes never fill and no
 /// one polls. Waiters block on one condition with a deadline.
 ///
-/// `@unchecked Sendable`: every mutable field is guarded by `condition`.
+/// `@unchecked Sendable`: every mutable field is guarded by `condition`; `process`
+/// is set under it by `start()`, which the driving thread calls before anything else.
 final class TranscriptServerProcess: @unchecked Sendable {
-    private let process = Process()
-    private let stdinPipe = Pipe()
-    private let stdoutPipe = Pipe()
-    private let stderrPipe = Pipe()
+    private let executable: String
+    private let arguments: [String]
+    private let environment: [String: String]
     private let expectedFraming: Framing
+    private var process: SpawnedProcess?
+    /// The parent's end of the child's stdin; -1 once closed (or before the start).
+    private var stdinFD: Int32 = -1
 
     // A condition, not a Mutex: the replay driver and the reader threads are
     // plain threads, and the driver must block until the server writes or exits.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var inbox: [TranscriptInbound] = []
     private var stdoutClosed = false
     private var stderrClosed = false
@@ -44,40 +51,82 @@ final class TranscriptServerProcess: @unchecked Sendable {
     private static let stderrLimit = 256 * 1024
 
     init(executable: String, arguments: [String], environment: [String: String], framing: Framing) {
+        self.executable = executable
+        self.arguments = arguments
+        self.environment = environment
         expectedFraming = framing
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
+    }
+
+    /// Why the child could not be started.
+    struct StartError: Error, CustomStringConvertible {
+        var code: Int32
+        var description: String { String(cString: strerror(code)) }
     }
 
     /// Starts the child and its readers. Writes to a dead child must return
     /// EPIPE instead of killing the runner, hence SIGPIPE is ignored.
-    func start() throws {
+    func start() throws(StartError) {
         signal(SIGPIPE, SIG_IGN)
-        process.terminationHandler = { [self] p in
-            condition.lock()
-            exitStatus = p.terminationStatus
-            exitedBySignal = p.terminationReason == .uncaughtSignal
-            condition.broadcast()
-            condition.unlock()
-            // The handler holds this object; dropping it breaks the cycle.
-            p.terminationHandler = nil
+        // Close-on-exec everywhere: the child gets its ends as 0, 1 and 2 only (dup2
+        // clears the flag on those), never the parent's ends or another replay's pipes.
+        var pipes: [[Int32]] = []
+        for _ in 0..<3 {
+            var fds: [Int32] = [-1, -1]
+            guard closeOnExecPipe(&fds) else {
+                let code = errno
+                pipes.joined().forEach { close($0) }
+                throw StartError(code: code)
+            }
+            pipes.append(fds)
         }
-        try process.run()
+        let child: SpawnedProcess
+        do {
+            child = try SpawnedProcess.run(
+                executable, arguments: arguments, environment: environment,
+                standardInput: .descriptor(pipes[0][0]), standardOutput: .descriptor(pipes[1][1]),
+                standardError: .descriptor(pipes[2][1]))
+        } catch {
+            pipes.joined().forEach { close($0) }
+            throw StartError(code: error.code)
+        }
+        close(pipes[0][0])
+        close(pipes[1][1])
+        close(pipes[2][1])
         // Writes go through a non-blocking descriptor and poll() with a deadline,
         // so a server that stops reading stdin cannot hang the runner.
-        let fd = stdinPipe.fileHandleForWriting.fileDescriptor
+        let fd = pipes[0][1]
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        let stdoutFD = stdoutPipe.fileHandleForReading.fileDescriptor
-        let stderrFD = stderrPipe.fileHandleForReading.fileDescriptor
-        Thread { [self] in readStdout(stdoutFD) }.start()
-        Thread { [self] in readStderr(stderrFD) }.start()
+        condition.lock()
+        process = child
+        stdinFD = fd
+        condition.unlock()
+        let stdoutFD = pipes[1][0]
+        let stderrFD = pipes[2][0]
+        startThread("replay-stdout") { [self] in
+            readStdout(stdoutFD)
+            close(stdoutFD)
+        }
+        startThread("replay-stderr") { [self] in
+            readStderr(stderrFD)
+            close(stderrFD)
+        }
+        startThread("replay-exit") { [self] in
+            let status = child.waitForTermination()
+            condition.lock()
+            exitStatus = status
+            exitedBySignal = child.terminatedBySignal
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 
-    var processIdentifier: Int32 { process.processIdentifier }
+    /// Runs `body` on a thread of its own; on the caller's when none can be started
+    /// (then the caller blocks until it ends, which a reader only does at the child's end).
+    private func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        if !OSThread.start(name: name, body) { body() }
+    }
+
+    var processIdentifier: Int32 { process?.processIdentifier ?? -1 }
 
     // MARK: Readers
 
@@ -250,9 +299,9 @@ final class TranscriptServerProcess: @unchecked Sendable {
     func write(_ bytes: [UInt8], until deadline: Date) throws(WriteError) {
         condition.lock()
         let closed = stdinClosed
+        let fd = stdinFD
         condition.unlock()
-        if closed { throw .stdinClosed }
-        let fd = stdinPipe.fileHandleForWriting.fileDescriptor
+        if closed || fd < 0 { throw .stdinClosed }
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
@@ -274,16 +323,16 @@ final class TranscriptServerProcess: @unchecked Sendable {
 
     /// Sends the child a signal, if it is still running.
     func send(signal number: Int32) {
-        guard exitState == nil else { return }
-        kill(process.processIdentifier, number)
+        process?.signal(number)
     }
 
     func closeStdin() {
         condition.lock()
-        let already = stdinClosed
+        let fd = stdinClosed ? -1 : stdinFD
         stdinClosed = true
+        stdinFD = -1
         condition.unlock()
-        if !already { try? stdinPipe.fileHandleForWriting.close() }
+        if fd >= 0 { close(fd) }
     }
 
     /// Ends the child: SIGTERM, then SIGKILL if it has not exited within a grace
@@ -291,9 +340,9 @@ final class TranscriptServerProcess: @unchecked Sendable {
     func stop() {
         closeStdin()
         guard exitState == nil else { return }
-        process.terminate()
+        process?.signal(SIGTERM)
         if waitForExit(until: Date(timeIntervalSinceNow: 0.5)) == nil {
-            kill(process.processIdentifier, SIGKILL)
+            process?.signal(SIGKILL)
             _ = waitForExit(until: Date(timeIntervalSinceNow: 2))
         }
     }

@@ -153,10 +153,10 @@ def start_chat(tmp_path: Path):
     """Starts ``agentrpc chat`` in ``tmp_path`` with the given script (None: no config file)."""
     terminals: list[Terminal] = []
 
-    def start(script: list[dict[str, Any]] | None, args: list[str] = ()) -> Terminal:
+    def start(script: list[dict[str, Any]] | None, args: list[str] = (), env: dict[str, str] | None = None) -> Terminal:
         if script is not None:
             write_config(tmp_path, script)
-        term = Terminal(list(args), tmp_path, chat_env(tmp_path))
+        term = Terminal(list(args), tmp_path, chat_env(tmp_path) | (env or {}))
         terminals.append(term)
         term.expect(PROMPT)
         return term
@@ -236,6 +236,21 @@ def test_tools_without_confirmation_run_at_once(start_chat) -> None:
     assert "[y/N]" not in before
     assert re.search(r"← ok: \{\"local\":\"\d{4}-\d\d-\d\dT", before), before
     assert "← ok: []" in before
+    leave(term)
+
+
+@pytest.mark.parametrize(("zone", "offset"), [("Asia/Kolkata", r"\+05:30"), ("America/St_Johns", r"-0[23]:30"), ("Etc/UTC", "Z")])
+def test_current_time_is_in_the_users_time_zone(start_chat, zone: str, offset: str) -> None:
+    """TZ picks the local time and the zone's name, as Foundation's TimeZone.current did
+    (the binary no longer loads the part of Foundation that reads it)."""
+    term = start_chat([{"toolCalls": [{"name": "current_time"}]}, {"text": ["Done."]}], env={"TZ": zone})
+    term.line("what time is it")
+    before = term.expect("Done.")
+    found = re.search(r'← ok: \{"local":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)([^"]*)","timeZone":"([^"]*)","utc":"([^"]*)"\}', before)
+    assert found, before
+    assert re.fullmatch(offset, found.group(2)), found.group(2)
+    assert found.group(3) == zone
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", found.group(4)), found.group(4)
     leave(term)
 
 
