@@ -23,9 +23,11 @@ import Testing
         return nil
     }
 
+    /// The leftover sleeps far longer than the test can take on a loaded machine (the whole
+    /// suite at load 6 once took 75 s here, and a 30 s sleep had ended by itself).
     @Test func whatTheChildLeftInItsGroupIsGoneWhenKillLeftoversReturns() async throws {
         let child = try await ChildProcess.spawn(
-            command: "/bin/sh", arguments: ["-c", "sleep 30 & echo $!"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)
+            command: "/bin/sh", arguments: ["-c", "sleep 600 & echo $!"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)
         let leftover = try #require(firstLine(of: child).flatMap { pid_t($0) })
         #expect(await child.waitForExit(seconds: 10))
         #expect(ProcessGroup.hasLiveMember(child.pid), "the shell's `sleep` is still running in its group")
