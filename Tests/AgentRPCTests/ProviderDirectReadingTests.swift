@@ -7,6 +7,22 @@ import Testing
 /// the bytes and leave every other event to the full parse. Decoded both ways,
 /// every recorded stream and every unusual chunk gives the same events and the
 /// same errors.
+extension ProviderStreamDecoder {
+    /// `decodeAll` as it was before the parser lent its bytes: every event
+    /// made an `SSEEvent` (its data a string, invalid UTF-8 repaired) first.
+    func decodeAllAsStrings(chunks: [[UInt8]]) throws -> [ProviderEvent] {
+        var decoder = self
+        var parser = SSEParser()
+        var events: [ProviderEvent] = []
+        for chunk in chunks {
+            for sse in try parser.feed(chunk) { events += try decoder.decode(sse) }
+        }
+        for sse in parser.finish() { events += try decoder.decode(sse) }
+        events += try decoder.finish()
+        return events
+    }
+}
+
 @Suite struct ProviderDirectReadingTests {
     enum Provider: CaseIterable {
         case openAIChat, anthropic, responses
@@ -21,10 +37,12 @@ import Testing
 
         /// Whether the direct reader takes this event's data.
         func recognises(_ data: String) -> Bool {
-            switch self {
-            case .openAIChat: OpenAIChatStreamDecoder.readCommonChunk(data) != nil
-            case .anthropic: AnthropicStreamDecoder.readTextDelta(data) != nil
-            case .responses: OpenAIResponsesStreamDecoder.readTextDelta(data) != nil
+            Array(data.utf8).withUnsafeBufferPointer { data in
+                switch self {
+                case .openAIChat: OpenAIChatStreamDecoder.readCommonChunk(data) != nil
+                case .anthropic: AnthropicStreamDecoder.readTextDelta(data) != nil
+                case .responses: OpenAIResponsesStreamDecoder.readTextDelta(data) != nil
+                }
             }
         }
 
@@ -42,12 +60,17 @@ import Testing
     }
 
     /// Decodes `bytes` under every chunking, with and without direct reading,
-    /// and checks all of them agree.
+    /// and checks all of them agree. The reference is the way every event was
+    /// decoded before: the parser's events made strings (`SSEEvent`), each
+    /// parsed whole; the others are the transport's, the parser's bytes lent
+    /// to the decoder.
     func expectSameBothWays(_ provider: Provider, _ bytes: [UInt8], _ label: String) {
-        let reference = decodeOutcome(provider.decoder(direct: false), chunks: [bytes])
+        let reference = decodeOutcome { try provider.decoder(direct: false).decodeAllAsStrings(chunks: [bytes]) }
         for (chunking, chunks) in Chunking.all(bytes) {
             let direct = decodeOutcome(provider.decoder(direct: true), chunks: chunks)
             #expect(direct == reference, "\(label): read directly under chunking \(chunking): \(direct), parsed: \(reference)")
+            let parsed = decodeOutcome(provider.decoder(direct: false), chunks: chunks)
+            #expect(parsed == reference, "\(label): parsed from the bytes under chunking \(chunking): \(parsed), as strings: \(reference)")
         }
     }
 

@@ -82,8 +82,12 @@ enum DecodeOutcome: Equatable, CustomStringConvertible {
 
 func decodeOutcome(_ decoder: some ProviderStreamDecoder, chunks: [[UInt8]]) -> DecodeOutcome {
     var d = decoder
+    return decodeOutcome { try d.decodeAll(chunks: chunks) }
+}
+
+func decodeOutcome(_ decode: () throws -> [ProviderEvent]) -> DecodeOutcome {
     do {
-        return .events(try d.decodeAll(chunks: chunks))
+        return .events(try decode())
     } catch let e as ProviderError {
         return .providerError(e.code, e.safeDescription)
     } catch let e as ProviderContractViolation {

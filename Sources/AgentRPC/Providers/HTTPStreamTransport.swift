@@ -103,7 +103,9 @@ final class StreamingDataDelegate: HTTPResponseSink {
             case .streaming:
                 var events: [ProviderEvent] = []
                 do {
-                    for sse in try s.parser.feed(data) { try s.decoder.decode(sse, into: &events) }
+                    try data.withUnsafeBytes { raw in
+                        try s.parser.feed(raw.assumingMemoryBound(to: UInt8.self)) { try s.decoder.decode($0, into: &events) }
+                    }
                     if s.decoder.isComplete { s.done = true }
                     return .yield(events, finish: s.done)
                 } catch {
@@ -148,7 +150,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
             case .streaming, .undecided:
                 var events: [ProviderEvent] = []
                 do {
-                    for sse in s.parser.finish() { try s.decoder.decode(sse, into: &events) }
+                    try s.parser.finish { try s.decoder.decode($0, into: &events) }
                     events += try s.decoder.finish()
                     return .yield(events, finish: true)
                 } catch {

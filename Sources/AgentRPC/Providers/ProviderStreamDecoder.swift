@@ -5,8 +5,10 @@ import AgentRPCProtocol
 protocol ProviderStreamDecoder: Sendable {
     /// Appends the events one SSE event produces to `events` (an array the
     /// transport keeps per read, so a text delta costs no array of its own).
+    /// The event is the parser's bytes, lent for the call: a decoder reads its
+    /// common events from them and makes the data a string only for the rest.
     /// After `.end` has been produced, the decoder ignores anything else.
-    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws
+    mutating func decode(_ event: SSEEventBytes, into events: inout [ProviderEvent]) throws
     /// Called at end of stream; throws `streamTruncated` if the terminal event never came.
     mutating func finish() throws -> [ProviderEvent]
     /// True once `.end` has been produced.
@@ -23,7 +25,7 @@ extension ProviderStreamDecoder {
     /// The events one SSE event produces.
     mutating func decode(_ event: SSEEvent) throws -> [ProviderEvent] {
         var events: [ProviderEvent] = []
-        try decode(event, into: &events)
+        try event.withBytes { try decode($0, into: &events) }
         return events
     }
 }
@@ -35,9 +37,9 @@ extension ProviderStreamDecoder {
         var parser = SSEParser()
         var events: [ProviderEvent] = []
         for chunk in chunks {
-            for sse in try parser.feed(chunk) { try decode(sse, into: &events) }
+            try chunk.withUnsafeBufferPointer { chunk in try parser.feed(chunk) { try decode($0, into: &events) } }
         }
-        for sse in parser.finish() { try decode(sse, into: &events) }
+        try parser.finish { try decode($0, into: &events) }
         events += try finish()
         return events
     }

@@ -22,20 +22,20 @@ struct StreamChunkReader {
     }
 
     /// Runs `body` over the JSON text `data` (one value, whitespace around it
-    /// allowed); nil when `body` or the text is not recognised.
-    static func read<T>(_ data: String, _ body: (inout StreamChunkReader) throws(Unrecognised) -> T) -> T? {
-        let result = data.utf8.withContiguousStorageIfAvailable { buffer -> T? in
-            var reader = StreamChunkReader(buffer)
-            do {
-                reader.parser.skipWhitespace()
-                let value = try body(&reader)
-                reader.parser.skipWhitespace()
-                return reader.parser.index == buffer.count ? value : nil
-            } catch {
-                return nil
-            }
+    /// allowed); nil when `body` or the text is not recognised. The bytes are
+    /// an SSE event's as they arrived: a string with invalid UTF-8 is not
+    /// recognised (`parseString` refuses it), so the decoder's full parse
+    /// reads it from the repaired text, as it always has.
+    static func read<T>(_ data: UnsafeBufferPointer<UInt8>, _ body: (inout StreamChunkReader) throws(Unrecognised) -> T) -> T? {
+        var reader = StreamChunkReader(data)
+        do {
+            reader.parser.skipWhitespace()
+            let value = try body(&reader)
+            reader.parser.skipWhitespace()
+            return reader.parser.index == data.count ? value : nil
+        } catch {
+            return nil
         }
-        return result ?? nil
     }
 
     /// The next value's first byte.
@@ -161,15 +161,20 @@ struct StreamChunkReader {
     struct Key {
         let bytes: UnsafeBufferPointer<UInt8>
 
-        static func == (key: Key, name: StaticString) -> Bool {
-            let count = name.utf8CodeUnitCount
-            guard key.bytes.count == count else { return false }
-            let p = name.utf8Start
-            for i in 0..<count where key.bytes[i] != p[i] { return false }
-            return true
-        }
+        static func == (key: Key, name: StaticString) -> Bool { key.bytes.equals(name) }
 
         static func ~= (name: StaticString, key: Key) -> Bool { key == name }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether these bytes are `name`'s UTF-8.
+    func equals(_ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard self.count == count else { return false }
+        let p = name.utf8Start
+        for i in 0..<count where self[i] != p[i] { return false }
+        return true
     }
 }
 

@@ -60,12 +60,12 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+    mutating func decode(_ event: SSEEventBytes, into events: inout [ProviderEvent]) throws {
         let start = events.count
         if !isComplete, readsCommonEventsFromBytes, let delta = Self.readTextDelta(event.data), blocks.indices.contains(delta.index) {
             Self.textEvents(kind: delta.kind, text: delta.text, into: &events)
         } else {
-            events += try decodeEvent(event)
+            events += try decodeEvent(event.owned)
         }
         stitcher.process(&events, from: start)
     }
@@ -196,7 +196,7 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// bytes; nil for anything else (another event or delta type, a member of an
     /// unexpected type, invalid JSON), which the decoder then reads from the
     /// parsed value as before. The caller checks the index names a started block.
-    static func readTextDelta(_ data: String) -> TextDelta? {
+    static func readTextDelta(_ data: UnsafeBufferPointer<UInt8>) -> TextDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
             var type = ReadOnce<String>(), index = ReadOnce<JSONValue>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
             try r.members { r, key throws(StreamChunkReader.Unrecognised) in

@@ -56,13 +56,13 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+    mutating func decode(_ event: SSEEventBytes, into events: inout [ProviderEvent]) throws {
         let start = events.count
         // Only an object is read directly: never blank data or `[DONE]`.
         if !isComplete, readsCommonEventsFromBytes, let common = Self.readCommonChunk(event.data) {
             apply(common, into: &events)
         } else {
-            events += try decodeEvent(event)
+            events += try decodeEvent(event.owned)
         }
         stitcher.process(&events, from: start)
     }
@@ -96,7 +96,7 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     /// bytes; nil for anything else (an error, usage, tool-call fragments, more
     /// than one choice, a member of an unexpected type, invalid JSON), which
     /// `decode(chunk:)` then reads from the parsed value as before.
-    static func readCommonChunk(_ data: String) -> ChoiceDelta? {
+    static func readCommonChunk(_ data: UnsafeBufferPointer<UInt8>) -> ChoiceDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> ChoiceDelta in
             var choice = ReadOnce<ChoiceDelta>()
             try r.members { r, key throws(StreamChunkReader.Unrecognised) in

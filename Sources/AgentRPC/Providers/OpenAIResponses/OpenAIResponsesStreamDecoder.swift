@@ -138,13 +138,13 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         self.readsCommonEventsFromBytes = readsCommonEventsFromBytes
     }
 
-    mutating func decode(_ event: SSEEvent, into events: inout [ProviderEvent]) throws {
+    mutating func decode(_ event: SSEEventBytes, into events: inout [ProviderEvent]) throws {
         let start = events.count
         // Only an object is read directly: never empty data or `[DONE]`.
         if !isComplete, readsCommonEventsFromBytes, let text = Self.readTextDelta(event.data) {
             textDelta(text.delta, itemId: text.itemId, into: &events)
         } else {
-            events += try decodeEvent(event)
+            events += try decodeEvent(event.owned)
         }
         stitcher.process(&events, from: start)
     }
@@ -228,7 +228,7 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     /// straight from its bytes; nil for anything else (another event type, a
     /// member of an unexpected type, invalid JSON), which the decoder then reads
     /// from the parsed value as before.
-    static func readTextDelta(_ data: String) -> TextDelta? {
+    static func readTextDelta(_ data: UnsafeBufferPointer<UInt8>) -> TextDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
             var type = ReadOnce<String>(), delta = ReadOnce<String>(), itemId = ReadOnce<String>()
             try r.members { r, key throws(StreamChunkReader.Unrecognised) in
