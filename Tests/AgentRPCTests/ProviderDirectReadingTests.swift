@@ -154,6 +154,16 @@ extension ProviderStreamDecoder {
         (#"["choices"]"#, false),
         (#""text""#, false),
         (#"{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[]}"#, false),
+        // Separators and empty members, walked by the reader's loops.
+        (#"{"choices":[{}]}"#, true),
+        (#"{ "choices" : [ ] , "id" : "x" }"#, true),
+        (#"{"choices":[{"index":0,"delta":{}}],"x":[[],{},[{}]]}"#, true),
+        (#"{"choices":[{"index":0,"delta":{"content":"a"}},]}"#, false),
+        (#"{"choices":[,]}"#, false),
+        (#"{,"choices":[]}"#, false),
+        (#"{"choices":[{"index":0,"delta":{"content":"a",}}]}"#, false),
+        (#"{"choices":[{"index":0 "delta":{"content":"a"}}]}"#, false),
+        (#"{"choices":[{"index":0,"delta":{"content":"a"}}"#, false),
     ]
 
     @Test(arguments: openAIVariants.indices)
@@ -206,6 +216,12 @@ extension ProviderStreamDecoder {
         (#"{"type":"ping"}"#, false),
         (#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded sk-secret-1234567890"}}"#, false),
         (#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}"#, false),
+        // The type compared as bytes when plain, as a string when escaped: equal exactly when the full parse says so.
+        (#"{"type":"content_block\u005fdelta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_deltä","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delt","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":null,"index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delta","type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
     ]
 
     @Test(arguments: anthropicVariants.indices)
@@ -244,6 +260,9 @@ extension ProviderStreamDecoder {
         (#"{"item_id":"msg_1","delta":"hi"}"#, false),
         (#"{"type":"error","code":"server_error","message":"boom sk-secret-1234567890"}"#, false),
         (#"{"type":"response.output_text.delta","item_id":"msg_1","delta":"hi"}}"#, false),
+        (#"{"type":"response.output_text\u002edelta","item_id":"msg_1","delta":"hi"}"#, true),
+        (#"{"type":"response.output_text.deltas","item_id":"msg_1","delta":"hi"}"#, false),
+        (#"{"type":7,"item_id":"msg_1","delta":"hi"}"#, false),
     ]
 
     @Test(arguments: responsesVariants.indices)

@@ -109,7 +109,7 @@ enum CassetteScrubber {
 /// when our side stops reading.
 final class CassetteRecorder: HTTPResponseSink {
     /// A response larger than this is not recorded (a warning says so).
-    static let maximumBodyBytes = StreamingDataDelegate.maximumWholeBodyBytes
+    static let maximumBodyBytes = HTTPStreamTransport.maximumWholeBodyBytes
 
     private struct State {
         var head: ResponseHead?

@@ -24,6 +24,9 @@ import Synchronization
 enum HTTPStreamTransport {
     typealias WholeBodyDecoder = @Sendable ([UInt8]) throws -> [ProviderEvent]
 
+    static let maximumErrorBodyBytes = 64 * 1024
+    static let maximumWholeBodyBytes = 32 * 1024 * 1024
+
     static func stream(
         _ request: HTTPRequest, decoder: some ProviderStreamDecoder, wholeBodyDecoder: WholeBodyDecoder?, secrets: [String],
         cassette: CassetteBinding? = nil
@@ -42,17 +45,16 @@ enum HTTPStreamTransport {
     }
 }
 
-/// One request's decoding state: fed by the transport.
-final class StreamingDataDelegate: HTTPResponseSink {
-    static let maximumErrorBodyBytes = 64 * 1024
-    static let maximumWholeBodyBytes = 32 * 1024 * 1024
-
+/// One request's decoding state: fed by the transport. Of the provider's own
+/// decoder type, so each event is decoded by a direct call on it (no
+/// existential box to open and check for uniqueness per event).
+final class StreamingDataDelegate<Decoder: ProviderStreamDecoder>: HTTPResponseSink {
     enum Mode: Sendable {
         case undecided, streaming, wholeBody, errorBody
     }
 
     struct State: Sendable {
-        var decoder: any ProviderStreamDecoder
+        var decoder: Decoder
         var parser = SSEParser()
         var mode = Mode.undecided
         var body: [UInt8] = []
@@ -76,7 +78,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
     private let continuation: ProviderEventStream.Continuation
 
     init(
-        decoder: any ProviderStreamDecoder, wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?, secrets: [String],
+        decoder: Decoder, wholeBodyDecoder: HTTPStreamTransport.WholeBodyDecoder?, secrets: [String],
         continuation: ProviderEventStream.Continuation
     ) {
         self.state = Mutex(State(decoder: decoder))
@@ -115,7 +117,7 @@ final class StreamingDataDelegate: HTTPResponseSink {
                     return failStreaming(s, classify(error), after: events)
                 }
             case .wholeBody, .errorBody:
-                let limit = s.mode == .errorBody ? Self.maximumErrorBodyBytes : Self.maximumWholeBodyBytes
+                let limit = s.mode == .errorBody ? HTTPStreamTransport.maximumErrorBodyBytes : HTTPStreamTransport.maximumWholeBodyBytes
                 if s.body.count < limit { s.body += data.prefix(limit - s.body.count) }
                 if s.mode == .wholeBody && s.body.count >= limit {
                     s.done = true

@@ -127,8 +127,12 @@ struct SurrogateStitcher: Sendable {
     }
 
     private static func hasMarker(_ text: String) -> Bool {
-        // Every marker scalar (U+10F800 and up) starts with the byte F4 in UTF-8.
-        text.utf8.contains(0xF4) && text.unicodeScalars.contains { $0.value >= JSONValue.loneSurrogateMarkerBase }
+        // Every marker scalar (U+10F800 and up) starts with the byte F4 in UTF-8:
+        // looked for in the string's storage (its UTF-8 view's iterator cost
+        // more than the rest of passing a delta on).
+        var text = text
+        guard text.withUTF8({ $0.contains(0xF4) }) else { return false }
+        return text.unicodeScalars.contains { $0.value >= JSONValue.loneSurrogateMarkerBase }
     }
 
     /// `text` with its marked surrogates joined into pairs where they are next to

@@ -10,11 +10,17 @@ import AgentRPCProtocol
 /// non-ASCII key, a member of an unexpected type, a repeated member it reads,
 /// invalid JSON) makes `read` return nil, and the decoder then parses the chunk
 /// as before, so errors and unusual chunks behave exactly as they did.
+///
+/// A decoder walks a chunk with plain loops (`enterObject` then `nextKey`
+/// until nil, `enterArray` then `nextElement` until false): no closure per
+/// object, so what it reads stays in its own locals.
 struct StreamChunkReader {
     /// The chunk is not one this reader recognises.
     struct Unrecognised: Error {}
 
     private var parser: JSONTextParser
+    /// The cursor is just inside an object or array: no comma before its first member.
+    private var atFirst = false
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         // Lone surrogates are kept as markers, as `DecoderJSON.parsePayload` keeps them.
@@ -29,9 +35,9 @@ struct StreamChunkReader {
     static func read<T>(_ data: UnsafeBufferPointer<UInt8>, _ body: (inout StreamChunkReader) throws(Unrecognised) -> T) -> T? {
         var reader = StreamChunkReader(data)
         do {
-            reader.parser.skipWhitespace()
+            reader.skipSpace()
             let value = try body(&reader)
-            reader.parser.skipWhitespace()
+            reader.skipSpace()
             return reader.parser.index == data.count ? value : nil
         } catch {
             return nil
@@ -41,63 +47,65 @@ struct StreamChunkReader {
     /// The next value's first byte.
     private var next: UInt8? { parser.index < parser.bytes.count ? parser.bytes[parser.index] : nil }
 
-    /// Calls `member` with each key of the object at the cursor, which must
-    /// read or skip that member's value.
-    mutating func members(_ member: (inout StreamChunkReader, Key) throws(Unrecognised) -> Void) throws(Unrecognised) {
+    /// Whitespace, which the providers' compact JSON rarely has: checked here
+    /// before the parser's loop is called.
+    @inline(__always) private mutating func skipSpace() {
+        if let b = next, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { parser.skipWhitespace() }
+    }
+
+    /// Opens the object at the cursor; then `nextKey` until it returns nil.
+    mutating func enterObject() throws(Unrecognised) {
         guard next == UInt8(ascii: "{") else { throw Unrecognised() }
         do { try parser.enter() } catch { throw Unrecognised() }
         parser.index += 1
-        parser.skipWhitespace()
-        if next == UInt8(ascii: "}") {
-            parser.index += 1
-            parser.leave()
-            return
-        }
-        while true {
-            parser.skipWhitespace()
-            let key = try rawKey()
-            parser.skipWhitespace()
-            guard next == UInt8(ascii: ":") else { throw Unrecognised() }
-            parser.index += 1
-            parser.skipWhitespace()
-            try member(&self, key)
-            parser.skipWhitespace()
-            switch next {
-            case UInt8(ascii: ","): parser.index += 1
-            case UInt8(ascii: "}"):
-                parser.index += 1
-                parser.leave()
-                return
-            default: throw Unrecognised()
-            }
-        }
+        atFirst = true
     }
 
-    /// Calls `element` for each element of the array at the cursor, which must
-    /// read or skip it.
-    mutating func elements(_ element: (inout StreamChunkReader) throws(Unrecognised) -> Void) throws(Unrecognised) {
+    /// The next member's key, the cursor then at its value, which the caller
+    /// must read or skip; nil at the end of the object (read past it).
+    mutating func nextKey() throws(Unrecognised) -> Key? {
+        guard try more(closing: UInt8(ascii: "}")) else { return nil }
+        let key = try rawKey()
+        skipSpace()
+        guard next == UInt8(ascii: ":") else { throw Unrecognised() }
+        parser.index += 1
+        skipSpace()
+        return key
+    }
+
+    /// Opens the array at the cursor; then `nextElement` until it returns false.
+    mutating func enterArray() throws(Unrecognised) {
         guard next == UInt8(ascii: "[") else { throw Unrecognised() }
         do { try parser.enter() } catch { throw Unrecognised() }
         parser.index += 1
-        parser.skipWhitespace()
-        if next == UInt8(ascii: "]") {
+        atFirst = true
+    }
+
+    /// Whether an element follows, the cursor then at it (the caller must read
+    /// or skip it); false at the end of the array (read past it).
+    mutating func nextElement() throws(Unrecognised) -> Bool {
+        let more = try more(closing: UInt8(ascii: "]"))
+        if more { skipSpace() }
+        return more
+    }
+
+    /// Past the separator before the next member or element: true when one
+    /// follows, false after the closing bracket.
+    private mutating func more(closing: UInt8) throws(Unrecognised) -> Bool {
+        skipSpace()
+        if atFirst {
+            atFirst = false
+        } else if next == UInt8(ascii: ",") {
             parser.index += 1
-            parser.leave()
-            return
+            skipSpace()
+            return true
+        } else if next != closing {
+            throw Unrecognised()
         }
-        while true {
-            parser.skipWhitespace()
-            try element(&self)
-            parser.skipWhitespace()
-            switch next {
-            case UInt8(ascii: ","): parser.index += 1
-            case UInt8(ascii: "]"):
-                parser.index += 1
-                parser.leave()
-                return
-            default: throw Unrecognised()
-            }
-        }
+        guard next == closing else { return true }
+        parser.index += 1
+        parser.leave()
+        return false
     }
 
     /// A string, or nil for `null`; anything else is not recognised.
@@ -119,6 +127,16 @@ struct StreamChunkReader {
         return s
     }
 
+    /// Whether the string at the cursor is `name` (read past it), compared as
+    /// bytes when it is plain ASCII, as a string otherwise (so it is equal
+    /// exactly when `string() == name` would be); anything but a string is
+    /// not recognised. An event's type, read without making a string of it.
+    mutating func string(is name: StaticString) throws(Unrecognised) -> Bool {
+        guard next == UInt8(ascii: "\"") else { throw Unrecognised() }
+        if let plain = plainString() { return Key(bytes: plain) == name }
+        return try string() == name.description
+    }
+
     /// Whether the value at the cursor is `null` (then read past it).
     mutating func skipNull() throws(Unrecognised) -> Bool {
         guard next == UInt8(ascii: "n") else { return false }
@@ -137,24 +155,31 @@ struct StreamChunkReader {
         do { try parser.skipValue() } catch { throw Unrecognised() }
     }
 
-    /// A member's key, as the bytes between its quotes. A key with an escape,
-    /// a control character or a non-ASCII byte is not recognised (none of the
-    /// providers' keys has one), so two spellings of one key cannot both pass.
-    private mutating func rawKey() throws(Unrecognised) -> Key {
-        guard next == UInt8(ascii: "\"") else { throw Unrecognised() }
+    /// The bytes between the quotes of the string at the cursor, read past it,
+    /// when they are printable ASCII without an escape (the string is then
+    /// exactly those bytes); else nil and the cursor stays.
+    private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+        let bytes = parser.bytes
         let start = parser.index + 1
         var i = start
-        let bytes = parser.bytes
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
                 parser.index = i + 1
-                return Key(bytes: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                return UnsafeBufferPointer(rebasing: bytes[start..<i])
             }
-            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { throw Unrecognised() }
+            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { return nil }
             i += 1
         }
-        throw Unrecognised()
+        return nil
+    }
+
+    /// A member's key, as the bytes between its quotes. A key with an escape,
+    /// a control character or a non-ASCII byte is not recognised (none of the
+    /// providers' keys has one), so two spellings of one key cannot both pass.
+    private mutating func rawKey() throws(Unrecognised) -> Key {
+        guard next == UInt8(ascii: "\""), let bytes = plainString() else { throw Unrecognised() }
+        return Key(bytes: bytes)
     }
 
     /// A member's key, compared with the names a decoder reads.

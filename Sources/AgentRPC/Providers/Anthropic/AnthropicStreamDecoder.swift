@@ -198,16 +198,17 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// parsed value as before. The caller checks the index names a started block.
     static func readTextDelta(_ data: UnsafeBufferPointer<UInt8>) -> TextDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
-            var type = ReadOnce<String>(), index = ReadOnce<JSONValue>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
-            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            var isDelta = ReadOnce<Bool>(), index = ReadOnce<JSONValue>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
+            try r.enterObject()
+            while let key = try r.nextKey() {
                 switch key {
-                case "type": try type.set(try r.string())
+                case "type": try isDelta.set(try r.string(is: "content_block_delta"))
                 case "index": try index.set(try r.value())
                 case "delta": try delta.set(try readDelta(&r))
                 default: try r.skip()
                 }
             }
-            guard type.value == "content_block_delta", let index = index.value?.intValue, let (kind, text) = delta.value else {
+            guard isDelta.value == true, let index = index.value?.intValue, let (kind, text) = delta.value else {
                 throw StreamChunkReader.Unrecognised()
             }
             return TextDelta(index: index, kind: kind, text: text)
@@ -216,7 +217,8 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
 
     private static func readDelta(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> (TextDelta.Kind, String?) {
         var type = ReadOnce<String>(), text = ReadOnce<String>(), thinking = ReadOnce<String>()
-        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+        try r.enterObject()
+        while let key = try r.nextKey() {
             switch key {
             case "type": try type.set(try r.string())
             case "text": try text.set(try r.stringOrNull())

@@ -98,16 +98,19 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     /// `decode(chunk:)` then reads from the parsed value as before.
     static func readCommonChunk(_ data: UnsafeBufferPointer<UInt8>) -> ChoiceDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> ChoiceDelta in
-            var choice = ReadOnce<ChoiceDelta>()
-            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            var choice: ChoiceDelta?
+            var sawChoices = false
+            try r.enterObject()
+            while let key = try r.nextKey() {
                 switch key {
                 case "choices":
-                    var found: ChoiceDelta?
-                    try r.elements { r throws(StreamChunkReader.Unrecognised) in
-                        guard found == nil else { throw StreamChunkReader.Unrecognised() }
-                        found = try readChoice(&r)
+                    guard !sawChoices else { throw StreamChunkReader.Unrecognised() }
+                    sawChoices = true
+                    try r.enterArray()
+                    while try r.nextElement() {
+                        guard choice == nil else { throw StreamChunkReader.Unrecognised() }
+                        choice = try readChoice(&r)
                     }
-                    try choice.set(found)
                 // Null is what the decoder ignores; anything else it acts on.
                 case "error", "usage":
                     guard try r.skipNull() else { throw StreamChunkReader.Unrecognised() }
@@ -115,34 +118,40 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
                     try r.skip()
                 }
             }
-            return choice.value ?? ChoiceDelta()
+            return choice ?? ChoiceDelta()
         }
     }
 
     /// The one choice of a common chunk: index 0, text members only.
     private static func readChoice(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> ChoiceDelta {
         var index = ReadOnce<JSONValue>()
-        var delta = ReadOnce<ChoiceDelta>()
+        var choice = ChoiceDelta()
+        var sawDelta = false
         var finishReason = ReadOnce<String>()
-        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+        try r.enterObject()
+        while let key = try r.nextKey() {
             switch key {
             case "index": try index.set(try r.value())
-            case "delta": try delta.set(try readDelta(&r))
+            case "delta":
+                guard !sawDelta else { throw StreamChunkReader.Unrecognised() }
+                sawDelta = true
+                try readDelta(&r, into: &choice)
             case "finish_reason": try finishReason.set(try r.stringOrNull())
             default: try r.skip()
             }
         }
         // The decoder reads the first choice whose index is 0 (a missing one counts as 0).
         guard (index.value?.intValue ?? 0) == 0 else { throw StreamChunkReader.Unrecognised() }
-        var choice = delta.value ?? ChoiceDelta()
         choice.finishReason = finishReason.value
         return choice
     }
 
-    private static func readDelta(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> ChoiceDelta {
+    /// A choice's `delta` object: its text members into `choice`.
+    private static func readDelta(_ r: inout StreamChunkReader, into choice: inout ChoiceDelta) throws(StreamChunkReader.Unrecognised) {
         var content = ReadOnce<String>(), reasoningContent = ReadOnce<String>()
         var reasoning = ReadOnce<String>(), refusal = ReadOnce<String>()
-        try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+        try r.enterObject()
+        while let key = try r.nextKey() {
             switch key {
             case "content": try content.set(try r.stringOrNull())
             case "reasoning_content": try reasoningContent.set(try r.stringOrNull())
@@ -153,9 +162,10 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
             default: try r.skip()
             }
         }
-        return ChoiceDelta(
-            content: content.value, reasoningContent: reasoningContent.value, reasoning: reasoning.value,
-            refusal: refusal.value)
+        choice.content = content.value
+        choice.reasoningContent = reasoningContent.value
+        choice.reasoning = reasoning.value
+        choice.refusal = refusal.value
     }
 
     /// The events and state of a choice's text members and finish reason.

@@ -230,16 +230,17 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     /// from the parsed value as before.
     static func readTextDelta(_ data: UnsafeBufferPointer<UInt8>) -> TextDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
-            var type = ReadOnce<String>(), delta = ReadOnce<String>(), itemId = ReadOnce<String>()
-            try r.members { r, key throws(StreamChunkReader.Unrecognised) in
+            var isDelta = ReadOnce<Bool>(), delta = ReadOnce<String>(), itemId = ReadOnce<String>()
+            try r.enterObject()
+            while let key = try r.nextKey() {
                 switch key {
-                case "type": try type.set(try r.string())
+                case "type": try isDelta.set(try r.string(is: "response.output_text.delta"))
                 case "delta": try delta.set(try r.stringOrNull())
                 case "item_id": try itemId.set(try r.stringOrNull())
                 default: try r.skip()
                 }
             }
-            guard type.value == "response.output_text.delta" else { throw StreamChunkReader.Unrecognised() }
+            guard isDelta.value == true else { throw StreamChunkReader.Unrecognised() }
             return TextDelta(delta: delta.value, itemId: itemId.value)
         }
     }
