@@ -89,6 +89,10 @@ func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: 
     if case .array = value {
         throw RPCError(errorKindForField(""), "params must be an object (by-name), not an array")
     }
+    // Only known members are read directly, so `strictKeys` cannot matter.
+    if let direct = T.self as? any DirectlyReadParams.Type, let params = direct.init(directly: value) as? T {
+        return params
+    }
     do {
         return try value.decode(as: T.self, rejectUnknownKeys: strictKeys)
     } catch {
@@ -100,6 +104,9 @@ func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: 
 }
 
 func encodeResult<T: Encodable>(_ value: T) throws -> JSONValue {
+    // A result that builds its own value (`TurnResult`, every turn) skips the
+    // encoder's chain of casts to the standard types, none of which is one.
+    if let direct = value as? any JSONValueRepresentable { return direct.json }
     do {
         return try JSONValue(encoding: value)
     } catch {

@@ -201,6 +201,35 @@ public struct SessionSendParams: Codable, Sendable, Hashable {
     }
 }
 
+/// Params the server reads without the `Codable` decoder when they have their
+/// common shape (`decodeParams`): the decoder's containers and coding paths
+/// were a good part of a short turn. Anything else gives nil and goes through
+/// the decoder, so a malformed params fails with its words as before.
+public protocol DirectlyReadParams {
+    init?(directly value: JSONValue)
+}
+
+extension SessionSendParams: DirectlyReadParams {
+    /// `{"sessionId": "…", "input": "…"}`, maybe with `"queue": true|false`,
+    /// and nothing else: the `session/send` of every turn a client types.
+    /// Other members (`options`, an input object, an unknown key) and other
+    /// types go to the decoder.
+    public init?(directly value: JSONValue) {
+        guard case .object(let o) = value, case .string(let sessionId)? = o["sessionId"], case .string(let text)? = o["input"] else {
+            return nil
+        }
+        var queue: Bool?
+        switch o.count {
+        case 2: break
+        case 3:
+            guard case .bool(let q)? = o["queue"] else { return nil }
+            queue = q
+        default: return nil
+        }
+        self.init(sessionId: sessionId, input: TurnInput(text: text), queue: queue)
+    }
+}
+
 /// `session/generate` params.
 public struct SessionGenerateParams: Codable, Sendable, Hashable {
     public var sessionId: String
