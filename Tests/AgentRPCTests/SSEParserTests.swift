@@ -101,37 +101,6 @@ func parseSSE(_ text: String) throws -> [SSEEvent] {
         }
     }
 
-    /// Data, arrays and strings are parsed in runs between line ends, any other
-    /// sequence byte by byte: both must give the same events and refuse at the
-    /// same point with the same error, whatever the chunking and the limits.
-    @Test func contiguousAndByteByBytePathsAgree() {
-        var random = SplitMix64(state: 18)
-        let pieces: [[UInt8]] = [
-            Array("data: ".utf8), Array("event: x".utf8), Array("id: 7".utf8), Array(": note".utf8),
-            [0x0D], [0x0A], [0x0D, 0x0A], Array("abc".utf8), Array("é".utf8), [0xEF, 0xBB, 0xBF], Array("data:0123456789".utf8),
-        ]
-        for round in 0..<400 {
-            var stream: [UInt8] = []
-            for _ in 0..<Int.random(in: 0..<40, using: &random) { stream += pieces[Int.random(in: 0..<pieces.count, using: &random)] }
-            let limits = round % 2 == 0
-                ? (buffered: 16 * 1024 * 1024, total: SSEParser.defaultMaximumStreamBytes)
-                : (buffered: Int.random(in: 1...30, using: &random), total: Int.random(in: 1...200, using: &random))
-            var runs = SSEParser(maximumBufferedBytes: limits.buffered, maximumStreamBytes: limits.total)
-            var bytes = SSEParser(maximumBufferedBytes: limits.buffered, maximumStreamBytes: limits.total)
-            var start = 0
-            while start < stream.count {
-                let end = min(stream.count, start + Int.random(in: 1...12, using: &random))
-                let chunk = Array(stream[start..<end])
-                start = end
-                let a = Result { () throws(SSEParserError) in try runs.feed(chunk) }
-                let b = Result { () throws(SSEParserError) in try bytes.feed(chunk.lazy.map { $0 }) }
-                #expect(a == b, "round \(round): \(stream)")
-                if case .failure = a { break }
-            }
-            #expect(runs.finish() == bytes.finish(), "round \(round): \(stream)")
-        }
-    }
-
     /// The events a parser lends out (`feed(_:each:)`, what the HTTP transport
     /// uses), made owned.
     static func lent(_ parser: inout SSEParser, _ chunk: [UInt8]) -> Result<[SSEEvent], SSEParserError> {
@@ -148,8 +117,10 @@ func parseSSE(_ text: String) throws -> [SSEEvent] {
     }
 
     /// Lines read in place (whole in a chunk), collected across chunks, or
-    /// byte by byte; events lent as bytes or returned as strings: all give the
-    /// same events, and refuse at the same point with the same error.
+    /// byte by byte (data, arrays and strings are parsed in runs between line
+    /// ends, any other sequence byte by byte); events lent as bytes or returned
+    /// as strings: all give the same events, and refuse at the same point with
+    /// the same error, whatever the chunking and the limits.
     @Test func inPlaceCollectedAndLentEventsAgree() {
         var random = SplitMix64(state: 35)
         let pieces: [[UInt8]] = [
