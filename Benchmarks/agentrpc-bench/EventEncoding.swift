@@ -28,7 +28,7 @@ func measureEventEncoding(events: Int) throws -> EventEncodingFigures {
     let sink = open("/dev/null", O_WRONLY)
     guard sink >= 0 else { throw BenchError("cannot open /dev/null") }
     defer { close(sink) }
-    let connection = Connection(inputFD: -1, outputFD: sink, maxMessageBytes: 1 << 24, logger: Logger(level: .off))
+    let connection = try Connection(inputFD: -1, outputFD: sink, maxMessageBytes: 1 << 24, logger: Logger(level: .off))
     func emit(_ seq: Int) {
         let params = SessionEventParams(sessionId: "s-0123456789ab", turnId: "t-01234567-1", seq: seq, event: .textDelta(" t\(seq % 10)"))
         connection.notify(SessionEventNotification.name, params.json)

@@ -110,10 +110,17 @@ public enum ACPCommand {
             complain(problem.message)
             return 2
         }
-        let watchdog = ExitWatchdog(boundSeconds: exitBound)
-        let editor = Connection(
-            inputFD: 0, outputFD: 1, maxMessageBytes: options.server.maxMessageBytes, logger: logger, framing: .newline,
-            recorder: recorder, cancelRequestMethod: "$/cancel_request", endOfInput: { watchdog.arm(.endOfInput) })
+        let watchdog: ExitWatchdog
+        let editor: Connection
+        do {
+            watchdog = try ExitWatchdog(boundSeconds: exitBound)
+            editor = try Connection(
+                inputFD: 0, outputFD: 1, maxMessageBytes: options.server.maxMessageBytes, logger: logger, framing: .newline,
+                recorder: recorder, cancelRequestMethod: "$/cancel_request", endOfInput: { watchdog.arm(.endOfInput) })
+        } catch {
+            complain("\(error)")
+            return Server.refusedThreadStatus
+        }
         let sessions = ACPSessions()
         let agent: ACPAgent
         do {
@@ -142,7 +149,16 @@ public enum ACPCommand {
             return 2
         }
         let signals = agent.installSignalHandlers()
-        editor.start()
+        do {
+            try editor.start()
+        } catch {
+            // Nothing was read from the editor; the engine started (its MCP servers may run): stop it.
+            complain("\(error)")
+            await agent.finish()
+            logger.flush()
+            withExtendedLifetime(signals) {}
+            return Server.refusedThreadStatus
+        }
         await agent.run()
         watchdog.arm(.endOfInput)
         logger.info("the editor closed its input; shutting down")

@@ -45,8 +45,17 @@ enum LocalCommand {
         let child = try await ChildProcess.spawn(command: program, arguments: arguments, environment: environment, directory: directory)
         child.closeStdin()
         let output = OutputTail(limit: ACPToolBounds.commandOutputBytes)
-        output.read(child.stdoutFD, name: "acp-command-stdout")
-        output.read(child.stderrFD, name: "acp-command-stderr")
+        do {
+            try output.read(child.stdoutFD, name: "acp-command-stdout")
+        } catch {
+            Glibc.close(child.stderrFD)
+            throw await stopUnread(child, error)
+        }
+        do {
+            try output.read(child.stderrFD, name: "acp-command-stderr")
+        } catch {
+            throw await stopUnread(child, error)
+        }
         let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
         var timedOut = false
         while child.reap() == nil {
@@ -75,6 +84,16 @@ enum LocalCommand {
     }
 }
 
+extension LocalCommand {
+    /// A command whose output cannot be read is not run: its group is ended, and
+    /// the refused thread is told as a command that cannot start.
+    fileprivate static func stopUnread(_ child: ChildProcess, _ error: OSThread.StartError) async -> ChildProcess.SpawnError {
+        await child.terminate(grace: ACPToolBounds.commandKillGraceSeconds)
+        await child.killLeftovers()
+        return ChildProcess.SpawnError(description: "\(error)")
+    }
+}
+
 /// The tail of a child's output, read from its pipes by one thread each.
 private final class OutputTail: Sendable {
     private struct State {
@@ -87,19 +106,29 @@ private final class OutputTail: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    func read(_ fd: Int32, name: String) {
+    /// Reads `fd` to its end on a thread of its own, which closes it. When the
+    /// system refuses the thread, `fd` is closed here and the error thrown.
+    func read(_ fd: Int32, name: String) throws(OSThread.StartError) {
         state.withLock { $0.open += 1 }
-        OSThread.start(name: name) { [self] in
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                append(buffer[0..<n])
-            }
-            Glibc.close(fd)
+        do {
+            try OSThread.start(name: name) { [self] in drain(fd) }
+        } catch {
             state.withLock { $0.open -= 1 }
+            Glibc.close(fd)
+            throw error
         }
+    }
+
+    private func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            append(buffer[0..<n])
+        }
+        Glibc.close(fd)
+        state.withLock { $0.open -= 1 }
     }
 
     private func append(_ chunk: ArraySlice<UInt8>) {

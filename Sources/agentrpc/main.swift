@@ -196,6 +196,9 @@ case "serve":
     do {
         if let path = options.recordPath { options.recorder = try TranscriptRecorder.serving(options, at: path) }
         server = try Server(options: options)
+    } catch let error as OSThread.StartError {
+        FileDescriptorOutput.standardError("agentrpc: \(error)\n")
+        exit(Server.refusedThreadStatus)
     } catch {
         fail("\(error)")
     }

@@ -8,7 +8,7 @@ import Testing
 @Suite struct ConnectionOutputTests {
     @Test func notifyWritesTheSameBytesAsASerializedNotification() throws {
         let pipe = Pipe()
-        let connection = Connection(
+        let connection = try Connection(
             inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off))
         let params: JSONValue = [
             "sessionId": "s-1", "turnId": "t-1", "seq": 7,
@@ -31,7 +31,7 @@ import Testing
     /// serializes, and so does the withdrawal at its timeout.
     @Test func aRequestWritesTheSameBytesAsASerializedRequest() async throws {
         let pipe = Pipe()
-        let connection = Connection(
+        let connection = try Connection(
             inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off))
         let params: JSONValue = ["sessionId": "s-1", "turnId": "t-1", "callId": "c \"1\"", "name": "é", "arguments": ["b": [1, nil], "a": 2.5], "revision": 4]
         // No answer comes: at its (zero) timeout the request is withdrawn.
@@ -52,7 +52,7 @@ import Testing
     @Test(arguments: [Framing.newline, .contentLength])
     func paramsWrittenAsBytesGoOutAsTheirValue(framing: Framing) throws {
         let pipe = Pipe()
-        let connection = Connection(
+        let connection = try Connection(
             inputFD: -1, outputFD: pipe.fileHandleForWriting.fileDescriptor, maxMessageBytes: 1 << 20, logger: Logger(level: .off),
             framing: framing)
         let params: JSONValue = ["event": ["delta": "é \"x\"\n", "type": "textDelta"], "seq": 3, "sessionId": "s-1"]

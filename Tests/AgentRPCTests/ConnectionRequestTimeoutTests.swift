@@ -13,9 +13,9 @@ private final class ClientEnd: Sendable {
     private let toServer: FileHandle
     private let pipes: [Pipe]
 
-    init() {
+    init() throws {
         let input = Pipe(), output = Pipe()
-        connection = Connection(
+        connection = try Connection(
             inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
             maxMessageBytes: 1 << 20, logger: Logger(level: .off))
         toServer = input.fileHandleForWriting
@@ -39,7 +39,7 @@ private final class ClientEnd: Sendable {
             }
             feed.finish()
         }.start()
-        connection.start()
+        try connection.start()
     }
 
     /// The `count`-th request (1-based) the server sent, waiting at most 5 seconds.
@@ -77,7 +77,7 @@ private func bounded<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable
 
 @Suite struct ConnectionRequestTimeoutTests {
     @Test func anUnansweredRequestTimesOutAndIsWithdrawn() async throws {
-        let client = ClientEnd()
+        let client = try ClientEnd()
         let connection = client.connection
         let outcome = try await bounded(5) { () -> OutgoingRequestError? in
             do {
@@ -94,7 +94,7 @@ private func bounded<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable
     }
 
     @Test func aZeroTimeoutStillTimesOut() async throws {
-        let client = ClientEnd()
+        let client = try ClientEnd()
         let connection = client.connection
         for _ in 0..<20 {
             await #expect(throws: OutgoingRequestError.timedOut(seconds: 0)) {
@@ -107,7 +107,7 @@ private func bounded<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable
     /// Answered requests leave their (later) deadlines behind; a shorter timeout
     /// armed afterwards must still fire on time, not at the stale deadline.
     @Test func aShortTimeoutAfterLongOnesFiresOnTime() async throws {
-        let client = ClientEnd()
+        let client = try ClientEnd()
         let connection = client.connection
         for n in 1...3 {
             // Its own deadline is long on purpose; the test's wait for it is not

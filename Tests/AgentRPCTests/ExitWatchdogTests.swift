@@ -10,9 +10,9 @@ import Testing
 /// `test_an_exit_the_watchdog_ends_takes_every_server_and_what_it_started_with_it`.
 @Suite struct ExitWatchdogTests {
     /// Arms a watchdog with a short bound and returns its last words (nil: it did not fire in time).
-    private func lastWords(arm: (ExitWatchdog) -> Void) async -> String? {
+    private func lastWords(arm: (ExitWatchdog) -> Void) async throws -> String? {
         let (words, said) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(1))
-        let watchdog = ExitWatchdog(boundSeconds: 0.05) { said.yield($0) }
+        let watchdog = try ExitWatchdog(boundSeconds: 0.05) { said.yield($0) }
         arm(watchdog)
         defer { said.finish() }
         return await first(of: words)
@@ -29,8 +29,8 @@ import Testing
         }
     }
 
-    @Test func theFirstCauseWinsAndTheLastWordsSayWhereTheExitStuck() async {
-        let line = await lastWords { watchdog in
+    @Test func theFirstCauseWinsAndTheLastWordsSayWhereTheExitStuck() async throws {
+        let line = try await lastWords { watchdog in
             watchdog.arm(.signal(15))
             watchdog.arm(.exit)
             watchdog.reached(.stoppingTurns)
@@ -40,8 +40,8 @@ import Testing
             + "was written to the client; ending the process with status 124\n")
     }
 
-    @Test func anExitThatNeverBeganItsWorkIsNamed() async {
-        let line = await lastWords { $0.arm(.endOfInput) }
+    @Test func anExitThatNeverBeganItsWorkIsNamed() async throws {
+        let line = try await lastWords { $0.arm(.endOfInput) }
         #expect(line?.contains("the exit (the end of input) did not finish") == true)
         #expect(line?.contains("before the exit began its work") == true)
     }
@@ -54,7 +54,7 @@ import Testing
         child.terminationHandler = { end.yield($0.terminationReason == .uncaughtSignal ? $0.terminationStatus : -1) }
         try child.run()
         defer { if child.isRunning { kill(child.processIdentifier, SIGKILL) } }
-        let line = await lastWords { watchdog in
+        let line = try await lastWords { watchdog in
             watchdog.killsWhenFiring(child.processIdentifier)
             watchdog.arm(.exit)
         }

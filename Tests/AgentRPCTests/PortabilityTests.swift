@@ -92,13 +92,13 @@ import Testing
     @Test func aThreadRunsItsBodyUnderItsKernelName() async throws {
         let name = Mutex<String?>(nil)
         let done = ConditionLock()
-        #expect(OSThread.start(name: "agentrpc.portability-test", stackSize: 256 * 1024) {
+        try OSThread.start(name: "agentrpc.portability-test", stackSize: 256 * 1024) {
             let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
             done.lock()
             name.withLock { $0 = comm.trimmingCharacters(in: .newlines) }
             done.signal()
             done.unlock()
-        })
+        }
         done.lock()
         let deadline = Date(timeIntervalSinceNow: 30)
         while name.withLock({ $0 }) == nil && done.wait(until: deadline) {}
@@ -106,7 +106,7 @@ import Testing
         #expect(name.withLock { $0 } == "agentrpc.portab")
     }
 
-    @Test func aTimedWaitEndsAtItsDeadlineAndASignalEndsItEarly() {
+    @Test func aTimedWaitEndsAtItsDeadlineAndASignalEndsItEarly() throws {
         let condition = ConditionLock()
         condition.lock()
         let start = Date()
@@ -116,7 +116,7 @@ import Testing
         condition.unlock()
 
         let flag = Mutex(false)
-        OSThread.start(name: "signaller") {
+        try OSThread.start(name: "signaller") {
             condition.lock()
             flag.withLock { $0 = true }
             condition.broadcast()

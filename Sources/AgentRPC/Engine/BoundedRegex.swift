@@ -264,26 +264,38 @@ package enum RegexWorkers {
 
     /// A fixed set of threads taking jobs from one queue, first come first served.
     final class WorkerPool: @unchecked Sendable {
-        // @unchecked: `jobs` and `started` are only touched under `condition`.
+        // @unchecked: `jobs` and `running` are only touched under `condition`.
         // A condition, not a Mutex: an idle worker thread must block until a job comes.
         private let condition = ConditionLock()
         private var jobs: [@Sendable () -> Void] = []
-        private var started = false
+        /// Workers started so far; started with the first job, and any the system
+        /// refused are tried again with the next.
+        private var running = 0
         private let threads: Int
 
         init(threads: Int) { self.threads = threads }
 
         func submit(_ job: @escaping @Sendable () -> Void) {
             condition.lock()
-            defer { condition.unlock() }
-            jobs.append(job)
-            if !started {
-                started = true
-                for i in 0..<threads {
-                    OSThread.start(name: "agentrpc.regex.\(i)") { [self] in work() }
+            while running < threads {
+                do {
+                    try OSThread.start(name: "agentrpc.regex.\(running)") { [self] in work() }
+                    running += 1
+                } catch {
+                    break
                 }
             }
+            guard running > 0 else {
+                // No worker at all: the job runs here. Its bound still holds (ICU's
+                // callback stops the match when the budget is spent); only the
+                // caller's thread is held for it.
+                condition.unlock()
+                job()
+                return
+            }
+            jobs.append(job)
             condition.signal()
+            condition.unlock()
         }
 
         private func work() {

@@ -35,6 +35,7 @@ package final class ChildProcess: Sendable {
 
     package struct SpawnError: Error, CustomStringConvertible {
         package var description: String
+        package init(description: String) { self.description = description }
     }
 
     /// Starts `command` (a path, or a name looked up on `PATH` of `environment`).
@@ -240,7 +241,7 @@ struct SpawnPlan: Sendable {
 /// supervisor, which is single-threaded (the signal fires when the *thread*
 /// that forked exits).
 ///
-/// `@unchecked Sendable`: `jobs` is only touched under `condition`.
+/// `@unchecked Sendable`: `jobs` and `started` are only touched under `condition`.
 final class ChildSpawner: @unchecked Sendable {
     static let shared = ChildSpawner()
 
@@ -252,21 +253,35 @@ final class ChildSpawner: @unchecked Sendable {
     private let condition = ConditionLock()
     private var jobs: [Job] = []
 
-    private init() {
-        OSThread.start(name: "agentrpc-mcp-spawner") { [self] in
-            while true {
-                condition.lock()
-                while jobs.isEmpty { condition.wait() }
-                let job = jobs.removeFirst()
-                condition.unlock()
-                job.done(Self.forkAndExec(job.plan))
-            }
+    /// Whether the spawner thread runs; started with the first spawn, and tried
+    /// again by the next one if the system refused it.
+    private var started = false
+
+    private init() {}
+
+    private func work() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.done(Self.forkAndExec(job.plan))
         }
     }
 
     func spawn(_ plan: SpawnPlan) async throws -> ChildProcess {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ChildProcess, any Error>) in
             condition.lock()
+            if !started {
+                do {
+                    try OSThread.start(name: "agentrpc-mcp-spawner") { [self] in work() }
+                    started = true
+                } catch {
+                    condition.unlock()
+                    continuation.resume(throwing: ChildProcess.SpawnError(description: "\(error)"))
+                    return
+                }
+            }
             jobs.append(Job(plan: plan, done: { continuation.resume(with: $0.mapError { $0 as any Error }) }))
             condition.signal()
             condition.unlock()

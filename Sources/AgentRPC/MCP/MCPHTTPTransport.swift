@@ -554,7 +554,7 @@ private final class MCPHTTPResponseSink: HTTPResponseSink {
             return ("the server cannot be reached (\(error))", true)
         case .connectionLost:
             return ("the server cannot be reached (\(error))", false)
-        case .connectTimedOut, .idleTimedOut, .badResponse, .tlsFailed, .unavailable:
+        case .connectTimedOut, .idleTimedOut, .badResponse, .tlsFailed, .unavailable, .threadRefused:
             return nil
         }
     }

@@ -214,18 +214,26 @@ final class MCPStdioTransport: MCPTransport {
         for (key, value) in spec.env ?? [:] { env[key] = MCPSecrets.expand(value, environment: environment) }
         let child = try await ChildProcess.spawn(command: spec.command ?? "", arguments: spec.args ?? [], environment: env, directory: spec.cwd)
         let transport = MCPStdioTransport(child: child, serverName: spec.name, logger: logger)
-        transport.startReaders(inbox: inbox)
+        do {
+            try transport.startReaders(inbox: inbox)
+        } catch {
+            // Unread, the child would block on a full pipe: it is stopped, not left running.
+            await transport.close()
+            throw MCPTransportError(description: "\(error)")
+        }
         return transport
     }
 
     var pid: Int32 { child.pid }
 
-    private func startReaders(inbox: MCPInbox) {
+    /// Throws when the system refuses a reader thread; the descriptors no thread
+    /// owns are closed then.
+    private func startReaders(inbox: MCPInbox) throws(OSThread.StartError) {
         let child = self.child
         let name = serverName
         let logger = self.logger
         let tail = self.tail
-        OSThread.start(name: "mcp-\(name)-stdout") {
+        @Sendable func readStdout() {
             var parser = FrameParser(maxMessageBytes: MCPBounds.maxMessageBytes, framing: .newline)
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func drain() {
@@ -259,7 +267,7 @@ final class MCPStdioTransport: MCPTransport {
             Glibc.close(child.stdoutFD)
             inbox.put(.closed(reason: "the server closed its output"))
         }
-        OSThread.start(name: "mcp-\(name)-stderr") {
+        @Sendable func readStderr() {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             func emit(_ bytes: ArraySlice<UInt8>) {
@@ -282,6 +290,19 @@ final class MCPStdioTransport: MCPTransport {
             }
             if !pending.isEmpty { emit(pending[...]) }
             Glibc.close(child.stderrFD)
+        }
+        do {
+            try OSThread.start(name: "mcp-\(name)-stdout", readStdout)
+        } catch {
+            Glibc.close(child.stdoutFD)
+            Glibc.close(child.stderrFD)
+            throw error
+        }
+        do {
+            try OSThread.start(name: "mcp-\(name)-stderr", readStderr)
+        } catch {
+            Glibc.close(child.stderrFD)
+            throw error
         }
     }
 

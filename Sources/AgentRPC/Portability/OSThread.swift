@@ -12,17 +12,37 @@ package enum OSThread {
     /// The longest name the Linux kernel keeps for a thread (`comm`: 16 bytes with the NUL).
     package static let maxNameBytes = 15
 
+    /// Why the system refused a thread (`pthread_create`'s error: EAGAIN when the
+    /// process or user is at its thread limit, ENOMEM).
+    package struct StartError: Error, Equatable, CustomStringConvertible {
+        package var name: String
+        package var code: Int32
+        package var description: String { "cannot start the thread '\(name)': \(String(cString: strerror(code)))" }
+    }
+
+    /// `AGENTRPC_TEST_REFUSE_THREAD=NAME` (docs/testing.md): threads whose name begins
+    /// with NAME are refused with EAGAIN, as a process at its thread limit would see,
+    /// so the tests reach every caller's answer to a refused thread.
+    private static let refusedPrefix: String? = {
+        guard let value = getenv("AGENTRPC_TEST_REFUSE_THREAD") else { return nil }
+        let prefix = String(cString: value)
+        return prefix.isEmpty ? nil : prefix
+    }()
+
     /// Runs `body` on a new detached thread named `name` (cut to `maxNameBytes` bytes,
     /// the kernel's limit: a longer name would be refused whole). `stackSize` nil keeps
-    /// the system's default. Returns false when the system refused the thread.
-    @discardableResult
-    package static func start(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
+    /// the system's default. Throws when the system refused the thread; then `body`
+    /// never runs, and every caller decides what that means for its work (nothing
+    /// may wait for a thread that never started).
+    package static func start(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) throws(StartError) {
+        if let refusedPrefix, name.hasPrefix(refusedPrefix) { throw StartError(name: name, code: EAGAIN) }
         #if canImport(Glibc) || canImport(Musl)
         let kernelName = String(decoding: name.utf8.prefix(maxNameBytes), as: UTF8.self)
         let start = Start(name: kernelName, body: body)
         let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
         defer { attributes.deallocate() }
-        guard pthread_attr_init(attributes) == 0 else { return false }
+        let initialized = pthread_attr_init(attributes)
+        guard initialized == 0 else { throw StartError(name: name, code: initialized) }
         defer { pthread_attr_destroy(attributes) }
         _ = pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
         if let stackSize { _ = pthread_attr_setstacksize(attributes, max(stackSize, Int(PTHREAD_STACK_MIN))) }
@@ -38,15 +58,13 @@ package enum OSThread {
         }, context)
         guard result == 0 else {
             Unmanaged<Start>.fromOpaque(context).release()
-            return false
+            throw StartError(name: name, code: result)
         }
-        return true
         #else
         let thread = Thread(block: body)
         thread.name = name
         if let stackSize { thread.stackSize = stackSize }
         thread.start()
-        return true
         #endif
     }
 

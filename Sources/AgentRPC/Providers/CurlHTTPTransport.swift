@@ -45,14 +45,29 @@ final class CurlHTTPTransport: HTTPTransport {
     }
 
     func start(_ request: HTTPRequest, sink: any HTTPResponseSink) -> HTTPRequestHandle {
-        let driver = self.driver.withLock { driver in
-            if let driver { return driver }
-            let made = load().flatMap { library -> Result<CurlDriver, CurlLibrary.LoadError> in
-                guard let multi = library.multiInit() else { return .failure(.init(message: "curl_multi_init failed")) }
-                return .success(CurlDriver(library: library, multi: multi))
+        let driver = self.driver.withLock { driver -> Result<CurlDriver, HTTPTransportError> in
+            if let driver { return driver.mapError { HTTPTransportError(kind: .unavailable, detail: $0.message) } }
+            let library: CurlLibrary
+            switch load() {
+            case .success(let loaded): library = loaded
+            case .failure(let error):
+                driver = .failure(error)
+                return .failure(HTTPTransportError(kind: .unavailable, detail: error.message))
             }
-            driver = made
-            return made
+            guard let multi = library.multiInit() else {
+                let error = CurlLibrary.LoadError(message: "curl_multi_init failed")
+                driver = .failure(error)
+                return .failure(HTTPTransportError(kind: .unavailable, detail: error.message))
+            }
+            do {
+                let made = try CurlDriver(library: library, multi: multi)
+                driver = .success(made)
+                return .success(made)
+            } catch {
+                // Not kept: a thread limit is often passing, so the next request tries again.
+                _ = library.multiCleanup(multi)
+                return .failure(HTTPTransportError(kind: .threadRefused, detail: "\(error)"))
+            }
         }
         switch driver {
         case .success(let driver):
@@ -62,7 +77,7 @@ final class CurlHTTPTransport: HTTPTransport {
                 cancel: { if control.cancel() { driver.submit(.wake) } },
                 linger: { driver.submit(.linger(control)) })
         case .failure(let error):
-            sink.end(HTTPTransportError(kind: .unavailable, detail: error.message))
+            sink.end(error)
             return HTTPRequestHandle {}
         }
     }
@@ -116,11 +131,11 @@ final class CurlDriver: @unchecked Sendable {
     private var transfers: [OpaquePointer: CurlTransfer] = [:]
     private var spare: [OpaquePointer] = []
 
-    init(library: CurlLibrary, multi: OpaquePointer) {
+    init(library: CurlLibrary, multi: OpaquePointer) throws(OSThread.StartError) {
         self.library = library
         self.multi = multi
         // One thread for the life of the process: it owns the multi handle.
-        OSThread.start(name: "agentrpc-http") { [self] in run() }
+        try OSThread.start(name: "agentrpc-http") { [self] in run() }
     }
 
     /// Hands `command` to the driver thread and wakes it.

@@ -35,6 +35,7 @@ struct CurlLibrary: @unchecked Sendable {
     typealias GlobalInit = @convention(c) (Int) -> Int32
     typealias Version = @convention(c) () -> UnsafePointer<CChar>?
     typealias MultiInit = @convention(c) () -> OpaquePointer?
+    typealias MultiCleanup = @convention(c) (OpaquePointer?) -> Int32
     typealias MultiHandle = @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32
     typealias MultiPerform = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?) -> Int32
     typealias MultiPoll = @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
@@ -80,6 +81,7 @@ struct CurlLibrary: @unchecked Sendable {
     let multiPerform: MultiPerform
     let multiPoll: MultiPoll
     let multiWakeup: MultiWakeup
+    let multiCleanup: MultiCleanup
     let multiInfoRead: MultiInfoRead
 
     /// Why libcurl cannot serve requests: it is not installed, too old, or
@@ -120,6 +122,7 @@ struct CurlLibrary: @unchecked Sendable {
                 multiPerform: try symbol("curl_multi_perform", as: MultiPerform.self),
                 multiPoll: try symbol("curl_multi_poll", as: MultiPoll.self),
                 multiWakeup: try symbol("curl_multi_wakeup", as: MultiWakeup.self),
+                multiCleanup: try symbol("curl_multi_cleanup", as: MultiCleanup.self),
                 multiInfoRead: try symbol("curl_multi_info_read", as: MultiInfoRead.self))
             // Reference-counted in libcurl and thread-safe since 7.84 (a test process's FoundationNetworking may call it too).
             let globalInit = try symbol("curl_global_init", as: GlobalInit.self)

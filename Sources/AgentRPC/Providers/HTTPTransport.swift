@@ -143,6 +143,9 @@ struct HTTPTransportError: Error, CustomStringConvertible, Sendable {
         case tlsFailed = "TLS handshake or certificate check failed"
         /// libcurl is not installed, too old, or lacks an option agentrpc needs.
         case unavailable = "the HTTP library libcurl is not usable"
+        /// The system refused the thread that runs every request (the process or
+        /// user is at its thread limit); the next request tries again.
+        case threadRefused = "the system refused the HTTP thread"
     }
     var kind: Kind
     var detail: String

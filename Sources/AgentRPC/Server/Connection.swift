@@ -55,7 +55,7 @@ package final class Connection: Sendable {
     /// the Agent Client Protocol spells it `$/cancel_request`).
     private let cancelRequestMethod: String
     /// Timeouts of outstanding server→client requests.
-    private let deadlines = RequestDeadlines()
+    private let deadlines: RequestDeadlines
     /// Inbound items in arrival order; finishes at end of input.
     package let inbound: AsyncStream<InboundItem>
     private let inboundContinuation: AsyncStream<InboundItem>.Continuation
@@ -77,7 +77,7 @@ package final class Connection: Sendable {
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
         recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
         cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil, killSwitch: TestKillSwitch? = nil
-    ) {
+    ) throws(OSThread.StartError) {
         self.inputFD = inputFD
         self.endOfInput = endOfInput
         self.cancelRequestMethod = cancelRequestMethod
@@ -85,7 +85,17 @@ package final class Connection: Sendable {
         self.logger = logger
         self.framing = Mutex(framing)
         self.recorder = recorder
-        self.writer = ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes, killSwitch: killSwitch)
+        // The watcher of the requests' deadlines starts with the connection, like
+        // the writer: a request must never go out without its bound.
+        let deadlines = RequestDeadlines()
+        try deadlines.start()
+        self.deadlines = deadlines
+        do {
+            self.writer = try ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes, killSwitch: killSwitch)
+        } catch {
+            deadlines.stop()
+            throw error
+        }
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
     }
 
@@ -98,9 +108,10 @@ package final class Connection: Sendable {
         inOrderNotifications.withLock { $0[method] = body }
     }
 
-    /// Starts the reader thread. Call once.
-    package func start() {
-        OSThread.start(name: "agentrpc.stdin", stackSize: 1 << 20) { [self] in self.readLoop() }
+    /// Starts the reader thread. Call once. Throws when the system refuses it: a
+    /// connection that cannot read must not be served at all.
+    package func start() throws(OSThread.StartError) {
+        try OSThread.start(name: "agentrpc.stdin", stackSize: 1 << 20) { [self] in self.readLoop() }
     }
 
     // MARK: Reading
@@ -446,8 +457,13 @@ final class RequestDeadlines: @unchecked Sendable {
     private var entries: [RequestID: (deadline: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
     /// When the watcher will next look; nil while it waits for a first entry.
     private var wakeAt: ContinuousClock.Instant?
-    private var started = false
     private var stopped = false
+
+    /// Starts the watcher thread (with the connection, before any request can be
+    /// sent: started lazily, a refused thread would leave a request unbounded).
+    func start() throws(OSThread.StartError) {
+        try OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
+    }
 
     /// Calls `expire` (on the watcher thread) once `seconds` have passed, unless removed first.
     func add(_ id: RequestID, after seconds: Double, expire: @escaping @Sendable () -> Void) {
@@ -456,10 +472,6 @@ final class RequestDeadlines: @unchecked Sendable {
         defer { condition.unlock() }
         if stopped { return }
         entries[id] = (deadline, expire)
-        if !started {
-            started = true
-            OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
-        }
         if wakeAt.map({ deadline < $0 }) ?? true { condition.signal() }
     }
 

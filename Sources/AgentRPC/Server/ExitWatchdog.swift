@@ -98,7 +98,9 @@ package final class ExitWatchdog: @unchecked Sendable {
 
     /// Starts the watching thread; nothing happens until `arm`. Without `end`,
     /// firing writes `lastWords` to stderr and calls `_exit(124)`.
-    package init(boundSeconds: Double, end: (@Sendable (String) -> Void)? = nil) {
+    /// Throws when the system refuses its thread: a process whose last resort
+    /// cannot run must not start serving.
+    package init(boundSeconds: Double, end: (@Sendable (String) -> Void)? = nil) throws(OSThread.StartError) {
         // A bound the clock arithmetic below can hold; the caller checks the range.
         self.boundSeconds = min(max(boundSeconds, 0.001), DurationBounds.maximumSeconds)
         semaphore = .allocate(capacity: 1)
@@ -110,7 +112,13 @@ package final class ExitWatchdog: @unchecked Sendable {
         }
         // The thread holds the watchdog for the life of the process (it is the
         // process's last resort), so the semaphore is never freed under it.
-        OSThread.start(name: "agentrpc.exit-watchdog", stackSize: 256 * 1024) { [self] in watch() }
+        do {
+            try OSThread.start(name: "agentrpc.exit-watchdog", stackSize: 256 * 1024) { [self] in watch() }
+        } catch {
+            sem_destroy(semaphore)
+            semaphore.deallocate()
+            throw error
+        }
     }
 
     /// Starts the countdown; the first cause wins, later calls do nothing.

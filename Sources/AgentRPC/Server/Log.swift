@@ -49,15 +49,36 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
 public final class Logger: Sendable {
     public let level: LogLevel
     private let sink: ByteSinkThread?
+    /// Where lines go when the system refused the writer thread: written by the
+    /// logging thread itself. A host that stops reading stderr can then hold the
+    /// server up, which beats a server that says nothing about why it fails.
+    private let directFD: Int32?
 
     public init(level: LogLevel, fileDescriptor: Int32 = 2) {
         self.level = level
-        self.sink = level == .off ? nil : ByteSinkThread(fileDescriptor: fileDescriptor, name: "agentrpc.stderr", maxQueuedBytes: 1 << 20)
+        guard level != .off else {
+            sink = nil
+            directFD = nil
+            return
+        }
+        do {
+            sink = try ByteSinkThread(fileDescriptor: fileDescriptor, name: "agentrpc.stderr", maxQueuedBytes: 1 << 20)
+            directFD = nil
+        } catch {
+            sink = nil
+            directFD = fileDescriptor
+            _ = FileDescriptorOutput.write(fileDescriptor, Array("agentrpc[warning] \(error); log lines are written without it\n".utf8))
+        }
     }
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
-        guard level <= self.level, level != .off, let sink else { return }
-        sink.enqueue(Array("agentrpc[\(level.name)] \(message())\n".utf8))
+        guard level <= self.level, level != .off else { return }
+        let line = Array("agentrpc[\(level.name)] \(message())\n".utf8)
+        if let sink {
+            sink.enqueue(line)
+        } else if let directFD {
+            _ = FileDescriptorOutput.write(directFD, line)
+        }
     }
 
     public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
@@ -112,12 +133,13 @@ final class ByteSinkThread: @unchecked Sendable {
     /// `AGENTRPC_TEST_KILL_AT_FRAME` (the client's output only): each enqueue is one frame.
     let killSwitch: TestKillSwitch?
 
-    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil, killSwitch: TestKillSwitch? = nil) {
+    /// Throws when the system refuses the writer thread: nothing queued could ever be written.
+    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil, killSwitch: TestKillSwitch? = nil) throws(OSThread.StartError) {
         self.killSwitch = killSwitch
         self.fd = fileDescriptor
         self.maxQueuedBytes = maxQueuedBytes
         self.backPressureBytes = backPressureBytes
-        OSThread.start(name: name) { [self] in self.run() }
+        try OSThread.start(name: name) { [self] in self.run() }
     }
 
     /// Queues bytes; returns at once. False if the descriptor is broken (peer gone).

@@ -105,11 +105,11 @@ public final class Server: Sendable {
         FileLimit.raiseSoftLimit(logger: logger)
         let recorder = options.recorder
         self.recorder = recorder
-        let watchdog = options.exitWatchdog ? ExitWatchdog(boundSeconds: options.exitBoundSeconds) : nil
+        let watchdog = options.exitWatchdog ? try ExitWatchdog(boundSeconds: options.exitBoundSeconds) : nil
         self.watchdog = watchdog
         var endOfInput: (@Sendable () -> Void)?
         if let watchdog { endOfInput = { watchdog.arm(.endOfInput) } }
-        let connection = Connection(
+        let connection = try Connection(
             inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder,
             endOfInput: endOfInput, killSwitch: try TestKillSwitch.from(environment: options.environment, variable: "AGENTRPC_TEST_KILL_AT_FRAME"))
         self.connection = connection
@@ -148,7 +148,15 @@ public final class Server: Sendable {
 
     /// Serves until the client goes away or sends `exit`; returns the exit code.
     public func run() async -> Int32 {
-        connection.start()
+        do {
+            try connection.start()
+        } catch {
+            // Nothing was read, so nothing was started: said whatever the log level.
+            FileDescriptorOutput.standardError("agentrpc: \(error)\n")
+            await engine.closeAll()
+            logger.flush()
+            return Self.refusedThreadStatus
+        }
         let exitSignal = AsyncStream.makeStream(of: Void.self)
         shared.exitWatcher.withLock { $0 = exitSignal.continuation }
         let dispatcher = self.dispatcher
@@ -196,6 +204,11 @@ public final class Server: Sendable {
         // The watchdog stays armed: it also bounds what the process does after this returns.
         return clean ?? 0
     }
+
+    /// The exit status when the system refuses a thread the server needs for its
+    /// whole life (the input reader, the output writer, the deadline watcher, the
+    /// exit watchdog): the server does not start (docs/protocol.md, "Ending").
+    public static let refusedThreadStatus: Int32 = 1
 
     /// Runs `work` and waits for it until `deadline`; true if it finished. Work
     /// that overruns is left running (the process is about to exit).

@@ -224,14 +224,20 @@ package enum ChatCommand {
         do {
             try server.start()
         } catch {
-            complain("cannot start the server \(executable): \(error.localizedDescriptionLikeFoundation)")
+            complain("cannot start the server \(executable): \(error)")
             return 1
         }
         let inbox = ChatInbox()
         let interrupts = ChatInputSources.catchInterrupts(into: inbox)
         defer { interrupts.cancel() }
-        ChatInputSources.startForwarding(server, into: inbox)
-        ChatInputSources.startReadingLines(from: STDIN_FILENO, into: inbox)
+        do throws(OSThread.StartError) {
+            try ChatInputSources.startForwarding(server, into: inbox)
+            try ChatInputSources.startReadingLines(from: STDIN_FILENO, into: inbox)
+        } catch {
+            complain("\(error)")
+            server.stop()
+            return 1
+        }
 
         let setup = ChatConversation.Setup(session: session, isDemo: isDemo, echoInput: isatty(STDIN_FILENO) == 0, resume: options.resume)
         return ChatConversation(setup: setup, server: server, inbox: inbox, output: output).run()

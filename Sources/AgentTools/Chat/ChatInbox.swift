@@ -65,8 +65,8 @@ enum ChatInputSources {
     /// Reads stdin on a dedicated thread with blocking reads and posts one
     /// `.line` per line. Works the same through a terminal (canonical mode hands
     /// over a line at a time) and with piped input.
-    static func startReadingLines(from fd: Int32, into inbox: ChatInbox) {
-        OSThread.start(name: "chat-input") {
+    static func startReadingLines(from fd: Int32, into inbox: ChatInbox) throws(OSThread.StartError) {
+        try OSThread.start(name: "chat-input") {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -101,8 +101,8 @@ enum ChatInputSources {
     }
 
     /// Forwards everything the server writes; posts `.serverClosed` once its stdout ends.
-    static func startForwarding(_ server: TranscriptServerProcess, into inbox: ChatInbox) {
-        OSThread.start(name: "chat-server") {
+    static func startForwarding(_ server: TranscriptServerProcess, into inbox: ChatInbox) throws(OSThread.StartError) {
+        try OSThread.start(name: "chat-server") {
             while true {
                 // A finite deadline: NSCondition on Linux traps on `.distantFuture`.
                 switch server.next(until: Date(timeIntervalSinceNow: 3600)) {

@@ -75,7 +75,9 @@ package struct TranscriptReplayer: Sendable {
             let run: @Sendable () -> Void = { [self] in
                 continuation.resume(returning: replaySynchronously(text: text, name: name))
             }
-            if !OSThread.start(name: "transcript-replay", run) { run() }
+            // Without a thread of its own the run holds the caller's thread instead;
+            // it is bounded by its own deadlines either way.
+            do { try OSThread.start(name: "transcript-replay", run) } catch { run() }
         }
     }
 

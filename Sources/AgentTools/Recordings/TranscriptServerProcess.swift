@@ -60,7 +60,12 @@ final class TranscriptServerProcess: @unchecked Sendable {
     /// Why the child could not be started.
     struct StartError: Error, CustomStringConvertible {
         var code: Int32
-        var description: String { String(cString: strerror(code)) }
+        /// The thread the system refused, when that was the failure (not the child's start).
+        var thread: String?
+        var description: String {
+            let reason = String(cString: strerror(code))
+            return thread.map { "cannot start the thread '\($0)': \(reason)" } ?? reason
+        }
     }
 
     /// Starts the child and its readers. Writes to a dead child must return
@@ -102,28 +107,37 @@ final class TranscriptServerProcess: @unchecked Sendable {
         condition.unlock()
         let stdoutFD = pipes[1][0]
         let stderrFD = pipes[2][0]
-        startThread("replay-stdout") { [self] in
-            readStdout(stdoutFD)
-            close(stdoutFD)
+        // Each thread owns what it closes; a refused one leaves its descriptor (and
+        // the ones of the threads not tried yet) to the failure path below.
+        var ownerless = [stdoutFD, stderrFD]
+        do throws(OSThread.StartError) {
+            try OSThread.start(name: "replay-stdout") { [self] in
+                readStdout(stdoutFD)
+                close(stdoutFD)
+            }
+            ownerless.removeFirst()
+            try OSThread.start(name: "replay-stderr") { [self] in
+                readStderr(stderrFD)
+                close(stderrFD)
+            }
+            ownerless.removeFirst()
+            try OSThread.start(name: "replay-exit") { [self] in
+                let status = child.waitForTermination()
+                condition.lock()
+                exitStatus = status
+                exitedBySignal = child.terminatedBySignal
+                condition.broadcast()
+                condition.unlock()
+            }
+        } catch {
+            // Nobody would read its output or see its end: the child goes at once,
+            // is reaped here (SIGKILL: the wait is short), and the start fails.
+            child.signal(SIGKILL)
+            _ = child.waitForTermination()
+            ownerless.forEach { close($0) }
+            closeStdin()
+            throw StartError(code: error.code, thread: error.name)
         }
-        startThread("replay-stderr") { [self] in
-            readStderr(stderrFD)
-            close(stderrFD)
-        }
-        startThread("replay-exit") { [self] in
-            let status = child.waitForTermination()
-            condition.lock()
-            exitStatus = status
-            exitedBySignal = child.terminatedBySignal
-            condition.broadcast()
-            condition.unlock()
-        }
-    }
-
-    /// Runs `body` on a thread of its own; on the caller's when none can be started
-    /// (then the caller blocks until it ends, which a reader only does at the child's end).
-    private func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        if !OSThread.start(name: name, body) { body() }
     }
 
     var processIdentifier: Int32 { process?.processIdentifier ?? -1 }
