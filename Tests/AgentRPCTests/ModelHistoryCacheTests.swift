@@ -60,6 +60,46 @@ import Testing
         #expect(expectFresh(&cache, transcript, "emptied").messages.isEmpty)
     }
 
+    /// A closed group (one that what was appended after it cannot join) keeps its
+    /// messages: each round trip of a tool loop converts only its own entries.
+    @Test func closedGroupsAreKeptAndOpenOnesConvertedAgain() throws {
+        var transcript = Transcript(properties: [:])
+        var cache = ModelHistoryCache()
+        try transcript.append(.prompt(text: "go", images: nil), turn: "t1")
+        _ = expectFresh(&cache, transcript, "prompt")
+        for i in 0..<5 {
+            try transcript.append(.toolCalls(calls: [ToolCallRecord(callId: "c\(i)", name: "echo", arguments: ["i": .int(i)])], profile: nil, text: nil), turn: "t1")
+            try transcript.append(.toolOutput(callId: "c\(i)", name: "echo", outcome: .ok, content: "ok", profile: nil), turn: "t1")
+            _ = expectFresh(&cache, transcript, "round trip \(i)")
+            #expect(cache.entriesConvertedLast == 2, "round trip \(i) converted \(cache.entriesConvertedLast) entries")
+        }
+        // An exchange left without its output gets a synthetic result; it is still
+        // open (the output may come), so the next conversion redoes it.
+        try transcript.append(.toolCalls(calls: [
+            ToolCallRecord(callId: "x", name: "echo", arguments: [:]), ToolCallRecord(callId: "y", name: "echo", arguments: [:]),
+        ], profile: nil, text: "two"), turn: "t1")
+        _ = expectFresh(&cache, transcript, "calls without outputs")
+        try transcript.append(.toolOutput(callId: "x", name: "echo", outcome: .ok, content: "x", profile: nil), turn: "t1")
+        _ = expectFresh(&cache, transcript, "one output")
+        #expect(cache.entriesConvertedLast == 2, "the open exchange is converted again with its output")
+        // A prompt closes it with one call unanswered: the synthetic result stays.
+        try transcript.append(.prompt(text: "next", images: nil), turn: "t2")
+        _ = expectFresh(&cache, transcript, "closed by a prompt")
+        #expect(cache.entriesConvertedLast == 1)
+        // Signed reasoning belongs on the message after it, converted with it.
+        try transcript.append(.reasoning(text: "hmm", profile: nil, signature: "sig"), turn: "t2")
+        _ = expectFresh(&cache, transcript, "reasoning alone")
+        try transcript.append(.response(text: "done", profile: nil, incomplete: false), turn: "t2")
+        _ = expectFresh(&cache, transcript, "reasoning then response")
+        // A tool output with no calls before it (a stray one) is a group of its own.
+        try transcript.append(.toolOutput(callId: "stray", name: "echo", outcome: .failed, content: "late", profile: nil), turn: "t2")
+        _ = expectFresh(&cache, transcript, "stray output")
+        try transcript.append(.toolOutput(callId: "stray2", name: "echo", outcome: .ok, content: "later", profile: nil), turn: "t2")
+        _ = expectFresh(&cache, transcript, "second stray output")
+        // Nothing appended: the last group is converted again, the same.
+        _ = expectFresh(&cache, transcript, "unchanged")
+    }
+
     @Test func pathImagesAreReadAgainForEveryRequest() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-cache-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

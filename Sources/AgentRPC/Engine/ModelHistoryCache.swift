@@ -59,6 +59,10 @@ struct ModelHistoryCache {
     private var stamp: Int?
     private var log = MessageLog()
     private var convertedEntries = 0
+    /// How many messages the last conversion gave.
+    private var convertedMessages = 0
+    /// How many entries the last conversion converted (the rest it kept).
+    private(set) var entriesConvertedLast = 0
     /// Where the last group began, and how many messages came before it.
     private var lastGroup = (entry: 0, messagesBefore: 0)
     /// Prompts with `{path}` images, oldest first: their files are read again for
@@ -76,6 +80,13 @@ struct ModelHistoryCache {
             lastGroup = (0, 0)
             pathImagePrompts.removeAll()
         } else {
+            if entries.count > convertedEntries, !entries[convertedEntries].content.isToolOutput {
+                // What was appended starts a new group, so the last one is closed:
+                // only a tool output can join a group, and entries before it never
+                // change within a stamp. Its messages stay; a tool round trip
+                // converts its own two entries, not the previous exchange's again.
+                lastGroup = (convertedEntries, convertedMessages)
+            }
             pathImagePrompts.removeAll { $0.entry >= lastGroup.entry }
         }
         let reload = pathImagePrompts
@@ -99,7 +110,9 @@ struct ModelHistoryCache {
         }
         lastGroup = group
         pathImagePrompts += newPathImagePrompts
+        entriesConvertedLast = entries.count - start.entry
         convertedEntries = entries.count
+        convertedMessages = converted.0.count
         let stable = min(lastGroup.messagesBefore, pathImagePrompts.first?.message ?? .max)
         return Conversion(
             messages: converted.0, entryIDs: converted.1,
@@ -110,6 +123,14 @@ struct ModelHistoryCache {
 extension ImageAttachment {
     var isPath: Bool {
         if case .path = self { return true }
+        return false
+    }
+}
+
+extension TranscriptContent {
+    /// A tool output: the one kind of entry that joins the group before it.
+    var isToolOutput: Bool {
+        if case .toolOutput = self { return true }
         return false
     }
 }
