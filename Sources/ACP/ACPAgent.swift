@@ -1,6 +1,5 @@
 import AgentRPC
 import AgentRPCProtocol
-import AgentTools
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

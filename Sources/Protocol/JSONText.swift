@@ -321,17 +321,43 @@ package struct JSONTextParser {
     /// without escapes (an id, a model name) is only scanned; any other is
     /// parsed, so its escapes and UTF-8 are checked by the same code.
     package mutating func skipString() throws(JSONParseError) {
-        var i = index + 1
+        if plainString() == nil { _ = try parseString() }
+    }
+
+    /// The bytes between the quotes of the string at `index` (its opening
+    /// quote), read past it, when they are printable ASCII without an escape
+    /// (the string is then exactly those bytes); else nil, `index` unmoved.
+    /// Eight bytes at a time: ids, model names and keys are most of what a
+    /// streamed chunk's reader passes over.
+    package mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+        let start = index + 1
+        var i = start
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= bytes.count {
+                // The first byte of the eight that is not plain (the closing
+                // quote of a short key or id, most often) is found at once.
+                let flags = JSONTextWriter.bytesToEscapeOrNonASCII(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                if flags == 0 {
+                    i += 8
+                    continue
+                }
+                i += flags.trailingZeroBitCount / 8
+                guard bytes[i] == UInt8(ascii: "\"") else { return nil }
+                index = i + 1
+                return UnsafeBufferPointer(rebasing: bytes[start..<i])
+            }
+        }
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
                 index = i + 1
-                return
+                return UnsafeBufferPointer(rebasing: bytes[start..<i])
             }
-            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { break }
+            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { return nil }
             i += 1
         }
-        _ = try parseString()
+        return nil
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
@@ -641,25 +667,44 @@ enum JSONTextWriter {
 
     /// Decimal digits without an intermediate String.
     static func writeInt(_ i: Int, into out: inout [UInt8]) {
-        if i == 0 {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        // Work with the magnitude so Int.min does not overflow.
-        var magnitude = i.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
-        var count = 0
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for a sign and 20 digits
         withUnsafeMutableBytes(of: &digits) { raw in
             let buffer = raw.bindMemory(to: UInt8.self)
-            while magnitude > 0 {
-                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            }
-            if i < 0 { out.append(UInt8(ascii: "-")) }
+            let start = formatInt(i, rightAlignedIn: buffer)
             // A buffer pointer, not a slice of the raw bytes: its append is a copy, not a generic loop.
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[(24 - count)...]))
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
         }
+    }
+
+    /// `writeInt` at `p` (room for 21 bytes needed); returns the bytes written.
+    @inline(__always)
+    static func writeInt(_ i: Int, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return withUnsafeMutableBytes(of: &digits) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            let start = formatInt(i, rightAlignedIn: buffer)
+            let count = buffer.count - start
+            if let base = buffer.baseAddress { p.update(from: base + start, count: count) }
+            return count
+        }
+    }
+
+    /// `i`'s decimal text written at the end of `buffer` (24 bytes); returns where it starts.
+    @inline(__always)
+    private static func formatInt(_ i: Int, rightAlignedIn buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var start = buffer.count
+        // Work with the magnitude so Int.min does not overflow.
+        var magnitude = i.magnitude
+        repeat {
+            start -= 1
+            buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        if i < 0 {
+            start -= 1
+            buffer[start] = UInt8(ascii: "-")
+        }
+        return start
     }
 
     static func writeDouble(_ d: Double, into out: inout [UInt8]) {
@@ -688,27 +733,65 @@ enum JSONTextWriter {
             var i = firstByteToEscape(buf, from: 0)
             while i < buf.count {
                 if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
-                let b = buf[i]
-                out.append(0x5C)
-                switch b {
-                case 0x22, 0x5C: out.append(b)
-                case 0x0A: out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "t"))
-                case 0x08: out.append(UInt8(ascii: "b"))
-                case 0x0C: out.append(UInt8(ascii: "f"))
-                default:
-                    out.append(UInt8(ascii: "u"))
-                    out.append(0x30)
-                    out.append(0x30)
-                    out.append(hex[Int(b >> 4)])
-                    out.append(hex[Int(b & 0xF)])
+                var escape: UInt64 = 0
+                withUnsafeMutableBytes(of: &escape) { raw in
+                    let bytes = raw.bindMemory(to: UInt8.self)
+                    guard let base = bytes.baseAddress else { return }
+                    out.append(contentsOf: UnsafeBufferPointer(start: base, count: writeEscape(buf[i], to: base)))
                 }
                 runStart = i + 1
                 i = firstByteToEscape(buf, from: runStart)
             }
             if runStart < buf.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<buf.count])) }
         }
+    }
+
+    /// The most bytes `writeStringContents` writes for one byte of text (`\u00XX`).
+    static let maximumEscapedBytesPerByte = 6
+
+    /// `writeStringContents` at `p`, which must have room for
+    /// `maximumEscapedBytesPerByte` bytes per UTF-8 byte of `s`; returns the
+    /// bytes written. For a writer that frames a message in memory of its own.
+    static func writeStringContents(_ s: String, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        var s = s
+        return s.withUTF8 { buf in
+            guard let source = buf.baseAddress else { return 0 }
+            var written = 0
+            var runStart = 0
+            var i = firstByteToEscape(buf, from: 0)
+            while i < buf.count {
+                (p + written).update(from: source + runStart, count: i - runStart)
+                written += i - runStart
+                written += writeEscape(buf[i], to: p + written)
+                runStart = i + 1
+                i = firstByteToEscape(buf, from: runStart)
+            }
+            (p + written).update(from: source + runStart, count: buf.count - runStart)
+            return written + buf.count - runStart
+        }
+    }
+
+    /// The escape of a byte `firstByteToEscape` stopped at (`\"`, `\n`, …,
+    /// `\u00XX`), written at `p`; returns its length (2 or 6).
+    @inline(__always)
+    private static func writeEscape(_ b: UInt8, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = 0x5C
+        switch b {
+        case 0x22, 0x5C: p[1] = b
+        case 0x0A: p[1] = UInt8(ascii: "n")
+        case 0x0D: p[1] = UInt8(ascii: "r")
+        case 0x09: p[1] = UInt8(ascii: "t")
+        case 0x08: p[1] = UInt8(ascii: "b")
+        case 0x0C: p[1] = UInt8(ascii: "f")
+        default:
+            p[1] = UInt8(ascii: "u")
+            p[2] = 0x30
+            p[3] = 0x30
+            p[4] = hex[Int(b >> 4)]
+            p[5] = hex[Int(b & 0xF)]
+            return 6
+        }
+        return 2
     }
 
     /// The position of the first byte from `start` on that a JSON string must
@@ -730,17 +813,30 @@ enum JSONTextWriter {
         return bytes.count
     }
 
+    /// The high bit of each byte of `word` (loaded little-endian) that is
+    /// below 0x20, `"`, `\` or 0x80 and above, exact for the lowest such byte
+    /// (a borrow only runs upwards from it); zero when there is none.
+    @inline(__always)
+    static func bytesToEscapeOrNonASCII(_ word: UInt64) -> UInt64 {
+        (escapeFlags(word) | word) & 0x8080_8080_8080_8080
+    }
+
     /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\`
     /// (the "has a byte less than n" and "has a zero byte" bit tricks: exact
     /// for the question whether any byte is, bytes of 0x80 and above never are).
     @inline(__always)
     static func anyByteToEscape(_ word: UInt64) -> Bool {
+        escapeFlags(word) & 0x8080_8080_8080_8080 != 0
+    }
+
+    /// In each byte's high bit (the rest is noise): the byte is below 0x20,
+    /// `"` or `\`, or a lower byte was (a borrow).
+    @inline(__always)
+    private static func escapeFlags(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let control = (word &- ones &* 0x20) & ~word & highs
+        let control = (word &- ones &* 0x20) & ~word
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
-        let zeroed = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
-        return (control | (zeroed & highs)) != 0
+        return control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
     }
 }

@@ -164,6 +164,29 @@ extension ProviderStreamDecoder {
         (#"{"choices":[{"index":0,"delta":{"content":"a",}}]}"#, false),
         (#"{"choices":[{"index":0 "delta":{"content":"a"}}]}"#, false),
         (#"{"choices":[{"index":0,"delta":{"content":"a"}}"#, false),
+        // A chunk as OpenAI sends it: the members the reader passes over are
+        // scanned eight bytes at a time, down to the byte when one is not plain.
+        (#"{"id":"chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz012","object":"chat.completion.chunk","created":1731000000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":{"content":" t3"},"logprobs":null,"finish_reason":null}]}"#, true),
+        (#"{"id":"chatcmpl-é0123456789","choices":[{"index":0,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"id":"abcdefgh\"ijklmnopq","choices":[{"index":0,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"id":"abcdefghijklmnop\u00e9","choices":[{"index":0,"delta":{"content":"hi"}}]}"#, true),
+        ("{\"id\":\"abcdefghij\tkl\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}", false),  // a raw tab in a skipped string
+        (#"{"id":"abcdefghijklmnopqrstuvwxyz"#, false),
+        (#"{"abcdefghijklmnopq":1,"choices":[{"index":0,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"abcdefghijklmn\u0070q":1,"choices":[{"index":0,"delta":{"content":"hi"}}]}"#, false),
+        // The index as an integer read from its bytes, or as the full parse reads any other number.
+        (#"{"choices":[{"index":0 ,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":-0,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":0e0,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":1e0,"delta":{"content":"hi"}}]}"#, false),
+        (#"{"choices":[{"index":00,"delta":{"content":"hi"}}]}"#, false),
+        (#"{"choices":[{"index":10,"delta":{"content":"hi"}}]}"#, false),
+        (#"{"choices":[{"index":123456789012,"delta":{"content":"hi"}}]}"#, false),
+        // Numbers that are no `intValue`: no index, so the first choice, as the full parse reads them.
+        (#"{"choices":[{"index":1000000000000000000000,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":0.5,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":true,"delta":{"content":"hi"}}]}"#, true),
+        (#"{"choices":[{"index":0,"index":0,"delta":{"content":"hi"}}]}"#, false),
     ]
 
     @Test(arguments: openAIVariants.indices)
@@ -222,6 +245,17 @@ extension ProviderStreamDecoder {
         (#"{"type":"content_block_delt","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
         (#"{"type":null,"index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
         (#"{"type":"content_block_delta","type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        // The index as an integer read from its bytes, or as the full parse reads any other number.
+        (#"{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_delta","index":1.0,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_delta","index":0E0,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_delta","index":0.25,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delta","index":123456789,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_delta","index":1234567890,"delta":{"type":"text_delta","text":"hi"}}"#, true),
+        (#"{"type":"content_block_delta","index":99999999999999999999,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delta","index":null,"delta":{"type":"text_delta","text":"hi"}}"#, false),
+        (#"{"type":"content_block_delta","index":0,"index":0,"delta":{"type":"text_delta","text":"hi"}}"#, false),
     ]
 
     @Test(arguments: anthropicVariants.indices)
@@ -263,6 +297,8 @@ extension ProviderStreamDecoder {
         (#"{"type":"response.output_text\u002edelta","item_id":"msg_1","delta":"hi"}"#, true),
         (#"{"type":"response.output_text.deltas","item_id":"msg_1","delta":"hi"}"#, false),
         (#"{"type":7,"item_id":"msg_1","delta":"hi"}"#, false),
+        (#"{"type":"response.output_text.delta","sequence_number":12,"item_id":"msg_0123456789abcdef0123456789abcdef","output_index":0,"content_index":0,"delta":" t3","logprobs":[]}"#, true),
+        (#"{"type":"response.output_text.delta","item_id":"msg_0123456789abcdefé","delta":"hi"}"#, true),
     ]
 
     @Test(arguments: responsesVariants.indices)

@@ -130,12 +130,12 @@ import Testing
 
     @Test func aLongBurstLetsTheActorGo() async throws {
         let (stream, continuation) = ProviderEventStream.makeStream()
-        let total = 4 * ProviderEventStream.AsyncIterator.eventsPerYield
+        let total = 4 * ProviderEventStream.eventsPerYield
         continuation.yield(contentsOf: (0..<total).map { .textDelta("\($0)") })
         continuation.finish()
         let markedAt = try await Consumer().consume(stream)
         // Without giving the actor up, the mark ran only after the last event.
         let at = try #require(markedAt, "the actor's other work ran only after the burst")
-        #expect(at <= ProviderEventStream.AsyncIterator.eventsPerYield)
+        #expect(at <= ProviderEventStream.eventsPerYield)
     }
 }

@@ -1,4 +1,4 @@
-import AgentRPCProtocol
+@testable import AgentRPCProtocol
 import Foundation
 import Testing
 
@@ -93,6 +93,49 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
                     }
                 }
             }
+        }
+    }
+
+    /// A delta's whole frame, written by `DeltaFrameWriter` into its reused
+    /// buffer, is the envelope around `writeDelta`'s params, byte for byte:
+    /// every ASCII byte alone (the escapes), non-ASCII text, texts longer than
+    /// the buffer (it grows, then shrinks again), signed and extreme `seq`s.
+    @Test func deltaFramesAreTheEnvelopeAroundTheDeltaParams() {
+        let head = Array(#"{"jsonrpc":"2.0","method":"session/event","params":"#.utf8)
+        let end: [UInt8] = [UInt8(ascii: "}"), 0x0A]
+        var texts = (0..<128).map { String(UnicodeScalar(UInt8($0))) }
+        texts += ["", "plain", "a \"quoted\"\nline\té\\ \u{1} 😀", "</script>", String(repeating: "\u{7}x", count: 5_000),
+                  String(repeating: "é😀", count: 20_000), "after the long ones"]
+        for turnId in [nil, "t \"odd\""] as [String?] {
+            let tail = SessionEventParams.tail(sessionId: "s-1 é", turnId: turnId)
+            let writer = DeltaFrameWriter(frameHead: head, tail: tail, frameEnd: end)
+            for (n, text) in texts.enumerated() {
+                let reasoning = n % 3 == 0
+                let seq = [0, 7, -12, Int.max, Int.min, 4_242][n % 6]
+                var expected = head
+                SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &expected)
+                expected += end
+                let frame = Array(writer.frame(text, reasoning: reasoning, seq: seq))
+                #expect(frame == expected, "\(String(decoding: frame, as: UTF8.self))")
+            }
+        }
+    }
+
+    /// Integers as `writeInt` writes them, into an array and into memory, are their decimal text.
+    @Test func integersWrittenAsBytesAreTheirDecimalText() {
+        var values = [0, 1, -1, 9, 10, -10, 99, 100, 12_345, Int.max, Int.min, Int.max - 1, Int.min + 1]
+        var power = 1
+        for _ in 0..<18 {
+            power *= 10
+            values += [power - 1, power, power + 1, -power]
+        }
+        for value in values {
+            var bytes: [UInt8] = [UInt8(ascii: "x")]
+            JSONTextWriter.writeInt(value, into: &bytes)
+            #expect(bytes == Array("x\(value)".utf8))
+            var memory = [UInt8](repeating: 0, count: 21)
+            let count = memory.withUnsafeMutableBufferPointer { JSONTextWriter.writeInt(value, to: $0.baseAddress!) }
+            #expect(Array(memory[..<count]) == Array("\(value)".utf8))
         }
     }
 

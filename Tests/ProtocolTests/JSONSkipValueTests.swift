@@ -33,6 +33,38 @@ import Testing
         }
     }
 
+    /// `plainString` (eight bytes at a time) takes a string exactly when a
+    /// byte-by-byte scan finds its closing quote before a backslash, a control
+    /// character or a non-ASCII byte, wherever in the eight that byte is.
+    @Test func plainStringsAreWhatAByteByByteScanFinds() {
+        func scan(_ bytes: [UInt8]) -> (content: [UInt8], end: Int)? {
+            for i in 1..<bytes.count {
+                let b = bytes[i]
+                if b == UInt8(ascii: "\"") { return (Array(bytes[1..<i]), i + 1) }
+                if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { return nil }
+            }
+            return nil
+        }
+        let odd: [UInt8] = [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xA2, 0xC3, 0xDC, 0xFF]
+        for length in 0...26 {
+            for position in 0..<max(length, 1) {
+                for byte in odd {
+                    var content = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    if length > 0 { content[position] = byte }
+                    for text in [[0x22] + content + [0x22] + Array("tail!".utf8), [0x22] + content] {
+                        text.withUnsafeBufferPointer { buffer in
+                            var parser = JSONTextParser(buffer, loneSurrogates: .reject)
+                            let plain = parser.plainString().map(Array.init)
+                            let expected = scan(text)
+                            #expect(plain == expected?.content, "\(text)")
+                            #expect(parser.index == (expected?.end ?? 0), "\(text)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Invalid UTF-8 inside a skipped string is refused as the parse refuses it.
     @Test func invalidUTF8InASkippedStringIsRefused() {
         for bad: [UInt8] in [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x00], [0x1F]] {

@@ -14,7 +14,12 @@ final class SessionEvents {
     /// The turn that events naming none are tagged with: the running one. The
     /// last turn (which `getState` still names) must not tag events outside a turn.
     var runningTurnId: String? {
-        didSet { if runningTurnId != oldValue { runningTail = nil } }
+        didSet {
+            if runningTurnId != oldValue {
+                runningTail = nil
+                deltaFrames = nil
+            }
+        }
     }
     /// Deltas merged while the client is behind, not sent yet (`emitDelta`).
     /// Read at every delta; used only on the session actor and never across
@@ -25,6 +30,9 @@ final class SessionEvents {
     private let connection: Connection?
     /// The end of an event's params for the running turn, made at its first event.
     private var runningTail: [UInt8]?
+    /// The running turn's delta frames, made at its first delta (while the
+    /// connection takes whole frames).
+    private var deltaFrames: DeltaFrameWriter?
 
     init(sessionId: String, channel: any ClientChannel, logger: Logger) {
         self.sessionId = sessionId
@@ -61,11 +69,16 @@ final class SessionEvents {
         if let connection {
             // Asked and sent under one lock of the output queue.
             let seq = seq + 1
-            let tail = runningTail ?? tail(runningTurnId)
-            let sent = connection.notifyUnlessBehind(
-                SessionEventNotification.name,
-                writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
-                params: { self.deltaParams(text, reasoning: reasoning, seq: seq) })
+            let sent: Bool
+            if connection.writesNotificationFrames {
+                sent = connection.enqueueNotificationFrameUnlessBehind(deltaFrameWriter().frame(text, reasoning: reasoning, seq: seq))
+            } else {
+                let tail = runningTail ?? tail(runningTurnId)
+                sent = connection.notifyUnlessBehind(
+                    SessionEventNotification.name,
+                    writingParams: { SessionEventParams.writeDelta(text, reasoning: reasoning, seq: seq, tail: tail, into: &$0) },
+                    params: { self.deltaParams(text, reasoning: reasoning, seq: seq) })
+            }
             if sent { self.seq = seq } else { heldDelta = (reasoning, text) }
         } else if channel.isBehind {
             heldDelta = (reasoning, text)
@@ -73,6 +86,9 @@ final class SessionEvents {
             sendDelta(text, reasoning: reasoning)
         }
     }
+
+    /// Whether a delta is held back (then `keepPace` has something to do).
+    var holdsDelta: Bool { heldDelta != nil }
 
     /// Back-pressure for a streaming turn (docs/protocol.md, "Every limit and
     /// its default"): held text goes out once the client caught up; when it
@@ -113,6 +129,9 @@ final class SessionEvents {
         guard let connection else { return send(reasoning ? .reasoningDelta(text) : .textDelta(text)) }
         seq += 1
         let seq = seq
+        if connection.writesNotificationFrames {
+            return connection.enqueueNotificationFrame(deltaFrameWriter().frame(text, reasoning: reasoning, seq: seq))
+        }
         let tail = runningTail ?? tail(runningTurnId)
         connection.notify(
             SessionEventNotification.name,
@@ -131,6 +150,15 @@ final class SessionEvents {
         if let runningTail { return runningTail }
         let made = SessionEventParams.tail(sessionId: sessionId, turnId: turnId)
         runningTail = made
+        return made
+    }
+
+    /// The running turn's delta frames.
+    private func deltaFrameWriter() -> DeltaFrameWriter {
+        if let deltaFrames { return deltaFrames }
+        let frame = Connection.notificationFrame(SessionEventNotification.name)
+        let made = DeltaFrameWriter(frameHead: frame.head, tail: runningTail ?? tail(runningTurnId), frameEnd: frame.end)
+        deltaFrames = made
         return made
     }
 

@@ -482,55 +482,81 @@ extension TurnRunner {
         // stalled stream (the iteration then finishes quietly, see below).
         control.setWaitingForProvider(true)
         defer { control.setWaitingForProvider(false) }
-        // A shown round trip's text is kept once, in `currentText` (which
+        // A shown round trip's text is kept once, in `shownText` (which
         // getState reads while it streams), and is the output's when the
         // stream ends or fails: one append a delta, not two.
-        let shownStart = shown ? currentText.utf8.count : 0
+        let shownStart = shown ? shownText.count : 0
         defer {
-            if shown { output.text = shownStart == 0 ? currentText : String(decoding: currentText.utf8.dropFirst(shownStart), as: UTF8.self) }
+            if shown { output.text = String(decoding: shownText[shownStart...], as: UTF8.self) }
         }
         let events = session.events
-        for try await event in provider.stream(request) {
-            try control.checkpoint()
-            switch event {
-            case .textDelta(let delta):
-                guard !delta.isEmpty else { continue }
-                if shown {
-                    currentText += delta
-                    events.emitDelta(delta, reasoning: false)
-                } else {
-                    output.text += delta
+        let stream = provider.stream(request)
+        // One batch at a time (everything the provider buffered since the last
+        // one: a network read's events), its events read where they are (no
+        // copy of each) and handled synchronously up to the next await that is
+        // due: a held-back delta to pace, or the actor to let go. No async
+        // iterator call and no pacing call per event.
+        var sinceYield = 0
+        while let batch = try await stream.nextBatch() {
+            var next = 0
+            while next < batch.count {
+                next = try batch.withUnsafeBufferPointer { buffer in
+                    var i = next
+                    while i < buffer.count {
+                        try control.checkpoint()
+                        switch buffer[i] {
+                        case .textDelta(let delta) where !delta.isEmpty:
+                            if shown {
+                                shownText.append(contentsOf: delta.utf8)
+                                events.emitDelta(delta, reasoning: false)
+                            } else {
+                                output.text += delta
+                            }
+                        case .reasoningDelta(let delta) where !delta.isEmpty:
+                            output.reasoning += delta
+                            if shown { events.emitDelta(delta, reasoning: true) }
+                        case .textDelta, .reasoningDelta:
+                            break
+                        case .reasoningSignature(let signature):
+                            // Not shown to clients: it only matters for sending the thinking back.
+                            output.reasoningSignatures.append(signature)
+                        case .refusalDelta(let delta):
+                            // A refusal is the model's answer to the user: shown as text.
+                            guard !delta.isEmpty else { break }
+                            output.refusal += delta
+                            if shown {
+                                shownText.append(contentsOf: delta.utf8)
+                                events.emitDelta(delta, reasoning: false)
+                            } else {
+                                output.text += delta
+                            }
+                        case .toolCall(let call):
+                            output.toolCalls.append(call)
+                        case .usage(let reported):
+                            let report = Usage(believableUsage(reported, session: session), pricing: provider.capabilities.pricing)
+                            output.usage = report
+                            lastUsageReport = report
+                            session.emit(.usage(report))
+                            try checkBudgets(pending: report, provider: provider, session: session)
+                        case .end(let reason):
+                            output.stopReason = reason
+                            ended = true
+                        }
+                        i += 1
+                        sinceYield += 1
+                        if (shown && events.holdsDelta) || sinceYield == ProviderEventStream.eventsPerYield { break }
+                    }
+                    return i
                 }
-            case .reasoningDelta(let delta):
-                guard !delta.isEmpty else { continue }
-                output.reasoning += delta
-                if shown { events.emitDelta(delta, reasoning: true) }
-            case .reasoningSignature(let signature):
-                // Not shown to clients: it only matters for sending the thinking back.
-                output.reasoningSignatures.append(signature)
-            case .refusalDelta(let delta):
-                // A refusal is the model's answer to the user: shown as text.
-                guard !delta.isEmpty else { continue }
-                output.refusal += delta
-                if shown {
-                    currentText += delta
-                    events.emitDelta(delta, reasoning: false)
-                } else {
-                    output.text += delta
+                if shown, events.holdsDelta { await events.keepPace() }
+                // A long burst (a scripted item of 40,000 deltas, a large read)
+                // must not hold the session actor to its end: what waits for it
+                // (the abort at end of input, session/cancel, getState) gets in.
+                if sinceYield == ProviderEventStream.eventsPerYield {
+                    sinceYield = 0
+                    await Task.yield()
                 }
-            case .toolCall(let call):
-                output.toolCalls.append(call)
-            case .usage(let reported):
-                let report = Usage(believableUsage(reported, session: session), pricing: provider.capabilities.pricing)
-                output.usage = report
-                lastUsageReport = report
-                session.emit(.usage(report))
-                try checkBudgets(pending: report, provider: provider, session: session)
-            case .end(let reason):
-                output.stopReason = reason
-                ended = true
             }
-            if shown { await events.keepPace() }
         }
         // A cancelled task ends the stream's iteration quietly; that is not truncation.
         try control.checkpoint()

@@ -21,10 +21,16 @@ final class TurnRunner {
 
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true
-    /// Appended once per streamed delta. Only the session actor touches a
-    /// runner, and no access to it spans a suspension, so the runtime's
-    /// exclusivity check per append is left out.
-    @exclusivity(unchecked) var currentText = ""
+    /// The shown text of the running reply, as UTF-8: appended once per
+    /// streamed delta (bytes are appended for less than a string's append
+    /// costs), made a string only when read (`currentText`). Only the
+    /// session actor touches a runner, and no access to it spans a
+    /// suspension, so the runtime's exclusivity check per append is left out.
+    @exclusivity(unchecked) var shownText: [UInt8] = []
+    var currentText: String {
+        get { String(decoding: shownText, as: UTF8.self) }
+        set { shownText = Array(newValue.utf8) }
+    }
     /// The tool calls of the round trip running now, if any (`ToolStage`).
     var toolStage: ToolStage<AgentSession>?
     var activeToolCalls: [ToolCallRecord] { toolStage?.activeToolCalls ?? [] }

@@ -261,8 +261,7 @@ struct Evaluation {
     }
 
     private mutating func checkNumber(_ value: JSONValue, _ node: SchemaNode) {
-        // Made only for a message: a tool call's numbers are checked at every call.
-        var shown: String { Self.brief(value) }
+        let shown = Self.brief(value)
         if let bound = node.minimum, Self.compare(value, bound) < 0 {
             report("must be >= \(Self.brief(bound)), got \(shown)")
         }

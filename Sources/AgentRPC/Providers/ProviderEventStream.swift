@@ -54,6 +54,14 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
 
     private let storage: Storage
 
+    /// A consumer on an actor (the session) gives it up for a moment after
+    /// this many events in a row: a burst (a scripted item of 40,000
+    /// deltas, a large read) would otherwise hold the actor to its end,
+    /// and what waits for it (the abort at end of input, `session/cancel`,
+    /// `getState`) only got in once the turn was over. One hop per this
+    /// many events, where `AsyncThrowingStream` hopped once per event.
+    package static let eventsPerYield = 256
+
     private init(storage: Storage) { self.storage = storage }
 
     /// Dropped by its consumer before the end: the producer is told, so an
@@ -98,14 +106,6 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
 
         fileprivate init(stream: ProviderEventStream) { self.stream = stream }
 
-        /// A consumer on an actor (the session) gives it up for a moment after
-        /// this many events in a row: a burst (a scripted item of 40,000
-        /// deltas, a large read) would otherwise hold the actor to its end,
-        /// and what waits for it (the abort at end of input, `session/cancel`,
-        /// `getState`) only got in once the turn was over. One hop per this
-        /// many events, where `AsyncThrowingStream` hopped once per event.
-        static let eventsPerYield = 256
-
         package mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> ProviderEvent? {
             if index == batch.count {
                 guard let next = try await stream.nextBatch(isolation: actor) else { return nil }
@@ -113,7 +113,7 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
                 index = 0
             }
             sinceYield += 1
-            if sinceYield >= Self.eventsPerYield {
+            if sinceYield >= ProviderEventStream.eventsPerYield {
                 sinceYield = 0
                 await Task.yield()
             }
@@ -151,7 +151,9 @@ extension ProviderEventStream {
             let waiter = state.withLock { s -> UnsafeContinuation<[ProviderEvent]?, any Error>? in
                 guard s.end == nil else { return nil }
                 guard let waiter = s.waiter else {
-                    s.buffer.append(contentsOf: events)
+                    // An empty buffer takes the producer's array itself: its
+                    // events are not copied one by one (and destroyed twice).
+                    if s.buffer.isEmpty { s.buffer = events } else { s.buffer.append(contentsOf: events) }
                     return nil
                 }
                 s.waiter = nil

@@ -132,9 +132,20 @@ struct StreamChunkReader {
     /// exactly when `string() == name` would be); anything but a string is
     /// not recognised. An event's type, read without making a string of it.
     mutating func string(is name: StaticString) throws(Unrecognised) -> Bool {
+        try string(is: name, or: name) != nil
+    }
+
+    /// Which of `first` (0) and `second` (1) the string at the cursor is (read
+    /// past it), nil for any other string; compared as `string(is:)` compares.
+    /// A delta's type, read without making a string of it.
+    mutating func string(is first: StaticString, or second: StaticString) throws(Unrecognised) -> Int? {
         guard next == UInt8(ascii: "\"") else { throw Unrecognised() }
-        if let plain = plainString() { return Key(bytes: plain) == name }
-        return try string() == name.description
+        if let plain = plainString() {
+            let key = Key(bytes: plain)
+            return key == first ? 0 : key == second ? 1 : nil
+        }
+        let text = try string()
+        return text == first.description ? 0 : text == second.description ? 1 : nil
     }
 
     /// Whether the value at the cursor is `null` (then read past it).
@@ -144,10 +155,30 @@ struct StreamChunkReader {
         return true
     }
 
-    /// Any value, as `JSONValue.parse` builds it: for a small member read the
-    /// way the full decoder reads it (an index).
+    /// Any value, as `JSONValue.parse` builds it.
     mutating func value() throws(Unrecognised) -> JSONValue {
         do { return try parser.parseValue() } catch { throw Unrecognised() }
+    }
+
+    /// The value's `JSONValue.intValue`, as the full decoder reads an index: a
+    /// plain integer of a few digits (nearly every index) read from its
+    /// bytes, anything else through `value()`.
+    mutating func intValue() throws(Unrecognised) -> Int? {
+        let bytes = parser.bytes
+        var i = parser.index
+        var magnitude = 0
+        // At most nine digits, no sign, no leading zero: no overflow, and the
+        // number is exactly this integer when neither a fraction nor an exponent follows.
+        while i < bytes.count, i - parser.index < 9, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") {
+            magnitude = magnitude * 10 + Int(bytes[i] - UInt8(ascii: "0"))
+            i += 1
+        }
+        let digits = i - parser.index
+        let ends = i < bytes.count && !(bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9"))
+            && bytes[i] != UInt8(ascii: ".") && bytes[i] != UInt8(ascii: "e") && bytes[i] != UInt8(ascii: "E")
+        guard digits > 0, ends, digits == 1 || bytes[parser.index] != UInt8(ascii: "0") else { return try value().intValue }
+        parser.index = i
+        return magnitude
     }
 
     /// Reads past any value.
@@ -158,21 +189,7 @@ struct StreamChunkReader {
     /// The bytes between the quotes of the string at the cursor, read past it,
     /// when they are printable ASCII without an escape (the string is then
     /// exactly those bytes); else nil and the cursor stays.
-    private mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
-        let bytes = parser.bytes
-        let start = parser.index + 1
-        var i = start
-        while i < bytes.count {
-            let b = bytes[i]
-            if b == UInt8(ascii: "\"") {
-                parser.index = i + 1
-                return UnsafeBufferPointer(rebasing: bytes[start..<i])
-            }
-            if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { return nil }
-            i += 1
-        }
-        return nil
-    }
+    private mutating func plainString() -> UnsafeBufferPointer<UInt8>? { parser.plainString() }
 
     /// A member's key, as the bytes between its quotes. A key with an escape,
     /// a control character or a non-ASCII byte is not recognised (none of the
@@ -180,6 +197,13 @@ struct StreamChunkReader {
     private mutating func rawKey() throws(Unrecognised) -> Key {
         guard next == UInt8(ascii: "\""), let bytes = plainString() else { throw Unrecognised() }
         return Key(bytes: bytes)
+    }
+
+    /// Marks a member a reader takes at most once (then written straight
+    /// where it goes, no `ReadOnce` copy): a repeated one is not recognised.
+    static func firstTime(_ seen: inout Bool) throws(Unrecognised) {
+        if seen { throw Unrecognised() }
+        seen = true
     }
 
     /// A member's key, compared with the names a decoder reads.
@@ -210,8 +234,7 @@ struct ReadOnce<Value> {
     private var seen = false
 
     mutating func set(_ new: Value?) throws(StreamChunkReader.Unrecognised) {
-        if seen { throw StreamChunkReader.Unrecognised() }
-        seen = true
+        try StreamChunkReader.firstTime(&seen)
         value = new
     }
 

@@ -46,11 +46,16 @@ package final class Connection: Sendable {
     private let inputFD: Int32
     private let writer: ByteSinkThread
     private let framing: Mutex<Framing?>
+    /// `framing` is `.contentLength`: kept beside it for the question every
+    /// streamed delta asks (`writesNotificationFrames`), without the lock.
+    private let framedWithHeaders: Atomic<Bool>
     private let pending = Mutex<[RequestID: PendingRequest]>([:])
     private let nextOutgoingID = Mutex<Int>(1)
     /// Once stdin is closed no answer can arrive, so new requests fail at once.
     private let inputClosed = Mutex<Bool>(false)
     private let recorder: (any ConnectionRecorder)?
+    /// `recorder != nil`, asked at every event without opening the existential.
+    private let records: Bool
     /// The notification that withdraws a request of ours (`$/cancelRequest`;
     /// the Agent Client Protocol spells it `$/cancel_request`).
     private let cancelRequestMethod: String
@@ -84,7 +89,9 @@ package final class Connection: Sendable {
         self.maxMessageBytes = maxMessageBytes
         self.logger = logger
         self.framing = Mutex(framing)
+        self.framedWithHeaders = Atomic(framing == .contentLength)
         self.recorder = recorder
+        self.records = recorder != nil
         // The watcher of the requests' deadlines starts with the connection, like
         // the writer: a request must never go out without its bound.
         let deadlines = RequestDeadlines()
@@ -148,7 +155,11 @@ package final class Connection: Sendable {
     private func handle(_ event: FrameEvent, parser: FrameParser) {
         if let detected = parser.framing {
             let isNew = framing.withLock { current -> Bool in
-                if current == nil { current = detected; return true }
+                if current == nil {
+                    current = detected
+                    framedWithHeaders.store(detected == .contentLength, ordering: .releasing)
+                    return true
+                }
                 return false
             }
             if isNew { recorder?.framingDetected(detected) }
@@ -278,7 +289,7 @@ package final class Connection: Sendable {
     /// is the same params as a value, used instead when a recorder or the
     /// trace log must see the message, or a header must count its bytes first.
     package func notify(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue) {
-        guard recorder == nil, logger.level < .trace, outputFraming == .newline else { return notify(method, params()) }
+        guard writesNotificationFrames else { return notify(method, params()) }
         // The stdout queue has no byte limit (`maxQueuedBytes` nil), so the size need not be known up front.
         writer.enqueue(byteCount: 0) { Self.frameNotification(method, writingParams: write, into: &$0) }
     }
@@ -287,15 +298,44 @@ package final class Connection: Sendable {
     private static func frameNotification(_ method: String, writingParams write: (inout [UInt8]) -> Void, into queue: inout [UInt8]) {
         appendNotificationHead(method, into: &queue)
         write(&queue)
-        queue.append(UInt8(ascii: "}"))
-        queue.append(0x0A)
+        queue.append(contentsOf: notificationFrameEnd)
+    }
+
+    /// What closes a notification's envelope after its params and ends its line.
+    private static let notificationFrameEnd: [UInt8] = [UInt8(ascii: "}"), 0x0A]
+
+    /// Whether notifications are written as bytes (`notify(_:writingParams:params:)`,
+    /// whole frames): no recorder and no trace log must see them as values,
+    /// and the client's framing is newline-delimited JSON (the framing, once
+    /// detected, never changes).
+    package var writesNotificationFrames: Bool { !records && logger.level < .trace && !framedWithHeaders.load(ordering: .acquiring) }
+
+    /// A newline-framed notification of `method` around its params, for a
+    /// caller that writes whole frames (`enqueueNotificationFrameUnlessBehind`).
+    package static func notificationFrame(_ method: String) -> (head: [UInt8], end: [UInt8]) {
+        var head: [UInt8] = []
+        appendNotificationHead(method, into: &head)
+        return (head, notificationFrameEnd)
+    }
+
+    /// Queues one whole notification frame, made with `notificationFrame`,
+    /// unless the client is behind (`isBehind`): then nothing is queued and
+    /// this returns false. Only while `writesNotificationFrames`.
+    package func enqueueNotificationFrameUnlessBehind(_ frame: UnsafeBufferPointer<UInt8>) -> Bool {
+        writer.enqueueUnlessBehind { $0.append(contentsOf: frame) }
+    }
+
+    /// Queues one whole notification frame, made with `notificationFrame`.
+    /// Only while `writesNotificationFrames`.
+    package func enqueueNotificationFrame(_ frame: UnsafeBufferPointer<UInt8>) {
+        writer.enqueue(byteCount: frame.count) { $0.append(contentsOf: frame) }
     }
 
     /// `notify(_:writingParams:params:)` unless the client is behind
     /// (`isBehind`): then nothing is sent and this returns false. A streamed
     /// delta asks and is queued under one lock.
     package func notifyUnlessBehind(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue) -> Bool {
-        guard recorder == nil, logger.level < .trace, outputFraming == .newline else {
+        guard writesNotificationFrames else {
             if isBehind { return false }
             notify(method, params())
             return true

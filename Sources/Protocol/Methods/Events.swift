@@ -103,15 +103,18 @@ extension SessionEventParams {
     /// The literals around the delta's text are written whole (five appends a
     /// delta, where `write` with a closure made twelve).
     public static func writeDelta(_ delta: String, reasoning: Bool, seq: Int, tail: [UInt8], into out: inout [UInt8]) {
-        JSONTextWriter.appendLiteral(#"{"event":{"delta":""#, into: &out)
+        JSONTextWriter.appendLiteral(deltaOpening, into: &out)
         JSONTextWriter.writeStringContents(delta, into: &out)
-        if reasoning {
-            JSONTextWriter.appendLiteral(#"","type":"reasoningDelta"},"seq":"#, into: &out)
-        } else {
-            JSONTextWriter.appendLiteral(#"","type":"textDelta"},"seq":"#, into: &out)
-        }
+        JSONTextWriter.appendLiteral(deltaClosing(reasoning: reasoning), into: &out)
         JSONTextWriter.writeInt(seq, into: &out)
         out.append(contentsOf: tail)
+    }
+
+    /// A delta event's params up to its text, and from its text to `seq`'s
+    /// value: what `writeDelta` and `DeltaFrameWriter` write around the text.
+    static let deltaOpening: StaticString = #"{"event":{"delta":""#
+    static func deltaClosing(reasoning: Bool) -> StaticString {
+        reasoning ? #"","type":"reasoningDelta"},"seq":"# : #"","type":"textDelta"},"seq":"#
     }
 
     /// What follows `seq` in an event's params: `sessionId`, `turnId`, the closing brace.

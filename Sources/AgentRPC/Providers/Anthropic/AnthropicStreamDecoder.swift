@@ -198,17 +198,17 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     /// parsed value as before. The caller checks the index names a started block.
     static func readTextDelta(_ data: UnsafeBufferPointer<UInt8>) -> TextDelta? {
         StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> TextDelta in
-            var isDelta = ReadOnce<Bool>(), index = ReadOnce<JSONValue>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
+            var isDelta = ReadOnce<Bool>(), index = ReadOnce<Int?>(), delta = ReadOnce<(TextDelta.Kind, String?)>()
             try r.enterObject()
             while let key = try r.nextKey() {
                 switch key {
                 case "type": try isDelta.set(try r.string(is: "content_block_delta"))
-                case "index": try index.set(try r.value())
+                case "index": try index.set(try r.intValue())
                 case "delta": try delta.set(try readDelta(&r))
                 default: try r.skip()
                 }
             }
-            guard isDelta.value == true, let index = index.value?.intValue, let (kind, text) = delta.value else {
+            guard isDelta.value == true, let index = index.value.flatMap({ $0 }), let (kind, text) = delta.value else {
                 throw StreamChunkReader.Unrecognised()
             }
             return TextDelta(index: index, kind: kind, text: text)
@@ -216,19 +216,20 @@ struct AnthropicStreamDecoder: ProviderStreamDecoder {
     }
 
     private static func readDelta(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> (TextDelta.Kind, String?) {
-        var type = ReadOnce<String>(), text = ReadOnce<String>(), thinking = ReadOnce<String>()
+        // The type's position in ("text_delta", "thinking_delta"), nil for another.
+        var type = ReadOnce<Int?>(), text = ReadOnce<String>(), thinking = ReadOnce<String>()
         try r.enterObject()
         while let key = try r.nextKey() {
             switch key {
-            case "type": try type.set(try r.string())
+            case "type": try type.set(try r.string(is: "text_delta", or: "thinking_delta"))
             case "text": try text.set(try r.stringOrNull())
             case "thinking": try thinking.set(try r.stringOrNull())
             default: try r.skip()
             }
         }
         switch type.value {
-        case "text_delta"?: return (.text, text.value)
-        case "thinking_delta"?: return (.thinking, thinking.value)
+        case 0??: return (.text, text.value)
+        case 1??: return (.thinking, thinking.value)
         default: throw StreamChunkReader.Unrecognised()
         }
     }

@@ -97,19 +97,20 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
     /// than one choice, a member of an unexpected type, invalid JSON), which
     /// `decode(chunk:)` then reads from the parsed value as before.
     static func readCommonChunk(_ data: UnsafeBufferPointer<UInt8>) -> ChoiceDelta? {
-        StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> ChoiceDelta in
-            var choice: ChoiceDelta?
-            var sawChoices = false
+        // Read into one value in place: a choice copied out of each reading
+        // function cost more than reading it.
+        var choice = ChoiceDelta()
+        let recognised = StreamChunkReader.read(data) { r throws(StreamChunkReader.Unrecognised) -> Bool in
+            var sawChoice = false, sawChoices = false
             try r.enterObject()
             while let key = try r.nextKey() {
                 switch key {
                 case "choices":
-                    guard !sawChoices else { throw StreamChunkReader.Unrecognised() }
-                    sawChoices = true
+                    try StreamChunkReader.firstTime(&sawChoices)
                     try r.enterArray()
                     while try r.nextElement() {
-                        guard choice == nil else { throw StreamChunkReader.Unrecognised() }
-                        choice = try readChoice(&r)
+                        try StreamChunkReader.firstTime(&sawChoice)
+                        try readChoice(&r, into: &choice)
                     }
                 // Null is what the decoder ignores; anything else it acts on.
                 case "error", "usage":
@@ -118,54 +119,55 @@ struct OpenAIChatStreamDecoder: ProviderStreamDecoder {
                     try r.skip()
                 }
             }
-            return choice ?? ChoiceDelta()
+            return true
         }
+        return recognised == true ? choice : nil
     }
 
     /// The one choice of a common chunk: index 0, text members only.
-    private static func readChoice(_ r: inout StreamChunkReader) throws(StreamChunkReader.Unrecognised) -> ChoiceDelta {
-        var index = ReadOnce<JSONValue>()
-        var choice = ChoiceDelta()
-        var sawDelta = false
-        var finishReason = ReadOnce<String>()
+    private static func readChoice(_ r: inout StreamChunkReader, into choice: inout ChoiceDelta) throws(StreamChunkReader.Unrecognised) {
+        var index = ReadOnce<Int?>()
+        var sawDelta = false, sawFinishReason = false
         try r.enterObject()
         while let key = try r.nextKey() {
             switch key {
-            case "index": try index.set(try r.value())
+            case "index": try index.set(try r.intValue())
             case "delta":
-                guard !sawDelta else { throw StreamChunkReader.Unrecognised() }
-                sawDelta = true
+                try StreamChunkReader.firstTime(&sawDelta)
                 try readDelta(&r, into: &choice)
-            case "finish_reason": try finishReason.set(try r.stringOrNull())
+            case "finish_reason":
+                try StreamChunkReader.firstTime(&sawFinishReason)
+                choice.finishReason = try r.stringOrNull()
             default: try r.skip()
             }
         }
         // The decoder reads the first choice whose index is 0 (a missing one counts as 0).
-        guard (index.value?.intValue ?? 0) == 0 else { throw StreamChunkReader.Unrecognised() }
-        choice.finishReason = finishReason.value
-        return choice
+        guard (index.value.flatMap { $0 } ?? 0) == 0 else { throw StreamChunkReader.Unrecognised() }
     }
 
     /// A choice's `delta` object: its text members into `choice`.
     private static func readDelta(_ r: inout StreamChunkReader, into choice: inout ChoiceDelta) throws(StreamChunkReader.Unrecognised) {
-        var content = ReadOnce<String>(), reasoningContent = ReadOnce<String>()
-        var reasoning = ReadOnce<String>(), refusal = ReadOnce<String>()
+        var sawContent = false, sawReasoningContent = false, sawReasoning = false, sawRefusal = false
         try r.enterObject()
         while let key = try r.nextKey() {
             switch key {
-            case "content": try content.set(try r.stringOrNull())
-            case "reasoning_content": try reasoningContent.set(try r.stringOrNull())
-            case "reasoning": try reasoning.set(try r.stringOrNull())
-            case "refusal": try refusal.set(try r.stringOrNull())
+            case "content":
+                try StreamChunkReader.firstTime(&sawContent)
+                choice.content = try r.stringOrNull()
+            case "reasoning_content":
+                try StreamChunkReader.firstTime(&sawReasoningContent)
+                choice.reasoningContent = try r.stringOrNull()
+            case "reasoning":
+                try StreamChunkReader.firstTime(&sawReasoning)
+                choice.reasoning = try r.stringOrNull()
+            case "refusal":
+                try StreamChunkReader.firstTime(&sawRefusal)
+                choice.refusal = try r.stringOrNull()
             case "tool_calls":
                 guard try r.skipNull() else { throw StreamChunkReader.Unrecognised() }
             default: try r.skip()
             }
         }
-        choice.content = content.value
-        choice.reasoningContent = reasoningContent.value
-        choice.reasoning = reasoning.value
-        choice.refusal = refusal.value
     }
 
     /// The events and state of a choice's text members and finish reason.

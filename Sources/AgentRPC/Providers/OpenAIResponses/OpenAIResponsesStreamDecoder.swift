@@ -114,6 +114,8 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
     private var reasoningItems: [OpenAIResponsesReasoningCarrier.Item] = []
     /// Items whose text (or reasoning) already streamed as deltas.
     private var streamedItems: Set<String> = []
+    /// The item `streamedItems` was last told of.
+    private var lastStreamedItem: String?
     /// The reasoning part the last reasoning delta belonged to, for separators.
     private var lastReasoningPart: (item: String, index: Int)?
     private var sawText = false
@@ -255,7 +257,11 @@ struct OpenAIResponsesStreamDecoder: ProviderStreamDecoder {
         sawItemEvents = true
         // A delta without an item id (a lax compatible server) marks every item as
         // streamed, so no finished item repeats text already shown.
-        streamedItems.insert(itemId ?? "")
+        let id = itemId ?? ""
+        // Every delta of an item names it: the set is told once, not hashed per delta.
+        guard id != lastStreamedItem else { return }
+        lastStreamedItem = id
+        streamedItems.insert(id)
     }
 
     private mutating func reasoning(_ delta: String, item: String, part: Int) -> [ProviderEvent] {
