@@ -1,5 +1,6 @@
 import AgentRPC
 import AgentRPCProtocol
+import AgentTools
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -100,6 +100,36 @@ import Testing
         _ = expectFresh(&cache, transcript, "unchanged")
     }
 
+    /// Calls without an output get a synthetic failure after the outputs there
+    /// are, whatever their order (the outputs in the calls' order need no set).
+    @Test func unansweredCallsGetASyntheticFailureWhateverTheOrderOfOutputs() {
+        let didNotRun = "The call did not run: the turn ended before it was executed."
+        func exchange(_ calls: [String], _ outputs: [String]) -> [ModelMessage] {
+            var entries = [TranscriptEntry(id: "e0", turnId: "t", .toolCalls(
+                calls: calls.map { ToolCallRecord(callId: $0, name: "f", arguments: [:]) }, profile: nil, text: nil))]
+            for (i, id) in outputs.enumerated() {
+                entries.append(TranscriptEntry(id: "o\(i)", turnId: "t", .toolOutput(callId: id, name: "f", outcome: .ok, content: .string(id), profile: nil)))
+            }
+            return ModelHistory.messages(from: entries)
+        }
+        func output(_ id: String) -> ModelMessage { .toolResult(callId: id, name: "f", content: id, isError: false) }
+        func missing(_ id: String) -> ModelMessage { .toolResult(callId: id, name: "f", content: didNotRun, isError: true) }
+        let cases: [(calls: [String], outputs: [String], results: [ModelMessage])] = [
+            (["a", "b", "c"], ["a", "b", "c"], [output("a"), output("b"), output("c")]),
+            (["a", "b", "c"], ["c", "a"], [output("c"), output("a"), missing("b")]),
+            (["a", "b", "c"], ["a", "b"], [output("a"), output("b"), missing("c")]),
+            (["a", "b"], ["b", "a"], [output("b"), output("a")]),
+            (["a", "b"], ["a", "a"], [output("a"), output("a"), missing("b")]),
+            (["a", "a"], ["a"], [output("a")]),
+            (["a"], [], [missing("a")]),
+            (["a"], ["x"], [output("x"), missing("a")]),
+        ]
+        for c in cases {
+            let messages = exchange(c.calls, c.outputs)
+            #expect(Array(messages.dropFirst()) == c.results, "calls \(c.calls), outputs \(c.outputs)")
+        }
+    }
+
     @Test func pathImagesAreReadAgainForEveryRequest() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("history-cache-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

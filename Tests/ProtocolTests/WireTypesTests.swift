@@ -593,6 +593,16 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
         #expect(params.json == (try JSONValue(encoding: params)))
         #expect(try params.json.decode(as: ToolCallParams.self) == params)
         #expect(params.idempotencyKey == "s-1/t-1/2/c1")
+        // The parts are copied as bytes: empty, multi-byte, long and non-native
+        // (a substring made a string, a string built by appends) parts alike.
+        let long = String(repeating: "é🙂", count: 40)
+        for (session, turn, roundTrip, call) in [
+            ("", "", 0, ""), ("s-é", "t-🙂", -3, "call_ü"), (long, String(long.dropFirst(3)), Int.max, "c"),
+            (String("xx-s-1-yy".dropFirst(3).dropLast(3)), "t" + String(repeating: "1", count: 30), Int.min, "c" + "\u{301}"),
+        ] {
+            #expect(ToolCallParams.idempotencyKey(sessionId: session, turnId: turn, roundTrip: roundTrip, callId: call)
+                == "\(session)/\(turn)/\(roundTrip)/\(call)")
+        }
         // Written directly, with and without a second send's members, it is `json`'s text.
         for sent in [params, ToolCallParams(
             sessionId: "s \"2\"", turnId: "t-2", callId: "c2", name: "put", arguments: "x", revision: 0, idempotencyKey: "k", attempt: 3, inDoubt: true)] {

@@ -370,7 +370,7 @@ enum ModelHistory {
                 // Outputs follow their calls; a call without one (an interrupted
                 // turn kept under `preserve`) gets a synthetic failure so every
                 // provider sees a well-formed exchange.
-                var answered = Set<String>()
+                var answered: [String] = []
                 var groupImages: [ModelImage] = []
                 var lastOutputID = entry.id
                 while index < entries.count,
@@ -382,11 +382,16 @@ enum ModelHistory {
                     add(.toolResult(
                         callId: callId, name: name, content: Self.toolResultText(content, approvedArguments: approved), isError: outcome != .ok,
                         images: images), entries[index].id)
-                    answered.insert(callId)
+                    answered.append(callId)
                     index += 1
                 }
-                for call in calls where !answered.contains(call.callId) {
-                    add(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true), entry.id)
+                // Outputs usually answer every call in the calls' order: then no
+                // set of them is needed to find the unanswered ones.
+                if !answered.elementsEqual(calls.lazy.map(\.callId)) {
+                    let answeredSet = Set(answered)
+                    for call in calls where !answeredSet.contains(call.callId) {
+                        add(.toolResult(callId: call.callId, name: call.name, content: "The call did not run: the turn ended before it was executed.", isError: true), entry.id)
+                    }
                 }
                 if !groupImages.isEmpty { add(.toolResultImages(groupImages), lastOutputID) }
             case .toolOutput(let callId, let name, let outcome, let content, _, let approved, let references):

@@ -261,7 +261,8 @@ struct Evaluation {
     }
 
     private mutating func checkNumber(_ value: JSONValue, _ node: SchemaNode) {
-        let shown = Self.brief(value)
+        // Made only for a message: a tool call's numbers are checked at every call.
+        var shown: String { Self.brief(value) }
         if let bound = node.minimum, Self.compare(value, bound) < 0 {
             report("must be >= \(Self.brief(bound)), got \(shown)")
         }

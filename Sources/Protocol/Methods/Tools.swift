@@ -91,9 +91,12 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
         return String(unsafeUninitializedCapacity: size) { buffer in
             var at = 0
             func put(_ part: String, slash: Bool) {
-                for byte in part.utf8 {
-                    buffer[at] = byte
-                    at += 1
+                var part = part
+                // Copied whole from the string's storage (made contiguous if it is not).
+                part.withUTF8 { bytes in
+                    guard let from = bytes.baseAddress, let to = buffer.baseAddress else { return }
+                    (to + at).initialize(from: from, count: bytes.count)
+                    at += bytes.count
                 }
                 if slash {
                     buffer[at] = UInt8(ascii: "/")

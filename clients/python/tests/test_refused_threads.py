@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_TIMEOUT, real_binary, requires_real
+from test_startup_libraries import ask  # type: ignore[import-not-found]
 
 pytestmark = requires_real
 
@@ -100,17 +101,6 @@ def test_log_lines_are_written_without_their_thread(tmp_path: Path) -> None:
     assert "agentrpc[info] shutting down: exit" in err
     answer = json.loads(proc.stdout.decode().splitlines()[0])
     assert answer["id"] == 1 and "result" in answer
-
-
-async def ask(process: Any, message: dict[str, Any]) -> dict[str, Any]:
-    process.stdin.write((json.dumps(message) + "\n").encode())
-    await process.stdin.drain()
-    while True:
-        line = await asyncio.wait_for(process.stdout.readline(), REAL_TIMEOUT)
-        assert line, "the server closed its output"
-        frame = json.loads(line)
-        if frame.get("id") == message["id"]:
-            return dict(frame)
 
 
 class Served:

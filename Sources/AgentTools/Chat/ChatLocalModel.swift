@@ -1,3 +1,5 @@
+import AgentRPC
+import Synchronization
 import AgentRPCProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -196,4 +198,55 @@ package final class ChatLocalModel {
 /// The local model could not be installed or started (exit status 1, not a usage error).
 package struct ChatLocalModelError: Error {
     package var message: String
+}
+
+/// The local model of `agentrpc chat --local`, for another front end that
+/// wants the same default: started only when it is already installed, never
+/// installed on the way (that takes minutes, and an editor waits for an answer).
+package final class LocalModelServer: Sendable {
+    private let model: Mutex<ChatLocalModel?>
+    /// The inline model configuration to give `session/create`.
+    package let modelConfig: JSONValue
+    /// A line describing it.
+    package let description: String
+
+    private init(model: sending ChatLocalModel?, config: JSONValue, description: String) {
+        self.model = Mutex(model)
+        self.modelConfig = config
+        self.description = description
+    }
+
+    /// Starts the installed local model (nil when there is no checkout script or
+    /// it is not installed); its progress lines go to `logger`.
+    package static func startIfInstalled(executable: String, environment: [String: String], logger: Logger) throws -> LocalModelServer? {
+        guard let script = ChatLocalModel.locateScript(executable: executable, environment: environment),
+              ChatLocalModel.isInstalled(script: script, environment: environment) else { return nil }
+        let model: ChatLocalModel
+        do {
+            model = try ChatLocalModel.start(script: script, environment: environment) { logger.info($0) }
+        } catch let error as ChatLocalModelError {
+            throw RPCError.internalError(error.message)
+        }
+        let config: JSONValue
+        do {
+            config = try JSONValue(encoding: model.config)
+        } catch {
+            model.stop()
+            throw error
+        }
+        let banner = model.banner
+        return LocalModelServer(model: model, config: config, description: banner)
+    }
+
+    /// The model server's pid, while it runs.
+    package var processIdentifier: Int32? { model.withLock { $0?.processIdentifier } }
+
+    /// Stops the model server: SIGTERM, then SIGKILL after `graceSeconds`
+    /// (an editor gives its agent little time once it closed the pipe).
+    package func stop(graceSeconds: Double = 0.5) {
+        model.withLock { m in
+            m?.stop(graceSeconds: graceSeconds)
+            m = nil
+        }
+    }
 }
