@@ -103,7 +103,32 @@ import Testing
         let plain = ISO8601DateFormatter()
         plain.formatOptions = [.withInternetDateTime]
         let expected = fractional.date(from: text) ?? plain.date(from: text)
-        #expect(StoredSessionFilter.parseTime(text) == expected)
+        // Compared in whole milliseconds: a parsed time is the middle of its millisecond.
+        #expect(StoredSessionFilter.parseTime(text).map(JournalCodec.millis) == expected.map(JournalCodec.millis))
+    }
+
+    /// A time shown, kept in a journal, read back and parsed from its text is the same
+    /// millisecond every way. A `Date` keeps seconds since 2001, so a whole millisecond
+    /// since 1970 came back a hair below its boundary for about one in eight thousand
+    /// (1764329057.037 among them): shown and filtered 1 ms early after a reload, so a
+    /// session could pass an `updatedAfter` taken from its own listing.
+    @Test func aMillisecondSurvivesTheJournalTheTextAndTheFilter() {
+        let start = 1_764_329_057_000
+        for ms in start..<(start + 20_000) {
+            let read = JournalCodec.date(millis: ms)
+            #expect(JournalCodec.millis(read) == ms)
+            let text = Timestamp.iso8601(read)
+            #expect(text.hasSuffix(threeDigits(ms % 1000) + "Z"), "\(ms) shown as \(text)")
+            #expect(StoredSessionFilter.parseTime(text).map(JournalCodec.millis) == ms)
+            #expect(StoredSessionFilter.wholeMillis(read) == Int64(ms))
+            if JournalCodec.millis(read) != ms { break }
+        }
+        // Times taken from the clock: what is shown is what the journal keeps.
+        for step in 0..<20_000 {
+            let live = Date(timeIntervalSince1970: 1_764_329_057 + Double(step) * 0.000_004_9)
+            let text = Timestamp.iso8601(live)
+            #expect(text.hasSuffix(threeDigits(JournalCodec.millis(live) % 1000) + "Z"), "\(live.timeIntervalSince1970) shown as \(text)")
+        }
     }
 
     // MARK: child processes
@@ -136,4 +161,10 @@ extension FoundationFreeTests {
         // The dynamic build has none linked in (it opens the library at the first pattern).
         for symbol in ICU.symbols { #expect(agentrpc_linked_icu_function(symbol) == nil || dlsym(nil, symbol) != nil) }
     }
+}
+
+/// Three digits, zero-padded (a millisecond in RFC 3339 text).
+private func threeDigits(_ value: Int) -> String {
+    let digits = String(value)
+    return String(repeating: "0", count: max(0, 3 - digits.count)) + digits
 }

@@ -556,7 +556,10 @@ struct ConfirmationAnswer: Sendable {
 }
 
 enum Timestamp {
+    /// With whole milliseconds cut down as the journal keeps them (`JournalCodec.millis`):
+    /// the formatter's own cut, from seconds since 2001, can differ by one near a boundary.
     static func iso8601(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        JournalCodec.date(millis: JournalCodec.millis(date))
+            .formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 }

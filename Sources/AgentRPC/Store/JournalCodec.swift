@@ -261,13 +261,20 @@ enum JournalCodec {
     }
 
     /// Whole milliseconds, cut down as `updatedAt` is shown (RFC 3339 with
-    /// milliseconds), so a time read back from a journal shows the same.
+    /// milliseconds), so a time read back from a journal shows the same. A time
+    /// within a microsecond below a boundary counts as the boundary: a `Date`
+    /// made for a whole millisecond (parsed, or read back) can come back a few
+    /// ulps below it (about 0.2 µs here), and must not lose that millisecond.
     static func millis(_ date: Date) -> Int {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let ms = (date.timeIntervalSince1970 * 1000 + 0.001).rounded(.down)
         return ms.isFinite && abs(ms) < 1e15 ? Int(ms) : 0
     }
 
-    static func date(millis: Int) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+    /// The middle of millisecond `millis`: a `Date` keeps seconds since 2001 as a
+    /// `Double`, so the exact boundary can come back a hair below it, and cutting it
+    /// down (`millis`, the RFC 3339 text) would then lose a millisecond (a session's
+    /// `updatedAt` read back from its journal showed 1 ms earlier than when loaded).
+    static func date(millis: Int) -> Date { Date(timeIntervalSince1970: (Double(millis) + 0.5) / 1000) }
 
     // MARK: Reading
 

@@ -67,7 +67,7 @@ struct StoredSessionFilter: Sendable {
         if let seconds = trimmed.split(separator: "T", maxSplits: 1).dropFirst().first?.dropFirst(6).prefix(2), seconds == "60" { return nil }
         let parsed = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(trimmed)))
             ?? (try? Date.ISO8601FormatStyle().parse(String(trimmed)))
-        return parsed.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000) }
+        return parsed.map { JournalCodec.date(millis: JournalCodec.millis($0)) }
     }
 
     /// Whether `date` is after `updatedAfter`, in whole milliseconds (what the
@@ -77,10 +77,7 @@ struct StoredSessionFilter: Sendable {
         return Self.wholeMillis(date) > Self.wholeMillis(updatedAfter)
     }
 
-    static func wholeMillis(_ date: Date) -> Int64 {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        return ms.isFinite && abs(ms) < 9e15 ? Int64(ms) : 0
-    }
+    static func wholeMillis(_ date: Date) -> Int64 { Int64(JournalCodec.millis(date)) }
 
     func matches(title: String?, model sessionModel: String?) -> Bool {
         if let model, sessionModel != model { return false }
