@@ -133,23 +133,32 @@ public struct JSONMembers: Sendable {
 /// Writes an object's JSON text member by member, straight into a buffer:
 /// for wire types written at every event, which list their members in the
 /// sorted key order `JSONValue.serialize` writes (checked in debug builds),
-/// instead of building a dictionary or a list of members to sort.
+/// instead of building a dictionary or a list of members to sort. Written
+/// through a `JSONStage`: a member is a few stores, not five appends.
 package struct JSONObjectWriter {
-    package var out: [UInt8] = []
+    private var stage: JSONStage
     private var count = 0
     #if DEBUG
     private var lastKey = ""
     #endif
 
+    private init(stage: consuming JSONStage) { self.stage = stage }
+
     /// Appends `{`, what `body` writes, and `}` to `out`.
     package static func write(into out: inout [UInt8], _ body: (inout JSONObjectWriter) -> Void) {
-        var writer = JSONObjectWriter()
-        // The buffer is moved in and out, never copied.
-        swap(&writer.out, &out)
-        writer.out.append(UInt8(ascii: "{"))
+        JSONStage.write(into: &out) { write(into: &$0, body) }
+    }
+
+    /// Writes `{`, what `body` writes, and `}` into a stage already open.
+    package static func write(into stage: inout JSONStage, _ body: (inout JSONObjectWriter) -> Void) {
+        // The stage (and the array in it) is moved in and out, never copied:
+        // a copy would share the array, and its next append copy it whole.
+        var writer = JSONObjectWriter(stage: stage.placeholder)
+        swap(&writer.stage, &stage)
+        writer.stage.byte(UInt8(ascii: "{"))
         body(&writer)
-        writer.out.append(UInt8(ascii: "}"))
-        swap(&writer.out, &out)
+        writer.stage.byte(UInt8(ascii: "}"))
+        swap(&writer.stage, &stage)
     }
 
     /// Starts a member: the comma before it, its key and colon.
@@ -159,40 +168,45 @@ package struct JSONObjectWriter {
         assert(count == 0 || lastKey < name, "members out of order: \(lastKey) before \(name)")
         lastKey = name
         #endif
-        // Single bytes are appended in place; only the key is a copy.
-        if count > 0 { out.append(UInt8(ascii: ",")) }
+        if count > 0 { stage.byte(UInt8(ascii: ",")) }
         count += 1
-        out.append(UInt8(ascii: "\""))
-        JSONTextWriter.appendLiteral(key, into: &out)
-        out.append(UInt8(ascii: "\""))
-        out.append(UInt8(ascii: ":"))
+        stage.byte(UInt8(ascii: "\""))
+        stage.literal(key)
+        stage.byte(UInt8(ascii: "\""))
+        stage.byte(UInt8(ascii: ":"))
     }
 
     /// A string member; nothing when `value` is nil.
     package mutating func string(_ key: StaticString, _ value: String?) {
         guard let value else { return }
         self.key(key)
-        JSONTextWriter.writeString(value, into: &out)
+        stage.string(value)
     }
 
     /// An integer member; nothing when `value` is nil.
     package mutating func int(_ key: StaticString, _ value: Int?) {
         guard let value else { return }
         self.key(key)
-        JSONTextWriter.writeInt(value, into: &out)
+        stage.int(value)
     }
 
     /// Any member; nothing when `value` is nil (a JSON null is `.null`).
     package mutating func value(_ key: StaticString, _ value: JSONValue?) {
         guard let value else { return }
         self.key(key)
-        JSONTextWriter.write(value, into: &out)
+        stage.value(value)
     }
 
     /// A member whose value `write` appends as JSON text.
     package mutating func member(_ key: StaticString, _ write: (inout [UInt8]) -> Void) {
         self.key(key)
-        write(&out)
+        stage.direct(write)
+    }
+
+    /// A member whose value `write` writes into the stage.
+    package mutating func staged(_ key: StaticString, _ write: (inout JSONStage) -> Void) {
+        self.key(key)
+        write(&stage)
     }
 }
 
@@ -620,45 +634,7 @@ enum JSONTextWriter {
     static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     static func write(_ value: JSONValue, into out: inout [UInt8]) {
-        switch value {
-        case .null: appendLiteral("null", into: &out)
-        case .bool(let b): appendLiteral(b ? "true" : "false", into: &out)
-        case .int(let i): writeInt(i, into: &out)
-        case .double(let d): writeDouble(d, into: &out)
-        case .string(let s): writeString(s, into: &out)
-        case .array(let a):
-            out.append(UInt8(ascii: "["))
-            for (i, v) in a.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(v, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let o):
-            out.append(UInt8(ascii: "{"))
-            // The members' positions, sorted by key, in a buffer on the stack:
-            // no array of (key, value) pairs to allocate, retain and destroy per
-            // object, and no hash lookup per member (events are serialized at
-            // tool-round-trip rate).
-            withUnsafeTemporaryAllocation(of: [String: JSONValue].Index.self, capacity: o.count) { order in
-                var count = 0
-                var position = o.startIndex
-                while position != o.endIndex {
-                    order.initializeElement(at: count, to: position)
-                    count += 1
-                    o.formIndex(after: &position)
-                }
-                var members = UnsafeMutableBufferPointer(rebasing: order[..<count])
-                members.sort { o.keys[$0] < o.keys[$1] }
-                for (i, position) in members.enumerated() {
-                    if i > 0 { out.append(UInt8(ascii: ",")) }
-                    writeString(o.keys[position], into: &out)
-                    out.append(UInt8(ascii: ":"))
-                    write(o.values[position], into: &out)
-                }
-                members.deinitialize()
-            }
-            out.append(UInt8(ascii: "}"))
-        }
+        JSONStage.write(into: &out) { $0.value(value) }
     }
 
     static func appendLiteral(_ literal: StaticString, into out: inout [UInt8]) {
@@ -727,23 +703,26 @@ enum JSONTextWriter {
     /// caller with a literal around it writes the quotes with the literal.
     static func writeStringContents(_ s: String, into out: inout [UInt8]) {
         var s = s
-        s.withUTF8 { buf in
-            // Runs without an escape are appended whole; most strings are one run.
-            var runStart = 0
-            var i = firstByteToEscape(buf, from: 0)
-            while i < buf.count {
-                if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
-                var escape: UInt64 = 0
-                withUnsafeMutableBytes(of: &escape) { raw in
-                    let bytes = raw.bindMemory(to: UInt8.self)
-                    guard let base = bytes.baseAddress else { return }
-                    out.append(contentsOf: UnsafeBufferPointer(start: base, count: writeEscape(buf[i], to: base)))
-                }
-                runStart = i + 1
-                i = firstByteToEscape(buf, from: runStart)
+        s.withUTF8 { writeStringContents($0, into: &out) }
+    }
+
+    /// UTF-8 text as the inside of a JSON string.
+    static func writeStringContents(_ buf: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        // Runs without an escape are appended whole; most strings are one run.
+        var runStart = 0
+        var i = firstByteToEscape(buf, from: 0)
+        while i < buf.count {
+            if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<i])) }
+            var escape: UInt64 = 0
+            withUnsafeMutableBytes(of: &escape) { raw in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                guard let base = bytes.baseAddress else { return }
+                out.append(contentsOf: UnsafeBufferPointer(start: base, count: writeEscape(buf[i], to: base)))
             }
-            if runStart < buf.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<buf.count])) }
+            runStart = i + 1
+            i = firstByteToEscape(buf, from: runStart)
         }
+        if runStart < buf.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[runStart..<buf.count])) }
     }
 
     /// The most bytes `writeStringContents` writes for one byte of text (`\u00XX`).
@@ -754,21 +733,25 @@ enum JSONTextWriter {
     /// bytes written. For a writer that frames a message in memory of its own.
     static func writeStringContents(_ s: String, to p: UnsafeMutablePointer<UInt8>) -> Int {
         var s = s
-        return s.withUTF8 { buf in
-            guard let source = buf.baseAddress else { return 0 }
-            var written = 0
-            var runStart = 0
-            var i = firstByteToEscape(buf, from: 0)
-            while i < buf.count {
-                (p + written).update(from: source + runStart, count: i - runStart)
-                written += i - runStart
-                written += writeEscape(buf[i], to: p + written)
-                runStart = i + 1
-                i = firstByteToEscape(buf, from: runStart)
-            }
-            (p + written).update(from: source + runStart, count: buf.count - runStart)
-            return written + buf.count - runStart
+        return s.withUTF8 { writeStringContents($0, to: p) }
+    }
+
+    /// UTF-8 text as the inside of a JSON string at `p` (room as above).
+    @inline(__always)
+    static func writeStringContents(_ buf: UnsafeBufferPointer<UInt8>, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        guard let source = buf.baseAddress else { return 0 }
+        var written = 0
+        var runStart = 0
+        var i = firstByteToEscape(buf, from: 0)
+        while i < buf.count {
+            (p + written).update(from: source + runStart, count: i - runStart)
+            written += i - runStart
+            written += writeEscape(buf[i], to: p + written)
+            runStart = i + 1
+            i = firstByteToEscape(buf, from: runStart)
         }
+        (p + written).update(from: source + runStart, count: buf.count - runStart)
+        return written + buf.count - runStart
     }
 
     /// The escape of a byte `firstByteToEscape` stopped at (`\"`, `\n`, …,

@@ -27,24 +27,25 @@ enum JournalCodec {
             // One per tool call sent: written straight as well, in sorted order.
             var bytes: [UInt8] = []
             bytes.reserveCapacity(96)
-            bytes.append(UInt8(ascii: "{"))
-            if let arguments {
-                bytes.append(contentsOf: #""arguments":"#.utf8)
-                arguments.serialize(into: &bytes)
-                bytes.append(UInt8(ascii: ","))
+            JSONStage.write(into: &bytes) { line in
+                if let arguments {
+                    line.literal(#"{"arguments":"#)
+                    line.value(arguments)
+                    line.literal(#","at":"#)
+                } else {
+                    line.literal(#"{"at":"#)
+                }
+                line.int(millis(date))
+                if attempt != 1 {
+                    line.literal(#","attempt":"#)
+                    line.int(attempt)
+                }
+                line.literal(#","callId":"#)
+                line.string(callID)
+                line.literal(#","turnId":"#)
+                line.string(turnID)
+                line.literal(#","type":"callSent"}\#n"#)
             }
-            bytes.append(contentsOf: #""at":"#.utf8)
-            JSONValue.int(millis(date)).serialize(into: &bytes)
-            if attempt != 1 {
-                bytes.append(contentsOf: #","attempt":"#.utf8)
-                JSONValue.int(attempt).serialize(into: &bytes)
-            }
-            bytes.append(contentsOf: #","callId":"#.utf8)
-            JSONValue.string(callID).serialize(into: &bytes)
-            bytes.append(contentsOf: #","turnId":"#.utf8)
-            JSONValue.string(turnID).serialize(into: &bytes)
-            bytes.append(contentsOf: #","type":"callSent"}"#.utf8)
-            bytes.append(0x0A)
             return bytes
         }
         // A turn's start and end and each answered round trip: written straight too.
@@ -96,17 +97,19 @@ enum JournalCodec {
     /// to, without its dictionary.
     static func entryLine(_ entry: TranscriptEntry, nextEntryNumber next: Int, at date: Date) -> (line: [UInt8], entry: Range<Int>) {
         var bytes: [UInt8] = []
-        bytes.append(contentsOf: #"{"at":"#.utf8)
-        JSONValue.int(millis(date)).serialize(into: &bytes)
-        bytes.append(contentsOf: #","entry":"#.utf8)
-        let start = bytes.count
-        entry.serialize(into: &bytes)
-        let end = bytes.count
-        bytes.append(contentsOf: #","nextEntry":"#.utf8)
-        JSONValue.int(next).serialize(into: &bytes)
-        bytes.append(contentsOf: #","type":"entryAppended"}"#.utf8)
-        bytes.append(0x0A)
-        return (bytes, start..<end)
+        var range = 0..<0
+        JSONStage.write(into: &bytes) { line in
+            line.literal(#"{"at":"#)
+            line.int(millis(date))
+            line.literal(#","entry":"#)
+            let start = line.count
+            entry.serialize(into: &line)
+            range = start..<line.count
+            line.literal(#","nextEntry":"#)
+            line.int(next)
+            line.literal(#","type":"entryAppended"}\#n"#)
+        }
+        return (bytes, range)
     }
 
     /// The record of `change` as a value: what `line(for:at:)` writes.

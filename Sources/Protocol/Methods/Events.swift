@@ -91,11 +91,13 @@ extension SessionEventParams {
     /// building their object: `writeEvent` appends the event's own object,
     /// `tail` is `tail(sessionId:turnId:)`, the same for every event of a turn.
     public static func write(seq: Int, tail: [UInt8], into out: inout [UInt8], event writeEvent: (inout [UInt8]) -> Void) {
-        JSONTextWriter.appendLiteral(#"{"event":"#, into: &out)
-        writeEvent(&out)
-        JSONTextWriter.appendLiteral(#","seq":"#, into: &out)
-        JSONTextWriter.writeInt(seq, into: &out)
-        out.append(contentsOf: tail)
+        JSONStage.write(into: &out) { stage in
+            stage.literal(#"{"event":"#)
+            stage.direct(writeEvent)
+            stage.literal(#","seq":"#)
+            stage.int(seq)
+            stage.bytes(tail)
+        }
     }
 
     /// The params of a `textDelta` (or `reasoningDelta`) event, as `write`
@@ -423,9 +425,9 @@ extension SessionEvent {
         /// The event's object around the entry's JSON text, which `writeEntry`
         /// appends (the engine passes the text its journal line already holds).
         package static func write(into out: inout [UInt8], writeEntry: (inout [UInt8]) -> Void) {
-            out.append(contentsOf: #"{"entry":"#.utf8)
+            JSONTextWriter.appendLiteral(#"{"entry":"#, into: &out)
             writeEntry(&out)
-            out.append(contentsOf: #","type":"entryAppended"}"#.utf8)
+            JSONTextWriter.appendLiteral(#","type":"entryAppended"}"#, into: &out)
         }
     }
 

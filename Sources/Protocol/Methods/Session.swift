@@ -924,7 +924,11 @@ public struct ToolCallRecord: Codable, Sendable, Hashable {
 
     /// Appends `json`'s text (members in sorted order) without building it.
     public func serialize(into out: inout [UInt8]) {
-        JSONObjectWriter.write(into: &out) { o in
+        JSONStage.write(into: &out) { serialize(into: &$0) }
+    }
+
+    package func serialize(into stage: inout JSONStage) {
+        JSONObjectWriter.write(into: &stage) { o in
             o.value("arguments", arguments)
             o.string("callId", callId)
             o.string("name", name)
@@ -1017,7 +1021,11 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
     /// `wireMembers` lists, in sorted key order (a test pins that both agree
     /// for every case).
     public func serialize(into out: inout [UInt8]) {
-        JSONObjectWriter.write(into: &out) { o in
+        JSONStage.write(into: &out) { serialize(into: &$0) }
+    }
+
+    package func serialize(into stage: inout JSONStage) {
+        JSONObjectWriter.write(into: &stage) { o in
             switch content {
             case .prompt(let text, let images):
                 o.string("id", id)
@@ -1035,13 +1043,13 @@ public struct TranscriptEntry: Codable, Sendable, Hashable, JSONSchemaProviding,
                 o.string("signature", signature)
                 o.string("text", text)
             case .toolCalls(let calls, let profile, let text):
-                o.member("calls") { out in
-                    out.append(UInt8(ascii: "["))
+                o.staged("calls") { stage in
+                    stage.byte(UInt8(ascii: "["))
                     for (i, call) in calls.enumerated() {
-                        if i > 0 { out.append(UInt8(ascii: ",")) }
-                        call.serialize(into: &out)
+                        if i > 0 { stage.byte(UInt8(ascii: ",")) }
+                        call.serialize(into: &stage)
                     }
-                    out.append(UInt8(ascii: "]"))
+                    stage.byte(UInt8(ascii: "]"))
                 }
                 o.string("id", id)
                 o.string("profile", profile)
