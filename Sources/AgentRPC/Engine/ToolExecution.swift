@@ -49,7 +49,7 @@ extension ToolStage {
         let span = context.spanParent.flatMap { context.tracer?.startToolSpan(name: call.name, callID: call.id, parent: $0) }
         span?.setPayload(SpanAttributeKey.toolArguments, call.argumentsJSON)
         setSpan(span, of: index)
-        let parsedArguments = try? JSONValue.parse(call.argumentsJSON)
+        let parsedArguments = calls[index].parsedArguments ?? (try? JSONValue.parse(call.argumentsJSON))
         let shownArguments = parsedArguments ?? .string(call.argumentsJSON)
         host.emit(.toolCallStarted(callId: call.id, name: call.name, arguments: shownArguments, source: source(of: call.name)), turn: turnID)
 

@@ -97,6 +97,9 @@ struct ToolCallState: Sendable {
         case withdrawn
     }
     let call: ModelToolCall
+    /// `call.argumentsJSON` parsed (nil: not valid JSON), when the turn parsed
+    /// it already for the round trip's `toolCalls` entry; unset, admission parses it.
+    var parsedArguments: JSONValue?? = .none
     var phase: Phase = .waiting
     /// The arguments it was handed over with (edited ones after an approval), once sent.
     var sentArguments: JSONValue?
@@ -182,9 +185,14 @@ final class ToolStage<Host: ToolStageHost> {
     /// Ends the run at once: every call under way is withdrawn.
     private var failure: (any Error)?
 
-    init(calls: [ModelToolCall], context: ToolStageContext) {
+    /// `parsedArguments`, when given, holds each call's arguments as parsed
+    /// for its entry (nil where they are not valid JSON), so they are not parsed twice.
+    init(calls: [ModelToolCall], parsedArguments: [JSONValue?]? = nil, context: ToolStageContext) {
         self.context = context
         self.calls = calls.map { ToolCallState(call: $0) }
+        if let parsedArguments, parsedArguments.count == calls.count {
+            for index in self.calls.indices { self.calls[index].parsedArguments = .some(parsedArguments[index]) }
+        }
     }
 
     /// The calls of a continued round trip, with what was sent of each before.

@@ -295,8 +295,10 @@ extension TurnRunner {
             if case .generate = turn.mode {
                 throw RPCError(.providerContractViolation, "the model called a tool during structured output, where no tools were offered")
             }
-            let records = output.toolCalls.map { call in
-                ToolCallRecord(callId: call.id, name: call.name, arguments: (try? JSONValue.parse(call.argumentsJSON)) ?? .string(call.argumentsJSON))
+            // Parsed once: for the entry here and for the tool stage's admission.
+            let parsedArguments = output.toolCalls.map { try? JSONValue.parse($0.argumentsJSON) }
+            let records = zip(output.toolCalls, parsedArguments).map { call, parsed in
+                ToolCallRecord(callId: call.id, name: call.name, arguments: parsed ?? .string(call.argumentsJSON))
             }
             // The round trip's answer is journaled whole: a parked turn goes on from it.
             var answer: [TranscriptContent] = []
@@ -306,7 +308,7 @@ extension TurnRunner {
             turn.openToolCallsEntryID = callsEntry?.id
             // The calls within maxToolCalls run; one more ends the turn once they have.
             let admitted = Array(output.toolCalls.prefix(max(0, turn.limits.maxToolCalls - turn.toolCallCount)))
-            let outcomes = try await runTools(admitted, profile: profile, session: session)
+            let outcomes = try await runTools(admitted, parsedArguments: Array(parsedArguments.prefix(admitted.count)), profile: profile, session: session)
             turn.toolCallCount += outcomes.count
             if let final = outcomes.last(where: { $0.finalAnswer != nil })?.finalAnswer { turn.finalAnswer = final }
             if admitted.count < output.toolCalls.count {
@@ -326,12 +328,14 @@ extension TurnRunner {
 
     /// Hands the calls to a tool stage of their own, which `getState`,
     /// `session/confirm` and `session/cancel` reach while it runs.
-    private func runTools(_ calls: [ModelToolCall], profile: ResolvedProfile, session: isolated AgentSession) async throws -> [ToolCallOutcome] {
+    private func runTools(
+        _ calls: [ModelToolCall], parsedArguments: [JSONValue?], profile: ResolvedProfile, session: isolated AgentSession
+    ) async throws -> [ToolCallOutcome] {
         var context = session.toolStageContext(for: self, profile: profile)
         for call in calls where profile.tool(named: call.name) == nil {
             context.unavailableTools[call.name] = await session.mcpUnavailable(toolName: call.name)
         }
-        let stage = ToolStage<AgentSession>(calls: calls, context: context)
+        let stage = ToolStage<AgentSession>(calls: calls, parsedArguments: parsedArguments, context: context)
         toolStage = stage
         defer {
             keepUndoRecords(of: stage)
