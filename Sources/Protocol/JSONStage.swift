@@ -131,9 +131,42 @@ package struct JSONStage {
     /// UTF-8 text as a JSON string, quotes included.
     @inline(__always)
     private mutating func quoted(_ text: UnsafeBufferPointer<UInt8>) {
+        // Most strings need no escape: the quotes and the text in one go.
+        if let from = text.baseAddress, JSONTextWriter.firstByteToEscape(text, from: 0) == text.count, room(text.count &+ 2) {
+            let to = stage + staged
+            to[0] = UInt8(ascii: "\"")
+            (to + 1).update(from: from, count: text.count)
+            to[text.count &+ 1] = UInt8(ascii: "\"")
+            staged &+= text.count &+ 2
+            return
+        }
         byte(UInt8(ascii: "\""))
         contents(text)
         byte(UInt8(ascii: "\""))
+    }
+
+    /// An object member's key and colon, after a comma unless it is the first:
+    /// `,"key":`.
+    @inline(__always)
+    package mutating func key(_ key: StaticString, first: Bool) {
+        let count = key.utf8CodeUnitCount
+        guard room(count &+ 4) else {
+            if !first { byte(UInt8(ascii: ",")) }
+            byte(UInt8(ascii: "\""))
+            literal(key)
+            byte(UInt8(ascii: "\""))
+            return byte(UInt8(ascii: ":"))
+        }
+        var to = stage + staged
+        if !first {
+            to[0] = UInt8(ascii: ",")
+            to += 1
+        }
+        to[0] = UInt8(ascii: "\"")
+        (to + 1).update(from: key.utf8Start, count: count)
+        to[count &+ 1] = UInt8(ascii: "\"")
+        to[count &+ 2] = UInt8(ascii: ":")
+        staged &+= first ? count &+ 3 : count &+ 4
     }
 
     /// UTF-8 text escaped as the inside of a JSON string.

@@ -168,12 +168,8 @@ package struct JSONObjectWriter {
         assert(count == 0 || lastKey < name, "members out of order: \(lastKey) before \(name)")
         lastKey = name
         #endif
-        if count > 0 { stage.byte(UInt8(ascii: ",")) }
+        stage.key(key, first: count == 0)
         count += 1
-        stage.byte(UInt8(ascii: "\""))
-        stage.literal(key)
-        stage.byte(UInt8(ascii: "\""))
-        stage.byte(UInt8(ascii: ":"))
     }
 
     /// A string member; nothing when `value` is nil.

@@ -34,6 +34,37 @@ import Testing
         }
     }
 
+    /// Entry and call lines written through the stage (a 1 KB buffer on the
+    /// stack) with text that crosses it: escapes, multi-byte text, empty and
+    /// huge arguments, arguments that are not an object. Each is its record
+    /// serialized (JSONStageTests pins that against a plain writer), and the
+    /// range an entry line hands back is the entry's own text.
+    @Test func linesWithOddAndLongTextAreTheirRecordsSerialized() throws {
+        let texts = ["", "\u{1}\"\\\n", String(repeating: "é🙂", count: 170), String(repeating: "a", count: 1_019),
+                     String(repeating: "\u{1F}", count: 171), String(repeating: "x\"", count: 60_000)]
+        let arguments: [JSONValue] = [[:], [], "text", 42, nil, ["i": 0], .string(texts[5]), ["t": .array(texts.map { .string($0) })]]
+        for (n, argument) in arguments.enumerated() {
+            let text = texts[n % texts.count]
+            let entries = [
+                TranscriptEntry(id: "e\(n)", turnId: text, .toolCalls(calls: [ToolCallRecord(callId: text, name: "n", arguments: argument)], profile: text, text: nil)),
+                TranscriptEntry(id: text, turnId: "t", .toolOutput(callId: "c", name: text, outcome: .ok, content: argument, profile: nil, approvedArguments: argument)),
+                TranscriptEntry(id: "p", turnId: nil, .prompt(text: text, images: nil)),
+            ]
+            for entry in entries {
+                let change = TranscriptChange.entryAppended(entry, nextEntryNumber: n)
+                let line = try JournalCodec.line(for: change, at: Self.at)
+                #expect(line == (try JournalCodec.record(for: change, at: Self.at)).serialized() + [0x0A], "entry \(n)")
+                let (written, range) = JournalCodec.entryLine(entry, nextEntryNumber: n, at: Self.at)
+                var alone: [UInt8] = []
+                entry.serialize(into: &alone)
+                #expect(written == line && Array(written[range]) == alone, "entry \(n)")
+            }
+            for change in [TranscriptChange.callSent(turnId: text, callId: text, attempt: n + 1, arguments: argument), .callSent(turnId: "t", callId: text)] {
+                #expect(try JournalCodec.line(for: change, at: Self.at) == (try JournalCodec.record(for: change, at: Self.at)).serialized() + [0x0A], "call \(n)")
+            }
+        }
+    }
+
     /// A turn's start and end and each answered round trip are written directly:
     /// the same bytes as their records serialized.
     @Test func aTurnsOwnLinesAreTheirRecordsSerialized() throws {

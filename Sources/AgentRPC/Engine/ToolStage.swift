@@ -187,7 +187,8 @@ final class ToolStage<Host: ToolStageHost> {
 
     /// `parsedArguments`, when given, holds each call's arguments as parsed
     /// for its entry (nil where they are not valid JSON), so they are not parsed twice.
-    init(calls: [ModelToolCall], parsedArguments: [JSONValue?]? = nil, context: ToolStageContext) {
+    /// The context is taken over, not copied (its many references retained again).
+    init(calls: [ModelToolCall], parsedArguments: [JSONValue?]? = nil, context: consuming ToolStageContext) {
         self.context = context
         self.calls = calls.map { ToolCallState(call: $0) }
         if let parsedArguments, parsedArguments.count == calls.count {
