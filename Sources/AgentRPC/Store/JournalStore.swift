@@ -645,7 +645,23 @@ final class FileJournal: SessionJournal {
     }
 
     func record(_ change: TranscriptChange, at date: Date) throws {
-        try record(CollectionOfOne(change), at: date)
+        // One change (nearly every record): its line is written as made, with
+        // no buffer of lines to copy it into, and an entry's text kept as a slice of it.
+        guard case .entryAppended(let entry, let next) = change else {
+            written.withLock { $0.removeAll(keepingCapacity: true) }
+            return try appendRaw(try JournalCodec.line(for: change, at: date), liveBytes: 0)
+        }
+        let (line, range) = JournalCodec.entryLine(entry, nextEntryNumber: next, at: date)
+        do {
+            try appendRaw(line, liveBytes: line.count)
+        } catch {
+            written.withLock { $0.removeAll(keepingCapacity: true) }
+            throw error
+        }
+        written.withLock { w in
+            w.removeAll(keepingCapacity: true)
+            w.append((entry.id, line[range]))
+        }
     }
 
     func record(_ changes: [TranscriptChange], at date: Date) throws {
