@@ -8,7 +8,7 @@
 /// dozen members made forty of them, most of a few bytes. Staged, an event is
 /// one or two appends. What it writes is byte for byte what the
 /// `JSONTextWriter` functions write (JSONStageTests pin it).
-package struct JSONStage {
+public struct JSONStage {
     /// The stage's size: an event's or journal line's members fit, and it is
     /// small enough for the stack.
     static let size = 1024
@@ -41,6 +41,19 @@ package struct JSONStage {
             body(&writer)
             writer.flush()
             swap(&writer.out, &out)
+        }
+    }
+
+    /// What `body` writes, as a string.
+    package static func text(_ body: (inout JSONStage) -> Void) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer in
+            guard let base = buffer.baseAddress else { return "" }
+            var writer = JSONStage(out: [], stage: base)
+            body(&writer)
+            // Nothing was flushed: the text is all on the stage.
+            if writer.out.isEmpty { return String(decoding: UnsafeBufferPointer(start: base, count: writer.staged), as: UTF8.self) }
+            writer.flush()
+            return String(decoding: writer.out, as: UTF8.self)
         }
     }
 

@@ -74,7 +74,6 @@ extension JSONValue {
     /// Compact JSON as UTF-8 bytes, objects with sorted keys.
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64)
         JSONTextWriter.write(self, into: &out)
         return out
     }
@@ -86,7 +85,8 @@ extension JSONValue {
 
     /// Compact JSON text, objects with sorted keys.
     public func serializedString() -> String {
-        String(decoding: serialized(), as: UTF8.self)
+        // Made from the stage when the text fits it: no array between.
+        JSONStage.text { $0.value(self) }
     }
 }
 

@@ -14,10 +14,12 @@ public protocol SessionEventPayload: Codable, Sendable, Hashable {
     /// round trip build it directly (EventRegistryTests checks each such form
     /// against `encodedEventJSON`).
     var eventJSON: JSONValue { get }
-    /// Appends `eventJSON`'s JSON text (as `serialize(into:)` writes it). The
+    /// Writes `eventJSON`'s JSON text (as `serialize(into:)` writes it) into a
+    /// stage already open: the event's params are written around it. The
     /// default serializes `eventJSON`; the events of every round trip write it
-    /// without building it (EventRegistryTests checks each against `eventJSON`).
-    func writeEventJSON(into out: inout [UInt8])
+    /// without building it (EventRegistryTests and JSONStageTests check each
+    /// against `eventJSON`).
+    func writeEventJSON(into stage: inout JSONStage)
 }
 
 extension SessionEventPayload {
@@ -26,7 +28,12 @@ extension SessionEventPayload {
 
     public var eventJSON: JSONValue { encodedEventJSON }
 
-    public func writeEventJSON(into out: inout [UInt8]) { eventJSON.serialize(into: &out) }
+    public func writeEventJSON(into stage: inout JSONStage) { stage.value(eventJSON) }
+
+    /// Appends `eventJSON`'s JSON text.
+    public func writeEventJSON(into out: inout [UInt8]) {
+        JSONStage.write(into: &out) { writeEventJSON(into: &$0) }
+    }
 
     /// The event object from the payload's `Codable` form: what `eventJSON` is,
     /// unless a payload builds it directly.

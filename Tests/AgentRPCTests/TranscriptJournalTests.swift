@@ -115,6 +115,18 @@ private func response(_ text: String) -> TranscriptContent { .response(text: tex
     }
 
     /// A refused change is not made, and the error reaches the caller.
+    /// An appended entry's id is written digit by digit: the text an
+    /// interpolation makes, for every number of digits and the extremes.
+    @Test func generatedEntryIDsAreTheirNumbersText() {
+        var numbers = [0, 1, 9, 10, 99, 100, 12_345, Int.max, Int.min, -1, -10]
+        var power = 1
+        for _ in 0..<18 {
+            power *= 10
+            numbers += [power - 1, power, power + 1]
+        }
+        for number in numbers { #expect(Transcript.generatedID(number) == "e\(number)") }
+    }
+
     @Test func aRefusedChangeLeavesTheStateAsItWas() throws {
         let journal = MemoryJournal()
         var t = Transcript(properties: [:])

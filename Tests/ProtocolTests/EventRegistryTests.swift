@@ -151,7 +151,7 @@ private struct Drawing: Decodable, JSONSchemaTaggedUnion {
             for turnId in [nil, "t-1"] as [String?] {
                 let tail = SessionEventParams.tail(sessionId: "s-9", turnId: turnId)
                 var bytes: [UInt8] = []
-                SessionEventParams.write(seq: 12, tail: tail, into: &bytes) { event.json.serialize(into: &$0) }
+                SessionEventParams.write(seq: 12, tail: tail, into: &bytes) { $0.value(event.json) }
                 let expected = SessionEventParams(sessionId: "s-9", turnId: turnId, seq: 12, event: event).json.serialized()
                 #expect(bytes == expected, "\(String(decoding: bytes, as: UTF8.self))")
             }

@@ -101,6 +101,8 @@ import Testing
         for value in Self.values {
             let bytes = value.serialized()
             #expect(bytes == Self.reference(value), "\(String(decoding: bytes.prefix(200), as: UTF8.self))")
+            // As text: made from the stage when it fits, from the array when it does not.
+            #expect(value.serializedString() == String(decoding: Self.reference(value), as: UTF8.self), "\(String(decoding: bytes.prefix(200), as: UTF8.self))")
         }
     }
 

@@ -624,6 +624,9 @@ private func decode<T: Decodable>(_ type: T.Type, text: String) throws -> T {
             ["outcome": "ok"],
             ["outcome": "maybe", "content": "x"],
             ["outcome": 1, "content": "x"],
+            ["undo": 3, "zeta": [1], "content": ["nested": ["outcome": "ok"]], "outcome": "denied", "alpha": nil, "é": "x"],
+            ["outcome": "ok", "content": nil, "undo": false],
+            ["Outcome": "ok", "content": "x"],
             "not an object",
             [],
         ]

@@ -54,7 +54,7 @@ final class SessionEvents {
     func emitEntryAppended(_ entry: TranscriptEntry, text: ArraySlice<UInt8>?, turn: String?) {
         releaseHeldDelta()
         guard let text else { return send(.entryAppended(entry), turn: turn) }
-        send(.entryAppended(entry), turn: turn) { out in SessionEvent.EntryAppended.write(into: &out) { $0 += text } }
+        send(.entryAppended(entry), turn: turn) { stage in SessionEvent.EntryAppended.write(into: &stage) { $0.bytes(text) } }
     }
 
     /// Streams a text or reasoning delta. While the client reads slower than
@@ -107,7 +107,7 @@ final class SessionEvents {
     /// Sends one event; to the server's connection its params are written as
     /// bytes around the event's own object.
     /// `writeEvent`, when given, writes the event's object instead of its payload.
-    private func send(_ event: SessionEvent, turn: String? = nil, writeEvent: ((inout [UInt8]) -> Void)? = nil) {
+    private func send(_ event: SessionEvent, turn: String? = nil, writeEvent: ((inout JSONStage) -> Void)? = nil) {
         seq += 1
         let seq = seq
         let turnId = turn ?? runningTurnId
@@ -117,8 +117,8 @@ final class SessionEvents {
         connection.notify(
             SessionEventNotification.name,
             writingParams: { out in
-                SessionEventParams.write(seq: seq, tail: tail, into: &out) { out in
-                    if let writeEvent { writeEvent(&out) } else { event.payload.writeEventJSON(into: &out) }
+                SessionEventParams.write(seq: seq, tail: tail, into: &out) { stage in
+                    if let writeEvent { writeEvent(&stage) } else { event.payload.writeEventJSON(into: &stage) }
                 }
             },
             params: params)

@@ -337,7 +337,7 @@ struct Transcript: Sendable {
     private func freshEntry(_ content: TranscriptContent, turn: String?) -> (TranscriptEntry, next: Int) {
         var number = nextEntryNumber
         while isTaken(generated: number) { number += 1 }
-        return (TranscriptEntry(id: "e\(number)", turnId: turn, content), number + 1)
+        return (TranscriptEntry(id: Self.generatedID(number), turnId: turn, content), number + 1)
     }
 
     /// The entries `operations` would produce, checked for shape; nothing changes.
@@ -512,7 +512,7 @@ struct Transcript: Sendable {
         for content in contents {
             var number = next
             while isTaken(generated: number) { number += 1 }
-            let entry = TranscriptEntry(id: "e\(number)", turnId: turn, content)
+            let entry = TranscriptEntry(id: Self.generatedID(number), turnId: turn, content)
             next = number + 1
             made.append(entry)
             changes.append(.entryAppended(entry, nextEntryNumber: next))
@@ -704,6 +704,29 @@ struct Transcript: Sendable {
 // MARK: Entry ids
 
 extension Transcript {
+    /// The id `e<N>` of the `number`th appended entry. Written digit by digit
+    /// (one is made per entry; an interpolation costs several times as much).
+    static func generatedID(_ number: Int) -> String {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return withUnsafeMutableBytes(of: &digits) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            var start = buffer.count
+            var rest = number.magnitude
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            if number < 0 {
+                start -= 1
+                buffer[start] = UInt8(ascii: "-")
+            }
+            start -= 1
+            buffer[start] = UInt8(ascii: "e")
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
+        }
+    }
+
     /// N of an id `e<N>` written as `append` writes it (N from 1, no sign, no
     /// leading zero, at most 18 digits so it cannot overflow), else nil. Two
     /// different such ids have different numbers.

@@ -90,10 +90,10 @@ extension SessionEventParams {
     /// `json.serialize(into:)` writes them (members in sorted order), without
     /// building their object: `writeEvent` appends the event's own object,
     /// `tail` is `tail(sessionId:turnId:)`, the same for every event of a turn.
-    public static func write(seq: Int, tail: [UInt8], into out: inout [UInt8], event writeEvent: (inout [UInt8]) -> Void) {
+    public static func write(seq: Int, tail: [UInt8], into out: inout [UInt8], event writeEvent: (inout JSONStage) -> Void) {
         JSONStage.write(into: &out) { stage in
             stage.literal(#"{"event":"#)
-            stage.direct(writeEvent)
+            writeEvent(&stage)
             stage.literal(#","seq":"#)
             stage.int(seq)
             stage.bytes(tail)
@@ -208,8 +208,8 @@ extension SessionEvent {
         public init(input: TurnInput) { self.input = input }
         /// Built directly: sent in every turn.
         public var eventJSON: JSONValue { ["input": input.json, "type": .string(Self.type)] }
-        public func writeEventJSON(into out: inout [UInt8]) {
-            JSONObjectWriter.write(into: &out) { o in
+        public func writeEventJSON(into stage: inout JSONStage) {
+            JSONObjectWriter.write(into: &stage) { o in
                 o.member("input") { input.writeJSON(into: &$0) }
                 o.string("type", Self.type)
             }
@@ -247,8 +247,8 @@ extension SessionEvent {
         /// Built directly: sent in every round trip.
         public var eventJSON: JSONValue { members.object }
         /// `members` written in sorted key order, without building them.
-        public func writeEventJSON(into out: inout [UInt8]) {
-            JSONObjectWriter.write(into: &out) { o in
+        public func writeEventJSON(into stage: inout JSONStage) {
+            JSONObjectWriter.write(into: &stage) { o in
                 o.int("contextWindowTokens", contextWindowTokens)
                 o.string("model", model)
                 o.string("profile", profile)
@@ -302,8 +302,8 @@ extension SessionEvent {
         /// Built directly: sent in every tool round trip.
         public var eventJSON: JSONValue { members.object }
         /// `members` written in sorted key order, without building them.
-        public func writeEventJSON(into out: inout [UInt8]) {
-            JSONObjectWriter.write(into: &out) { o in
+        public func writeEventJSON(into stage: inout JSONStage) {
+            JSONObjectWriter.write(into: &stage) { o in
                 o.value("arguments", arguments)
                 o.string("callId", callId)
                 o.string("name", name)
@@ -390,8 +390,8 @@ extension SessionEvent {
         /// Built directly: sent in every tool round trip.
         public var eventJSON: JSONValue { members.object }
         /// `members` written in sorted key order, without building them.
-        public func writeEventJSON(into out: inout [UInt8]) {
-            JSONObjectWriter.write(into: &out) { o in
+        public func writeEventJSON(into stage: inout JSONStage) {
+            JSONObjectWriter.write(into: &stage) { o in
                 o.string("callId", callId)
                 o.value("content", content)
                 o.value("media", media.map { .array($0.map(\.json)) })
@@ -419,15 +419,15 @@ extension SessionEvent {
         public init(entry: TranscriptEntry) { self.entry = entry }
         /// Built directly: sent for every entry.
         public var eventJSON: JSONValue { .object(["type": "entryAppended", "entry": entry.json]) }
-        public func writeEventJSON(into out: inout [UInt8]) {
-            Self.write(into: &out) { entry.serialize(into: &$0) }
+        public func writeEventJSON(into stage: inout JSONStage) {
+            Self.write(into: &stage) { entry.serialize(into: &$0) }
         }
         /// The event's object around the entry's JSON text, which `writeEntry`
-        /// appends (the engine passes the text its journal line already holds).
-        package static func write(into out: inout [UInt8], writeEntry: (inout [UInt8]) -> Void) {
-            JSONTextWriter.appendLiteral(#"{"entry":"#, into: &out)
-            writeEntry(&out)
-            JSONTextWriter.appendLiteral(#","type":"entryAppended"}"#, into: &out)
+        /// writes (the engine passes the text its journal line already holds).
+        package static func write(into stage: inout JSONStage, writeEntry: (inout JSONStage) -> Void) {
+            stage.literal(#"{"entry":"#)
+            writeEntry(&stage)
+            stage.literal(#","type":"entryAppended"}"#)
         }
     }
 
@@ -514,8 +514,8 @@ extension SessionEvent {
             if let stopReason { o["stopReason"] = .string(stopReason.rawValue) }
             return .object(o)
         }
-        public func writeEventJSON(into out: inout [UInt8]) {
-            JSONObjectWriter.write(into: &out) { o in
+        public func writeEventJSON(into stage: inout JSONStage) {
+            JSONObjectWriter.write(into: &stage) { o in
                 o.value("error", error?.json)
                 o.string("status", status.rawValue)
                 o.string("stopReason", stopReason?.rawValue)
@@ -610,8 +610,8 @@ extension Usage: SessionEventPayload {
         return .object(o)
     }
     /// Sent in every round trip that reports usage.
-    public func writeEventJSON(into out: inout [UInt8]) {
-        JSONObjectWriter.write(into: &out) { o in
+    public func writeEventJSON(into stage: inout JSONStage) {
+        JSONObjectWriter.write(into: &stage) { o in
             writeMembers(into: &o)
             o.string("type", Self.type)
         }

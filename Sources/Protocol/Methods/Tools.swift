@@ -159,14 +159,25 @@ public struct ToolCallResult: Codable, Sendable, Hashable {
     /// Whatever this does not accept at once goes through that decoder, so a
     /// malformed answer fails with its words (a test pins both to agree).
     public init(json value: JSONValue) throws(JSONDecodingFailure) {
-        if case .object(let o) = value, case .string(let raw)? = o["outcome"], let outcome = ToolOutcome(rawValue: raw),
-            let content = o["content"]
-        {
-            let undo = o["undo"]
-            self.init(outcome: outcome, content: content, undo: undo == .null ? nil : undo)
-        } else {
-            self = try value.decode(as: ToolCallResult.self)
+        if case .object(let o) = value {
+            // The members are walked once, not looked up by hashing each name.
+            var outcome: ToolOutcome?
+            var content: JSONValue?
+            var undo: JSONValue?
+            for (key, member) in o {
+                switch key {
+                case "outcome": if case .string(let raw) = member { outcome = ToolOutcome(rawValue: raw) }
+                case "content": content = member
+                case "undo": undo = member
+                default: break
+                }
+            }
+            if let outcome, let content {
+                self.init(outcome: outcome, content: content, undo: undo == .null ? nil : undo)
+                return
+            }
         }
+        self = try value.decode(as: ToolCallResult.self)
     }
 }
 
