@@ -154,8 +154,10 @@ final class ByteSinkThread: @unchecked Sendable {
     func enqueue(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> Bool {
         killSwitch?.beforeWrite()
         condition.lock()
-        defer { condition.unlock() }
-        return enqueueLocked(byteCount: byteCount, fill)
+        let (queued, wake) = enqueueLocked(byteCount: byteCount, fill)
+        condition.unlock()
+        if wake { condition.signal() }
+        return queued
     }
 
     /// `enqueue` unless the sink is behind (`isBehind`): then nothing is
@@ -163,19 +165,26 @@ final class ByteSinkThread: @unchecked Sendable {
     /// lock (a streamed delta asks it at every delta).
     func enqueueUnlessBehind(_ fill: (inout [UInt8]) -> Void) -> Bool {
         condition.lock()
-        defer { condition.unlock() }
-        if isBehindLocked { return false }
+        if isBehindLocked {
+            condition.unlock()
+            return false
+        }
         killSwitch?.beforeWrite()
-        enqueueLocked(byteCount: 0, fill)
+        let wake = enqueueLocked(byteCount: 0, fill).wake
+        condition.unlock()
+        if wake { condition.signal() }
         return true
     }
 
-    @discardableResult
-    private func enqueueLocked(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> Bool {
-        if broken || closed { return false }
+    /// Appends under the lock; `wake` says whether the writer must be signalled,
+    /// which the caller does after unlocking: signalled under the lock, the
+    /// writer woke only to block again on the mutex the producer still held
+    /// (two more futex calls and a context switch per wake-up).
+    private func enqueueLocked(byteCount: Int, _ fill: (inout [UInt8]) -> Void) -> (queued: Bool, wake: Bool) {
+        if broken || closed { return (false, false) }
         if let maxQueuedBytes, queue.count + byteCount > maxQueuedBytes {
             droppedBytes += byteCount
-            return true
+            return (true, false)
         }
         // The writer only waits when it found the queue empty and is not writing;
         // otherwise it will see these bytes without a wake-up (a futex call saved
@@ -183,8 +192,7 @@ final class ByteSinkThread: @unchecked Sendable {
         let writerMayWait = queue.isEmpty && !writing
         fill(&queue)
         peakPendingBytes = max(peakPendingBytes, queue.count + writingBytes)
-        if writerMayWait { condition.signal() }
-        return true
+        return (true, writerMayWait)
     }
 
     var isBroken: Bool {
