@@ -378,8 +378,13 @@ actor AgentSession {
         if !warnings.isEmpty { emit(.schemaWarnings(warnings), turn: id) }
         if let prompt { announceAppended(prompt, turn: id) }
 
+        // On `TurnExecutor`: the turn's hops and its frames' wake-ups stay on one
+        // thread per batch, and an answer's continuation runs on the reader thread.
         let task = Task { [self] () async throws -> TurnOutcome in
-            try await runner.runTurn(input: input, session: self)
+            guard #available(macOS 15.0, *) else { return try await runner.runTurn(input: input, session: self) }
+            return try await withTaskExecutorPreference(TurnExecutor.shared) {
+                try await runner.runTurn(input: input, session: self)
+            }
         }
         control.attach(task)
         return control

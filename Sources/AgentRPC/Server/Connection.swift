@@ -118,8 +118,12 @@ package final class Connection: Sendable {
     /// Starts the reader thread. Call once. Throws when the system refuses it: a
     /// connection that cannot read must not be served at all.
     package func start() throws(OSThread.StartError) {
-        try OSThread.start(name: "agentrpc.stdin", stackSize: 1 << 20) { [self] in self.readLoop() }
+        try OSThread.start(name: "agentrpc.stdin", stackSize: Self.readerStackBytes) { [self] in self.readLoop() }
     }
+
+    /// The reader runs a turn's continuation after an answer (`TurnExecutor`):
+    /// it gets the stack a pool thread has (8 MiB, reserved, not resident).
+    static let readerStackBytes = 8 << 20
 
     // MARK: Reading
 
@@ -213,10 +217,17 @@ package final class Connection: Sendable {
             return
         }
         deadlines.remove(id)
-        switch result {
-        case .success(let value): entry.continuation.resume(returning: value)
-        case .failure(let error): entry.continuation.resume(throwing: OutgoingRequestError.rpc(error))
+        // A turn's continuation runs right here (`TurnExecutor`), no thread woken for it.
+        Self.resumingHere {
+            switch result {
+            case .success(let value): entry.continuation.resume(returning: value)
+            case .failure(let error): entry.continuation.resume(throwing: OutgoingRequestError.rpc(error))
+            }
         }
+    }
+
+    private static func resumingHere(_ resume: () -> Void) {
+        if #available(macOS 15.0, *) { TurnExecutor.runningAnswers(resume) } else { resume() }
     }
 
     private func failAllPending(_ error: OutgoingRequestError) {

@@ -117,6 +117,12 @@ final class ByteSinkThread: @unchecked Sendable {
     /// Bytes of the chunk being written (taken off `queue`, not yet all written).
     @exclusivity(unchecked) private var writingBytes = 0
     @exclusivity(unchecked) private var closed = false
+    /// Frames are queued that a running batch of `TurnExecutor` will wake the writer for.
+    @exclusivity(unchecked) private var wakeDeferred = false
+    /// Times the writer was signalled for queued bytes (tests and diagnostics).
+    let wakeUps = Atomic<Int>(0)
+    /// Chunks the writer took off the queue and wrote (tests and diagnostics).
+    let writes = Atomic<Int>(0)
     @exclusivity(unchecked) private var broken = false
     private let fd: Int32
     private let maxQueuedBytes: Int?
@@ -156,7 +162,7 @@ final class ByteSinkThread: @unchecked Sendable {
         condition.lock()
         let (queued, wake) = enqueueLocked(byteCount: byteCount, fill)
         condition.unlock()
-        if wake { condition.signal() }
+        if wake { signalWriter() }
         return queued
     }
 
@@ -172,7 +178,7 @@ final class ByteSinkThread: @unchecked Sendable {
         killSwitch?.beforeWrite()
         let wake = enqueueLocked(byteCount: 0, fill).wake
         condition.unlock()
-        if wake { condition.signal() }
+        if wake { signalWriter() }
         return true
     }
 
@@ -192,7 +198,47 @@ final class ByteSinkThread: @unchecked Sendable {
         let writerMayWait = queue.isEmpty && !writing
         fill(&queue)
         peakPendingBytes = max(peakPendingBytes, queue.count + writingBytes)
-        return (true, writerMayWait)
+        guard writerMayWait || wakeDeferred else { return (true, false) }
+        // A batch of `TurnExecutor` wakes the writer once, when it ends, for all
+        // the frames it queued (a tool round trip queues six); past
+        // `maxDeferredBytes` the writer is woken at once, so a long burst is
+        // written while it is made. Any other caller wakes it now, for its
+        // frame and for a batch's frames queued before it.
+        if queue.count < Self.maxDeferredBytes, let batch = BatchThread.running {
+            if !wakeDeferred {
+                wakeDeferred = true
+                batch.deferWake(of: self)
+            }
+            return (true, false)
+        }
+        wakeDeferred = false
+        return (true, true)
+    }
+
+    /// The most bytes a batch queues before the writer is woken all the same.
+    static let maxDeferredBytes = 64 * 1024
+
+    /// Signals the writer (outside the lock) and counts it.
+    private func signalWriter() {
+        condition.signal()
+        wakeUps.add(1, ordering: .relaxed)
+    }
+
+    /// Whether queued frames wait for a running batch's end to wake the writer (tests).
+    var wakeIsDeferred: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return wakeDeferred
+    }
+
+    /// Called by a batch of `TurnExecutor` when it ends: wakes the writer if
+    /// frames it queued still wait for it.
+    func wakeIfDeferred() {
+        condition.lock()
+        let wake = wakeDeferred
+        wakeDeferred = false
+        condition.unlock()
+        if wake { signalWriter() }
     }
 
     var isBroken: Bool {
@@ -264,6 +310,11 @@ final class ByteSinkThread: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         condition.lock()
         defer { condition.unlock() }
+        // Frames of a batch that has not ended yet (this thread's, maybe) are written now.
+        if wakeDeferred {
+            wakeDeferred = false
+            condition.signal()
+        }
         while (!queue.isEmpty || writing) && !broken {
             if !condition.wait(until: deadline) { return }
         }
@@ -295,6 +346,7 @@ final class ByteSinkThread: @unchecked Sendable {
             condition.unlock()
 
             let ok = writeAll(chunk)
+            writes.add(1, ordering: .relaxed)
             // A buffer grown by a burst is not kept for ever.
             if chunk.capacity <= Self.spareCapacity { chunk.removeAll(keepingCapacity: true) } else { chunk = [] }
 

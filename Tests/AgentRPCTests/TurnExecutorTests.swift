@@ -1,0 +1,260 @@
+import AgentRPCProtocol
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AgentRPC
+
+/// `TurnExecutor`: the frames a batch of a turn's jobs queues wake the writer
+/// once, when the batch ends; frames queued anywhere else wake it at once; an
+/// answer's continuation runs on the reader thread that settled it, never
+/// nested in another batch and never longer than `inlineJobs` jobs there.
+/// In process, on pipes: the sink's own counters (`wakeUps`, `writes`) say
+/// what the writer thread was asked to do, not a clock.
+@Suite struct TurnExecutorTests {
+    /// A sink writing into a pipe whose other end the test reads.
+    final class PipeSink: Sendable {
+        let sink: ByteSinkThread
+        let pipe = Pipe()
+
+        init() throws {
+            #if os(Linux)
+            // Room for a burst past `maxDeferredBytes` without a reader (F_SETPIPE_SZ).
+            _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, 1031, 1 << 20)
+            #endif
+            sink = try ByteSinkThread(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, name: "test.sink", maxQueuedBytes: nil)
+        }
+
+        deinit { sink.close() }
+
+        /// Everything written so far (the sink flushed first, bounded).
+        func written() -> [UInt8] {
+            sink.flush(timeoutSeconds: 5)
+            var bytes: [UInt8] = []
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            let flags = fcntl(fd, F_GETFL)
+            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                bytes += buffer[0..<n]
+            }
+            return bytes
+        }
+
+        /// Waits (bounded) until the writer was woken `count` times.
+        func waitForWakeUps(_ count: Int) async -> Int {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while sink.wakeUps.load(ordering: .relaxed) < count, ContinuousClock.now < deadline { await Task.yield() }
+            return sink.wakeUps.load(ordering: .relaxed)
+        }
+    }
+
+    static func frame(_ n: Int) -> [UInt8] { Array("{\"n\":\(n)}\n".utf8) }
+
+    @Test func theFramesOfOneBatchWakeTheWriterOnceWhenItEnds() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let inside = await Task(executorPreference: TurnExecutor.shared) { () -> (wakeUps: Int, deferred: Bool) in
+            for n in 0..<6 { sink.enqueue(Self.frame(n)) }
+            return (sink.wakeUps.load(ordering: .relaxed), sink.wakeIsDeferred)
+        }.value
+        #expect(inside.wakeUps == 0, "the writer was woken while the batch was still queueing")
+        #expect(inside.deferred)
+        #expect(await out.waitForWakeUps(1) == 1)
+        #expect(out.written() == (0..<6).flatMap(Self.frame))
+        let writes = sink.writes.load(ordering: .relaxed)
+        #expect(writes == 1, "six frames of one batch, one write")
+        let wakeUps = sink.wakeUps.load(ordering: .relaxed)
+        #expect(wakeUps == 1)
+    }
+
+    @Test func aBatchThatThrowsStillWakesTheWriter() async throws {
+        struct Failed: Error {}
+        let out = try PipeSink()
+        let sink = out.sink
+        let task = Task(executorPreference: TurnExecutor.shared) { () throws -> Void in
+            sink.enqueue(Self.frame(1))
+            throw Failed()
+        }
+        await #expect(throws: Failed.self) { try await task.value }
+        #expect(await out.waitForWakeUps(1) == 1)
+        #expect(out.written() == Self.frame(1))
+    }
+
+    @Test func aFrameQueuedOutsideABatchWakesTheWriterAtOnce() async throws {
+        let out = try PipeSink()
+        out.sink.enqueue(Self.frame(1))
+        // Counted when signalled, before `enqueue` returns: no wait needed.
+        let wakeUps = out.sink.wakeUps.load(ordering: .relaxed)
+        #expect(wakeUps == 1)
+        #expect(out.written() == Self.frame(1))
+    }
+
+    /// Another thread's frame is not held back by a batch that has not ended:
+    /// it wakes the writer for both.
+    @Test func aBatchStillRunningDoesNotHoldBackAnotherThreadsFrame() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let queued = Latch(), release = Latch()
+        let batch = Task(executorPreference: TurnExecutor.shared) { () -> Bool in
+            sink.enqueue(Self.frame(1))
+            queued.open()
+            // The batch stays open (bounded) while the test queues from its own thread.
+            return release.wait(seconds: 5)
+        }
+        #expect(queued.wait(seconds: 5))
+        #expect(sink.wakeIsDeferred)
+        sink.enqueue(Self.frame(2))
+        let wakeUps = sink.wakeUps.load(ordering: .relaxed)
+        #expect(wakeUps == 1)
+        #expect(out.written() == Self.frame(1) + Self.frame(2), "written while the batch still runs")
+        release.open()
+        #expect(await batch.value)
+    }
+
+    /// Past `maxDeferredBytes` a batch wakes the writer without waiting for its end.
+    @Test func aLongBurstIsWrittenWhileTheBatchRuns() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let line = [UInt8](repeating: UInt8(ascii: "x"), count: 1023) + [0x0A]
+        let wakeUps = await Task(executorPreference: TurnExecutor.shared) { () -> Int in
+            for _ in 0...(ByteSinkThread.maxDeferredBytes / line.count) { sink.enqueue(line) }
+            return sink.wakeUps.load(ordering: .relaxed)
+        }.value
+        #expect(wakeUps == 1)
+        #expect(out.written().count == (ByteSinkThread.maxDeferredBytes / line.count + 1) * line.count)
+    }
+
+    @Test func flushInsideABatchWritesItsFramesWithoutWaitingForTheEnd() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let pending = await Task(executorPreference: TurnExecutor.shared) { () -> Bool in
+            sink.enqueue(Self.frame(1))
+            let start = ContinuousClock.now
+            sink.flush(timeoutSeconds: 30)
+            // A flush that waited for its own batch's end would wait the whole 30 s.
+            return ContinuousClock.now - start < .seconds(20) && !sink.wakeIsDeferred
+        }.value
+        #expect(pending)
+        #expect(out.written() == Self.frame(1))
+    }
+
+    // MARK: The answer's continuation
+
+    @Test func anAnswersContinuationRunsOnTheReaderThread() async throws {
+        let client = try PipeClient()
+        let connection = client.connection
+        let task = Task(executorPreference: TurnExecutor.shared) { () throws -> (answering: Bool, result: JSONValue) in
+            let result = try await connection.request("tool/call", ["x": 1], timeout: 10)
+            return (BatchThread.current?.answering == true, result)
+        }
+        try client.answerNextRequest(with: ["ok": true])
+        let (answering, result) = try await task.value
+        #expect(result == ["ok": true])
+        #expect(answering, "the continuation ran on a pool thread, not on the reader that settled the answer")
+    }
+
+    @Test func theReaderHandsALongBatchToThePool() async throws {
+        let client = try PipeClient()
+        let connection = client.connection
+        let task = Task(executorPreference: TurnExecutor.shared) { () throws -> (first: Bool, last: Bool) in
+            _ = try await connection.request("tool/call", ["x": 1], timeout: 10)
+            let first = BatchThread.current?.answering == true
+            // Each yield is one more job of the batch.
+            for _ in 0..<(2 * TurnExecutor.inlineJobs) { await Task.yield() }
+            return (first, BatchThread.current?.answering == true)
+        }
+        try client.answerNextRequest(with: ["ok": true])
+        let (first, last) = try await task.value
+        #expect(first)
+        #expect(!last, "the reader ran more than \(TurnExecutor.inlineJobs) jobs of one batch")
+    }
+
+    @Test func aContinuationResumedInsideABatchIsNotRunNestedInIt() async throws {
+        final class Parked: Sendable {
+            let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+            let ran = Atomic<Bool>(false)
+        }
+        let parked = Parked()
+        let waiting = Task(executorPreference: TurnExecutor.shared) {
+            await withCheckedContinuation { continuation in parked.continuation.withLock { $0 = continuation } }
+            parked.ran.store(true, ordering: .releasing)
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while parked.continuation.withLock({ $0 == nil }), ContinuousClock.now < deadline { await Task.yield() }
+        let continuation = try #require(parked.continuation.withLock { $0 })
+        let ranDuringResume = await Task(executorPreference: TurnExecutor.shared) { () -> Bool in
+            TurnExecutor.runningAnswers { continuation.resume() }
+            return parked.ran.load(ordering: .acquiring)
+        }.value
+        #expect(!ranDuringResume, "the resumed job ran nested inside the running one")
+        await waiting.value
+        let ranAtLast = parked.ran.load(ordering: .acquiring)
+        #expect(ranAtLast)
+    }
+}
+
+/// A one-shot gate a thread waits on, bounded.
+private final class Latch: Sendable {
+    private let state = Mutex(false)
+    private let condition = ConditionLock()
+
+    func open() {
+        condition.lock()
+        state.withLock { $0 = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// False when `seconds` passed first.
+    func wait(seconds: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !state.withLock({ $0 }) {
+            if !condition.wait(until: deadline) { return state.withLock { $0 } }
+        }
+        return true
+    }
+}
+
+/// A `Connection` on two pipes; the test answers the server's requests.
+private final class PipeClient: Sendable {
+    let connection: Connection
+    private let toServer: FileHandle
+    private let fromServer: FileHandle
+    private let pipes: [Pipe]
+
+    init() throws {
+        let input = Pipe(), output = Pipe()
+        connection = try Connection(
+            inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
+            maxMessageBytes: 1 << 20, logger: Logger(level: .off))
+        toServer = input.fileHandleForWriting
+        fromServer = output.fileHandleForReading
+        pipes = [input, output]
+        try connection.start()
+    }
+
+    struct NoRequest: Error {}
+
+    /// Reads the server's next request (waiting at most 5 s for each read) and answers it.
+    func answerNextRequest(with result: JSONValue) throws {
+        var parser = FrameParser(maxMessageBytes: 1 << 20)
+        while true {
+            var ready = pollfd(fd: fromServer.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 5000) == 1 else { throw NoRequest() }
+            let data = fromServer.availableData
+            if data.isEmpty { throw NoRequest() }
+            parser.append(data)
+            while let event = parser.next() {
+                guard case .frame(let bytes) = event, let value = try? JSONValue.parse(bytes), let id = value["id"], value["method"] != nil else { continue }
+                let answer: JSONValue = ["jsonrpc": "2.0", "id": id, "result": result]
+                try toServer.write(contentsOf: Data(answer.serialized() + [0x0A]))
+                return
+            }
+        }
+    }
+}
