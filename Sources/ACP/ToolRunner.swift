@@ -292,8 +292,11 @@ struct ToolRunner: Sendable {
         let editor = self.editor
         // The terminal is ours until released: released whatever happens, even
         // when this call is cancelled (then from a task of its own, bounded).
+        // Started at once (`Task.immediate`): the request is queued before the
+        // call's result, so the editor hears of the release before the call's
+        // last update, whichever thread runs the turn on.
         let release: @Sendable () -> Void = {
-            Task { _ = try? await editor.request("terminal/release", ids, timeout: 10) }
+            Task.immediate { _ = try? await editor.request("terminal/release", ids, timeout: 10) }
         }
         let budget = commandBudget
         var exit: JSONValue?
