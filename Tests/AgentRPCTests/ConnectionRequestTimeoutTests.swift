@@ -14,12 +14,11 @@ private final class ClientEnd: Sendable {
     private let pipes: [Pipe]
 
     init() throws {
-        let input = Pipe(), output = Pipe()
-        connection = try Connection(
-            inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
-            maxMessageBytes: 1 << 20, logger: Logger(level: .off))
-        toServer = input.fileHandleForWriting
-        pipes = [input, output]
+        let piped = try PipedConnection()
+        let output = piped.output
+        connection = piped.connection
+        toServer = piped.input.fileHandleForWriting
+        pipes = [piped.input, output]
         let (stream, feed) = AsyncStream.makeStream(of: JSONValue.self)
         let inbox = self.inbox
         Task {

@@ -228,13 +228,11 @@ private final class PipeClient: Sendable {
     private let pipes: [Pipe]
 
     init() throws {
-        let input = Pipe(), output = Pipe()
-        connection = try Connection(
-            inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
-            maxMessageBytes: 1 << 20, logger: Logger(level: .off))
-        toServer = input.fileHandleForWriting
-        fromServer = output.fileHandleForReading
-        pipes = [input, output]
+        let piped = try PipedConnection()
+        connection = piped.connection
+        toServer = piped.input.fileHandleForWriting
+        fromServer = piped.output.fileHandleForReading
+        pipes = [piped.input, piped.output]
         try connection.start()
     }
 

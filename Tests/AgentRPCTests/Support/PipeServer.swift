@@ -110,3 +110,17 @@ final class PipeServer: Sendable {
         await inbox.first(timeout: timeout) { $0["id"] == .int(id) && $0["method"] == nil }
     }
 }
+
+/// A `Connection` on two fresh pipes, as a client would see the server: the
+/// test writes `input`'s write end and reads `output`'s read end (not started).
+struct PipedConnection {
+    let connection: Connection
+    let input = Pipe()
+    let output = Pipe()
+
+    init() throws {
+        connection = try Connection(
+            inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
+            maxMessageBytes: 1 << 20, logger: Logger(level: .off))
+    }
+}
