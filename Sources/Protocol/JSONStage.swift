@@ -57,6 +57,19 @@ public struct JSONStage {
         }
     }
 
+    /// One ASCII byte and `number` in decimal, as a string (an entry id `e12`):
+    /// written digit by digit into a few bytes on the stack.
+    package static func decimal(_ number: Int, after prefix: UInt8) -> String {
+        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // a prefix, a sign and 19 digits fit
+        return withUnsafeMutableBytes(of: &digits) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            guard let base = buffer.baseAddress else { return "" }
+            base[0] = prefix
+            let count = JSONTextWriter.writeInt(number, to: base + 1)
+            return String(decoding: UnsafeBufferPointer(start: base, count: count + 1), as: UTF8.self)
+        }
+    }
+
     /// Appends what is staged to the array.
     @inline(__always)
     private mutating func flush() {

@@ -45,22 +45,11 @@ import Testing
     /// an escape, at every position of strings around a word's length, is
     /// escaped as one byte at a time would, and the text parses back.
     @Test func everyByteToEscapeAtEveryPositionIsWrittenAsOneByteAtATimeWould() throws {
+        // The plain writer JSONStageTests holds every writer to.
         func reference(_ s: String) -> [UInt8] {
-            var out: [UInt8] = [0x22]
-            for b in s.utf8 {
-                switch b {
-                case 0x22: out += Array(#"\""#.utf8)
-                case 0x5C: out += Array(#"\\"#.utf8)
-                case 0x0A: out += Array(#"\n"#.utf8)
-                case 0x0D: out += Array(#"\r"#.utf8)
-                case 0x09: out += Array(#"\t"#.utf8)
-                case 0x08: out += Array(#"\b"#.utf8)
-                case 0x0C: out += Array(#"\f"#.utf8)
-                case ..<0x20: out += Array(String(format: "\\u%04x", Int(b)).utf8)
-                default: out.append(b)
-                }
-            }
-            return out + [0x22]
+            var out: [UInt8] = []
+            JSONStageTests.referenceString(s, into: &out)
+            return out
         }
         let plain = Array("abcdefghijklmnopqrstuvwxyz0123".utf8)
         let inserts: [[UInt8]] = (0..<0x20).map { [UInt8($0)] } + [[0x22], [0x5C], [0x21], [0x23], [0x5B], [0x5D], [0x7F], Array("é".utf8), Array("😀".utf8), [0x22, 0x5C, 0x0A]]

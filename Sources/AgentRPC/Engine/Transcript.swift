@@ -704,27 +704,10 @@ struct Transcript: Sendable {
 // MARK: Entry ids
 
 extension Transcript {
-    /// The id `e<N>` of the `number`th appended entry. Written digit by digit
-    /// (one is made per entry; an interpolation costs several times as much).
+    /// The id `e<N>` of the `number`th appended entry, written straight into
+    /// a string (one is made per entry; an interpolation costs several times as much).
     static func generatedID(_ number: Int) -> String {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        return withUnsafeMutableBytes(of: &digits) { raw in
-            let buffer = raw.bindMemory(to: UInt8.self)
-            var start = buffer.count
-            var rest = number.magnitude
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            } while rest > 0
-            if number < 0 {
-                start -= 1
-                buffer[start] = UInt8(ascii: "-")
-            }
-            start -= 1
-            buffer[start] = UInt8(ascii: "e")
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[start...]), as: UTF8.self)
-        }
+        JSONStage.decimal(number, after: UInt8(ascii: "e"))
     }
 
     /// N of an id `e<N>` written as `append` writes it (N from 1, no sign, no
