@@ -23,6 +23,11 @@ import Testing
             _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, 1031, 1 << 20)
             #endif
             sink = try ByteSinkThread(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, name: "test.sink", maxQueuedBytes: nil)
+            // Counted from a writer asleep on its empty queue: a writer thread that
+            // starts late finds the first frames queued and writes them without a
+            // wake-up (seen in a clean-clone CI run with the suites in parallel).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !sink.writerIsWaiting, ContinuousClock.now < deadline { sched_yield() }
         }
 
         deinit { sink.close() }

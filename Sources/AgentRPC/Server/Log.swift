@@ -117,6 +117,8 @@ final class ByteSinkThread: @unchecked Sendable {
     /// Bytes of the chunk being written (taken off `queue`, not yet all written).
     @exclusivity(unchecked) private var writingBytes = 0
     @exclusivity(unchecked) private var closed = false
+    /// The writer is in its wait for bytes (`writerIsWaiting`).
+    @exclusivity(unchecked) private var writerWaiting = false
     /// Frames are queued that a running batch of `TurnExecutor` will wake the writer for.
     @exclusivity(unchecked) private var wakeDeferred = false
     /// Times the writer was signalled for queued bytes (tests and diagnostics).
@@ -222,6 +224,14 @@ final class ByteSinkThread: @unchecked Sendable {
     private func signalWriter() {
         condition.signal()
         wakeUps.add(1, ordering: .relaxed)
+    }
+
+    /// Whether the writer thread waits for bytes (tests: a thread that starts
+    /// late, or is between two writes, takes queued bytes without a wake-up).
+    var writerIsWaiting: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return writerWaiting
     }
 
     /// Whether queued frames wait for a running batch's end to wake the writer (tests).
@@ -333,7 +343,11 @@ final class ByteSinkThread: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while queue.isEmpty && !closed { condition.wait() }
+            while queue.isEmpty && !closed {
+                writerWaiting = true
+                condition.wait()
+            }
+            writerWaiting = false
             if queue.isEmpty && closed {
                 condition.unlock()
                 return
