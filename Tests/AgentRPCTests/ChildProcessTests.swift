@@ -40,6 +40,38 @@ import Testing
         #expect(state == nil || state == "Z", "the leftover is gone or a zombie waiting for its new parent")
     }
 
+    /// A descriptor agentrpc holds without close-on-exec (inherited from whoever started
+    /// it, or opened so by a library) reaches neither the child nor what the child leaves
+    /// running. Before, this test's own pipe stayed open in the leftover `sleep` of the
+    /// test above, and a test in the same process that read another pipe to its end
+    /// waited as long as that sleep ran (600 s: the whole suite stalled).
+    @Test func aDescriptorWithoutCloseOnExecDoesNotReachTheChild() async throws {
+        var fds: [Int32] = [-1, -1]
+        #expect(pipe(&fds) == 0)
+        // A number no shell uses for itself, and not close-on-exec (plain `dup2`).
+        let inherited: Int32 = 87
+        #expect(dup2(fds[1], inherited) == inherited)
+        close(fds[1])
+        let child = try await ChildProcess.spawn(
+            command: "/bin/sh",
+            arguments: ["-c", "if [ -e /proc/self/fd/\(inherited) ]; then echo leaked; else echo clean; fi; sleep 600 & echo $!"],
+            environment: ["PATH": "/usr/bin:/bin"], directory: nil)
+        #expect(firstLine(of: child) == "clean")
+        let leftover = firstLine(of: child)
+        #expect(leftover.flatMap { pid_t($0) } != nil)
+        close(inherited)
+        // Nothing else holds the write end: its reader sees the end of file at once,
+        // while the leftover still runs.
+        var poller = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        let ready = poll(&poller, 1, 10_000) == 1
+        var byte: UInt8 = 0
+        #expect(ready && read(fds[0], &byte, 1) == 0, "a child still holds the pipe's write end")
+        close(fds[0])
+        #expect(ProcessGroup.hasLiveMember(child.pid))
+        await child.killLeftovers()
+        #expect(!ProcessGroup.hasLiveMember(child.pid))
+    }
+
     @Test func aGroupWithNothingLeftIsNotWaitedFor() async throws {
         let child = try await ChildProcess.spawn(
             command: "/bin/sh", arguments: ["-c", "exit 0"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)

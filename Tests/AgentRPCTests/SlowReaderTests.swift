@@ -50,7 +50,8 @@ import Testing
         // 4 MB of text, four times the output queue's bound: the turn cannot
         // finish while the client reads nothing. Closing stdin then cancels it.
         let deltas = (0..<40_000).map { "\($0) " + String(repeating: "x", count: 94) + "\n" }
-        let outcome = try await Self.runWithoutReading(server: server, deltas: deltas, until: "the turn waits for it")
+        let outcome = try await Self.runWithoutReading(
+            server: server, deltas: deltas, until: "the turn waits for it", then: "the running turn is stopped (shutdown)")
         #expect(outcome.status == 0, "stderr: \(outcome.stderr.suffix(2000))")
         let answer = try #require(outcome.messages.first { $0["id"] == .int(3) && $0["method"] == nil }, "the send was never answered")
         #expect(answer["error"]?["data"]?["kind"] == .string("cancelled"))
@@ -67,18 +68,19 @@ import Testing
     }
 
     /// Sends a turn of `deltas` and reads nothing until the server logs
-    /// `needle`, then closes stdin and reads everything.
-    static func runWithoutReading(server: String, deltas: [String], until needle: String) async throws -> Outcome {
+    /// `needle`, then closes stdin and reads everything (once the server has
+    /// logged `stopped`, if given).
+    static func runWithoutReading(server: String, deltas: [String], until needle: String, then stopped: String? = nil) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result { try runBlocking(server: server, deltas: deltas, until: needle) })
+                continuation.resume(with: Result { try runBlocking(server: server, deltas: deltas, until: needle, then: stopped) })
             }.start()
         }
     }
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
-    static func runBlocking(server: String, deltas: [String], until needle: String) throws -> Outcome {
+    static func runBlocking(server: String, deltas: [String], until needle: String, then stopped: String?) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: server)
         process.arguments = ["serve", "--log-level", "debug"]
@@ -151,6 +153,20 @@ import Testing
         logChanged.unlock()
         // The client is done: it closes stdin, then reads everything (bounded by the watchdog).
         try input.fileHandleForWriting.close()
+        if let stopped {
+            // Not a byte read until the server has stopped the turn: read at once, the
+            // client would let the turn run on, and a loaded machine may let it finish
+            // before the server has taken in the end of its input.
+            logChanged.lock()
+            while !logText().contains(stopped) {
+                if !logChanged.wait(until: deadline) {
+                    logChanged.unlock()
+                    process.terminate()
+                    throw Failure(description: "never logged \(stopped); stderr: \(logText().suffix(2000))")
+                }
+            }
+            logChanged.unlock()
+        }
         try take((try? output.fileHandleForReading.readToEnd()) ?? Data())
         while let event = parser.finish() {
             if case .frame(let body) = event { messages.append(try JSONValue.parse(body)) }

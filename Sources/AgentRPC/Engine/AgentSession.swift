@@ -396,6 +396,8 @@ actor AgentSession {
         abortCompaction(reason)
         guard let runner, runner.isRunning else { return }
         runner.abort(reason)
+        // Said once the abort is made: whatever the turn does next ends it as cancelled.
+        context.logger.debug("session \(id): the running turn is stopped (\(reason == .closed ? "close" : "shutdown"))")
         let control = runner.control
         _ = try? await control.result()
     }

@@ -305,7 +305,7 @@ final class ChildSpawner: @unchecked Sendable {
         return (fds[0], fds[1])
     }()
     /// `syscall`, variadic in C like `prctl`, for `close_range` (Linux 5.9), which
-    /// closes a supervisor's inherited descriptors in two calls instead of one per
+    /// closes a child's inherited descriptors in two calls instead of one per
     /// possible descriptor (the limit may be a million).
     private typealias SyscallFunction = @convention(c) (Int, UInt, UInt, UInt) -> Int
     private static let syscall: SyscallFunction? = {
@@ -314,11 +314,29 @@ final class ChildSpawner: @unchecked Sendable {
     }()
     /// `__NR_close_range`, the same on every Linux architecture (a syscall added after 4.19).
     private static let closeRangeNumber = 436
-    /// How many descriptors a supervisor closes (all it inherited but the lifeline).
+    /// How many descriptors a child may have open (the fallback without `close_range` closes each).
     private static let descriptorLimit: Int32 = {
         let n = sysconf(Int32(_SC_OPEN_MAX))
         return n > 0 ? Int32(min(n, 1 << 20)) : 1024
     }()
+
+    /// Closes every descriptor from `first` on but `kept`: `close_range` around it,
+    /// else one `close` per possible descriptor. Async-signal-safe (run between
+    /// `fork` and `execve`): no allocation, no lock.
+    private static func closeDescriptors(
+        from first: Int32, keeping kept: Int32, syscall: SyscallFunction?, closeRange: Int, limit: Int32
+    ) {
+        if let syscall {
+            let below = kept > first ? syscall(closeRange, UInt(first), UInt(kept - 1), 0) : 0
+            let above = syscall(closeRange, UInt(max(kept + 1, first)), UInt(UInt32.max), 0)
+            if below == 0 && above == 0 { return }
+        }
+        var fd = first
+        while fd < limit {
+            if fd != kept { _ = close(fd) }
+            fd += 1
+        }
+    }
 
     private static func forkAndExec(_ plan: SpawnPlan) -> Result<ChildProcess, ChildProcess.SpawnError> {
         func fail(_ what: String) -> Result<ChildProcess, ChildProcess.SpawnError> {
@@ -385,16 +403,7 @@ final class ChildSpawner: @unchecked Sendable {
             if server > 0 {
                 // Nothing of agentrpc's stays open here (its stdout, other servers' pipes,
                 // the report pipe: agentrpc reads that to its end), only the lifeline.
-                var closed = false
-                if let syscall, lifeline.read > 0 {
-                    closed = syscall(closeRangeNumber, 0, UInt(lifeline.read - 1), 0) == 0
-                        && syscall(closeRangeNumber, UInt(lifeline.read + 1), UInt(UInt32.max), 0) == 0
-                }
-                var fd: Int32 = 0
-                while !closed && fd < descriptorLimit {
-                    if fd != lifeline.read { _ = close(fd) }
-                    fd += 1
-                }
+                closeDescriptors(from: 0, keeping: lifeline.read, syscall: syscall, closeRange: closeRangeNumber, limit: descriptorLimit)
                 while true {
                     var watch = pollfd(fd: lifeline.read, events: Int16(POLLIN), revents: 0)
                     if poll(&watch, 1, 100) > 0 {
@@ -425,6 +434,12 @@ final class ChildSpawner: @unchecked Sendable {
             _ = dup2(inRead, 0)
             _ = dup2(outWrite, 1)
             _ = dup2(errWrite, 2)
+            // Only the three streams reach the server: close-on-exec covers agentrpc's own
+            // descriptors, not those it inherited or a library opened without the flag. One
+            // of those in a server (or in what it leaves running) would hold, say, another
+            // server's stdin open, whose end of file would then never come. The report pipe
+            // stays: it closes at the exec (close-on-exec), or carries the exec's errno.
+            closeDescriptors(from: 3, keeping: reportWrite, syscall: syscall, closeRange: closeRangeNumber, limit: descriptorLimit)
             // agentrpc ignores SIGPIPE, SIGTERM, SIGINT and SIGHUP; ignored signals survive exec.
             var signalNumber: Int32 = 1
             while signalNumber < 32 {

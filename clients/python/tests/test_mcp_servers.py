@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_TIMEOUT, call, is_gone, requires_real, spawn_real, until_gone, until_listening
+from agentrpc import Client
+from conftest import REAL_BINARY, REAL_TIMEOUT, call, is_gone, requires_real, spawn_real, until_gone, until_listening
 
 pytestmark = requires_real
 
@@ -334,6 +335,30 @@ async def test_no_orphan_after_kill_9_of_agentrpc(tmp_path: Path) -> None:
         os.kill(client.pid, signal.SIGKILL)
         await until_gone(server_pid)
 
+
+
+async def test_a_descriptor_agentrpc_inherited_does_not_reach_its_servers(tmp_path: Path) -> None:
+    """Whatever agentrpc was started with beyond stdin, stdout and stderr (an editor
+    that leaks descriptors into what it spawns, say) stays with agentrpc: an MCP server
+    gets only its three streams. A leaked pipe's write end in a server, or in what it
+    leaves running, keeps that pipe's reader from ever seeing its end of file."""
+    if MCP2_PYTHON is None:
+        pytest.skip("mcp 2.x is not installed")
+    inherited = 9  # one digit: dash redirects no other
+    wrapper = tmp_path / "agentrpc-with-a-leaked-descriptor"
+    # Opened by the shell without close-on-exec, then agentrpc itself is exec'd with it.
+    wrapper.write_text(f'#!/bin/sh\nexec {inherited}>>"{tmp_path / "leaked"}"\nexec "{REAL_BINARY}" "$@"\n')
+    wrapper.chmod(0o755)
+    pid_file = tmp_path / "server.pid"
+    async with Client.spawn(binary=wrapper, cwd=tmp_path, env={"MCP_TEST_PID_FILE": str(pid_file)},
+                            request_timeout=REAL_TIMEOUT, shutdown_timeout=REAL_TIMEOUT) as client:
+        events = client.notifications("session/event")
+        await client.open_session(scripted(servers=[stdio_server(MCP2_PYTHON)]))
+        await wait_status(events, "kit", "ready")
+        server_pid = int(pid_file.read_text())
+        assert os.path.exists(f"/proc/{client.pid}/fd/{inherited}"), "agentrpc did not get the descriptor: the test proves nothing"
+        assert sorted(int(fd) for fd in os.listdir(f"/proc/{server_pid}/fd") if int(fd) < 3) == [0, 1, 2]
+        assert not os.path.exists(f"/proc/{server_pid}/fd/{inherited}"), "the MCP server inherited agentrpc's descriptor"
 
 
 HOSTILE = str(HERE / "mcp_hostile_server.py")
