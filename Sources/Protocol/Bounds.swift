@@ -179,6 +179,10 @@ public enum MCPBounds {
     public static let leftoverKillWaitSeconds: Double = 1
     /// The longest tool name an `autoApprove` entry may hold.
     public static let maxToolNameLength = 256
+    /// The most bytes kept waiting for a stdio server that does not read its input
+    /// (a thread writes them; nothing else waits on the pipe): a message that finds
+    /// more waiting is not sent, and the request it carried fails at once.
+    public static let maxUnreadInputBytes = 16 * 1024 * 1024
     /// The longest SSE stream read for one HTTP request.
     public static let maxResponseBytes = 16 * 1024 * 1024
 }

@@ -1,3 +1,4 @@
+import AgentRPCProtocol
 import Foundation
 import Testing
 
@@ -70,6 +71,35 @@ import Testing
         #expect(ProcessGroup.hasLiveMember(child.pid))
         await child.killLeftovers()
         #expect(!ProcessGroup.hasLiveMember(child.pid))
+    }
+
+    /// A child that never reads its stdin: writes queue and return at once (the
+    /// writing thread is the child's own), past `MCPBounds.maxUnreadInputBytes`
+    /// they are refused as `notReading`, and a stop is not held up by the write
+    /// blocked on the full pipe. Before, the first write past the pipe's 64 KiB
+    /// blocked its caller for as long as the child lived, and the stop waited on it.
+    @Test func aChildThatDoesNotReadItsInputBlocksNoCaller() async throws {
+        let child = try await ChildProcess.spawn(
+            command: "/bin/sh", arguments: ["-c", "echo ready; exec sleep 600"], environment: ["PATH": "/usr/bin:/bin"], directory: nil)
+        #expect(firstLine(of: child) == "ready")
+        let message = [UInt8](repeating: 0x78, count: 1 << 20)
+        var queued = 0
+        var refusal: ChildProcess.InputRefusal?
+        while refusal == nil && queued <= MCPBounds.maxUnreadInputBytes + 2 * message.count {
+            do throws(ChildProcess.InputRefusal) {
+                try child.write(message)
+                queued += message.count
+            } catch {
+                refusal = error
+            }
+        }
+        #expect(refusal == .notReading)
+        #expect(queued >= MCPBounds.maxUnreadInputBytes)
+        // stdin closed (sleep does not notice), SIGTERM after the grace: the blocked
+        // write fails as the child ends, and its thread closes the descriptor.
+        await child.stop(grace: 0.2)
+        #expect(child.reap() != nil)
+        #expect(throws: ChildProcess.InputRefusal.closed) { try child.write([0x0A]) }
     }
 
     @Test func aGroupWithNothingLeftIsNotWaitedFor() async throws {

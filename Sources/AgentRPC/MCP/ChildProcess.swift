@@ -20,17 +20,22 @@ package final class ChildProcess: Sendable {
     /// The supervisor's pid, which is also the process group's id.
     package let pid: pid_t
     /// Our ends: write to `stdin`, read `stdout` and `stderr`.
-    package let stdinFD: Int32
     package let stdoutFD: Int32
     package let stderrFD: Int32
-    private let stdinOpen = Mutex(true)
+    /// Writes the child's stdin on a thread of its own, which owns the descriptor:
+    /// a server that stops reading blocks that thread only, never a caller (a
+    /// task of the pool blocked on a full pipe held up every session, and a stop
+    /// waited behind it for ever).
+    private let input: ByteSinkThread
     private let exitStatus = Mutex<Int32?>(nil)
 
-    fileprivate init(pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32) {
+    fileprivate init(pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32) throws(OSThread.StartError) {
         self.pid = pid
-        self.stdinFD = stdinFD
         self.stdoutFD = stdoutFD
         self.stderrFD = stderrFD
+        input = try ByteSinkThread(
+            fileDescriptor: stdinFD, name: "agentrpc-child-in", maxQueuedBytes: nil,
+            backPressureBytes: MCPBounds.maxUnreadInputBytes, closesDescriptor: true)
     }
 
     package struct SpawnError: Error, CustomStringConvertible {
@@ -63,33 +68,27 @@ package final class ChildProcess: Sendable {
         return nil
     }
 
-    /// Writes all of `bytes` to the child's stdin; false when it is closed or gone.
-    func write(_ bytes: [UInt8]) -> Bool {
-        stdinOpen.withLock { open -> Bool in
-            guard open else { return false }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { raw in
-                    Glibc.write(stdinFD, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
-                }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += n
-            }
-            return true
-        }
+    /// Why `write` did not queue a message.
+    enum InputRefusal: Error, Equatable {
+        /// Closed by us, or the child's end is gone.
+        case closed
+        /// More than `MCPBounds.maxUnreadInputBytes` wait unread: the child is not reading.
+        case notReading
+    }
+
+    /// Queues all of `bytes` for the child's stdin and returns at once: they go
+    /// out whole and in order.
+    func write(_ bytes: [UInt8]) throws(InputRefusal) {
+        if input.isBehind { throw .notReading }
+        guard input.enqueue(bytes) else { throw .closed }
     }
 
     /// Closes the child's stdin: the polite way to ask a stdio server to exit.
+    /// What is queued and not yet written is dropped; the descriptor is closed
+    /// once no write is in progress (one blocked on a child that does not read
+    /// ends when the child does).
     package func closeStdin() {
-        stdinOpen.withLock { open in
-            if open {
-                open = false
-                close(stdinFD)
-            }
-        }
+        input.close(discardingQueued: true)
     }
 
     /// The exit status once reaped (without waiting).
@@ -479,6 +478,15 @@ final class ChildSpawner: @unchecked Sendable {
             errno = code
             return fail("cannot start \(plan.path)")
         }
-        return .success(ChildProcess(pid: pid, stdinFD: inWrite, stdoutFD: outRead, stderrFD: errRead))
+        do {
+            return .success(try ChildProcess(pid: pid, stdinFD: inWrite, stdoutFD: outRead, stderrFD: errRead))
+        } catch {
+            // No thread to write its input: the child is not kept.
+            _ = kill(-pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            for fd in [inWrite, outRead, errRead] { close(fd) }
+            return .failure(ChildProcess.SpawnError(description: "cannot start the thread that writes to the server: \(error)"))
+        }
     }
 }

@@ -309,7 +309,13 @@ final class MCPStdioTransport: MCPTransport {
     func send(_ message: JSONValue) async throws {
         var bytes = message.serialized()
         bytes.append(0x0A)
-        guard child.write(bytes) else { throw MCPTransportError(description: "the server's input is closed") }
+        do {
+            try child.write(bytes)
+        } catch .closed {
+            throw MCPTransportError(description: "the server's input is closed")
+        } catch .notReading {
+            throw MCPTransportError(description: "the server is not reading its input (over \(MCPBounds.maxUnreadInputBytes) bytes wait for it)")
+        }
     }
 
     /// Stops the child once. A second caller (the session closing while the

@@ -140,14 +140,31 @@ final class ByteSinkThread: @unchecked Sendable {
 
     /// `AGENTRPC_TEST_KILL_AT_FRAME` (the client's output only): each enqueue is one frame.
     let killSwitch: TestKillSwitch?
+    /// The writer thread closes `fd` when it ends (closed, or the descriptor broke):
+    /// only it may, for a write of its may still be blocked on it, and the number,
+    /// closed under it, could name another file by the next write.
+    private let closesDescriptor: Bool
 
     /// Throws when the system refuses the writer thread: nothing queued could ever be written.
-    init(fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil, killSwitch: TestKillSwitch? = nil) throws(OSThread.StartError) {
+    init(
+        fileDescriptor: Int32, name: String, maxQueuedBytes: Int?, backPressureBytes: Int? = nil,
+        killSwitch: TestKillSwitch? = nil, closesDescriptor: Bool = false
+    ) throws(OSThread.StartError) {
         self.killSwitch = killSwitch
         self.fd = fileDescriptor
         self.maxQueuedBytes = maxQueuedBytes
         self.backPressureBytes = backPressureBytes
-        try OSThread.start(name: name) { [self] in self.run() }
+        self.closesDescriptor = closesDescriptor
+        try OSThread.start(name: name) { [self] in
+            // A reader that is gone is `EPIPE` here, never SIGPIPE, whatever the process
+            // does with the signal (a library's host may leave it fatal).
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            self.run()
+            if self.closesDescriptor { closeDescriptor(self.fd) }
+        }
     }
 
     /// Queues bytes; returns at once. False if the descriptor is broken (peer gone).
@@ -330,10 +347,12 @@ final class ByteSinkThread: @unchecked Sendable {
         }
     }
 
-    /// Stops the thread after the queue drains.
-    func close() {
+    /// Stops the thread after the queue drains; `discardingQueued`: at once, with
+    /// what is queued dropped (a chunk being written is still written, or fails).
+    func close(discardingQueued: Bool = false) {
         condition.lock()
         closed = true
+        if discardingQueued { queue.removeAll() }
         let waiters = takeRoomWaitersLocked()
         condition.broadcast()
         condition.unlock()
@@ -399,3 +418,6 @@ final class ByteSinkThread: @unchecked Sendable {
         }
     }
 }
+
+/// `close(2)`, for a type whose own `close` hides it.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

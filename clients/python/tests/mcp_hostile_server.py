@@ -11,7 +11,8 @@ the client for ping, sampling, roots and elicitation, does not advertise
 client that re-lists until no notification is left never stops), oddschema (a
 tool whose input schema cannot be used, one whose arguments need an integer
 ``n``), spawner (starts a child of its own that ignores SIGTERM and reads no
-input, and writes that child's pid to ``$MCP_TEST_PID_FILE``). In every mode
+input, and writes that child's pid to ``$MCP_TEST_PID_FILE``), deaf (its tool ``deafen``
+answers, then the server never reads its input again; SIGTERM ends it). In every mode
 the tool ``hang`` is never answered, ``big`` answers 2 MiB of text, and at the end of input the server writes
 ``eof`` to ``$MCP_TEST_EOF_FILE`` (if set) half a second later, then exits.
 """
@@ -108,6 +109,8 @@ def main() -> None:
                 odd = {"name": "odd", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nowhere"}}}, "annotations": {"readOnlyHint": True}}
                 typed = {"name": "typed", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, "annotations": {"readOnlyHint": True}}
                 answer(request, {"tools": [odd, typed, tool("ok")]})
+            elif MODE == "deaf":
+                answer(request, {"tools": [tool("deafen"), tool("ok")]})
             elif MODE == "relentless":
                 if grown:
                     send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -126,6 +129,11 @@ def main() -> None:
                 sys.stdout.flush()
             elif name == "hang":
                 continue
+            elif name == "deafen":
+                answer(request, {"content": [{"type": "text", "text": "deaf from now on"}]})
+                # Alive, and not reading: what agentrpc sends from now on fills the pipe.
+                while True:
+                    time.sleep(3600)
             elif name == "big":
                 # 2 MiB of text: over the 1 MiB output bound, under the 16 MiB message bound.
                 answer(request, {"content": [{"type": "text", "text": "y" * (2 * 1024 * 1024)}]})

@@ -417,6 +417,42 @@ async def test_hostile_servers_are_bounded_and_reported_and_other_sessions_keep_
         assert (await bystander.send("hi")).message.text == "still here"
 
 
+async def test_a_server_that_stops_reading_its_input_holds_up_nothing_else(tmp_path: Path) -> None:
+    """Calls whose arguments outgrow the pipe, to a server that no longer reads: they
+    end at the call timeout, other sessions are served all along, and closing the
+    session stops the server. (agentrpc wrote a server's stdin from the turn's
+    tasks: a full pipe blocked them, and the cancellation that followed blocked
+    behind them; with the pool's threads all held, every session stood still.)"""
+    blob = "x" * (1024 * 1024)
+    async with spawn_real(tmp_path, args=["--ephemeral"]) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__deaf__deafen")]},
+            {"toolCalls": [call("mcp__deaf__ok", blob=blob, n=n) for n in range(4)]},
+            {"text": ["went on"]},
+            servers=[hostile("deaf")], limits={"toolTimeoutSeconds": 2}))
+        bystander = await client.open_session({"model": {"provider": "scripted", "script": [{"text": ["still here"]}] * 3}})
+        await status_of(events, {"deaf"})
+        send = asyncio.ensure_future(session.send("go"))
+        # While the calls wait on the deaf server, another session's turns run.
+        for _ in range(3):
+            assert (await bystander.send("hi")).message.text == "still here"
+        assert (await send).message.text == "went on"
+        finished: list[dict[str, Any]] = []
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                event = note.params["event"]
+                if event["type"] == "toolCallFinished" and event["name"] == "mcp__deaf__ok":
+                    finished.append(dict(event))
+                    if len(finished) == 4:
+                        break
+        assert all(e["outcome"] == "failed" and "did not finish within 2" in e["content"] for e in finished), finished
+        # Closing stops it: stdin closed (it does not notice), SIGTERM 2 s later.
+        async with asyncio.timeout(REAL_TIMEOUT):
+            await session.close()
+        assert (await client.list_sessions()) is not None
+
+
 async def test_a_50_mb_result_is_dropped_with_a_note_and_a_storm_is_coalesced(tmp_path: Path) -> None:
     async with spawn_real(tmp_path) as client:
         events = client.notifications("session/event")
