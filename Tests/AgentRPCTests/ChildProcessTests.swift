@@ -110,3 +110,25 @@ import Testing
         await child.killLeftovers()
     }
 }
+
+/// `SpawnedProcess` (the tools' children: `chat --local`'s model server, the transcript
+/// tools' server) gives a child its three streams and no other descriptor, as
+/// `ChildProcess` does for MCP servers.
+@Suite struct SpawnedProcessDescriptorTests {
+    @Test func aDescriptorWithoutCloseOnExecDoesNotReachTheChild() throws {
+        var fds: [Int32] = [-1, -1]
+        #expect(pipe(&fds) == 0)
+        let inherited: Int32 = 87
+        #expect(dup2(fds[1], inherited) == inherited)
+        defer {
+            close(inherited)
+            close(fds[0])
+            close(fds[1])
+        }
+        let run = try SpawnedProcess.output(
+            "/bin/sh", arguments: ["-c", "if [ -e /proc/self/fd/\(inherited) ]; then echo leaked; else echo clean; fi"],
+            environment: ["PATH": "/usr/bin:/bin"])
+        #expect(run.status == 0)
+        #expect(String(decoding: run.output, as: UTF8.self) == "clean\n")
+    }
+}

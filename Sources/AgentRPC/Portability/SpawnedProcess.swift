@@ -25,6 +25,14 @@ private let pipe2Function: Pipe2Function? = {
     return unsafeBitCast(symbol, to: Pipe2Function.self)
 }()
 
+/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34): looked up once, as it is
+/// not declared everywhere the Glibc module is built; nil where the C library lacks it.
+private typealias AddCloseFromFunction = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+private let addCloseFromFunction: AddCloseFromFunction? = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: AddCloseFromFunction.self)
+}()
+
 /// A child process started with `posix_spawn` and waited for synchronously: what the
 /// tools around the engine used Foundation's `Process` for (which loads ICU with
 /// Foundation). The child gets a process group of its own, as `Process` gave it, so the
@@ -73,6 +81,10 @@ package final class SpawnedProcess: @unchecked Sendable {
             case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }
+        // Only the three streams reach the child (as for MCP servers): a descriptor of
+        // ours without close-on-exec, in a child or what it leaves running, would keep
+        // a pipe we read from its end of file.
+        if let addCloseFrom = addCloseFromFunction { _ = addCloseFrom(&actions, 3) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -102,7 +114,7 @@ package final class SpawnedProcess: @unchecked Sendable {
         _ path: String, arguments: [String], environment: [String: String], standardInput: Stream = .null
     ) throws(SpawnError) -> (status: Int32, output: [UInt8]) {
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw SpawnError(path: path, code: errno) }
+        guard closeOnExecPipe(&fds) else { throw SpawnError(path: path, code: errno) }
         let child: SpawnedProcess
         do {
             child = try run(path, arguments: arguments, environment: environment, standardInput: standardInput, standardOutput: .descriptor(fds[1]))
