@@ -28,14 +28,60 @@ package final class ChildProcess: Sendable {
     /// waited behind it for ever).
     private let input: ByteSinkThread
     private let exitStatus = Mutex<Int32?>(nil)
+    /// A pidfd of the supervisor (`pidfd_open`, Linux 5.3), readable once it has
+    /// ended, which is when the server has; -1 where the kernel has none.
+    private let endFD: Int32
 
     fileprivate init(pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32) throws(OSThread.StartError) {
         self.pid = pid
         self.stdoutFD = stdoutFD
         self.stderrFD = stderrFD
-        input = try ByteSinkThread(
-            fileDescriptor: stdinFD, name: "agentrpc-child-in", maxQueuedBytes: nil,
-            backPressureBytes: MCPBounds.maxUnreadInputBytes, closesDescriptor: true)
+        // Opened before anyone can reap the supervisor (only this object does), so it
+        // names that process and no later one with the same number.
+        endFD = ChildSpawner.openEndDescriptor(pid)
+        do {
+            input = try ByteSinkThread(
+                fileDescriptor: stdinFD, name: "agentrpc-child-in", maxQueuedBytes: nil,
+                backPressureBytes: MCPBounds.maxUnreadInputBytes, closesDescriptor: true)
+        } catch {
+            if endFD >= 0 { close(endFD) }
+            throw error
+        }
+    }
+
+    deinit {
+        if endFD >= 0 { close(endFD) }
+    }
+
+    /// What `waitForOutput` saw first.
+    package enum OutputWait: Equatable {
+        /// The descriptor has bytes, or its end of file.
+        case readable
+        /// The server ended while its output stays open (something it started holds it).
+        case serverEnded
+    }
+
+    /// Blocks until `fd` (the child's stdout) can be read without blocking, or the
+    /// server has ended: a process it left running may hold its output open, and
+    /// then no end of file ever comes. Without a pidfd the end is looked for once
+    /// a second.
+    package func waitForOutput(on fd: Int32) -> OutputWait {
+        while true {
+            var watched = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: endFD, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&watched, endFD >= 0 ? 2 : 1, endFD >= 0 ? -1 : 1000)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                // Let the read report what is wrong with the descriptor.
+                return .readable
+            }
+            if watched[0].revents != 0 { return .readable }
+            if endFD >= 0 ? watched[1].revents != 0 : reap() != nil {
+                // What the server wrote before it ended is read first; its end of file
+                // (nothing else holding the pipe) is the usual end, not this one.
+                var last = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                return poll(&last, 1, 0) > 0 ? .readable : .serverEnded
+            }
+        }
     }
 
     package struct SpawnError: Error, CustomStringConvertible {
@@ -313,6 +359,15 @@ final class ChildSpawner: @unchecked Sendable {
     }()
     /// `__NR_close_range`, the same on every Linux architecture (a syscall added after 4.19).
     private static let closeRangeNumber = 436
+    /// `__NR_pidfd_open`, likewise.
+    private static let pidfdOpenNumber = 434
+
+    /// A pidfd of `pid` (close-on-exec, as pidfds always are), or -1.
+    static func openEndDescriptor(_ pid: pid_t) -> Int32 {
+        guard let syscall else { return -1 }
+        let fd = syscall(pidfdOpenNumber, UInt(bitPattern: Int(pid)), 0, 0)
+        return fd >= 0 && fd <= Int(Int32.max) ? Int32(fd) : -1
+    }
     /// How many descriptors a child may have open (the fallback without `close_range` closes each).
     private static let descriptorLimit: Int32 = {
         let n = sysconf(Int32(_SC_OPEN_MAX))

@@ -254,7 +254,13 @@ final class MCPStdioTransport: MCPTransport {
                     }
                 }
             }
+            var reason = "the server closed its output"
             while true {
+                if child.waitForOutput(on: child.stdoutFD) == .serverEnded {
+                    // The stop that follows kills what still holds the pipe.
+                    reason = "the server ended, and a process it started still holds its output"
+                    break
+                }
                 let n = buffer.withUnsafeMutableBytes { read(child.stdoutFD, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
@@ -265,7 +271,7 @@ final class MCPStdioTransport: MCPTransport {
                 if case .frame(let bytes) = last, let value = try? JSONValue.parse(bytes) { inbox.put(.message(value)) }
             }
             Glibc.close(child.stdoutFD)
-            inbox.put(.closed(reason: "the server closed its output"))
+            inbox.put(.closed(reason: reason))
         }
         @Sendable func readStderr() {
             var pending: [UInt8] = []

@@ -12,7 +12,9 @@ client that re-lists until no notification is left never stops), oddschema (a
 tool whose input schema cannot be used, one whose arguments need an integer
 ``n``), spawner (starts a child of its own that ignores SIGTERM and reads no
 input, and writes that child's pid to ``$MCP_TEST_PID_FILE``), deaf (its tool ``deafen``
-answers, then the server never reads its input again; SIGTERM ends it). In every mode
+answers, then the server never reads its input again; SIGTERM ends it), orphaner (starts a
+child of its own that keeps the server's stdout open and writes its pid to
+``$MCP_TEST_PID_FILE``; its tool ``crash`` ends the server with status 3). In every mode
 the tool ``hang`` is never answered, ``big`` answers 2 MiB of text, and at the end of input the server writes
 ``eof`` to ``$MCP_TEST_EOF_FILE`` (if set) half a second later, then exits.
 """
@@ -66,6 +68,12 @@ def main() -> None:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(os.environ["MCP_TEST_PID_FILE"], "w") as f:
             f.write(str(grandchild.pid))
+    if MODE == "orphaner":
+        # Holds our stdout (inherited, as a careless helper process does) after we are gone.
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)"], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(os.environ["MCP_TEST_PID_FILE"], "w") as f:
+            f.write(str(holder.pid))
     page = 0
     grown = False
     answers: dict[str, Any] = {}
@@ -109,6 +117,8 @@ def main() -> None:
                 odd = {"name": "odd", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/nowhere"}}}, "annotations": {"readOnlyHint": True}}
                 typed = {"name": "typed", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, "annotations": {"readOnlyHint": True}}
                 answer(request, {"tools": [odd, typed, tool("ok")]})
+            elif MODE == "orphaner":
+                answer(request, {"tools": [tool("crash"), tool("ok")]})
             elif MODE == "deaf":
                 answer(request, {"tools": [tool("deafen"), tool("ok")]})
             elif MODE == "relentless":
@@ -129,6 +139,8 @@ def main() -> None:
                 sys.stdout.flush()
             elif name == "hang":
                 continue
+            elif name == "crash":
+                os._exit(3)
             elif name == "deafen":
                 answer(request, {"content": [{"type": "text", "text": "deaf from now on"}]})
                 # Alive, and not reading: what agentrpc sends from now on fills the pipe.

@@ -453,6 +453,35 @@ async def test_a_server_that_stops_reading_its_input_holds_up_nothing_else(tmp_p
         assert (await client.list_sessions()) is not None
 
 
+async def test_a_server_that_dies_while_its_child_holds_its_output_is_seen_to_end(tmp_path: Path) -> None:
+    """The server exits, but a process it started still holds its stdout: no end of
+    file comes. Its end is seen all the same (the supervisor's exit): the call fails
+    as for any crash, not at its timeout, what it left is killed, and it restarts."""
+    pid_file = tmp_path / "holder.pid"
+    async with spawn_real(tmp_path, args=["--ephemeral"], env={"MCP_TEST_PID_FILE": str(pid_file)}) as client:
+        events = client.notifications("session/event")
+        session = await client.open_session(scripted(
+            {"toolCalls": [call("mcp__orphaner__crash")]}, {"text": ["it crashed"]},
+            {"toolCalls": [call("mcp__orphaner__ok")]}, {"text": ["ok"]},
+            servers=[hostile("orphaner")], limits={"toolTimeoutSeconds": 600}))
+        await status_of(events, {"orphaner"})
+        holder = int(pid_file.read_text())
+        assert (await session.send("crash")).message.text == "it crashed"
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(REAL_TIMEOUT):
+            async for note in events:
+                seen.append(dict(note.params["event"]))
+                if seen[-1]["type"] == "turnEnded":
+                    break
+        crashed = next(e for e in seen if e["type"] == "toolCallFinished")
+        assert crashed["outcome"] == "failed" and "went away" in crashed["content"], crashed
+        restarting = next(e for e in seen if e["type"] == "mcpServerStatus" and e["status"] == "restarting")
+        assert "status 3" in restarting.get("reason", ""), restarting
+        await until_gone(holder)
+        assert (await session.send("again")).message.text == "ok"
+        assert (await finished_calls(events))[-1]["outcome"] == "ok"
+
+
 async def test_a_50_mb_result_is_dropped_with_a_note_and_a_storm_is_coalesced(tmp_path: Path) -> None:
     async with spawn_real(tmp_path) as client:
         events = client.notifications("session/event")
