@@ -36,10 +36,15 @@ for line in sys.stdin:
     if m["method"] == "initialize":
         r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1"}}
     elif m["method"] == "tools/list":
-        r = {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
-    else:
+        r = {"tools": [{"name": "add", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}]}
+    elif m["method"] == "tools/call":
         a = m["params"]["arguments"]
         r = {"content": [{"type": "text", "text": str(a["a"] + a["b"])}]}
+    else:
+        # The modern era's probe (server/discover) and anything else: not this server's.
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
+        continue
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
     sys.stdout.flush()
 '''
