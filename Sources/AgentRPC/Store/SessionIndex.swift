@@ -400,7 +400,10 @@ final class SessionIndex: Sendable {
         appender.withLock { current in
             for _ in 0..<2 {
                 guard let fd = appendDescriptor(&current) else { return }
-                guard flock(fd, LOCK_SH) == 0 else { return }
+                guard Self.lock(fd, LOCK_SH) else {
+                    logger.debug("session index: a line was not written (the file stayed locked by another process)")
+                    return
+                }
                 var held = stat()
                 var now = stat()
                 if fstat(fd, &held) != 0 || stat(path, &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev {
@@ -430,7 +433,7 @@ final class SessionIndex: Sendable {
             guard fd >= 0 else { return nil }
             var header = Self.header(complete: false).serialized()
             header.append(0x0A)
-            if flock(fd, LOCK_EX) == 0 {
+            if Self.lock(fd, LOCK_EX) {
                 var info = stat()
                 if fstat(fd, &info) == 0, info.st_size == 0 { _ = header.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
                 _ = flock(fd, LOCK_UN)
@@ -457,7 +460,11 @@ final class SessionIndex: Sendable {
     /// `rewriteLocked`'s file work; true when the new file took the index's place.
     private func replaceFile(_ s: inout State) -> Bool {
         let old = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        if old >= 0 { _ = flock(old, LOCK_EX) }
+        // Not rewritten now when another process keeps the file locked: the next refresh tries again.
+        if old >= 0 && !Self.lock(old, LOCK_EX) {
+            close(old)
+            return false
+        }
         defer {
             if old >= 0 {
                 _ = flock(old, LOCK_UN)
@@ -494,6 +501,23 @@ final class SessionIndex: Sendable {
             s.offset = bytes.count
         }
         s.lines = s.entries.count + 1
+        return true
+    }
+
+    /// The longest wait for the file's `flock`. Others hold it for one write, but a
+    /// process stopped while holding it (a suspended `agentrpc chat` on the same
+    /// store, say) would hold it for as long as it stays stopped: the index is a
+    /// cache, so a line or a rewrite is given up instead of waited for.
+    static let lockWaitSeconds = 0.5
+
+    /// `flock(fd, operation)` within `lockWaitSeconds`; false when not had.
+    static func lock(_ fd: Int32, _ operation: Int32) -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(lockWaitSeconds))
+        while flock(fd, operation | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else { return false }
+            // Another process's lock ends with no event to wait on: 1 ms steps within the bound.
+            usleep(1_000)
+        }
         return true
     }
 
