@@ -142,31 +142,23 @@ import Testing
         // The turn, and from here on not a byte read until the server has answered it.
         try write(["jsonrpc": "2.0", "id": 3, "method": "session/send", "params": ["sessionId": .string(sessionID), "input": "go"]])
         let deadline = Date(timeIntervalSinceNow: 120)
-        logChanged.lock()
-        while !logText().contains(needle) {
-            if !logChanged.wait(until: deadline) {
-                logChanged.unlock()
-                process.terminate()
-                throw Failure(description: "never logged \(needle); stderr: \(logText().suffix(2000))")
-            }
-        }
-        logChanged.unlock()
-        // The client is done: it closes stdin, then reads everything (bounded by the watchdog).
-        try input.fileHandleForWriting.close()
-        if let stopped {
-            // Not a byte read until the server has stopped the turn: read at once, the
-            // client would let the turn run on, and a loaded machine may let it finish
-            // before the server has taken in the end of its input.
+        func waitForLog(_ text: String) throws {
             logChanged.lock()
-            while !logText().contains(stopped) {
+            defer { logChanged.unlock() }
+            while !logText().contains(text) {
                 if !logChanged.wait(until: deadline) {
-                    logChanged.unlock()
                     process.terminate()
-                    throw Failure(description: "never logged \(stopped); stderr: \(logText().suffix(2000))")
+                    throw Failure(description: "never logged \(text); stderr: \(logText().suffix(2000))")
                 }
             }
-            logChanged.unlock()
         }
+        try waitForLog(needle)
+        // The client is done: it closes stdin, then reads everything (bounded by the watchdog).
+        try input.fileHandleForWriting.close()
+        // Not a byte read until the server has stopped the turn, if asked: read at once,
+        // the client would let the turn run on, and a loaded machine may let it finish
+        // before the server has taken in the end of its input.
+        if let stopped { try waitForLog(stopped) }
         try take((try? output.fileHandleForReading.readToEnd()) ?? Data())
         while let event = parser.finish() {
             if case .frame(let body) = event { messages.append(try JSONValue.parse(body)) }

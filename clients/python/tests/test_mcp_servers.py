@@ -467,12 +467,7 @@ async def test_a_server_that_dies_while_its_child_holds_its_output_is_seen_to_en
         await status_of(events, {"orphaner"})
         holder = int(pid_file.read_text())
         assert (await session.send("crash")).message.text == "it crashed"
-        seen: list[dict[str, Any]] = []
-        async with asyncio.timeout(REAL_TIMEOUT):
-            async for note in events:
-                seen.append(dict(note.params["event"]))
-                if seen[-1]["type"] == "turnEnded":
-                    break
+        seen = await turn_events(events)
         crashed = next(e for e in seen if e["type"] == "toolCallFinished")
         assert crashed["outcome"] == "failed" and "went away" in crashed["content"], crashed
         restarting = next(e for e in seen if e["type"] == "mcpServerStatus" and e["status"] == "restarting")
