@@ -43,12 +43,12 @@ private final class ClientEnd: Sendable {
 
     /// The `count`-th request (1-based) the server sent, waiting at most 5 seconds.
     func request(number count: Int) async throws -> JSONValue {
-        try #require(await inbox.first(timeout: 5) { $0["method"] == "tool/call" && $0["id"] == .int(count) })
+        try #require(await inbox.first(timeout: PipeServer.answerWaitSeconds) { $0["method"] == "tool/call" && $0["id"] == .int(count) })
     }
 
     /// The server's withdrawal of request `id`, waiting at most 5 seconds.
     func withdrawal(of id: JSONValue) async throws -> JSONValue {
-        try #require(await inbox.first(timeout: 5) { $0["method"] == "$/cancelRequest" && $0["params"]?["id"] == id })
+        try #require(await inbox.first(timeout: PipeServer.answerWaitSeconds) { $0["method"] == "$/cancelRequest" && $0["params"]?["id"] == id })
     }
 
     func answer(_ id: JSONValue) throws {

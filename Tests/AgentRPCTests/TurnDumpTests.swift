@@ -366,7 +366,7 @@ final class TurnHarness {
     /// The first request the server sent with `method` that is not among `handled`.
     func serverRequest(_ method: String, after handled: [JSONValue] = []) async -> JSONValue? {
         let seen = Set(handled.compactMap { $0["id"] })
-        return await pipe.inbox.first(timeout: 5) { message in
+        return await pipe.inbox.first(timeout: PipeServer.answerWaitSeconds) { message in
             guard message["method"] == .string(method), let id = message["id"] else { return false }
             return !seen.contains(id)
         }

@@ -106,7 +106,14 @@ final class PipeServer: Sendable {
     func write(_ bytes: [UInt8]) { try? toServer.write(contentsOf: Data(bytes)) }
     func closeInput() { try? toServer.close() }
 
-    func response(id: Int, timeout: Double = 5) async -> JSONValue? {
+    /// How long a test waits for an in-process server's answer or request before it
+    /// fails. Only a failing test waits this long. Not 5 s: in `swift test --parallel`
+    /// on a 2-core machine the test process's cooperative pool is two threads, which
+    /// CPU-heavy tests (regex budgets, every recorded stream decoded) and blocking ones
+    /// can hold for seconds, and the server's tasks wait for them (seen: 15 s).
+    static let answerWaitSeconds: Double = 60
+
+    func response(id: Int, timeout: Double = PipeServer.answerWaitSeconds) async -> JSONValue? {
         await inbox.first(timeout: timeout) { $0["id"] == .int(id) && $0["method"] == nil }
     }
 }
