@@ -81,14 +81,20 @@ import Testing
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     static func runBlocking(server: String, deltas: [String], until needle: String, then stopped: String?) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: server)
-        process.arguments = ["serve", "--log-level", "debug"]
+        // `SpawnedProcess`, not Foundation's `Process`: that one learns of the exit
+        // through a socket its child inherits, and under `swift test --parallel` a
+        // wait for it once never returned though the server had ended.
         let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        let process = try SpawnedProcess.run(
+            server, arguments: ["serve", "--log-level", "debug"], environment: ProcessInfo.processInfo.environment,
+            standardInput: .descriptor(input.fileHandleForReading.fileDescriptor),
+            standardOutput: .descriptor(output.fileHandleForWriting.fileDescriptor),
+            standardError: .descriptor(errors.fileHandleForWriting.fileDescriptor))
+        // The child's ends are the child's only: its output ends when it does.
+        try input.fileHandleForReading.close()
+        try output.fileHandleForWriting.close()
+        try errors.fileHandleForWriting.close()
+        func stop() { if process.isRunning { kill(process.processIdentifier, SIGTERM) } }
 
         // stderr is read all along (the log is how the test knows the turn ended).
         let log = Mutex<[UInt8]>([])
@@ -108,7 +114,7 @@ import Testing
         func logText() -> String { String(decoding: log.withLock { $0 }, as: UTF8.self) }
 
         // Whatever goes wrong, nothing waits past this: the server is stopped, and its pipes end.
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        let watchdog = DispatchWorkItem { stop() }
         DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
         defer { watchdog.cancel() }
 
@@ -147,7 +153,7 @@ import Testing
             defer { logChanged.unlock() }
             while !logText().contains(text) {
                 if !logChanged.wait(until: deadline) {
-                    process.terminate()
+                    stop()
                     throw Failure(description: "never logged \(text); stderr: \(logText().suffix(2000))")
                 }
             }
@@ -163,8 +169,8 @@ import Testing
         while let event = parser.finish() {
             if case .frame(let body) = event { messages.append(try JSONValue.parse(body)) }
         }
-        process.waitUntilExit()
+        let status = process.waitUntilExit()
         _ = stderrDone.wait(timeout: .now() + 10)
-        return Outcome(messages: messages, stderr: logText(), status: process.terminationStatus)
+        return Outcome(messages: messages, stderr: logText(), status: status)
     }
 }
