@@ -22,7 +22,13 @@ import Testing
             // Room for a burst past `maxDeferredBytes` without a reader (F_SETPIPE_SZ).
             _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, 1031, 1 << 20)
             #endif
-            sink = try ByteSinkThread(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor, name: "test.sink", maxQueuedBytes: nil)
+            // The sink writes a copy of the write end and closes it itself, when its
+            // thread ends: the pipe's own end is closed when this object goes, and a
+            // write of the thread's after that would land in whatever file took the
+            // number meanwhile (another test's, with the suites in parallel).
+            sink = try ByteSinkThread(
+                fileDescriptor: dup(pipe.fileHandleForWriting.fileDescriptor), name: "test.sink", maxQueuedBytes: nil,
+                closesDescriptor: true)
             // Counted from a writer asleep on its empty queue: a writer thread that
             // starts late finds the first frames queued and writes them without a
             // wake-up (seen in a clean-clone CI run with the suites in parallel).
