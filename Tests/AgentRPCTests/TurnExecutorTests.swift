@@ -54,6 +54,49 @@ import Testing
             return bytes
         }
 
+        /// Fills the pipe with page-sized writes that never block (one each
+        /// while `poll` says there is room), then reads `leavingFreePages`
+        /// pages back out; returns the bytes left in it.
+        func fill(leavingFreePages: Int) -> [UInt8] {
+            let writeEnd = pipe.fileHandleForWriting.fileDescriptor
+            let page = [UInt8](repeating: UInt8(ascii: "f"), count: 4096)
+            var filled = 0
+            while true {
+                var room = pollfd(fd: writeEnd, events: Int16(POLLOUT), revents: 0)
+                guard poll(&room, 1, 0) == 1 else { break }
+                guard page.withUnsafeBytes({ write(writeEnd, $0.baseAddress, $0.count) }) == page.count else { break }
+                filled += 1
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            for _ in 0..<leavingFreePages {
+                _ = buffer.withUnsafeMutableBytes { read(pipe.fileHandleForReading.fileDescriptor, $0.baseAddress, $0.count) }
+            }
+            return [UInt8](repeating: UInt8(ascii: "f"), count: (filled - leavingFreePages) * 4096)
+        }
+
+        /// Reads until `expected.count` bytes came (bounded), as a client reading on would.
+        func drain(expecting expected: [UInt8]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let fd = pipe.fileHandleForReading.fileDescriptor
+            let deadline = ContinuousClock.now + .seconds(5)
+            while bytes.count < expected.count, ContinuousClock.now < deadline {
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 100) == 1 else { continue }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                bytes += buffer[0..<n]
+            }
+            return bytes
+        }
+
+        /// Waits (bounded) until the sink made `count` writes.
+        func waitForWrites(_ count: Int) async -> Int {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while sink.writes.load(ordering: .relaxed) < count, ContinuousClock.now < deadline { await Task.yield() }
+            return sink.writes.load(ordering: .relaxed)
+        }
+
         /// Waits (bounded) until the writer was woken `count` times.
         func waitForWakeUps(_ count: Int) async -> Int {
             let deadline = ContinuousClock.now + .seconds(5)
@@ -64,7 +107,10 @@ import Testing
 
     static func frame(_ n: Int) -> [UInt8] { Array("{\"n\":\(n)}\n".utf8) }
 
-    @Test func theFramesOfOneBatchWakeTheWriterOnceWhenItEnds() async throws {
+    /// The frames of a batch go out in one write when it ends, made by the
+    /// batch's own thread: the writer thread is not woken (a pipe takes them
+    /// without waiting).
+    @Test func theFramesOfOneBatchAreWrittenByItsThreadWhenItEnds() async throws {
         let out = try PipeSink()
         let sink = out.sink
         let inside = await Task(executorPreference: TurnExecutor.shared) { () -> (wakeUps: Int, deferred: Bool) in
@@ -73,15 +119,13 @@ import Testing
         }.value
         #expect(inside.wakeUps == 0, "the writer was woken while the batch was still queueing")
         #expect(inside.deferred)
-        #expect(await out.waitForWakeUps(1) == 1)
+        #expect(await out.waitForWrites(1) == 1, "six frames of one batch, one write")
         #expect(out.written() == (0..<6).flatMap(Self.frame))
-        let writes = sink.writes.load(ordering: .relaxed)
-        #expect(writes == 1, "six frames of one batch, one write")
         let wakeUps = sink.wakeUps.load(ordering: .relaxed)
-        #expect(wakeUps == 1)
+        #expect(wakeUps == 0, "the writer thread was woken for frames the batch could write")
     }
 
-    @Test func aBatchThatThrowsStillWakesTheWriter() async throws {
+    @Test func aBatchThatThrowsStillWritesItsFrames() async throws {
         struct Failed: Error {}
         let out = try PipeSink()
         let sink = out.sink
@@ -90,8 +134,64 @@ import Testing
             throw Failed()
         }
         await #expect(throws: Failed.self) { try await task.value }
-        #expect(await out.waitForWakeUps(1) == 1)
+        #expect(await out.waitForWrites(1) == 1)
         #expect(out.written() == Self.frame(1))
+    }
+
+    /// A pipe with no room: the batch does not wait for the reader, it wakes
+    /// the writer thread, which writes the frames once there is room.
+    @Test func aFullPipeLeavesTheBatchsFramesToTheWriter() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let filler = out.fill(leavingFreePages: 0)
+        let start = ContinuousClock.now
+        await Task(executorPreference: TurnExecutor.shared) {
+            for n in 0..<3 { sink.enqueue(Self.frame(n)) }
+        }.value
+        #expect(await out.waitForWakeUps(1) == 1)
+        #expect(ContinuousClock.now - start < .seconds(5), "the batch waited for the pipe's reader")
+        #expect(out.drain(expecting: filler + (0..<3).flatMap(Self.frame)) == filler + (0..<3).flatMap(Self.frame))
+    }
+
+    /// Room for part of the batch's frames: what fits goes now, the rest, in
+    /// order after it, by the writer thread.
+    @Test func aPipeWithRoomForPartOfTheFramesGetsTheRestInOrder() async throws {
+        let out = try PipeSink()
+        let sink = out.sink
+        let filler = out.fill(leavingFreePages: 1)
+        // Three pages of frames, one page of room.
+        let frames = (0..<12).map { n in Array(String(repeating: "\(n % 10)", count: 1023).utf8) + [0x0A] }
+        await Task(executorPreference: TurnExecutor.shared) {
+            for frame in frames { sink.enqueue(frame) }
+        }.value
+        #expect(await out.waitForWakeUps(1) == 1)
+        let expected = filler + frames.flatMap { $0 }
+        #expect(out.drain(expecting: expected) == expected)
+    }
+
+    /// A descriptor that refuses a write without waiting (a regular file here)
+    /// gets the batch's frames through the writer thread, as before.
+    @Test func aFileGetsTheBatchsFramesThroughTheWriter() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("turn-executor-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        let sink = try ByteSinkThread(fileDescriptor: fd, name: "test.file", maxQueuedBytes: nil, closesDescriptor: true)
+        defer { sink.close() }
+        for round in 0..<2 {
+            // From an idle writer (one still writing takes new frames without a wake-up).
+            sink.flush(timeoutSeconds: 5)
+            await Task(executorPreference: TurnExecutor.shared) {
+                for n in 0..<3 { sink.enqueue(Self.frame(10 * round + n)) }
+            }.value
+            let deadline = ContinuousClock.now + .seconds(5)
+            while sink.wakeUps.load(ordering: .relaxed) < round + 1, ContinuousClock.now < deadline { await Task.yield() }
+            let wakeUps = sink.wakeUps.load(ordering: .relaxed)
+            #expect(wakeUps == round + 1)
+        }
+        sink.flush(timeoutSeconds: 5)
+        let written = try #require(FileManager.default.contents(atPath: path))
+        #expect(Array(written) == [0, 1, 2, 10, 11, 12].flatMap(Self.frame))
     }
 
     @Test func aFrameQueuedOutsideABatchWakesTheWriterAtOnce() async throws {

@@ -338,10 +338,7 @@ final class ChildSpawner: @unchecked Sendable {
     private typealias PrctlFunction = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
     /// From <linux/prctl.h>.
     private static let prSetPdeathsig: Int32 = 1
-    private static let prctl: PrctlFunction? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "prctl") else { return nil }
-        return unsafeBitCast(symbol, to: PrctlFunction.self)
-    }()
+    private static let prctl = cLibraryFunction("prctl", as: PrctlFunction.self)
     /// The lifeline's read end (each supervisor watches it) and write end (only
     /// agentrpc holds it, never closed); close-on-exec, so no server inherits either.
     private static let lifeline: (read: Int32, write: Int32)? = {
@@ -353,10 +350,7 @@ final class ChildSpawner: @unchecked Sendable {
     /// closes a child's inherited descriptors in two calls instead of one per
     /// possible descriptor (the limit may be a million).
     private typealias SyscallFunction = @convention(c) (Int, UInt, UInt, UInt) -> Int
-    private static let syscall: SyscallFunction? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "syscall") else { return nil }
-        return unsafeBitCast(symbol, to: SyscallFunction.self)
-    }()
+    private static let syscall = cLibraryFunction("syscall", as: SyscallFunction.self)
     /// `__NR_close_range`, the same on every Linux architecture (a syscall added after 4.19).
     private static let closeRangeNumber = 436
     /// `__NR_pidfd_open`, likewise.

@@ -20,18 +20,12 @@ package func closeOnExecPipe(_ fds: inout [Int32]) -> Bool {
 
 /// `pipe2` needs `_GNU_SOURCE`, which the Glibc module is not built with: looked up once.
 private typealias Pipe2Function = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-private let pipe2Function: Pipe2Function? = {
-    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "pipe2") else { return nil }
-    return unsafeBitCast(symbol, to: Pipe2Function.self)
-}()
+private let pipe2Function = cLibraryFunction("pipe2", as: Pipe2Function.self)
 
 /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34): looked up once, as it is
 /// not declared everywhere the Glibc module is built; nil where the C library lacks it.
 private typealias AddCloseFromFunction = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-private let addCloseFromFunction: AddCloseFromFunction? = {
-    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(symbol, to: AddCloseFromFunction.self)
-}()
+private let addCloseFromFunction = cLibraryFunction("posix_spawn_file_actions_addclosefrom_np", as: AddCloseFromFunction.self)
 
 /// A child process started with `posix_spawn` and waited for synchronously: what the
 /// tools around the engine used Foundation's `Process` for (which loads ICU with
