@@ -121,6 +121,8 @@ final class ByteSinkThread: @unchecked Sendable {
     @exclusivity(unchecked) private var writerWaiting = false
     /// Frames are queued that a running batch of `TurnExecutor` will wake the writer for.
     @exclusivity(unchecked) private var wakeDeferred = false
+    /// Threads in `flush`, waiting for the queue to be written.
+    @exclusivity(unchecked) private var flushWaiters = 0
     /// Times the writer was signalled for queued bytes (tests and diagnostics).
     let wakeUps = Atomic<Int>(0)
     /// Chunks the writer took off the queue and wrote (tests and diagnostics).
@@ -302,9 +304,11 @@ final class ByteSinkThread: @unchecked Sendable {
         }
         // Frames other threads queued meanwhile did not wake the writer (it
         // was "writing"); a flush may wait for this write; a close for its end.
+        // Nothing else: the writer, asleep on the same condition, would only
+        // wake to sleep again (two futex calls and a context switch).
         let wake = !queue.isEmpty
         let waiters = takeRoomWaitersLocked()
-        condition.broadcast()
+        if wake || closed || flushWaiters > 0 { condition.broadcast() }
         condition.unlock()
         for w in waiters { w.resume() }
         if wake { wakeUps.add(1, ordering: .relaxed) }
@@ -415,6 +419,8 @@ final class ByteSinkThread: @unchecked Sendable {
             wakeDeferred = false
             condition.signal()
         }
+        flushWaiters += 1
+        defer { flushWaiters -= 1 }
         while (!queue.isEmpty || writing) && !broken {
             if !condition.wait(until: deadline) { return }
         }
