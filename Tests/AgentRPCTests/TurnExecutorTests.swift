@@ -123,6 +123,12 @@ import Testing
         #expect(out.written() == (0..<6).flatMap(Self.frame))
         let wakeUps = sink.wakeUps.load(ordering: .relaxed)
         #expect(wakeUps == 0, "the writer thread was woken for frames the batch could write")
+        // The writer sleeps through the batch's write: the next frame from
+        // outside a batch is the first thing that wakes it.
+        sink.enqueue(Self.frame(6))
+        #expect(await out.waitForWrites(2) == 2)
+        let writerWakes = sink.writerWakes.load(ordering: .relaxed)
+        #expect(writerWakes == 1, "the writer thread woke for the batch's own write")
     }
 
     @Test func aBatchThatThrowsStillWritesItsFrames() async throws {

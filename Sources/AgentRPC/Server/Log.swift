@@ -125,8 +125,10 @@ final class ByteSinkThread: @unchecked Sendable {
     @exclusivity(unchecked) private var flushWaiters = 0
     /// Times the writer was signalled for queued bytes (tests and diagnostics).
     let wakeUps = Atomic<Int>(0)
-    /// Chunks the writer took off the queue and wrote (tests and diagnostics).
+    /// Chunks written, by the writer or by a batch's own thread (tests and diagnostics).
     let writes = Atomic<Int>(0)
+    /// Times the writer thread came back from its wait, for work or not (tests).
+    let writerWakes = Atomic<Int>(0)
     @exclusivity(unchecked) private var broken = false
     private let fd: Int32
     private let maxQueuedBytes: Int?
@@ -445,6 +447,7 @@ final class ByteSinkThread: @unchecked Sendable {
             while (queue.isEmpty && !closed) || writing {
                 writerWaiting = true
                 condition.wait()
+                writerWakes.add(1, ordering: .relaxed)
             }
             writerWaiting = false
             if queue.isEmpty && closed {
