@@ -319,8 +319,21 @@ final class ByteSinkThread: @unchecked Sendable {
     /// A descriptor that takes `pwritev2(…, RWF_NOWAIT)` (pipes and sockets on
     /// Linux 5.x and later): a write that never blocks, without setting
     /// `O_NONBLOCK` on a file description the host program shares. Off for
-    /// good after a descriptor refuses the flag, or where the call is missing.
-    @exclusivity(unchecked) private var writesWithoutWaiting = ByteSinkThread.pwritev2 != nil
+    /// good after a descriptor refuses the flag, or where the call is missing;
+    /// off too unless SIGPIPE is ignored (the server ignores it before it makes
+    /// its sinks): a batch runs on threads whose signal mask is not ours, and a
+    /// reader gone would kill a host that left SIGPIPE fatal.
+    @exclusivity(unchecked) private var writesWithoutWaiting = ByteSinkThread.pwritev2 != nil && ByteSinkThread.pipeSignalIgnored()
+
+    private static func pipeSignalIgnored() -> Bool {
+        #if os(Linux)
+        var current = sigaction()
+        guard sigaction(SIGPIPE, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+        #else
+        return false
+        #endif
+    }
 
     private typealias PWriteV2Function = @convention(c) (Int32, UnsafePointer<iovec>, Int32, Int, Int32) -> Int
     private static let pwritev2 = cLibraryFunction("pwritev2", as: PWriteV2Function.self)
