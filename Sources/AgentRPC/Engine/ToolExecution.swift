@@ -198,7 +198,9 @@ extension ToolStage {
             // session/cancel came while it waited for its turn: it is withdrawn as it would be now.
             if context.control.cooperativeCancelRequested { throw CancellationError() }
         }
-        if let (outcome, content) = try await host.runMCPTool(
+        // Only an `mcp__` name can be a server's (`runMCPTool` says nil to any
+        // other): a client's tool skips the async call and its task switches.
+        if call.name.hasPrefix("mcp__"), let (outcome, content) = try await host.runMCPTool(
             named: call.name, callId: call.id, arguments: arguments, timeout: context.limits.toolTimeoutSeconds, elicitation: elicitation(callId: call.id)) {
             return withMedia(ended(outcome, content))
         }
