@@ -148,17 +148,16 @@ import Testing
     }
 
     /// A pipe with no room: the batch does not wait for the reader, it wakes
-    /// the writer thread, which writes the frames once there is room.
+    /// the writer thread, which writes the frames once there is room (a batch
+    /// that waited for room would wake nobody before the test reads).
     @Test func aFullPipeLeavesTheBatchsFramesToTheWriter() async throws {
         let out = try PipeSink()
         let sink = out.sink
         let filler = out.fill(leavingFreePages: 0)
-        let start = ContinuousClock.now
         await Task(executorPreference: TurnExecutor.shared) {
             for n in 0..<3 { sink.enqueue(Self.frame(n)) }
         }.value
         #expect(await out.waitForWakeUps(1) == 1)
-        #expect(ContinuousClock.now - start < .seconds(5), "the batch waited for the pipe's reader")
         #expect(out.drain(expecting: filler + (0..<3).flatMap(Self.frame)) == filler + (0..<3).flatMap(Self.frame))
     }
 
