@@ -519,3 +519,29 @@ private let threeModes = #"""
         #expect(try resolve(c, ["here": "!"]).instructions == "one\n\nthree !\nlast")
     }
 }
+
+/// `ResolvedProfile` keeps its fields in one box its copies share: a copy
+/// written to gets a box of its own, and the one it came from is unchanged.
+@Suite struct ResolvedProfileCopyTests {
+    @Test func aCopyWrittenToLeavesTheOriginalAsItWas() throws {
+        let original = try resolve(try config(threeModes), ["mode": "planning"])
+        var copy = original
+        #expect(copy == original)
+        copy.name = "changed"
+        copy.tools = []
+        copy.instructions += " more"
+        #expect(original.name == "planning")
+        #expect(!original.tools.isEmpty)
+        #expect(!original.instructions.hasSuffix(" more"))
+        #expect(copy != original)
+        #expect(copy.name == "changed" && copy.tools.isEmpty && copy.instructions.hasSuffix(" more"))
+
+        var same = original
+        same.name = original.name
+        #expect(same == original, "equal fields in another box are equal")
+        let readOnly = original.onlyReading
+        #expect(original.tools.count >= readOnly.tools.count)
+        #expect(try resolve(try config(threeModes), ["mode": "planning"]).tools == original.tools)
+    }
+}
+

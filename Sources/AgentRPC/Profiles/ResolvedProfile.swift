@@ -3,43 +3,118 @@ import AgentRPCProtocol
 /// The active profile as one round trip uses it: everything `ProfileResolver`
 /// derived from the config and the session properties, before call-site options.
 struct ResolvedProfile: Sendable, Equatable {
+    /// The fields, in one box shared by the copies: a round trip hands the
+    /// profile to several stages (the request, the tool stage, the turn), and
+    /// a copy of nine fields was a retain and a release of each (~1.7k
+    /// instructions a copy, four copies a round trip) where a box is one.
+    /// A setter copies the box first unless this value is its only owner.
+    private final class Fields: @unchecked Sendable {
+        // @unchecked: a box is only written through `ResolvedProfile.unique()`,
+        // i.e. while one value alone refers to it; a shared box is never written.
+        var name: String
+        var instructions: String
+        var tools: [ResolvedTool]
+        var model: ModelReference?
+        var options: ProfileOptions
+        var history: [HistoryTransform]
+        var hooks: Hooks
+        var transcriptErrorPolicy: TranscriptErrorPolicy?
+        var egress: Egress?
+
+        init(
+            name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
+            history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
+        ) {
+            self.name = name
+            self.instructions = instructions
+            self.tools = tools
+            self.model = model
+            self.options = options
+            self.history = history
+            self.hooks = hooks
+            self.transcriptErrorPolicy = transcriptErrorPolicy
+            self.egress = egress
+        }
+
+        func copy() -> Fields {
+            Fields(
+                name: name, instructions: instructions, tools: tools, model: model, options: options,
+                history: history, hooks: hooks, transcriptErrorPolicy: transcriptErrorPolicy, egress: egress)
+        }
+    }
+
+    private var fields: Fields
+
+    private mutating func unique() -> Fields {
+        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
+        return fields
+    }
+
     /// The active case, or `"default"` for a session without `profiles`.
-    var name: String
+    var name: String {
+        get { fields.name }
+        set { unique().name = newValue }
+    }
     /// The rendered instructions (templates filled, conditional lines and blocks
     /// decided, active `instructions` skills appended). Persona and directives are not part of it.
-    var instructions: String
+    var instructions: String {
+        get { fields.instructions }
+        set { unique().instructions = newValue }
+    }
     /// The tools offered to the model, deduplicated by name, in order: the case's
     /// own list, then the tools of the blocks its instructions included.
-    var tools: [ResolvedTool]
+    var tools: [ResolvedTool] {
+        get { fields.tools }
+        set { unique().tools = newValue }
+    }
     /// The case's model, else the defaults', else the session's (`SessionConfig.model`);
     /// the call site's `options.model` still wins over it.
-    var model: ModelReference?
+    var model: ModelReference? {
+        get { fields.model }
+        set { unique().model = newValue }
+    }
     /// Field by field: the case's own, else the defaults'; `toolChoice` finally falls
     /// back to the session's `toolChoice`. Call-site options are applied on top by the caller.
-    var options: ProfileOptions
+    var options: ProfileOptions {
+        get { fields.options }
+        set { unique().options = newValue }
+    }
     /// The case's history transforms if it declares `history` (an empty list opts out
     /// of the defaults'), else the defaults'.
-    var history: [HistoryTransform]
+    var history: [HistoryTransform] {
+        get { fields.history }
+        set { unique().history = newValue }
+    }
     /// Per hook point, the defaults' actions followed by the case's (both run).
-    var hooks: Hooks
+    var hooks: Hooks {
+        get { fields.hooks }
+        set { unique().hooks = newValue }
+    }
     /// The case's, else the defaults', else the session's.
-    var transcriptErrorPolicy: TranscriptErrorPolicy?
+    var transcriptErrorPolicy: TranscriptErrorPolicy? {
+        get { fields.transcriptErrorPolicy }
+        set { unique().transcriptErrorPolicy = newValue }
+    }
     /// The case's, else the defaults', else the session's (no merging of rules).
-    var egress: Egress?
+    var egress: Egress? {
+        get { fields.egress }
+        set { unique().egress = newValue }
+    }
 
     init(
         name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
         history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
     ) {
-        self.name = name
-        self.instructions = instructions
-        self.tools = tools
-        self.model = model
-        self.options = options
-        self.history = history
-        self.hooks = hooks
-        self.transcriptErrorPolicy = transcriptErrorPolicy
-        self.egress = egress
+        fields = Fields(
+            name: name, instructions: instructions, tools: tools, model: model, options: options,
+            history: history, hooks: hooks, transcriptErrorPolicy: transcriptErrorPolicy, egress: egress)
+    }
+
+    static func == (a: ResolvedProfile, b: ResolvedProfile) -> Bool {
+        if a.fields === b.fields { return true }
+        return a.name == b.name && a.instructions == b.instructions && a.tools == b.tools && a.model == b.model
+            && a.options == b.options && a.history == b.history && a.hooks == b.hooks
+            && a.transcriptErrorPolicy == b.transcriptErrorPolicy && a.egress == b.egress
     }
 
     /// The tool definitions the model sees, in order.
