@@ -2,133 +2,84 @@ import AgentRPCProtocol
 
 /// The active profile as one round trip uses it: everything `ProfileResolver`
 /// derived from the config and the session properties, before call-site options.
+@dynamicMemberLookup
 struct ResolvedProfile: Sendable, Equatable {
+    /// What a profile is; read and written as the profile's own members
+    /// (`profile.tools`).
+    struct Fields: Sendable, Equatable {
+        /// The active case, or `"default"` for a session without `profiles`.
+        var name: String
+        /// The rendered instructions (templates filled, conditional lines and blocks
+        /// decided, active `instructions` skills appended). Persona and directives are not part of it.
+        var instructions: String
+        /// The tools offered to the model, deduplicated by name, in order: the case's
+        /// own list, then the tools of the blocks its instructions included.
+        var tools: [ResolvedTool]
+        /// The case's model, else the defaults', else the session's (`SessionConfig.model`);
+        /// the call site's `options.model` still wins over it.
+        var model: ModelReference?
+        /// Field by field: the case's own, else the defaults'; `toolChoice` finally falls
+        /// back to the session's `toolChoice`. Call-site options are applied on top by the caller.
+        var options: ProfileOptions
+        /// The case's history transforms if it declares `history` (an empty list opts out
+        /// of the defaults'), else the defaults'.
+        var history: [HistoryTransform]
+        /// Per hook point, the defaults' actions followed by the case's (both run).
+        var hooks: Hooks
+        /// The case's, else the defaults', else the session's.
+        var transcriptErrorPolicy: TranscriptErrorPolicy?
+        /// The case's, else the defaults', else the session's (no merging of rules).
+        var egress: Egress?
+    }
+
     /// The fields, in one box shared by the copies: a round trip hands the
     /// profile to several stages (the request, the tool stage, the turn), and
-    /// a copy of nine fields was a retain and a release of each (~1.7k
+    /// a copy of nine fields was a retain and a release of each (~1.5k
     /// instructions a copy, four copies a round trip) where a box is one.
-    /// A setter copies the box first unless this value is its only owner.
-    private final class Fields: @unchecked Sendable {
-        // @unchecked: a box is only written through `ResolvedProfile.unique()`,
-        // i.e. while one value alone refers to it; a shared box is never written.
-        var name: String
-        var instructions: String
-        var tools: [ResolvedTool]
-        var model: ModelReference?
-        var options: ProfileOptions
-        var history: [HistoryTransform]
-        var hooks: Hooks
-        var transcriptErrorPolicy: TranscriptErrorPolicy?
-        var egress: Egress?
-
-        init(
-            name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
-            history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
-        ) {
-            self.name = name
-            self.instructions = instructions
-            self.tools = tools
-            self.model = model
-            self.options = options
-            self.history = history
-            self.hooks = hooks
-            self.transcriptErrorPolicy = transcriptErrorPolicy
-            self.egress = egress
-        }
-
-        func copy() -> Fields {
-            Fields(
-                name: name, instructions: instructions, tools: tools, model: model, options: options,
-                history: history, hooks: hooks, transcriptErrorPolicy: transcriptErrorPolicy, egress: egress)
-        }
+    private final class Box: @unchecked Sendable {
+        // @unchecked: written only by the member setter below, while one value
+        // alone refers to it; a shared box is never written.
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
     }
 
-    private var fields: Fields
-
-    private mutating func unique() -> Fields {
-        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
-        return fields
-    }
-
-    /// The active case, or `"default"` for a session without `profiles`.
-    var name: String {
-        get { fields.name }
-        set { unique().name = newValue }
-    }
-    /// The rendered instructions (templates filled, conditional lines and blocks
-    /// decided, active `instructions` skills appended). Persona and directives are not part of it.
-    var instructions: String {
-        get { fields.instructions }
-        set { unique().instructions = newValue }
-    }
-    /// The tools offered to the model, deduplicated by name, in order: the case's
-    /// own list, then the tools of the blocks its instructions included.
-    var tools: [ResolvedTool] {
-        get { fields.tools }
-        set { unique().tools = newValue }
-    }
-    /// The case's model, else the defaults', else the session's (`SessionConfig.model`);
-    /// the call site's `options.model` still wins over it.
-    var model: ModelReference? {
-        get { fields.model }
-        set { unique().model = newValue }
-    }
-    /// Field by field: the case's own, else the defaults'; `toolChoice` finally falls
-    /// back to the session's `toolChoice`. Call-site options are applied on top by the caller.
-    var options: ProfileOptions {
-        get { fields.options }
-        set { unique().options = newValue }
-    }
-    /// The case's history transforms if it declares `history` (an empty list opts out
-    /// of the defaults'), else the defaults'.
-    var history: [HistoryTransform] {
-        get { fields.history }
-        set { unique().history = newValue }
-    }
-    /// Per hook point, the defaults' actions followed by the case's (both run).
-    var hooks: Hooks {
-        get { fields.hooks }
-        set { unique().hooks = newValue }
-    }
-    /// The case's, else the defaults', else the session's.
-    var transcriptErrorPolicy: TranscriptErrorPolicy? {
-        get { fields.transcriptErrorPolicy }
-        set { unique().transcriptErrorPolicy = newValue }
-    }
-    /// The case's, else the defaults', else the session's (no merging of rules).
-    var egress: Egress? {
-        get { fields.egress }
-        set { unique().egress = newValue }
-    }
+    private var box: Box
 
     init(
         name: String, instructions: String, tools: [ResolvedTool], model: ModelReference?, options: ProfileOptions,
         history: [HistoryTransform], hooks: Hooks, transcriptErrorPolicy: TranscriptErrorPolicy?, egress: Egress?
     ) {
-        fields = Fields(
+        box = Box(Fields(
             name: name, instructions: instructions, tools: tools, model: model, options: options,
-            history: history, hooks: hooks, transcriptErrorPolicy: transcriptErrorPolicy, egress: egress)
+            history: history, hooks: hooks, transcriptErrorPolicy: transcriptErrorPolicy, egress: egress))
+    }
+
+    /// A member of the fields; writing one first gives this value a box of its
+    /// own unless it is the box's only owner.
+    subscript<Value>(dynamicMember member: WritableKeyPath<Fields, Value>) -> Value {
+        get { box.fields[keyPath: member] }
+        set {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            box.fields[keyPath: member] = newValue
+        }
     }
 
     static func == (a: ResolvedProfile, b: ResolvedProfile) -> Bool {
-        if a.fields === b.fields { return true }
-        return a.name == b.name && a.instructions == b.instructions && a.tools == b.tools && a.model == b.model
-            && a.options == b.options && a.history == b.history && a.hooks == b.hooks
-            && a.transcriptErrorPolicy == b.transcriptErrorPolicy && a.egress == b.egress
+        a.box === b.box || a.box.fields == b.box.fields
     }
 
     /// The tool definitions the model sees, in order.
-    var modelToolDefinitions: [ModelToolDefinition] { tools.map(\.modelDefinition) }
+    var modelToolDefinitions: [ModelToolDefinition] { self.tools.map(\.modelDefinition) }
 
     /// The offered tool called `name`, if any (how the turn loop dispatches a call).
-    func tool(named name: String) -> ResolvedTool? { tools.first { $0.name == name } }
+    func tool(named name: String) -> ResolvedTool? { self.tools.first { $0.name == name } }
 
     /// The profile as a read-only turn sees it (`options.readOnly`): client and MCP
     /// tools only when annotated `readOnly`; the engine's own tools, which change
     /// no file, stay.
     var onlyReading: ResolvedProfile {
         var copy = self
-        copy.tools = tools.filter { tool in
+        copy.tools = self.tools.filter { tool in
             guard let spec = tool.clientSpec else { return true }
             return spec.annotations?.readOnly == true
         }
@@ -136,11 +87,11 @@ struct ResolvedProfile: Sendable, Equatable {
     }
 
     /// The client tools offered (for schema checks, guards and `final` handling).
-    var clientTools: [ToolSpec] { tools.compactMap(\.clientSpec) }
+    var clientTools: [ToolSpec] { self.tools.compactMap(\.clientSpec) }
 
     /// The skills `activate_skill` offers (empty when the profile has none).
     var skills: [Skill] {
-        for tool in tools { if case .activateSkill(let skills) = tool { return skills } }
+        for tool in self.tools { if case .activateSkill(let skills) = tool { return skills } }
         return []
     }
 }
