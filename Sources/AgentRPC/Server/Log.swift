@@ -276,20 +276,14 @@ final class ByteSinkThread: @unchecked Sendable {
             condition.unlock()
             return signalWriter()
         }
-        var chunk: [UInt8] = []
-        swap(&chunk, &spare)
-        swap(&chunk, &queue)
         // The writer thread waits while this write is under way: the bytes of
         // two writers never mix on the descriptor.
-        writing = true
-        writingBytes = chunk.count
+        var chunk = takeQueueLocked()
         condition.unlock()
 
         let written = Self.writeWithoutWaiting(fd, chunk)
 
         condition.lock()
-        writing = false
-        writingBytes = 0
         if written == nil { writesWithoutWaiting = false }
         let sent = written ?? 0
         if sent < chunk.count {
@@ -298,12 +292,8 @@ final class ByteSinkThread: @unchecked Sendable {
             queue.insert(contentsOf: chunk[sent...], at: 0)
         } else {
             writes.add(1, ordering: .relaxed)
-            // The buffer is the next queue's, as after the writer's own writes.
-            if chunk.capacity <= Self.spareCapacity {
-                chunk.removeAll(keepingCapacity: true)
-                swap(&spare, &chunk)
-            }
         }
+        endWriteLocked(keeping: &chunk)
         // Frames other threads queued meanwhile did not wake the writer (it
         // was "writing"); a flush may wait for this write; a close for its end.
         // Nothing else: the writer, asleep on the same condition, would only
@@ -467,22 +457,14 @@ final class ByteSinkThread: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            var chunk: [UInt8] = []
-            swap(&chunk, &spare)
-            swap(&chunk, &queue)
-            writing = true
-            writingBytes = chunk.count
+            var chunk = takeQueueLocked()
             condition.unlock()
 
             let ok = writeAll(chunk)
             writes.add(1, ordering: .relaxed)
-            // A buffer grown by a burst is not kept for ever.
-            if chunk.capacity <= Self.spareCapacity { chunk.removeAll(keepingCapacity: true) } else { chunk = [] }
 
             condition.lock()
-            writing = false
-            writingBytes = 0
-            swap(&spare, &chunk)
+            endWriteLocked(keeping: &chunk)
             if !ok {
                 broken = true
                 queue.removeAll()
@@ -497,6 +479,27 @@ final class ByteSinkThread: @unchecked Sendable {
 
     /// The largest buffer kept for the next queue.
     private static let spareCapacity = 1 << 20
+
+    /// Takes everything queued as the chunk to write (the queue goes on in the
+    /// spare buffer) and marks a write under way. Call under the lock.
+    private func takeQueueLocked() -> [UInt8] {
+        var chunk: [UInt8] = []
+        swap(&chunk, &spare)
+        swap(&chunk, &queue)
+        writing = true
+        writingBytes = chunk.count
+        return chunk
+    }
+
+    /// Ends the write of a chunk taken by `takeQueueLocked`, whose buffer,
+    /// emptied, becomes the spare one (unless a burst grew it past
+    /// `spareCapacity`: not kept for ever). Call under the lock.
+    private func endWriteLocked(keeping chunk: inout [UInt8]) {
+        writing = false
+        writingBytes = 0
+        if chunk.capacity <= Self.spareCapacity { chunk.removeAll(keepingCapacity: true) } else { chunk = [] }
+        swap(&spare, &chunk)
+    }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { raw in
