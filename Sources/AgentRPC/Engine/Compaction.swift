@@ -207,14 +207,20 @@ extension TurnRunner {
         session.config.compaction?.auto ?? true
     }
 
-    /// Before a round trip: when the request would pass `threshold` of a known
-    /// window, compact first. Returns whether the transcript changed (the
-    /// request is then built again).
-    func compactBeforeRoundTrip(_ request: ModelRequest, provider: any ModelProvider, session: isolated AgentSession) async throws -> Bool {
-        guard autoCompacts(session: session), let window = provider.capabilities.contextWindowTokens else { return false }
+    /// Before a round trip: the size to compact to, when the request would pass
+    /// `threshold` of a known window; nil when it fits (or compaction is off).
+    func compactionLimit(for request: ModelRequest, provider: any ModelProvider, session: isolated AgentSession) -> Int? {
+        guard autoCompacts(session: session), let window = provider.capabilities.contextWindowTokens else { return nil }
         let threshold = session.config.compaction?.threshold ?? CompactionConfig.defaultThreshold
         let limit = Int((Double(window) * threshold).rounded(.down))
-        guard estimatedContext(instructions: request.instructions, tools: request.tools, session: session) > limit else { return false }
+        guard estimatedContext(instructions: request.instructions, tools: request.tools, session: session) > limit else { return nil }
+        return limit
+    }
+
+    /// Compacts before a round trip whose request passed `limit`
+    /// (`compactionLimit`). Returns whether the transcript changed (the
+    /// request is then built again).
+    func compactBeforeRoundTrip(_ request: ModelRequest, limit: Int, session: isolated AgentSession) async throws -> Bool {
         let outcome = try await compact(
             trigger: .threshold, keepLast: nil, instructions: nil, preview: false, elideTo: limit,
             request: (request.instructions, request.tools), session: session)

@@ -19,12 +19,24 @@ extension TurnRunner {
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
     func enterProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
-        let profile = try await session.withMCPTools(enterResolvedProfile(session: session))
+        var profile = try session.resolveProfile()
+        // Each round trip comes here, and mostly the profile is active already and
+        // the session has no MCP server: then nothing is awaited (an async call
+        // costs the runtime two executor checks, ~500 instructions a round trip each).
+        if session.activeProfile?.name != profile.name {
+            profile = try await activate(profile, session: session)
+        }
+        session.activeProfile = profile
+        startAgentSpan(profile: profile, session: session)
+        if session.offersMCPTools { profile = await session.withMCPTools(profile) }
         return turn.options.readOnly == true ? profile.onlyReading : profile
     }
 
-    private func enterResolvedProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
-        var profile = try session.resolveProfile()
+    /// Activates `profile`, a change of profile: the old one's `onDeactivate`, the
+    /// new one's `onActivate`, `profileActivated`; returns the profile as resolved
+    /// after those hooks (activated too if they changed it once more).
+    private func activate(_ resolved: ResolvedProfile, session: isolated AgentSession) async throws -> ResolvedProfile {
+        var profile = resolved
         for _ in 0..<2 {
             let previous = session.activeProfile
             if let previous, previous.name == profile.name { break }
@@ -37,13 +49,15 @@ extension TurnRunner {
             try await runHooks(.onActivate, profile: profile, payload: .object(previous.map { ["previous": .string($0.name)] } ?? [:]), session: session)
             profile = try session.resolveProfile()
         }
-        session.activeProfile = profile
-        // One agent span per stretch of the turn a profile is active (a handoff starts a new one).
+        return profile
+    }
+
+    /// One agent span per stretch of the turn a profile is active (a handoff starts a new one).
+    private func startAgentSpan(profile: ResolvedProfile, session: isolated AgentSession) {
         if turn.agentSpan == nil || turn.agentSpan?.name != SpanName.agent(profile.name), let root = turn.turnSpan {
             turn.agentSpan?.end()
             turn.agentSpan = session.context.tracer?.startAgentSpan(profile: profile.name, parent: root.context)
         }
-        return profile
     }
 
     // MARK: Hooks

@@ -77,9 +77,14 @@ extension TurnRunner {
     /// Without history transforms the messages come from `SessionCaches.history`, which
     /// converts only what was appended since the last request; `stablePrefix` then
     /// says which leading messages are known to be unchanged.
+    ///
+    /// `transformed`: the history after the profile's transforms
+    /// (`transformedHistory`), when it has any. Building itself never waits: an
+    /// async call costs the runtime two executor checks (~500 instructions) a
+    /// round trip.
     func buildRequest(
-        profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession
-    ) async throws -> (request: ModelRequest, entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?) {
+        profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, transformed: [TranscriptEntry]?, session: isolated AgentSession
+    ) throws -> (request: ModelRequest, entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?) {
         let modelConfig = try session.context.catalog.resolve(modelRef, field: "model")
         var tools: [ModelToolDefinition] = []
         var choice: ModelToolChoice = .auto
@@ -134,12 +139,12 @@ extension TurnRunner {
             maxOutputTokens: turn.options.maxOutputTokens ?? profile.options.maxOutputTokens,
             reasoningLevel: turn.options.reasoningLevel ?? profile.options.reasoningLevel)
         let messages: [ModelMessage], entryIDs: [String], stablePrefix: PrefixTracker.StablePrefix?
-        if profile.history.isEmpty {
+        if let transformed {
+            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: transformed, media: session.media)
+            stablePrefix = nil
+        } else {
             let converted = session.caches.history.messages(for: session.transcript, media: session.media)
             (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
-        } else {
-            (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: try await transformedHistory(profile: profile, session: session), media: session.media)
-            stablePrefix = nil
         }
         var request = ModelRequest(
             model: modelConfig.model ?? modelConfig.provider.rawValue, instructions: session.instructionsText(profile: profile),
@@ -150,7 +155,7 @@ extension TurnRunner {
     }
 
     /// The entries after the profile's history transforms (applied to a copy).
-    private func transformedHistory(profile: ResolvedProfile, session: isolated AgentSession) async throws -> [TranscriptEntry] {
+    func transformedHistory(profile: ResolvedProfile, session: isolated AgentSession) async throws -> [TranscriptEntry] {
         let history: [TranscriptEntry]
         if HistoryTransformer.usesPatterns(profile.history) {
             let transforms = profile.history, name = profile.name, current = session.entries
@@ -171,9 +176,9 @@ extension TurnRunner {
     /// a regex worker with a budget per match; one that runs past it stops the
     /// request (`regexBudgetExceeded`): nothing unchecked is sent.
     /// Returns whether redaction rules ran (the messages may have been rewritten).
+    /// `egress`: the rules that apply (`egressRules`).
     @discardableResult
-    func applyEgress(to request: inout ModelRequest, profile: ResolvedProfile, session: isolated AgentSession) async throws -> Bool {
-        guard let egress = profile.egress ?? session.config.egress else { return false }
+    func applyEgress(_ egress: Egress, to request: inout ModelRequest, profile: ResolvedProfile, session: isolated AgentSession) async throws -> Bool {
         // A profile inherits the session's rules; name the profile only when it has its own.
         let field = profile.egress == nil || profile.egress == session.config.egress ? "egress" : "profiles.cases.\(profile.name).egress"
         let unfiltered = request
@@ -184,6 +189,11 @@ extension TurnRunner {
             throw error.turnError(field: field)
         }
         return !(egress.redact ?? []).isEmpty
+    }
+
+    /// The egress rules of a request under `profile`: its own, else the session's.
+    func egressRules(profile: ResolvedProfile, session: isolated AgentSession) -> Egress? {
+        profile.egress ?? session.config.egress
     }
 
     private static func filtered(_ request: ModelRequest, by egress: Egress) throws -> ModelRequest {

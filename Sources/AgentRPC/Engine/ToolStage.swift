@@ -156,7 +156,10 @@ struct ToolCallOutcome: Sendable, Equatable {
 final class ToolStage<Host: ToolStageHost> {
     let context: ToolStageContext
     /// Every call of the round trip, in call order.
-    private(set) var calls: [ToolCallState]
+    // This and the lanes' counters below are read and changed on the host's
+    // actor only, and no access spans a suspension: the runtime's exclusivity
+    // check (a call, and a set to search, per access; ~20 a round trip) is left out.
+    @exclusivity(unchecked) private(set) var calls: [ToolCallState]
     /// The built-in confirmation waiting for `session/confirm`.
     private(set) var pendingConfirmation: PendingConfirmation?
     /// The input schema of the call waiting for `session/confirm`, for edited arguments.
@@ -169,15 +172,15 @@ final class ToolStage<Host: ToolStageHost> {
     private let changes = ChangeSignal()
     private let lanes = StageTasks()
     /// Calls admitted so far: `0..<admitted` (admission goes in call order).
-    private var admitted = 0
-    private var admitting = true
+    @exclusivity(unchecked) private var admitted = 0
+    @exclusivity(unchecked) private var admitting = true
     /// Calls recorded or withdrawn so far: `0..<recorded`.
-    private var recorded = 0
+    @exclusivity(unchecked) private var recorded = 0
     /// Executions under way.
-    private var running = 0
+    @exclusivity(unchecked) private var running = 0
     /// The next call is admitted once `recorded` reaches this (an exclusive
     /// call, or one settled while nothing ran before it, is recorded first).
-    private var admitAfter = 0
+    @exclusivity(unchecked) private var admitAfter = 0
     /// Ends the run once what is under way settled: `session/cancel` seen at a
     /// checkpoint, or a `denyAndStop`. Client calls already sent finish and
     /// are recorded; nothing new starts.

@@ -359,9 +359,17 @@ extension TurnRunner {
         var compacted = false
         var overflowRetried = false
         while true {
-            var (request, entryIDs, stablePrefix) = try await buildRequest(profile: profile, modelRef: modelRef, provider: provider, session: session)
-            if try await applyEgress(to: &request, profile: profile, session: session) { stablePrefix = nil }
-            if !compacted, try await compactBeforeRoundTrip(request, provider: provider, session: session) {
+            // Only what has work to do is awaited: each async call costs the runtime
+            // two executor checks (~500 instructions), and most round trips have
+            // no history transform, no egress rule and no compaction to make.
+            let transformed = profile.history.isEmpty ? nil : try await transformedHistory(profile: profile, session: session)
+            var (request, entryIDs, stablePrefix) = try buildRequest(
+                profile: profile, modelRef: modelRef, provider: provider, transformed: transformed, session: session)
+            if let egress = egressRules(profile: profile, session: session), try await applyEgress(egress, to: &request, profile: profile, session: session) {
+                stablePrefix = nil
+            }
+            if !compacted, let limit = compactionLimit(for: request, provider: provider, session: session),
+               try await compactBeforeRoundTrip(request, limit: limit, session: session) {
                 compacted = true
                 continue
             }

@@ -16,8 +16,11 @@ final class TurnRunner {
     let control: TurnControl
     private let events: SessionEvents
     /// Limits, counters, usage, the undo log and spans: read and changed only by
-    /// the turn's task (the loop, its tool calls and hooks).
-    var turn: TurnState
+    /// the turn's task (the loop, its tool calls and hooks). No access spans a
+    /// suspension (`TurnState` has no async mutating method, and it is never
+    /// passed `inout` to an async call), so the runtime's exclusivity check
+    /// per access is left out, as for `shownText`.
+    @exclusivity(unchecked) var turn: TurnState
 
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true

@@ -51,6 +51,12 @@ extension AgentSession {
         await mcp?.stop()
     }
 
+    /// Whether `withMCPTools` has anything to do: servers started, or to start.
+    var offersMCPTools: Bool {
+        if case .deferred = mcpServers { return true }
+        return mcp != nil
+    }
+
     /// `profile` with the tools of the ready MCP servers it offers appended, after
     /// waiting (bounded) for servers still starting and listings under way.
     func withMCPTools(_ profile: ResolvedProfile) async -> ResolvedProfile {

@@ -89,25 +89,27 @@ public struct ToolCallParams: Codable, Sendable, Hashable {
         let number = String(roundTrip)
         let size = sessionId.utf8.count + turnId.utf8.count + number.utf8.count + callId.utf8.count + 3
         return String(unsafeUninitializedCapacity: size) { buffer in
-            var at = 0
-            func put(_ part: String, slash: Bool) {
-                var part = part
-                // Copied whole from the string's storage (made contiguous if it is not).
-                part.withUTF8 { bytes in
-                    guard let from = bytes.baseAddress, let to = buffer.baseAddress else { return }
-                    (to + at).initialize(from: from, count: bytes.count)
-                    at += bytes.count
-                }
-                if slash {
-                    buffer[at] = UInt8(ascii: "/")
-                    at += 1
-                }
-            }
-            put(sessionId, slash: true)
-            put(turnId, slash: true)
-            put(number, slash: true)
-            put(callId, slash: false)
-            return at
+            let slash = UInt8(ascii: "/")
+            var at = copy(sessionId, into: buffer, at: 0)
+            buffer[at] = slash
+            at = copy(turnId, into: buffer, at: at + 1)
+            buffer[at] = slash
+            at = copy(number, into: buffer, at: at + 1)
+            buffer[at] = slash
+            return copy(callId, into: buffer, at: at + 1)
+        }
+    }
+
+    /// Copies `part`'s bytes whole from its storage (made contiguous if it is
+    /// not) to `buffer` at `offset`; returns the offset after them. A function
+    /// of its own, not a closure over the offset: a captured variable costs a
+    /// dynamic exclusivity check at every use (eight per call).
+    private static func copy(_ part: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
+        var part = part
+        return part.withUTF8 { bytes in
+            guard let from = bytes.baseAddress, let to = buffer.baseAddress else { return offset }
+            (to + offset).initialize(from: from, count: bytes.count)
+            return offset + bytes.count
         }
     }
 
