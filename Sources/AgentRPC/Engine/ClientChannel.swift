@@ -7,8 +7,10 @@ public protocol ClientChannel: Sendable {
     /// Throws `OutgoingRequestError` or `CancellationError` (the request is then withdrawn).
     func request(_ method: String, _ params: JSONValue, timeout: Double) async throws -> JSONValue
     /// `request` with params that `write` appends as JSON text, the same as
-    /// `params()`: a channel that writes JSON need not build the value.
-    func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue
+    /// `params()`: a channel that writes JSON need not build the value. Runs
+    /// on the caller's executor (a `tool/call` per tool call: a hop off the
+    /// session actor and back would cost the runtime's executor checks twice).
+    nonisolated(nonsending) func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue
     /// Whether the client reads slower than the server writes.
     var isBehind: Bool { get }
     /// The output a producer should keep queued at most, in bytes.
@@ -28,7 +30,7 @@ extension ClientChannel {
     public var outputQueueBytes: Int { .max }
     public func waitUntilWritable() async {}
     public func toolCallRunning(sessionId: String, callId: String) {}
-    public func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue {
+    nonisolated(nonsending) public func request(_ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double) async throws -> JSONValue {
         try await request(method, params(), timeout: timeout)
     }
 }

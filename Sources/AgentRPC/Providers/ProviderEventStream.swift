@@ -82,11 +82,14 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
     }
 
     /// Every event buffered now, waiting for one if there is none; nil at the
-    /// end. A failure is thrown after the events that came before it.
-    package func nextBatch(isolation actor: isolated (any Actor)? = #isolation) async throws -> [ProviderEvent]? {
+    /// end. A failure is thrown after the events that came before it. Runs on
+    /// the caller's executor: a batch that is ready costs no executor check
+    /// (an isolated parameter made two a call, one a round trip's `stream`
+    /// pays twice).
+    nonisolated(nonsending) package func nextBatch() async throws -> [ProviderEvent]? {
         if let ready = try storage.take() { return ready }
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation(isolation: actor) { (waiter: UnsafeContinuation<[ProviderEvent]?, any Error>) in
+            try await withUnsafeThrowingContinuation { (waiter: UnsafeContinuation<[ProviderEvent]?, any Error>) in
                 storage.wait(waiter)
             }
         } onCancel: {
@@ -108,7 +111,7 @@ package final class ProviderEventStream: AsyncSequence, Sendable {
 
         package mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> ProviderEvent? {
             if index == batch.count {
-                guard let next = try await stream.nextBatch(isolation: actor) else { return nil }
+                guard let next = try await stream.nextBatch() else { return nil }
                 batch = next
                 index = 0
             }

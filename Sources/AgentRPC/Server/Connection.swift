@@ -406,7 +406,7 @@ package final class Connection: Sendable {
     /// per tool call): with no recorder and no trace log, the envelope is
     /// written around them, and no `JSONValue` of them is made. `params`
     /// is the same params as a value, for a recorder or the trace log.
-    package func request(
+    nonisolated(nonsending) package func request(
         _ method: String, writingParams write: (inout [UInt8]) -> Void, params: () -> JSONValue, timeout: Double
     ) async throws -> JSONValue {
         try await request(method, timeout: timeout) { id in
@@ -421,7 +421,7 @@ package final class Connection: Sendable {
     }
 
     /// Registers a request and has `send` queue it, under the request's id.
-    private func request(_ method: String, timeout: Double, send: (RequestID) -> Void) async throws -> JSONValue {
+    nonisolated(nonsending) private func request(_ method: String, timeout: Double, send: (RequestID) -> Void) async throws -> JSONValue {
         let id = RequestID.int(nextOutgoingID.withLock { id in
             defer { id &+= 1 }
             return id
