@@ -12,7 +12,7 @@ import Testing
     private func expectFresh(
         _ cache: inout ModelHistoryCache, _ transcript: Transcript, _ step: String, sourceLocation: SourceLocation = #_sourceLocation
     ) -> ModelHistoryCache.Conversion {
-        let converted = cache.messages(for: transcript)
+        let converted = cache.messages(for: transcript.entries, appendRunStamp: transcript.appendRunStamp)
         let full = ModelHistory.messagesWithEntryIDs(from: transcript.entries)
         // One comparison each, so a stale cache fails with a short message.
         #expect(converted.messages == full.messages, "\(step): the messages differ", sourceLocation: sourceLocation)

@@ -214,7 +214,9 @@ actor AgentSession {
     /// `entryAppended` for an entry just appended, with the JSON text its
     /// journal line holds (serialized once for both).
     func announceAppended(_ entry: TranscriptEntry, turn: String?) {
-        events.emitEntryAppended(entry, text: transcript.writtenEntryText(entry.id), turn: turn)
+        // The journal alone is read: a method of the whole transcript, read from
+        // the actor, would copy it (a retain and a release of each of its fields).
+        events.emitEntryAppended(entry, text: transcript.journal?.writtenEntryText(entry.id), turn: turn)
     }
 
     /// Sets and removes properties and announces the change (`propertiesChanged`).

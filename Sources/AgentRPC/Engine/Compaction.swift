@@ -115,7 +115,7 @@ extension TurnRunner {
             model: config.model ?? config.provider.rawValue, instructions: instructions,
             messages: ModelHistory.messages(from: entries) + [.user(text: "Write the summary now.", images: [])],
             tools: tools, toolChoice: .none)
-        return try await sideRequest(request, provider: provider, purpose: purpose, profile: profile, parent: turn.spanParent, session: session).text
+        return try await sideRequest(request, provider: provider, purpose: purpose, profile: profile, parent: spanParent, session: session).text
     }
 
     // MARK: Compaction

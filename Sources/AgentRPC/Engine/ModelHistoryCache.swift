@@ -70,12 +70,14 @@ struct ModelHistoryCache {
     /// as it is now.
     private var pathImagePrompts: [(entry: Int, message: Int)] = []
 
+    /// `entries` and `appendRunStamp`: a transcript's (`Transcript`), passed
+    /// apart because a whole transcript read from the session beside this
+    /// cache would be copied (a retain and a release of each of its fields).
     /// `media`: where the tool outputs' images are read (`ModelHistory.appendMessages`).
-    mutating func messages(for transcript: Transcript, media: MediaStore? = nil) -> Conversion {
-        let entries = transcript.entries
-        if stamp != transcript.appendRunStamp || entries.count < convertedEntries {
+    mutating func messages(for entries: [TranscriptEntry], appendRunStamp: Int, media: MediaStore? = nil) -> Conversion {
+        if stamp != appendRunStamp || entries.count < convertedEntries {
             // A new log: the tracker may still hold the old one for what it sent.
-            stamp = transcript.appendRunStamp
+            stamp = appendRunStamp
             log = MessageLog()
             lastGroup = (0, 0)
             pathImagePrompts.removeAll()

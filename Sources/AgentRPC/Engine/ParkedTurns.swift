@@ -37,13 +37,14 @@ extension AgentSession {
     /// Appends a round trip's answer (its reasoning, then its tool calls) and
     /// announces each entry. In a session that parks, `roundTripAnswered` goes
     /// in the same journal write, with the scripted models' places.
-    func appendRoundTrip(_ contents: [TranscriptContent], turn: TurnState, provider: (any ModelProvider)?, modelRef: ModelReference?) throws -> [TranscriptEntry] {
-        guard parks else { return try contents.map { try append($0, turn: turn.id) } }
+    func appendRoundTrip(_ contents: [TranscriptContent], of runner: TurnRunner, provider: (any ModelProvider)?, modelRef: ModelReference?) throws -> [TranscriptEntry] {
+        let turnId = runner.id
+        guard parks else { return try contents.map { try append($0, turn: turnId) } }
         var positions: [String: Int] = [:]
         if let scripted = provider as? ScriptedProvider, let modelRef { positions[ModelPositions.key(modelRef)] = scripted.consumed }
         let made = try transcript.appendAnswer(
-            contents, turn: turn.id, answered: .roundTripAnswered(turnId: turn.id, roundTrip: turn.roundTrips, usage: turn.usage, positions: positions))
-        for entry in made { announceAppended(entry, turn: turn.id) }
+            contents, turn: turnId, answered: .roundTripAnswered(turnId: turnId, roundTrip: runner.turn.roundTrips, usage: runner.turn.usage, positions: positions))
+        for entry in made { announceAppended(entry, turn: turnId) }
         return made
     }
 

@@ -18,7 +18,7 @@ extension TurnRunner {
     /// profile the same way, without a previous one. A hook that changes
     /// properties again gets one more resolution, no more, so two profiles can
     /// never ping-pong forever.
-    func enterProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
+    @inline(__always) func enterProfile(session: isolated AgentSession) async throws -> ResolvedProfile {
         var profile = try session.resolveProfile()
         // Each round trip comes here, and mostly the profile is active already and
         // the session has no MCP server: then nothing is awaited (an async call
@@ -200,7 +200,7 @@ extension TurnRunner {
             return (.ok, .string("Handed off to \(target). The \(target) profile continues the conversation."))
         case .consult(let target, _, _):
             let question = arguments["question"]?.stringValue ?? arguments.serializedString()
-            let answer = try await consult(target, question: question, parent: span ?? turn.spanParent, session: session)
+            let answer = try await consult(target, question: question, parent: span ?? spanParent, session: session)
             return (.ok, .string(answer))
         case .activateSkill(let skills):
             guard let name = arguments["name"]?.stringValue, let skill = skills.first(where: { $0.name == name }) else {

@@ -143,7 +143,8 @@ extension TurnRunner {
             (messages, entryIDs) = ModelHistory.messagesWithEntryIDs(from: transformed, media: session.media)
             stablePrefix = nil
         } else {
-            let converted = session.caches.history.messages(for: session.transcript, media: session.media)
+            let converted = session.caches.history.messages(
+                for: session.transcript.entries, appendRunStamp: session.transcript.appendRunStamp, media: session.media)
             (messages, entryIDs, stablePrefix) = (converted.messages, converted.entryIDs, converted.stablePrefix)
         }
         var request = ModelRequest(

@@ -41,7 +41,7 @@ extension AgentSession: ToolStageHost {
         ToolStageContext(
             sessionId: id, turnId: runner.turn.id, profile: profile, limits: runner.turn.limits, guards: config.guards ?? [],
             capabilities: context.clientCapabilities, channel: context.channel, control: runner.control,
-            logger: context.logger, tracer: context.tracer, spanParent: runner.turn.spanParent,
+            logger: context.logger, tracer: context.tracer, spanParent: runner.spanParent,
             mcpServers: mcp?.runners.map(\.spec.name) ?? [], roundTrip: runner.turn.roundTrips, progress: toolProgress)
     }
 }

@@ -41,7 +41,7 @@ extension ToolStage {
     /// `onToolCall`, guards, approval rules and confirmation. Returns its
     /// outcome when it needs no execution, else how it runs. Throws what ends
     /// the turn (a veto, a stop during the confirmation).
-    func admit(at index: Int, host: isolated Host) async throws -> Admission {
+    @inline(__always) func admit(at index: Int, host: isolated Host) async throws -> Admission {
         let call = calls[index].call
         let profile = context.profile
         let turnID = context.turnId
@@ -167,7 +167,7 @@ extension ToolStage {
     /// outcome. Cancelling the task withdraws it (`$/cancelRequest` to the
     /// client, `notifications/cancelled` to an MCP server); a failing executor
     /// throws.
-    func execute(_ index: Int, _ execution: Execution, host: isolated Host) async throws -> ToolCallOutcome {
+    @inline(__always) func execute(_ index: Int, _ execution: Execution, host: isolated Host) async throws -> ToolCallOutcome {
         let call = calls[index].call
         let arguments = execution.arguments
         setPhase(.sent, of: index)

@@ -279,7 +279,7 @@ final class ToolStage<Host: ToolStageHost> {
     /// give one call; cancelling the calling task withdraws the call as
     /// cancelling the lanes does. An MCP server's call keeps its lanes:
     /// `session/cancel` withdraws its execution alone (`withdrawMCPCalls`).
-    private func runAlone(host: isolated Host) async {
+    @inline(__always) private func runAlone(host: isolated Host) async {
         guard !Task.isCancelled else { return }
         do {
             try context.control.checkpoint()

@@ -567,9 +567,6 @@ struct Transcript: Sendable {
         try make(change, mutatedEntries: mutatedEntries, at: now)
     }
 
-    /// `TranscriptJournal.writtenEntryText` of the journal (nil without one).
-    func writtenEntryText(_ id: String) -> ArraySlice<UInt8>? { journal?.writtenEntryText(id) }
-
     /// Hands changes to the journal (after the rewrite it owes, if any) before they are made.
     private mutating func journalFirst(_ write: (any TranscriptJournal) throws -> Void) throws {
         guard let journal else { return }

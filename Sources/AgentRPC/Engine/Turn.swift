@@ -41,8 +41,6 @@ struct TurnState: Sendable {
     var agentSpan: ActiveSpan?
     /// Option warnings already reported in this turn (each is reported once).
     var reportedOptionWarnings: Set<OptionWarning> = []
-    /// The span new model and tool spans hang under.
-    var spanParent: SpanContext? { agentSpan?.context ?? turnSpan?.context }
 
     /// Call site > profile (case over defaults) > allowed.
     func toolCallingMode(_ profile: ResolvedProfile) -> ToolCallingMode {
@@ -304,7 +302,7 @@ extension TurnRunner {
             var answer: [TranscriptContent] = []
             if let reasoning = output.reasoningEntry(profile: profile.name) { answer.append(reasoning) }
             answer.append(.toolCalls(calls: records, profile: profile.name, text: output.text.isEmpty ? nil : output.text))
-            let callsEntry = try session.appendRoundTrip(answer, turn: turn, provider: provider, modelRef: modelRef).last
+            let callsEntry = try session.appendRoundTrip(answer, of: self, provider: provider, modelRef: modelRef).last
             turn.openToolCallsEntryID = callsEntry?.id
             // The calls within maxToolCalls run; one more ends the turn once they have.
             let admitted = Array(output.toolCalls.prefix(max(0, turn.limits.maxToolCalls - turn.toolCallCount)))
@@ -328,7 +326,7 @@ extension TurnRunner {
 
     /// Hands the calls to a tool stage of their own, which `getState`,
     /// `session/confirm` and `session/cancel` reach while it runs.
-    private func runTools(
+    @inline(__always) private func runTools(
         _ calls: [ModelToolCall], parsedArguments: [JSONValue?], profile: ResolvedProfile, session: isolated AgentSession
     ) async throws -> [ToolCallOutcome] {
         var context = session.toolStageContext(for: self, profile: profile)
@@ -355,7 +353,7 @@ extension TurnRunner {
     /// conversation is compacted first; when the provider answers that the
     /// context is too long, it is compacted once and the round trip sent again
     /// (docs/protocol.md, "Compaction").
-    private func roundTrip(profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession) async throws -> RoundTripOutput {
+    @inline(__always) private func roundTrip(profile: ResolvedProfile, modelRef: ModelReference, provider: any ModelProvider, session: isolated AgentSession) async throws -> RoundTripOutput {
         var compacted = false
         var overflowRetried = false
         while true {
@@ -383,7 +381,7 @@ extension TurnRunner {
                                          contextWindowTokens: provider.capabilities.contextWindowTokens))
             let (stamp, count) = (session.transcript.appendRunStamp, session.entries.count)
             do {
-                let output = try await send(request, provider: provider, purpose: .turn, profile: profile.name, parent: turn.spanParent, shown: true, session: session)
+                let output = try await send(request, provider: provider, purpose: .turn, profile: profile.name, parent: spanParent, shown: true, session: session)
                 markContext(output.usage, entryCount: count, appendRunStamp: stamp, session: session)
                 return output
             } catch let error as ProviderError where error.code == .contextLengthExceeded && !overflowRetried {
@@ -401,7 +399,7 @@ extension TurnRunner {
     /// (`shown`: its text streams to the client and becomes `currentText`), or a
     /// side request of the engine's own (router, consult, summary), whose text
     /// only its caller sees. Usage is announced and counted the same way for both.
-    private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, session: isolated AgentSession) async throws -> RoundTripOutput {
+    @inline(__always) private func streamWithRetries(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, session: isolated AgentSession) async throws -> RoundTripOutput {
         var attempt = 0
         while true {
             attempt += 1
@@ -439,7 +437,7 @@ extension TurnRunner {
     /// One request to the model, a round trip of the turn or a side request:
     /// dumped (`--dump-requests`), traced as an `llm.completion` under `parent`,
     /// streamed with its retries, its usage counted in the turn.
-    private func send(
+    @inline(__always) private func send(
         _ request: ModelRequest, provider: any ModelProvider, purpose: RequestDumper.Purpose, profile: String,
         parent: SpanContext?, shown: Bool, session: isolated AgentSession
     ) async throws -> RoundTripOutput {
@@ -488,7 +486,7 @@ extension TurnRunner {
         try control.checkpoint()
     }
 
-    private func stream(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, into output: inout RoundTripOutput, session: isolated AgentSession) async throws {
+    @inline(__always) private func stream(_ request: ModelRequest, provider: any ModelProvider, shown: Bool, into output: inout RoundTripOutput, session: isolated AgentSession) async throws {
         var ended = false
         // Waiting for the next event is a checkpoint: session/cancel ends even a
         // stalled stream (the iteration then finishes quietly, see below).
@@ -618,7 +616,7 @@ extension TurnRunner {
             text = output.text
         }
         answer.append(.response(text: text, profile: profile.name, incomplete: endedHow?.cutsAnswer == true, stopReason: endedHow))
-        guard let response = try session.appendRoundTrip(answer, turn: turn, provider: model?.provider, modelRef: model?.reference).last else {
+        guard let response = try session.appendRoundTrip(answer, of: self, provider: model?.provider, modelRef: model?.reference).last else {
             throw RPCError.internalError("the response entry was not appended")
         }
         try await runHooks(.onResponse, profile: profile, payload: ["text": .string(text), "entryId": .string(response.id)], session: session)

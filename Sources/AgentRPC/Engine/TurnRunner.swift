@@ -19,8 +19,12 @@ final class TurnRunner {
     /// the turn's task (the loop, its tool calls and hooks). No access spans a
     /// suspension (`TurnState` has no async mutating method, and it is never
     /// passed `inout` to an async call), so the runtime's exclusivity check
-    /// per access is left out, as for `shownText`.
+    /// per access is left out, as for `shownText`. Read by its fields: a method
+    /// or computed property of the whole state, or the state passed as an
+    /// argument, copies it (a retain and a release of each of its fields).
     @exclusivity(unchecked) var turn: TurnState
+    /// The span new model and tool spans hang under.
+    var spanParent: SpanContext? { turn.agentSpan?.context ?? turn.turnSpan?.context }
 
     // What getState shows (docs/protocol.md §3); when each changes is in docs/turns.md.
     private(set) var isRunning = true
