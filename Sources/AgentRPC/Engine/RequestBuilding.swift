@@ -233,24 +233,26 @@ extension TurnRunner {
 /// provider keeps its place in the script across turns.
 struct ProviderCache {
     private var providers: [(reference: ModelReference, provider: any ModelProvider)] = []
+    /// Where in `providers` the provider used last is.
+    private var lastIndex: Int?
     /// The provider used last (steering's images are checked against it).
-    private(set) var last: (reference: ModelReference, provider: any ModelProvider)?
+    var last: (reference: ModelReference, provider: any ModelProvider)? { lastIndex.map { providers[$0] } }
 
     /// The provider for `reference`, made by `make` the first time.
     mutating func provider(for reference: ModelReference, make: () throws -> any ModelProvider) rethrows -> any ModelProvider {
         // Looked up every round trip: an inline scripted model's reference holds its
         // whole script, so hashing it each time would cost more than the round trip.
         // The same reference is usually a copy sharing storage, which `==` sees at once.
-        if let last, last.reference == reference { return last.provider }
-        let found: any ModelProvider
-        if let existing = providers.first(where: { $0.reference == reference }) {
-            found = existing.provider
-        } else {
-            found = try make()
-            providers.append((reference, found))
+        // Compared where it is kept: the last pair bound to a local would be a copy.
+        if let lastIndex, providers[lastIndex].reference == reference { return providers[lastIndex].provider }
+        if let index = providers.firstIndex(where: { $0.reference == reference }) {
+            lastIndex = index
+            return providers[index].provider
         }
-        last = (reference, found)
-        return found
+        let made = try make()
+        providers.append((reference, made))
+        lastIndex = providers.count - 1
+        return made
     }
 }
 

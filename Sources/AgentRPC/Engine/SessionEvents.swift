@@ -111,8 +111,11 @@ final class SessionEvents {
         seq += 1
         let seq = seq
         let turnId = turn ?? runningTurnId
-        let params = { SessionEventParams(sessionId: self.sessionId, turnId: turnId, seq: seq, event: event).json }
-        guard let connection else { return channel.notify(SessionEventNotification.name, params()) }
+        // The closures are written at the calls, not kept in a local: a closure
+        // kept in a local holds its own copy of the event (two copies an event).
+        guard let connection else {
+            return channel.notify(SessionEventNotification.name, SessionEventParams(sessionId: sessionId, turnId: turnId, seq: seq, event: event).json)
+        }
         let tail = tail(turnId)
         connection.notify(
             SessionEventNotification.name,
@@ -121,7 +124,7 @@ final class SessionEvents {
                     if let writeEvent { writeEvent(&stage) } else { event.payload.writeEventJSON(into: &stage) }
                 }
             },
-            params: params)
+            params: { SessionEventParams(sessionId: self.sessionId, turnId: turnId, seq: seq, event: event).json })
     }
 
     /// What `send(.textDelta(text))` sends, without making the event.
