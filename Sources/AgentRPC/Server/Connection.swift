@@ -44,6 +44,9 @@ package final class Connection: Sendable {
     package let maxMessageBytes: Int
     let logger: Logger
     private let inputFD: Int32
+    /// The reader thread closes `inputFD` when it ends, and the writer thread the
+    /// output (`ownsDescriptors`).
+    private let closesInput: Bool
     private let writer: ByteSinkThread
     private let framing: Mutex<Framing?>
     /// `framing` is `.contentLength`: kept beside it for the question every
@@ -81,9 +84,11 @@ package final class Connection: Sendable {
     package init(
         inputFD: Int32 = 0, outputFD: Int32 = 1, maxMessageBytes: Int, logger: Logger, framing: Framing? = nil,
         recorder: (any ConnectionRecorder)? = nil, outputQueueBytes: Int = Connection.defaultOutputQueueBytes,
-        cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil, killSwitch: TestKillSwitch? = nil
+        cancelRequestMethod: String = "$/cancelRequest", endOfInput: (@Sendable () -> Void)? = nil, killSwitch: TestKillSwitch? = nil,
+        ownsDescriptors: Bool = false
     ) throws(OSThread.StartError) {
         self.inputFD = inputFD
+        self.closesInput = ownsDescriptors
         self.endOfInput = endOfInput
         self.cancelRequestMethod = cancelRequestMethod
         self.maxMessageBytes = maxMessageBytes
@@ -98,12 +103,15 @@ package final class Connection: Sendable {
         try deadlines.start()
         self.deadlines = deadlines
         do {
-            self.writer = try ByteSinkThread(fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes, killSwitch: killSwitch)
+            self.writer = try ByteSinkThread(
+                fileDescriptor: outputFD, name: "agentrpc.stdout", maxQueuedBytes: nil, backPressureBytes: outputQueueBytes, killSwitch: killSwitch,
+                closesDescriptor: ownsDescriptors)
         } catch {
             deadlines.stop()
             throw error
         }
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
+        deadlines.onExpiry { [weak self] id, timeout in self?.expire(id, timeout: timeout) }
     }
 
     deinit { deadlines.stop() }
@@ -154,6 +162,11 @@ package final class Connection: Sendable {
         // on every run (no `$/cancelRequest` racing the end of input).
         failAllPending(.disconnected)
         inboundContinuation.finish()
+        // Only now: closed by its owner while this thread is between two reads,
+        // the number could name another pipe by the next one, whose bytes this
+        // reader would take (seen in tests: an answer read by a finished
+        // connection, the request it answered timing out).
+        if closesInput { closeDescriptor(inputFD) }
     }
 
     private func handle(_ event: FrameEvent, parser: FrameParser) {
@@ -445,7 +458,7 @@ package final class Connection: Sendable {
                 // went out first). Armed after the insert, so it finds the entry;
                 // an answer that came first leaves it nothing to do.
                 send(id)
-                deadlines.add(id, after: max(0, timeout)) { [weak self] in self?.expire(id, timeout: timeout) }
+                deadlines.add(id, after: timeout)
             }
         } onCancel: {
             if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {
@@ -505,7 +518,11 @@ final class RequestDeadlines: @unchecked Sendable {
     // A condition, not a Mutex: the watcher thread must block until the earliest
     // deadline, and be woken early when an earlier one is added.
     private let condition = ConditionLock()
-    private var entries: [RequestID: (deadline: ContinuousClock.Instant, expire: @Sendable () -> Void)] = [:]
+    /// Each request's deadline and its timeout (what the expiry reports). No
+    /// closure per request: one was made and freed per `tool/call`.
+    private var entries: [RequestID: (deadline: ContinuousClock.Instant, seconds: Double)] = [:]
+    /// Called on the watcher thread for each request whose deadline passed.
+    private var expire: (@Sendable (RequestID, Double) -> Void)?
     /// When the watcher will next look; nil while it waits for a first entry.
     private var wakeAt: ContinuousClock.Instant?
     private var stopped = false
@@ -516,13 +533,22 @@ final class RequestDeadlines: @unchecked Sendable {
         try OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
     }
 
-    /// Calls `expire` (on the watcher thread) once `seconds` have passed, unless removed first.
-    func add(_ id: RequestID, after seconds: Double, expire: @escaping @Sendable () -> Void) {
+    /// What a passed deadline calls (on the watcher thread), with the request's
+    /// id and its timeout. Set once, by the owner, before any `add`.
+    func onExpiry(_ handler: @escaping @Sendable (RequestID, Double) -> Void) {
+        condition.lock()
+        expire = handler
+        condition.unlock()
+    }
+
+    /// Calls the expiry handler once `seconds` have passed (at once when they
+    /// are not positive, or NaN), unless removed first; it is handed `seconds` as given.
+    func add(_ id: RequestID, after seconds: Double) {
         let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
         condition.lock()
         defer { condition.unlock() }
         if stopped { return }
-        entries[id] = (deadline, expire)
+        entries[id] = (deadline, seconds)
         if wakeAt.map({ deadline < $0 }) ?? true { condition.signal() }
     }
 
@@ -551,19 +577,20 @@ final class RequestDeadlines: @unchecked Sendable {
         condition.lock()
         while !stopped {
             let now = ContinuousClock.now
-            var due: [@Sendable () -> Void] = []
+            var due: [(id: RequestID, seconds: Double)] = []
             var earliest: ContinuousClock.Instant?
             for (id, entry) in entries {
                 if entry.deadline <= now {
-                    due.append(entry.expire)
+                    due.append((id, entry.seconds))
                     entries.removeValue(forKey: id)
                 } else if earliest.map({ entry.deadline < $0 }) ?? true {
                     earliest = entry.deadline
                 }
             }
             if !due.isEmpty {
+                let expire = self.expire
                 condition.unlock()
-                for expire in due { expire() }
+                for (id, seconds) in due { expire?(id, seconds) }
                 condition.lock()
                 continue
             }

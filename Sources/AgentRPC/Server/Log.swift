@@ -518,5 +518,5 @@ final class ByteSinkThread: @unchecked Sendable {
     }
 }
 
-/// `close(2)`, for a type whose own `close` hides it.
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+/// `close(2)`, for types whose own `close` hides it (a sink, a connection, an exporter).
+func closeDescriptor(_ fd: Int32) { _ = close(fd) }

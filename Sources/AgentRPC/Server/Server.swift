@@ -96,7 +96,11 @@ public final class Server: Sendable {
         case shutDown
     }
 
-    public init(options: ServerOptions, inputFD: Int32 = 0, outputFD: Int32 = 1) throws {
+    /// `ownsDescriptors`: the server closes `inputFD` once it has read to its
+    /// end, and `outputFD` once it has written its last frame (for descriptors
+    /// made for it, such as one end of a pipe: closed by their maker while the
+    /// server still reads or writes, their numbers could name another file).
+    public init(options: ServerOptions, inputFD: Int32 = 0, outputFD: Int32 = 1, ownsDescriptors: Bool = false) throws {
         // A client that closed its end must surface as a write error, never kill us.
         signal(SIGPIPE, SIG_IGN)
         self.options = options
@@ -111,7 +115,8 @@ public final class Server: Sendable {
         if let watchdog { endOfInput = { watchdog.arm(.endOfInput) } }
         let connection = try Connection(
             inputFD: inputFD, outputFD: outputFD, maxMessageBytes: options.maxMessageBytes, logger: logger, recorder: recorder,
-            endOfInput: endOfInput, killSwitch: try TestKillSwitch.from(environment: options.environment, variable: "AGENTRPC_TEST_KILL_AT_FRAME"))
+            endOfInput: endOfInput, killSwitch: try TestKillSwitch.from(environment: options.environment, variable: "AGENTRPC_TEST_KILL_AT_FRAME"),
+            ownsDescriptors: ownsDescriptors)
         self.connection = connection
         let shared = self.shared
         self.dispatcher = Dispatcher(connection: connection, logger: logger) { method in

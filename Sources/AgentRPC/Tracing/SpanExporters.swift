@@ -111,7 +111,7 @@ final class OTLPFileExporter: SpanExporter {
             defer { s.fdClosed = true }
             return !s.fdClosed
         }
-        if needsClose { _ = closeDescriptor(fd) }
+        if needsClose { closeDescriptor(fd) }
     }
 
     func export(_ span: FinishedSpan) {
@@ -148,7 +148,7 @@ final class OTLPFileExporter: SpanExporter {
                 defer { s.fdClosed = true }
                 return !s.fdClosed
             }
-            if needsClose { _ = closeDescriptor(fd) }
+            if needsClose { closeDescriptor(fd) }
         }
     }
 
@@ -193,6 +193,3 @@ final class OTLPFileExporter: SpanExporter {
         }
     }
 }
-
-/// The C library's `close(2)`, which the exporter's own `close()` hides inside it.
-private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }

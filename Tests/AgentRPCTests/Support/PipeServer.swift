@@ -68,7 +68,9 @@ final class PipeServer: Sendable {
             ownStore = nil
         }
         let input = Pipe(), output = Pipe()
-        server = try Server(options: options, inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor)
+        server = try Server(
+            options: options, inputFD: try ownedCopy(of: input.fileHandleForReading.fileDescriptor),
+            outputFD: try ownedCopy(of: output.fileHandleForWriting.fileDescriptor), ownsDescriptors: true)
         toServer = input.fileHandleForWriting
         pipes = [input, output]
         let reader = output.fileHandleForReading
@@ -127,7 +129,20 @@ struct PipedConnection {
 
     init() throws {
         connection = try Connection(
-            inputFD: input.fileHandleForReading.fileDescriptor, outputFD: output.fileHandleForWriting.fileDescriptor,
-            maxMessageBytes: 1 << 20, logger: Logger(level: .off))
+            inputFD: try ownedCopy(of: input.fileHandleForReading.fileDescriptor),
+            outputFD: try ownedCopy(of: output.fileHandleForWriting.fileDescriptor),
+            maxMessageBytes: 1 << 20, logger: Logger(level: .off), ownsDescriptors: true)
     }
+}
+
+/// A copy of `fd` for a server or connection that owns it (`ownsDescriptors`):
+/// its threads close it once done with it. Handed the pipe's own descriptor,
+/// a reader still between two reads when the test's `Pipe` is released would
+/// read on from whatever file the number names next (another test's pipe:
+/// seen as an answer taken by a finished connection, the request it answered
+/// timing out, 4–7 % of the time in a loop).
+func ownedCopy(of fd: Int32) throws -> Int32 {
+    let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+    guard copy >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EBADF) }
+    return copy
 }
