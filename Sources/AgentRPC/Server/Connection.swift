@@ -111,7 +111,6 @@ package final class Connection: Sendable {
             throw error
         }
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: InboundItem.self, bufferingPolicy: .unbounded)
-        deadlines.onExpiry { [weak self] id, timeout in self?.expire(id, timeout: timeout) }
     }
 
     deinit { deadlines.stop() }
@@ -458,6 +457,12 @@ package final class Connection: Sendable {
                 // went out first). Armed after the insert, so it finds the entry;
                 // an answer that came first leaves it nothing to do.
                 send(id)
+                // The expiry handler is set at the first request, not at init: its
+                // weak reference gives the connection a side table, and every retain
+                // and release of it then takes the runtime's slow path (~10 % of a
+                // stream of deltas, which never asks the client anything). Set
+                // twice by two first requests at once, it is the same handler.
+                if !deadlines.hasExpiry { deadlines.onExpiry { [weak self] id, timeout in self?.expire(id, timeout: timeout) } }
                 deadlines.add(id, after: timeout)
             }
         } onCancel: {
@@ -533,8 +538,15 @@ final class RequestDeadlines: @unchecked Sendable {
         try OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
     }
 
+    /// Whether `onExpiry` was called.
+    var hasExpiry: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return expire != nil
+    }
+
     /// What a passed deadline calls (on the watcher thread), with the request's
-    /// id and its timeout. Set once, by the owner, before any `add`.
+    /// id and its timeout. Set by the owner before its first `add`.
     func onExpiry(_ handler: @escaping @Sendable (RequestID, Double) -> Void) {
         condition.lock()
         expire = handler
