@@ -153,6 +153,8 @@ struct ToolCallOutcome: Sendable, Equatable {
 /// - one execution per call that runs;
 /// - recording, in call order: each output entry once every earlier one is in,
 ///   then `onToolOutput`.
+/// `runAlone`, `admit` and `execute` are `@inline(__always)`, as the turn's
+/// round trip layers are (`TurnRunner`): two executor checks saved per call.
 final class ToolStage<Host: ToolStageHost> {
     let context: ToolStageContext
     /// Every call of the round trip, in call order.

@@ -10,7 +10,11 @@ import AgentRPCProtocol
 /// turn ended, because `getState` still shows that turn (`turnId`,
 /// `currentText`, its usage and diagnostics) until the next one starts.
 /// Used only on the session actor: a class that is not `Sendable`, so the
-/// compiler keeps it there.
+/// compiler keeps it there. The async layers of a round trip (`roundTrip`,
+/// `send`, `streamWithRetries`, `stream`, `runTools`, `enterProfile`) are
+/// `@inline(__always)`: an async call between two of them cost the runtime a
+/// task-executor check at the callee's entry and another at the caller's
+/// resumption (~240 instructions each, under the turn's executor preference).
 final class TurnRunner {
     let id: String
     let control: TurnControl
