@@ -457,13 +457,11 @@ package final class Connection: Sendable {
                 // went out first). Armed after the insert, so it finds the entry;
                 // an answer that came first leaves it nothing to do.
                 send(id)
-                // The expiry handler is set at the first request, not at init: its
+                // The expiry handler is made at the first request, not at init: its
                 // weak reference gives the connection a side table, and every retain
                 // and release of it then takes the runtime's slow path (~10 % of a
-                // stream of deltas, which never asks the client anything). Set
-                // twice by two first requests at once, it is the same handler.
-                if !deadlines.hasExpiry { deadlines.onExpiry { [weak self] id, timeout in self?.expire(id, timeout: timeout) } }
-                deadlines.add(id, after: timeout)
+                // stream of deltas, which never asks the client anything).
+                deadlines.add(id, after: timeout) { { [weak self] id, timeout in self?.expire(id, timeout: timeout) } }
             }
         } onCancel: {
             if let entry = pending.withLock({ $0.removeValue(forKey: id) }) {
@@ -526,7 +524,8 @@ final class RequestDeadlines: @unchecked Sendable {
     /// Each request's deadline and its timeout (what the expiry reports). No
     /// closure per request: one was made and freed per `tool/call`.
     private var entries: [RequestID: (deadline: ContinuousClock.Instant, seconds: Double)] = [:]
-    /// Called on the watcher thread for each request whose deadline passed.
+    /// Called on the watcher thread for each request whose deadline passed
+    /// (made by the first `add`).
     private var expire: (@Sendable (RequestID, Double) -> Void)?
     /// When the watcher will next look; nil while it waits for a first entry.
     private var wakeAt: ContinuousClock.Instant?
@@ -538,28 +537,16 @@ final class RequestDeadlines: @unchecked Sendable {
         try OSThread.start(name: "agentrpc.deadlines", stackSize: 256 * 1024) { [self] in self.watch() }
     }
 
-    /// Whether `onExpiry` was called.
-    var hasExpiry: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return expire != nil
-    }
-
-    /// What a passed deadline calls (on the watcher thread), with the request's
-    /// id and its timeout. Set by the owner before its first `add`.
-    func onExpiry(_ handler: @escaping @Sendable (RequestID, Double) -> Void) {
-        condition.lock()
-        expire = handler
-        condition.unlock()
-    }
-
-    /// Calls the expiry handler once `seconds` have passed (at once when they
-    /// are not positive, or NaN), unless removed first; it is handed `seconds` as given.
-    func add(_ id: RequestID, after seconds: Double) {
+    /// Calls the expiry handler (on the watcher thread) once `seconds` have
+    /// passed (at once when they are not positive, or NaN), unless removed
+    /// first; it is handed the id and `seconds` as given. `expiry` makes the
+    /// handler, called only by the first `add`.
+    func add(_ id: RequestID, after seconds: Double, expiry: () -> @Sendable (RequestID, Double) -> Void) {
         let deadline = ContinuousClock.now.advanced(by: .clampedSeconds(seconds))
         condition.lock()
         defer { condition.unlock() }
         if stopped { return }
+        if expire == nil { expire = expiry() }
         entries[id] = (deadline, seconds)
         if wakeAt.map({ deadline < $0 }) ?? true { condition.signal() }
     }
