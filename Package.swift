@@ -24,7 +24,7 @@ let strict: [SwiftSetting] = [
 /// the server's code (Linux release builds; gold, the toolchain's linker there). A
 /// page of code becomes resident the first time anything on it runs, and the kernel
 /// maps the pages around it too: scattered over the 5 MB of code, the ~700 functions
-/// a start runs made 3.6 MB of it resident; together they make well under 1 MB
+/// a start runs made 2.8-3.6 MB of it resident; side by side, 0.5 MB
 /// (Benchmarks/README.md, "Session 12: the code a start runs, side by side").
 /// `Benchmarks/callgrind-guard --write-function-order` writes the list from the
 /// functions its scenarios run; a function missing from it only lands elsewhere.
