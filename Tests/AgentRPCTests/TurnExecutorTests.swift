@@ -398,4 +398,3 @@ private final class PipeClient: Sendable {
         }
     }
 }
-
