@@ -6,7 +6,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -96,11 +95,9 @@ final class ACPAgent: Sendable {
     /// A signal (TERM, INT, HUP) ends the process at once: sessions are durable
     /// record by record, but a local model server would outlive it, so it is
     /// stopped first.
-    func installSignalHandlers() -> [any DispatchSourceSignal] {
+    func installSignalHandlers() -> [SignalSource] {
         [SIGTERM, SIGINT, SIGHUP].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
+            SignalSource(number) { [self] _ in
                 // First, before anything here can wait: the exit is bounded from now on.
                 watchdog?.arm(.signal(number))
                 logger.info("received signal \(number); stopping")
@@ -108,8 +105,6 @@ final class ACPAgent: Sendable {
                 logger.flush()
                 exit(128 + number)
             }
-            source.resume()
-            return source
         }
     }
 

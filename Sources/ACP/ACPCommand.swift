@@ -77,7 +77,7 @@ public enum ACPCommand {
     /// Serves one editor on stdin/stdout until it closes its end; returns the
     /// exit status (0; 2 for a usage or configuration error, said on stderr).
     public static func runCommandLine(arguments: [String], executable: String) async -> Int32 {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.current()
         let options: Options
         switch parse(arguments, environment: environment) {
         case .success(let parsed): options = parsed

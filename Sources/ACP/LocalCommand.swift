@@ -40,7 +40,7 @@ enum LocalCommand {
     /// SIGKILL after `ACPToolBounds.commandKillGraceSeconds`) and throws
     /// `CancellationError`. A command that cannot start throws `ChildProcess.SpawnError`.
     static func run(command: String, args: [String], directory: String, seconds: Double,
-                    environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> Ending {
+                    environment: [String: String] = ProcessEnvironment.current()) async throws -> Ending {
         let (program, arguments) = argv(command: command, args: args)
         let child = try await ChildProcess.spawn(command: program, arguments: arguments, environment: environment, directory: directory)
         child.closeStdin()

@@ -41,6 +41,11 @@ public protocol RPCMethod: Sendable {
     static var direction: MethodDirection { get }
     /// When the server accepts it (client → server only); default `.running`.
     static var lifecycle: MethodLifecycle { get }
+    /// The params read without the decoder (`DirectlyReadParams`), or nil to
+    /// decode them. Picked where a method is declared, so no call asks the
+    /// params type for the conformance (a dynamic cast scans every conformance
+    /// record of every image the first time each type is asked).
+    static func directlyRead(_ params: JSONValue) -> Params?
 }
 
 /// A JSON-RPC notification type.
@@ -54,6 +59,11 @@ public protocol RPCNotification: Sendable {
 
 extension RPCMethod {
     public static var lifecycle: MethodLifecycle { .running }
+    public static func directlyRead(_ params: JSONValue) -> Params? { nil }
+}
+
+extension RPCMethod where Params: DirectlyReadParams {
+    public static func directlyRead(_ params: JSONValue) -> Params? { Params(directly: params) }
 }
 
 extension RPCNotification {

@@ -13,7 +13,9 @@ import Foundation
 import Glibc
 #endif
 
-let usage = """
+/// Built when asked for (a global `let` here would be built at every start, two
+/// `ServerOptions` with it).
+var usage: String { """
     agentrpc \(Server.version) — a language-agnostic agent server speaking JSON-RPC 2.0 on stdio.
 
     USAGE
@@ -88,7 +90,7 @@ let usage = """
     Exit status: 0 on a clean exit (end of input, or shutdown then exit), 1 for exit without
     shutdown, 2 for a usage error, 128 + N for a second signal N, 124 when the exit did not finish
     within its bound (\(Int(ServerOptions().exitBoundSeconds)) s; acp \(Int(ACPCommand.exitBoundSeconds(ServerOptions()))) s): something was stuck, said on stderr.
-    """
+    """ }
 
 /// This executable's path, as Foundation's `Bundle.main.executablePath` gives it on
 /// Linux: the kernel's link to it, links resolved. Nil when /proc is not mounted.
@@ -161,7 +163,7 @@ case "serve":
         guard let n = Int(v), n > 0 else { fail("--max-message-bytes needs a positive integer") }
         options.maxMessageBytes = n
     }
-    if let name = args.values["log-level"] ?? ProcessInfo.processInfo.environment["AGENTRPC_LOG"] {
+    if let name = args.values["log-level"] ?? ProcessEnvironment.current()["AGENTRPC_LOG"] {
         guard let level = LogLevel(name: name) else { fail("unknown log level '\(name)'") }
         options.logLevel = level
     }

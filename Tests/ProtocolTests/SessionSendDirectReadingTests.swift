@@ -42,4 +42,13 @@ import Testing
             #expect(SessionSendParams(directly: try JSONValue.parse(text)) == nil, "\(text)")
         }
     }
+
+    /// The method picks the reader where it is declared (no cast per call): `session/send`
+    /// reads its params directly, a method whose params cannot be read so decodes them.
+    @Test func theMethodPicksTheReaderStatically() throws {
+        let value = try JSONValue.parse(Self.taken[0])
+        #expect(SessionSendRequest.directlyRead(value) == SessionSendParams(directly: value))
+        #expect(SessionSendRequest.directlyRead(value) != nil)
+        #expect(SessionCreateRequest.directlyRead(try JSONValue.parse("{}")) == nil)
+    }
 }

@@ -1,5 +1,4 @@
 import AgentRPCProtocol
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -136,19 +136,19 @@ package final class Connection: Sendable {
 
     private func readLoop() {
         var parser = FrameParser(maxMessageBytes: maxMessageBytes, framing: framing.withLock { $0 })
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        // Not zeroed first: each of its 16 pages is made resident by the first read
+        // that fills it, not all at start (a page fault each, on the first answer's path).
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 * 1024)
+        defer { buffer.deallocate() }
         while true {
-            let n = buffer.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return read(inputFD, base, raw.count)
-            }
+            let n = read(inputFD, buffer.baseAddress, buffer.count)
             if n < 0 {
                 if errno == EINTR { continue }
                 logger.warning("stdin read failed: errno \(errno)")
                 break
             }
             if n == 0 { break }
-            parser.append(buffer[0..<n])
+            parser.append(UnsafeBufferPointer(rebasing: buffer[0..<n]))
             while let event = parser.next() { handle(event, parser: parser) }
         }
         endOfInput?()

@@ -60,7 +60,7 @@ final class MethodTable: Sendable {
         ) {
             if handlers[M.name] != nil { duplicates.append(M.name) }
             handlers[M.name] = { raw, context in
-                let params: M.Params = try decodeParams(raw, as: M.Params.self, strictKeys: strictKeys, errorKindForField: errorKindForField)
+                let params: M.Params = try decodeParams(raw, as: M.Params.self, strictKeys: strictKeys, directly: M.directlyRead, errorKindForField: errorKindForField)
                 switch try await body(params, context) {
                 case .now(let result):
                     return .now(try encodeResult(result))
@@ -84,15 +84,16 @@ final class MethodTable: Sendable {
 }
 
 /// Decodes params, naming the offending field in the error (`data.field`).
-func decodeParams<T: Decodable>(_ raw: JSONValue?, as type: T.Type, strictKeys: Bool, errorKindForField: (String) -> ErrorKind) throws -> T {
+/// `directly` reads the common shapes without the decoder (`RPCMethod.directlyRead`).
+func decodeParams<T: Decodable>(
+    _ raw: JSONValue?, as type: T.Type, strictKeys: Bool, directly: (JSONValue) -> T? = { _ in nil }, errorKindForField: (String) -> ErrorKind
+) throws -> T {
     let value = raw ?? .object([:])
     if case .array = value {
         throw RPCError(errorKindForField(""), "params must be an object (by-name), not an array")
     }
     // Only known members are read directly, so `strictKeys` cannot matter.
-    if let direct = T.self as? any DirectlyReadParams.Type, let params = direct.init(directly: value) as? T {
-        return params
-    }
+    if let params = directly(value) { return params }
     do {
         return try value.decode(as: T.self, rejectUnknownKeys: strictKeys)
     } catch {

@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -72,7 +71,7 @@ public struct ServerOptions: Sendable {
     /// (at least 0.5 s). 10 s covers them with room to spare, so only an exit
     /// that is stuck, never one that is merely slow, is cut short.
     public static let exitSlackSeconds: Double = 10
-    public var environment: [String: String] = ProcessInfo.processInfo.environment
+    public var environment: [String: String] = ProcessEnvironment.current()
 
     public init() {}
 }
@@ -313,23 +312,4 @@ final class ServerState: Sendable {
     let stopCause = Mutex<String?>(nil)
     let signalSources = Mutex<[SignalSource]>([])
     let signalsReceived = Mutex(0)
-}
-
-/// Delivers one signal to a handler on a dispatch queue instead of its default
-/// action (which would end the process mid-write).
-final class SignalSource: @unchecked Sendable {
-    // @unchecked: the source is only touched at init; Dispatch serialises its handler.
-    private let source: any DispatchSourceSignal
-
-    init(_ number: Int32, handler: @escaping @Sendable (Int) -> Void) {
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        // `data` counts the signals since the last call (several may coalesce).
-        // The handler holds the source until `cancel()` in deinit releases it.
-        source.setEventHandler { handler(max(1, Int(source.data))) }
-        source.resume()
-        self.source = source
-    }
-
-    deinit { source.cancel() }
 }

@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -53,7 +52,7 @@ final class TurnExecutor: TaskExecutor {
                 return runBatch(job, on: state, limit: Self.inlineJobs)
             }
         }
-        DispatchQueue.global().async { [self] in runBatch(job, on: BatchThread.make(), limit: nil) }
+        Dispatching.async { [self] in runBatch(job, on: BatchThread.make(), limit: nil) }
     }
 
     /// Runs `first` and every job it enqueues on this thread, then wakes the
@@ -69,7 +68,7 @@ final class TurnExecutor: TaskExecutor {
             job = state.next
             state.next = nil
             if let next = job, let limit, ran >= limit {
-                DispatchQueue.global().async { [self] in runBatch(next, on: BatchThread.make(), limit: nil) }
+                Dispatching.async { [self] in runBatch(next, on: BatchThread.make(), limit: nil) }
                 job = nil
             }
         }

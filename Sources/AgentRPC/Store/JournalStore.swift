@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -752,7 +751,7 @@ final class FileJournal: SessionJournal {
     func sync(_ transcript: Transcript) throws {
         try fsyncFile()
         try compactIfLarge(transcript)
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Dispatching.monotonicNanoseconds()
         let due = state.withLock { s in s.summaryWritten.map { now &- $0 >= store.summaryInterval } ?? true }
         if due { writeSummary(transcript) }
     }
@@ -761,7 +760,7 @@ final class FileJournal: SessionJournal {
         var summary = JournalStore.summary(of: header, config: config, transcript: transcript)
         summary.updatedAt = transcript.updatedAt
         store.writeSummary(summary)
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Dispatching.monotonicNanoseconds()
         state.withLock { $0.summaryWritten = now }
     }
 

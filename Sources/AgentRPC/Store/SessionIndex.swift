@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -164,7 +163,7 @@ final class SessionIndex: Sendable {
             if s.lines > 2 * s.entries.count + 1000 { rewriteLocked(&s) }
             return
         }
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = Dispatching.monotonicNanoseconds()
         s.entries = [:]
         s.offset = 0
         s.lines = 0
@@ -176,7 +175,7 @@ final class SessionIndex: Sendable {
         if !exists || changed > 0 && changed * 4 > s.entries.count {
             rewriteLocked(&s)
         }
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        let ms = Double(Dispatching.monotonicNanoseconds() - started) / 1e6
         logger.debug("session index: \(s.entries.count) sessions, \(changed) read from their journals, in \(String(cFormat: "%.1f", ms)) ms")
     }
 

@@ -33,7 +33,7 @@ package enum SessionsCommand {
     /// Exit status: 0 done, 1 a session could not be handled (unknown, locked,
     /// unreadable), 2 a usage error.
     package static func runCommandLine(
-        arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        arguments: [String], environment: [String: String] = ProcessEnvironment.current(),
         output: (String) -> Void, errors: (String) -> Void
     ) -> Int32 {
         let scanned: CommandLineOptions.Scanned

@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 
 /// `agentrpc.json` `store: {maxAgeDays, maxSessions}`: stored sessions last
 /// updated more than `maxAgeDays` ago, and those past the `maxSessions` most
@@ -31,7 +30,7 @@ struct StoreRetention: Codable, Sendable, Equatable {
     static func startAtLaunch(_ retention: StoreRetention?, on store: JournalStore, logger: Logger, isLoaded: @escaping @Sendable (String) -> Bool) {
         // A store directory that does not exist yet has nothing to read or prune.
         guard FileManager.default.fileExists(atPath: store.directory) else { return }
-        DispatchQueue.global(qos: .utility).async {
+        Dispatching.async(utility: true) {
             store.removeLeftoverTemporaries()
             store.index.refresh()
             if let retention, retention.maxAgeDays != nil || retention.maxSessions != nil {
@@ -43,9 +42,9 @@ struct StoreRetention: Codable, Sendable, Equatable {
     @discardableResult
     func run(on store: JournalStore, logger: Logger, isLoaded: (String) -> Bool) -> JournalStore.PruneReport {
         let cutoff = maxAgeDays.map { Date().addingTimeInterval(-Double($0) * 86_400) }
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = Dispatching.monotonicNanoseconds()
         let report = store.prune(olderThan: cutoff, keepNewest: maxSessions, dryRun: false, excluded: isLoaded)
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        let ms = Double(Dispatching.monotonicNanoseconds() - started) / 1e6
         var rules: [String] = []
         if let d = maxAgeDays { rules.append("older than \(d) days") }
         if let n = maxSessions { rules.append("beyond the newest \(n)") }

@@ -1,5 +1,4 @@
 import AgentRPCProtocol
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -127,7 +126,7 @@ final class OTLPFileExporter: SpanExporter {
             s.drainScheduled = true
             return true
         }
-        if scheduleDrain { DispatchQueue.global(qos: .utility).async { self.drain() } }
+        if scheduleDrain { Dispatching.async(utility: true) { self.drain() } }
     }
 
     /// Blocks until every line exported before the call is written.

@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -22,13 +21,13 @@ struct SystemTraceClock: TraceClock {
     private let monotonicAnchorNanos: UInt64
 
     init() {
-        monotonicAnchorNanos = DispatchTime.now().uptimeNanoseconds
+        monotonicAnchorNanos = Dispatching.monotonicNanoseconds()
         let seconds = Date().timeIntervalSince1970
         wallAnchorNanos = seconds > 0 ? UInt64(seconds * 1_000_000_000) : 0
     }
 
     func nowUnixNanos() -> UInt64 {
-        let elapsed = DispatchTime.now().uptimeNanoseconds &- monotonicAnchorNanos
+        let elapsed = Dispatching.monotonicNanoseconds() &- monotonicAnchorNanos
         return wallAnchorNanos &+ elapsed
     }
 }

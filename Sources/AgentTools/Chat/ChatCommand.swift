@@ -5,7 +5,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -161,7 +160,7 @@ package enum ChatCommand {
     /// stdout; problems before the chat starts go to stderr. Returns the exit
     /// status: 0 after `/exit` or Ctrl-D, 1 when the server failed, 2 for a usage error.
     package static func runCommandLine(arguments: [String], executable: String, write: @escaping (String) -> Void) -> Int32 {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.current()
         let options: Options
         switch parse(arguments) {
         case .success(let parsed): options = parsed

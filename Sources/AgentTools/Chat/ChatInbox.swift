@@ -1,5 +1,4 @@
 import AgentRPC
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -91,13 +90,9 @@ enum ChatInputSources {
     }
 
     /// Turns SIGINT into `.interrupt` instead of ending the process. The default
-    /// action is switched off first so the dispatch source alone sees the signal.
-    static func catchInterrupts(into inbox: ChatInbox) -> any DispatchSourceSignal {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { inbox.post(.interrupt) }
-        source.resume()
-        return source
+    /// action is switched off so the signal source alone sees the signal.
+    static func catchInterrupts(into inbox: ChatInbox) -> SignalSource {
+        SignalSource(SIGINT) { _ in inbox.post(.interrupt) }
     }
 
     /// Forwards everything the server writes; posts `.serverClosed` once its stdout ends.

@@ -271,7 +271,7 @@ final class TranscriptRun {
         defer {
             if let temporaryDirectory { try? FileManager.default.removeItem(atPath: temporaryDirectory) }
         }
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessEnvironment.current()
         for (key, value) in script.header.env { environment[key] = expand(value) }
         // The server keeps sessions under $XDG_STATE_HOME by default: a replay gets
         // a private store, never the user's, and parallel replays never share one.
