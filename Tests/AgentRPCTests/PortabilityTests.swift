@@ -169,3 +169,44 @@ extension PortabilityTests {
         #expect(text.percentDecoded == text.removingPercentEncoding)
     }
 }
+
+extension PortabilityTests {
+    /// Read from `environ`'s bytes, the environment is what ProcessInfo gives.
+    @Test func theEnvironmentIsProcessInfos() {
+        #expect(ProcessEnvironment.current() == ProcessInfo.processInfo.environment)
+    }
+
+    /// Through the binary, with entries `setenv` never makes: the last of two
+    /// `AGENTRPC_LOG`s is the one read (the first names no level: read, it stops the
+    /// server with status 2, as it alone does), and an entry without `=`, one with an
+    /// empty name and one that is not UTF-8 are taken without harm.
+    @Test func theServerReadsTheLastOfTwoEntriesOfOneName() throws {
+        guard let server = CommittedTranscriptTests.builtServer else {
+            Issue.record("cannot find the built agentrpc binary next to the tests")
+            return
+        }
+        func status(_ environment: [[UInt8]]) throws -> Int32 {
+            let arguments = [server, "serve", "--ephemeral"].map { $0.withCString { strdup($0) } } + [nil]
+            let entries = environment.map { bytes in bytes.withUnsafeBufferPointer { raw in
+                raw.withMemoryRebound(to: CChar.self) { chars in strndup(chars.baseAddress!, chars.count) }
+            } } + [nil]
+            defer { (arguments + entries).forEach { free($0) } }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            for fd in Int32(0)...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, server, &actions, nil, arguments, entries)
+            try #require(spawned == 0)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return (status >> 8) & 0xFF
+        }
+        let odd: [[UInt8]] = [Array("NOEQUALS".utf8), Array("=empty-name".utf8), [0x42, 0x3D, 0xFF, 0xFE]]
+        #expect(try status([Array("AGENTRPC_LOG=bogus".utf8)] + odd) == 2)
+        #expect(try status([Array("AGENTRPC_LOG=bogus".utf8), Array("AGENTRPC_LOG=off".utf8)] + odd) == 0)
+        // Split at the `=` byte, as `getenv` reads it: a value that starts with a combining
+        // mark is read (ProcessInfo drops the entry, its `=` being part of a larger character).
+        #expect(try status([Array("AGENTRPC_LOG=\u{301}off".utf8)]) == 2)
+    }
+}
