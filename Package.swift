@@ -51,7 +51,10 @@ let package = Package(
         // The address of ICU's functions when the static package build links ICU in
         // (Sources/AgentRPC/Portability/ICU.swift; weak references, NULL otherwise).
         .target(name: "CLinkedICU", path: "Sources/CLinkedICU"),
-        .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol", "CLinkedICU"], path: "Sources/AgentRPC", swiftSettings: strict),
+        // libdispatch's signal source type, for the signal sources the package makes
+        // through libdispatch's C interface (Sources/AgentRPC/Portability/Dispatching.swift).
+        .target(name: "CDispatchSignal", path: "Sources/CDispatchSignal"),
+        .target(name: "AgentRPC", dependencies: ["AgentRPCProtocol", "CLinkedICU", "CDispatchSignal"], path: "Sources/AgentRPC", swiftSettings: strict),
         // The tools around the engine: the terminal chat, and recording and replaying
         // client/server conversations. Not part of the library an embedder links.
         .target(name: "AgentTools", dependencies: ["AgentRPC", "AgentRPCProtocol"], path: "Sources/AgentTools", swiftSettings: strict),

@@ -4,6 +4,7 @@
 // package asks of libdispatch, which the Swift concurrency runtime loads anyway.
 #if canImport(CDispatch)
 import CDispatch
+import CDispatchSignal
 #else
 import Dispatch
 #endif
@@ -50,10 +51,11 @@ package enum Dispatching {
 /// Stops at `cancel()` or deinit.
 package final class SignalSource: @unchecked Sendable {
     #if canImport(CDispatch)
-    // @unchecked: `source` is only touched at init and deinit; libdispatch
-    // serialises the handler, and the context is freed by the cancel handler,
-    // which runs after the last event handler.
-    private let source: dispatch_source_t?
+    // @unchecked: `source` is set at init and only cancelled after (which
+    // libdispatch allows from any thread); libdispatch serialises the handler, and
+    // the context is freed by the cancel handler, which runs after the last event
+    // handler.
+    private let source: dispatch_source_t
 
     private final class Context {
         let handler: @Sendable (Int) -> Void
@@ -64,19 +66,10 @@ package final class SignalSource: @unchecked Sendable {
         }
     }
 
-    /// `DISPATCH_SOURCE_TYPE_SIGNAL` is the address of this exported constant,
-    /// which Swift cannot import (its struct is opaque). nonisolated(unsafe): set
-    /// once, never written.
-    nonisolated(unsafe) private static let signalType: dispatch_source_type_t? =
-        dlsym(nil, "_dispatch_source_type_signal").map { OpaquePointer($0) }
-
     package init(_ number: Int32, handler: @escaping @Sendable (Int) -> Void) {
         signal(number, SIG_IGN)
-        guard let type = Self.signalType else {
-            // Only without libdispatch's exported type: the signal stays ignored.
-            source = nil
-            return
-        }
+        // `DISPATCH_SOURCE_TYPE_SIGNAL`, which Swift cannot import (CDispatchSignal).
+        let type = OpaquePointer(agentrpc_dispatch_source_type_signal())
         let source = dispatch_source_create(type, UInt(number), 0, dispatch_get_global_queue(Int(DISPATCH_QUEUE_PRIORITY_DEFAULT), 0))
         let object = dispatch_object_t(_ds: source)
         dispatch_set_context(object, Unmanaged.passRetained(Context(handler, source)).toOpaque())
@@ -99,7 +92,7 @@ package final class SignalSource: @unchecked Sendable {
 
     /// Stops delivering (the signal stays ignored); again, or at deinit, does nothing more.
     package func cancel() {
-        if let source { dispatch_source_cancel(source) }
+        dispatch_source_cancel(source)
     }
     #else
     private let source: any DispatchSourceSignal
