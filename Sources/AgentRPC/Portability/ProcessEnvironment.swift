@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-// `__environ`, a C global, is only read, and before any thread that could change it.
+// `__environ`, a C global: only read here, and nothing in the package writes it (no `setenv`).
 @preconcurrency import Glibc
 #elseif canImport(Musl)
 import Musl
