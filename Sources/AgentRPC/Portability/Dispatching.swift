@@ -37,7 +37,7 @@ package enum Dispatching {
         #endif
     }
 
-    /// Nanoseconds of the monotonic clock (what `Dispatching.monotonicNanoseconds()` reads).
+    /// Nanoseconds of the monotonic clock (what `DispatchTime.now().uptimeNanoseconds` read).
     package static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

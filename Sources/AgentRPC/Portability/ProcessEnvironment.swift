@@ -14,7 +14,7 @@ import Foundation
 
 /// The process's environment variables, read once per call from `environ`.
 package enum ProcessEnvironment {
-    /// What `ProcessEnvironment.current()` gives: each `NAME=value` entry
+    /// What `ProcessInfo.processInfo.environment` gives: each `NAME=value` entry
     /// split at its first `=` (entries without one left out, the last of
     /// duplicate names kept, bytes that are not UTF-8 repaired), but split on the
     /// bytes: FoundationEssentials splits each entry's `Character`s, ~40,000
